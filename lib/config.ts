@@ -1,0 +1,144 @@
+/**
+ * Configuration from the environment. Each deployable declares the variables it reads with the
+ * helpers below and calls {@link readConfig} once in its entry point, passing the environment in.
+ * Every bad or missing variable is reported at once, by name, before anything starts.
+ */
+
+export type Env = Record<string, string | undefined>;
+
+export interface Variable<T> {
+  name: string;
+  description: string;
+  /** Parses the raw value; throws an Error whose message says what is expected. */
+  parse(raw: string): T;
+  /** Used when the variable is unset or empty; absent means the variable is required. */
+  fallback?: () => T;
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Values<S> = { [K in keyof S]: S[K] extends Variable<infer T> ? T : never };
+
+export function readConfig<S extends Record<string, Variable<unknown>>>(
+  env: Env,
+  spec: S,
+): Values<S> {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [key, variable] of Object.entries(spec)) {
+    const raw = env[variable.name];
+    if (raw === undefined || raw === '') {
+      if (variable.fallback) out[key] = variable.fallback();
+      else problems.push(`${variable.name} is required: ${variable.description}`);
+      continue;
+    }
+    try {
+      out[key] = variable.parse(raw);
+    } catch (err) {
+      problems.push(`${variable.name} ${(err as Error).message} (got ${JSON.stringify(raw)})`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out as Values<S>;
+}
+
+interface Options<T> {
+  description: string;
+  default?: T;
+}
+
+function variable<T>(name: string, options: Options<T>, parse: (raw: string) => T): Variable<T> {
+  const v: Variable<T> = { name, description: options.description, parse };
+  if (options.default !== undefined) {
+    const value = options.default;
+    v.fallback = () => value;
+  }
+  return v;
+}
+
+export function str(name: string, options: Options<string>): Variable<string> {
+  return variable(name, options, (raw) => raw);
+}
+
+/** An optional string: `undefined` when unset. */
+export function optionalStr(name: string, description: string): Variable<string | undefined> {
+  return { name, description, parse: (raw) => raw, fallback: () => undefined };
+}
+
+export function int(
+  name: string,
+  options: Options<number> & { min?: number; max?: number },
+): Variable<number> {
+  const { min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER } = options;
+  return variable(name, options, (raw) => {
+    const n = Number(raw);
+    if (!/^-?\d+$/.test(raw.trim()) || n < min || n > max) {
+      throw new Error(`must be a whole number from ${min} to ${max}`);
+    }
+    return n;
+  });
+}
+
+export function port(name: string, options: Options<number>): Variable<number> {
+  return int(name, { ...options, min: 0, max: 65535 });
+}
+
+export function bool(name: string, options: Options<boolean>): Variable<boolean> {
+  return variable(name, options, (raw) => {
+    const v = raw.trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    throw new Error('must be true or false (1/0, yes/no, on/off)');
+  });
+}
+
+export function oneOf<T extends string>(
+  name: string,
+  values: readonly T[],
+  options: Options<T>,
+): Variable<T> {
+  return variable(name, options, (raw) => {
+    if (!(values as readonly string[]).includes(raw)) {
+      throw new Error(`must be one of ${values.join(', ')}`);
+    }
+    return raw as T;
+  });
+}
+
+export function url(name: string, protocols: string[], options: Options<string>): Variable<string> {
+  return variable(name, options, (raw) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      throw new Error(`must be a URL (${protocols.join(' or ')})`);
+    }
+    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+      throw new Error(`must be a URL with scheme ${protocols.join(' or ')}`);
+    }
+    return raw;
+  });
+}
+
+/** A `host:port` address, as gRPC clients take it. */
+export function address(name: string, options: Options<string>): Variable<string> {
+  return variable(name, options, (raw) => {
+    const m = /^(.+):(\d{1,5})$/.exec(raw);
+    if (!m || Number(m[2]) > 65535) throw new Error('must be host:port');
+    return raw;
+  });
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export function logLevel(): Variable<(typeof LOG_LEVELS)[number]> {
+  return oneOf('LOG_LEVEL', LOG_LEVELS, { description: 'pino log level', default: 'info' });
+}

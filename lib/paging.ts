@@ -1,0 +1,61 @@
+/**
+ * Keyset paging shared by every list (DESIGN §4): `limit` defaults to 50 and may be at most 200;
+ * `cursor` is opaque to clients (base64url of the last row's sort key) and `next_cursor` is empty
+ * on the last page.
+ */
+import { invalid } from './errors.js';
+
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 200;
+
+export interface PageKey {
+  /** The sort time of the last row, as an ISO string. */
+  at: string;
+  id: string;
+}
+
+/** A request's limit: 0 (unset) means the default. */
+export function pageLimit(limit: number | undefined): number {
+  if (limit === undefined || limit === 0) return DEFAULT_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw invalid(`limit must be a whole number from 1 to ${MAX_LIMIT}`, 'limit');
+  }
+  return limit;
+}
+
+export function encodeCursor(key: PageKey): string {
+  return Buffer.from(JSON.stringify([key.at, key.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): PageKey | undefined {
+  if (cursor === '') return undefined;
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'string' &&
+      typeof value[1] === 'string' &&
+      !Number.isNaN(Date.parse(value[0]))
+    ) {
+      return { at: value[0], id: value[1] };
+    }
+  } catch {
+    // fall through to the error below
+  }
+  throw invalid('cursor is not a cursor this API returned', 'cursor');
+}
+
+/**
+ * Given up to `limit + 1` rows fetched in order, returns the page and the cursor of the next one.
+ */
+export function page<T>(
+  rows: T[],
+  limit: number,
+  keyOf: (row: T) => PageKey,
+): { items: T[]; nextCursor: string } {
+  if (rows.length <= limit) return { items: rows, nextCursor: '' };
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1] as T;
+  return { items, nextCursor: encodeCursor(keyOf(last)) };
+}

@@ -1,0 +1,102 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import anyTest, { type TestFn } from 'ava';
+import { createPool, type Pool, withTx } from '../lib/db.js';
+import { migrate, splitStatements } from '../lib/migrate.js';
+import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+
+const test = anyTest as TestFn<{ db: TestDatabase; pool: Pool }>;
+
+test.before(async (t) => {
+  const db = await createTestDatabase();
+  t.context = { db, pool: createPool({ url: db.url, max: 20 }) };
+});
+
+test.after.always(async (t) => {
+  await t.context.pool?.end();
+  await t.context.db?.drop();
+});
+
+test('transactions run SERIALIZABLE', async (t) => {
+  const level = await withTx(t.context.pool, async (tx) => {
+    const { rows } = await tx.query<{ transaction_isolation: string }>(
+      'SHOW transaction_isolation',
+    );
+    return rows[0]?.transaction_isolation;
+  });
+  t.is(level, 'serializable');
+});
+
+test('conflicting read-then-write transactions are retried until every one commits', async (t) => {
+  const { pool } = t.context;
+  await pool.query('CREATE TABLE counters (id INT PRIMARY KEY, n INT NOT NULL)');
+  await pool.query('INSERT INTO counters VALUES (1, 0)');
+  let attempts = 0;
+  const writers = 20;
+  await Promise.all(
+    Array.from({ length: writers }, () =>
+      withTx(
+        pool,
+        async (tx) => {
+          attempts++;
+          const { rows } = await tx.query<{ n: number }>('SELECT n FROM counters WHERE id = 1');
+          await tx.query('UPDATE counters SET n = $1 WHERE id = 1', [(rows[0]?.n ?? 0) + 1]);
+        },
+        { attempts: 100 },
+      ),
+    ),
+  );
+  const { rows } = await pool.query<{ n: number }>('SELECT n FROM counters WHERE id = 1');
+  t.is(rows[0]?.n, writers, 'a lost update means a conflict was not retried');
+  t.true(attempts > writers, 'the contention produced no serialization failure to retry');
+});
+
+test('an error that is not a serialization failure rolls back and is not retried', async (t) => {
+  const { pool } = t.context;
+  await pool.query('CREATE TABLE once (id INT PRIMARY KEY)');
+  let attempts = 0;
+  await t.throwsAsync(
+    withTx(pool, async (tx) => {
+      attempts++;
+      await tx.query('INSERT INTO once VALUES (1)');
+      await tx.query('INSERT INTO once VALUES (1)');
+    }),
+    { message: /duplicate key/ },
+  );
+  t.is(attempts, 1);
+  const { rows } = await pool.query('SELECT * FROM once');
+  t.is(rows.length, 0);
+});
+
+test('migrations apply in order once, and a second run applies nothing', async (t) => {
+  const { pool } = t.context;
+  const dir = await mkdtemp(join(tmpdir(), 'spool-migrations-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(
+    join(dir, '001_first.sql'),
+    '-- a table\nCREATE TABLE IF NOT EXISTS widgets (\n  id UUID PRIMARY KEY\n);\n\nCREATE INDEX IF NOT EXISTS widgets_id ON widgets (id);\n',
+  );
+  await writeFile(
+    join(dir, '002_second.sql'),
+    'ALTER TABLE widgets ADD COLUMN IF NOT EXISTS name TEXT;\n',
+  );
+  const set = { service: 'widgets', dir };
+  t.deepEqual(await migrate(pool, [set]), ['widgets/001_first.sql', 'widgets/002_second.sql']);
+  t.deepEqual(await migrate(pool, [set]), []);
+  const { rows } = await pool.query(
+    "SELECT column_name FROM information_schema.columns WHERE table_name = 'widgets' ORDER BY 1",
+  );
+  t.deepEqual(
+    rows.map((r) => r.column_name),
+    ['id', 'name'],
+  );
+});
+
+test('migration files split into one statement per trailing semicolon', (t) => {
+  t.deepEqual(splitStatements('-- c\nCREATE TABLE a (\n  x INT\n);\nSELECT 1;\n\nSELECT 2'), [
+    'CREATE TABLE a (\n  x INT\n)',
+    'SELECT 1',
+    'SELECT 2',
+  ]);
+});

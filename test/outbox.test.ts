@@ -1,0 +1,99 @@
+import { jetstreamManager } from '@nats-io/jetstream';
+import anyTest, { type TestFn } from 'ava';
+import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
+import { createPool, type Pool, withTx } from '../lib/db.js';
+import { silentLogger } from '../lib/logger.js';
+import { enqueue, OutboxRelay } from '../lib/outbox.js';
+import { startTestNats, type TestNats } from './helpers/nats.js';
+import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+
+const test = anyTest as TestFn<{
+  db: TestDatabase;
+  pool: Pool;
+  nats: TestNats;
+  nc: NatsConnection;
+}>;
+
+const TABLE = 'test_outbox';
+
+test.before(async (t) => {
+  const [db, nats] = await Promise.all([createTestDatabase(), startTestNats()]);
+  const pool = createPool({ url: db.url });
+  await pool.query(`CREATE TABLE ${TABLE} (
+    id UUID PRIMARY KEY, subject TEXT NOT NULL, payload BYTEA NOT NULL,
+    headers JSONB NOT NULL DEFAULT '{}', created_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
+  const nc = await connectBus({ url: nats.url, name: 'outbox-test', logger: silentLogger });
+  await ensureStreams(nc);
+  t.context = { db, pool, nats, nc };
+});
+
+test.after.always(async (t) => {
+  await t.context.nc?.close();
+  await t.context.pool?.end();
+  await Promise.all([t.context.nats?.stop(), t.context.db?.drop()]);
+});
+
+async function streamCount(nc: NatsConnection, subject: string): Promise<number> {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info('EVENTS', { subjects_filter: subject });
+  return info.state.subjects?.[subject] ?? 0;
+}
+
+async function rowsLeft(pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${TABLE}`);
+  return Number(rows[0]?.n);
+}
+
+test.serial('two relays publish each committed row once and empty the outbox', async (t) => {
+  const { pool, nc } = t.context;
+  const subject = 'events.org-a.job.created';
+  await withTx(pool, (tx) =>
+    enqueue(
+      tx,
+      TABLE,
+      Array.from({ length: 300 }, (_, i) => ({ subject, payload: { n: i } })),
+    ),
+  );
+  // A rolled-back transaction leaves nothing to publish.
+  await t.throwsAsync(
+    withTx(pool, async (tx) => {
+      await enqueue(tx, TABLE, [{ subject, payload: { n: 'never' } }]);
+      throw new Error('abandon');
+    }),
+  );
+  const relays = [1, 2].map(
+    () => new OutboxRelay({ pool, nc, table: TABLE, logger: silentLogger, batchSize: 64 }),
+  );
+  for (const relay of relays) relay.kick();
+  await Promise.all(relays.map((r) => r.stop()));
+  t.is(await rowsLeft(pool), 0);
+  t.is(await streamCount(nc, subject), 300);
+});
+
+test.serial('rows written while NATS is down are published once it is back', async (t) => {
+  const { pool, nats } = t.context;
+  const nc = await connectBus({ url: nats.url, name: 'outbox-restart', logger: silentLogger });
+  t.teardown(() => nc.close());
+  const relay = new OutboxRelay({ pool, nc, table: TABLE, logger: silentLogger });
+  const subject = 'events.org-b.job.printed';
+  nats.kill('SIGKILL');
+  await withTx(pool, (tx) =>
+    enqueue(
+      tx,
+      TABLE,
+      Array.from({ length: 5 }, (_, i) => ({ subject, payload: { n: i } })),
+    ),
+  );
+  relay.kick();
+  await relay.idle();
+  t.is(await rowsLeft(pool), 5, 'rows must stay while nothing acknowledged them');
+  await nats.restart();
+  const deadline = Date.now() + 10_000;
+  while ((await rowsLeft(pool)) > 0 && Date.now() < deadline) {
+    relay.kick();
+    await relay.idle();
+  }
+  await relay.stop();
+  t.is(await rowsLeft(pool), 0);
+  t.is(await streamCount(nc, subject), 5);
+});
