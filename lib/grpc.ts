@@ -1,0 +1,229 @@
+/**
+ * gRPC plumbing shared by every service and the gateway: servers whose handlers are async functions
+ * that throw {@link SpoolError}, the mapping of those errors to a gRPC status and back, promise
+ * clients with a default deadline, the standard `grpc.health.v1` service, and graceful shutdown.
+ */
+import {
+  type CallOptions,
+  type Client,
+  type ClientUnaryCall,
+  credentials,
+  status as GrpcStatus,
+  type handleUnaryCall,
+  Metadata,
+  Server,
+  ServerCredentials,
+  type ServerUnaryCall,
+  type ServiceDefinition,
+  type ServiceError,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import { codeForGrpcStatus, isErrorCode, isSpoolError, SpoolError } from './errors.js';
+import type { Logger } from './logger.js';
+
+const CODE_KEY = 'spool-error-code';
+const PARAM_KEY = 'spool-error-param';
+const RETRY_AFTER_KEY = 'spool-retry-after';
+
+/** The async form of a generated `…Server` interface: each method returns its response. */
+export type AsyncServer<S> = {
+  [K in keyof S as string extends K ? never : K]: S[K] extends handleUnaryCall<infer Req, infer Res>
+    ? (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>
+    : never;
+};
+
+/** Turns an error thrown by a handler into what crosses the wire. */
+export function toServiceError(
+  err: unknown,
+  logger: Logger,
+  method: string,
+): Partial<ServiceError> {
+  if (isSpoolError(err)) {
+    const metadata = new Metadata();
+    metadata.set(CODE_KEY, err.code);
+    if (err.param !== undefined) metadata.set(PARAM_KEY, err.param);
+    if (err.retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(err.retryAfter));
+    return { code: err.grpcStatus, details: err.message, metadata };
+  }
+  logger.error({ err, method }, 'unhandled error in gRPC handler');
+  const metadata = new Metadata();
+  metadata.set(CODE_KEY, 'internal');
+  return { code: GrpcStatus.INTERNAL, details: 'internal error', metadata };
+}
+
+/** Turns a gRPC client error back into a SpoolError with the code the service meant. */
+export function fromServiceError(err: ServiceError, service: string): SpoolError {
+  const sent = err.metadata?.get(CODE_KEY)[0];
+  const param = err.metadata?.get(PARAM_KEY)[0];
+  const retryAfter = err.metadata?.get(RETRY_AFTER_KEY)[0];
+  if (isErrorCode(sent)) {
+    return new SpoolError(sent, err.details, {
+      ...(typeof param === 'string' ? { param } : {}),
+      ...(typeof retryAfter === 'string' ? { retryAfter: Number(retryAfter) } : {}),
+      cause: err,
+    });
+  }
+  const code = codeForGrpcStatus(err.code);
+  // A status without our code comes from the transport (a service down, a deadline passed).
+  const message =
+    code === 'unavailable' ? `the ${service} service is unavailable` : 'internal error';
+  return new SpoolError(code, message, { cause: err });
+}
+
+/** Wraps async handlers as grpc-js callbacks, mapping thrown errors to a status. */
+export function adaptServer<S extends UntypedServiceImplementation>(
+  impl: AsyncServer<S>,
+  logger: Logger,
+): S {
+  const out: Record<string, handleUnaryCall<unknown, unknown>> = {};
+  for (const [name, fn] of Object.entries(impl) as [
+    string,
+    (req: unknown, call: ServerUnaryCall<unknown, unknown>) => Promise<unknown>,
+  ][]) {
+    out[name] = (call, callback) => {
+      fn(call.request, call).then(
+        (res) => callback(null, res),
+        (err: unknown) => callback(toServiceError(err, logger, name)),
+      );
+    };
+  }
+  return out as unknown as S;
+}
+
+export interface GrpcService {
+  /** The fully qualified name health checks use, e.g. `spool.v1.AccountsService`. */
+  name: string;
+  definition: ServiceDefinition;
+  implementation: UntypedServiceImplementation;
+}
+
+export interface GrpcServerHandle {
+  server: Server;
+  port: number;
+  health: HealthImplementation;
+  /** Marks every service NOT_SERVING, lets calls in flight finish within `graceMs`, then closes. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+export async function startGrpcServer(options: {
+  host: string;
+  port: number;
+  services: GrpcService[];
+}): Promise<GrpcServerHandle> {
+  const server = new Server({
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_permit_without_calls': 1,
+  });
+  const health = new HealthImplementation({ '': 'SERVING' });
+  health.addToServer(server);
+  for (const service of options.services) {
+    server.addService(service.definition, service.implementation);
+    health.setStatus(service.name, 'SERVING');
+  }
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(
+      `${options.host}:${options.port}`,
+      ServerCredentials.createInsecure(),
+      (err, bound) => (err ? reject(err) : resolve(bound)),
+    );
+  });
+  return {
+    server,
+    port,
+    health,
+    async shutdown(graceMs = 10_000) {
+      health.setStatus('', 'NOT_SERVING');
+      for (const service of options.services) health.setStatus(service.name, 'NOT_SERVING');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}
+
+type UnaryMethod<Req, Res> = (
+  request: Req,
+  metadata: Metadata,
+  options: Partial<CallOptions>,
+  callback: (error: ServiceError | null, response: Res) => void,
+) => ClientUnaryCall;
+
+export interface CallOverrides {
+  /** Milliseconds from now; overrides the client's default deadline. */
+  deadlineMs?: number;
+  /** Propagates the caller's deadline and cancellation to this call. */
+  parent?: ServerUnaryCall<unknown, unknown>;
+  metadata?: Metadata;
+}
+
+type PromiseMethod<F> = F extends (
+  request: infer Req,
+  metadata: Metadata,
+  options: Partial<CallOptions>,
+  callback: (error: ServiceError | null, response: infer Res) => void,
+) => ClientUnaryCall
+  ? (request: Req, overrides?: CallOverrides) => Promise<Res>
+  : never;
+
+/** The promise form of a generated client: each method takes the request and resolves its answer. */
+export type AsyncClient<C> = {
+  [K in keyof C as [PromiseMethod<C[K]>] extends [never] ? never : K]: PromiseMethod<C[K]>;
+} & { close(): void };
+
+export interface ClientOptions {
+  /** The service's name in error messages (`accounts`). */
+  service: string;
+  address: string;
+  /** Default deadline of each call in milliseconds. */
+  deadlineMs?: number;
+}
+
+/**
+ * Creates a promise client around a ts-proto generated grpc-js client constructor. Errors arrive as
+ * SpoolError with the catalogue code the service sent.
+ */
+export function createClient<C extends Client>(
+  Ctor: new (
+    address: string,
+    creds: ReturnType<typeof credentials.createInsecure>,
+    options?: object,
+  ) => C,
+  options: ClientOptions,
+): AsyncClient<C> {
+  const client = new Ctor(options.address, credentials.createInsecure(), {
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  });
+  const defaultDeadline = options.deadlineMs ?? 5_000;
+  const proxy: Record<string, unknown> = {
+    close: () => client.close(),
+  };
+  const proto = Object.getPrototypeOf(client) as Record<string, unknown>;
+  for (const name of Object.keys(proto)) {
+    const method = proto[name];
+    if (typeof method !== 'function' || name === 'constructor') continue;
+    proxy[name] = (request: unknown, overrides: CallOverrides = {}) =>
+      new Promise((resolve, reject) => {
+        const callOptions: Partial<CallOptions> = {
+          deadline: Date.now() + (overrides.deadlineMs ?? defaultDeadline),
+        };
+        if (overrides.parent) callOptions.parent = overrides.parent;
+        (method as UnaryMethod<unknown, unknown>).call(
+          client,
+          request,
+          overrides.metadata ?? new Metadata(),
+          callOptions,
+          (err, res) => (err ? reject(fromServiceError(err, options.service)) : resolve(res)),
+        );
+      });
+  }
+  return proxy as AsyncClient<C>;
+}

@@ -1,0 +1,50 @@
+/**
+ * The accounts deployable: `startAccounts` builds the service from the connections it is given
+ * (used by `spool serve accounts` and `spool dev`).
+ */
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import { AccountsServiceService } from '../../gen/spool/v1/accounts.js';
+import type { NatsConnection } from '../../lib/bus.js';
+import type { Clock } from '../../lib/clock.js';
+import { adaptServer, type GrpcService } from '../../lib/grpc.js';
+import type { Logger } from '../../lib/logger.js';
+import type { MigrationSet } from '../../lib/migrate.js';
+import { OutboxRelay } from '../../lib/outbox.js';
+import { createAccountsServer } from './server.js';
+import { createAccountsStore, OUTBOX_TABLE } from './store.js';
+
+export const migrations: MigrationSet = {
+  service: 'accounts',
+  dir: fileURLToPath(new URL('./migrations', import.meta.url)),
+};
+
+export interface AccountsDeps {
+  pool: pg.Pool;
+  nc: NatsConnection;
+  logger: Logger;
+  clock: Clock;
+}
+
+export interface AccountsPart {
+  grpc: GrpcService;
+  relay: OutboxRelay;
+  stop(): Promise<void>;
+}
+
+export function createAccounts(deps: AccountsDeps): AccountsPart {
+  const logger = deps.logger.child({ service: 'accounts' });
+  const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
+  const store = createAccountsStore(deps.pool, deps.clock);
+  const server = createAccountsServer({ store, clock: deps.clock, onRevoked: () => relay.kick() });
+  relay.start();
+  return {
+    grpc: {
+      name: 'spool.v1.AccountsService',
+      definition: AccountsServiceService,
+      implementation: adaptServer(server, logger),
+    },
+    relay,
+    stop: () => relay.stop(),
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * The accounts gRPC service: validates requests, applies the rules of keys (DESIGN §4) and leaves
+ * storage to the store.
+ */
+import type { AccountsServiceServer } from '../../gen/spool/v1/accounts.js';
+import type { Clock } from '../../lib/clock.js';
+import {
+  credentialHint,
+  generateCredential,
+  hashCredential,
+  isScope,
+  parseAllowedIps,
+  SCOPES,
+} from '../../lib/credentials.js';
+import { invalid, notFound, unauthorized } from '../../lib/errors.js';
+import type { AsyncServer } from '../../lib/grpc.js';
+import { isUuid } from '../../lib/ids.js';
+import { pageLimit } from '../../lib/paging.js';
+import type { AccountsStore } from './store.js';
+
+export const MAX_NAME_LENGTH = 200;
+export const MAX_ALLOWED_IPS = 50;
+
+function requireOrgId(orgId: string): string {
+  // A malformed id cannot name an organization; answer as for any unknown one.
+  if (!isUuid(orgId)) throw notFound('no such organization');
+  return orgId;
+}
+
+function checkName(name: string, param: string, required: boolean): string {
+  const trimmed = name.trim();
+  if (required && trimmed === '') throw invalid(`${param} is required`, param);
+  if (trimmed.length > MAX_NAME_LENGTH) {
+    throw invalid(`${param} must be at most ${MAX_NAME_LENGTH} characters`, param);
+  }
+  return trimmed;
+}
+
+export function createAccountsServer(deps: {
+  store: AccountsStore;
+  clock: Clock;
+  /** Called after a revocation commits, so its message leaves at once. */
+  onRevoked?: () => void;
+}): AsyncServer<AccountsServiceServer> {
+  const { store, clock } = deps;
+  return {
+    async createOrg(req) {
+      return { org: await store.createOrg(checkName(req.name, 'name', true)) };
+    },
+
+    async getOrg(req) {
+      return { org: await store.getOrg(requireOrgId(req.orgId)) };
+    },
+
+    async createApiKey(req) {
+      const orgId = requireOrgId(req.orgId);
+      const scopes = [...new Set(req.scopes)];
+      for (const scope of scopes) {
+        if (!isScope(scope)) {
+          throw invalid(
+            `unknown scope ${JSON.stringify(scope)}; scopes are ${SCOPES.join(', ')}`,
+            'scopes',
+          );
+        }
+      }
+      if (req.expiresAt && req.expiresAt.getTime() <= clock.now().getTime()) {
+        throw invalid('expires_at must be in the future', 'expires_at');
+      }
+      if (req.allowedIps.length > MAX_ALLOWED_IPS) {
+        throw invalid(`allowed_ips may hold at most ${MAX_ALLOWED_IPS} ranges`, 'allowed_ips');
+      }
+      let allowedIps: string[];
+      try {
+        allowedIps = parseAllowedIps(req.allowedIps);
+      } catch (err) {
+        throw invalid((err as Error).message, 'allowed_ips');
+      }
+      const secret = generateCredential(req.live ? 'live' : 'test');
+      const key = await store.createKey({
+        orgId,
+        live: req.live,
+        scopes,
+        allowedIps,
+        expiresAt: req.expiresAt,
+        name: checkName(req.name, 'name', false),
+        hint: credentialHint(secret),
+        hash: hashCredential(secret),
+      });
+      return { key, secret };
+    },
+
+    async listApiKeys(req) {
+      const orgId = requireOrgId(req.orgId);
+      return store.listKeys(orgId, pageLimit(req.limit), req.cursor);
+    },
+
+    async revokeApiKey(req) {
+      const orgId = requireOrgId(req.orgId);
+      if (!isUuid(req.keyId)) throw notFound('no such API key in this organization');
+      const key = await store.revokeKey(orgId, req.keyId);
+      deps.onRevoked?.();
+      return { key };
+    },
+
+    async authenticateApiKey(req) {
+      if (req.keyHash.length !== 32) throw invalid('key_hash must be a SHA-256', 'key_hash');
+      const found = await store.findKeyByHash(Buffer.from(req.keyHash));
+      const now = clock.now().getTime();
+      if (
+        !found ||
+        found.key.revokedAt ||
+        (found.key.expiresAt && found.key.expiresAt.getTime() <= now)
+      ) {
+        throw unauthorized('the API key is not valid: unknown, revoked or expired');
+      }
+      return found;
+    },
+  };
+}

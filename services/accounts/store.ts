@@ -1,0 +1,175 @@
+/**
+ * The accounts tables: organizations and API keys. Every query on a key is scoped by its
+ * organization, except the lookup by hash that authentication needs (the hash is the credential).
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { ApiKey, Org } from '../../gen/spool/v1/accounts.js';
+import { subjects } from '../../lib/bus.js';
+import type { Clock } from '../../lib/clock.js';
+import { withTx } from '../../lib/db.js';
+import { notFound } from '../../lib/errors.js';
+import { enqueue } from '../../lib/outbox.js';
+import { decodeCursor, page } from '../../lib/paging.js';
+
+export const OUTBOX_TABLE = 'accounts_outbox';
+
+interface OrgRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+interface KeyRow {
+  id: string;
+  org_id: string;
+  hint: string;
+  name: string;
+  live: boolean;
+  scopes: string[];
+  allowed_ips: string[];
+  expires_at: Date | null;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+const KEY_COLUMNS =
+  'id, org_id, hint, name, live, scopes, allowed_ips, expires_at, created_at, revoked_at';
+
+function toOrg(row: OrgRow): Org {
+  return { id: row.id, name: row.name, createdAt: row.created_at };
+}
+
+function toKey(row: KeyRow): ApiKey {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    hint: row.hint,
+    name: row.name,
+    live: row.live,
+    scopes: row.scopes,
+    allowedIps: row.allowed_ips,
+    expiresAt: row.expires_at ?? undefined,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at ?? undefined,
+  };
+}
+
+export interface NewKey {
+  orgId: string;
+  live: boolean;
+  scopes: string[];
+  allowedIps: string[];
+  expiresAt: Date | undefined;
+  name: string;
+  hint: string;
+  hash: Buffer;
+}
+
+/** A revocation as other processes hear of it. */
+export interface KeyRevokedMessage {
+  key_id: string;
+  org_id: string;
+}
+
+export function createAccountsStore(pool: pg.Pool, clock: Clock) {
+  return {
+    async createOrg(name: string): Promise<Org> {
+      const { rows } = await pool.query<OrgRow>(
+        'INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at',
+        [randomUUID(), name, clock.now()],
+      );
+      return toOrg(rows[0] as OrgRow);
+    },
+
+    async getOrg(orgId: string): Promise<Org> {
+      const { rows } = await pool.query<OrgRow>(
+        'SELECT id, name, created_at FROM orgs WHERE id = $1',
+        [orgId],
+      );
+      if (!rows[0]) throw notFound('no such organization');
+      return toOrg(rows[0]);
+    },
+
+    async createKey(key: NewKey): Promise<ApiKey> {
+      return withTx(pool, async (tx) => {
+        const org = await tx.query('SELECT 1 FROM orgs WHERE id = $1', [key.orgId]);
+        if (org.rowCount === 0) throw notFound('no such organization');
+        const { rows } = await tx.query<KeyRow>(
+          `INSERT INTO api_keys
+             (id, org_id, key_hash, hint, name, live, scopes, allowed_ips, expires_at, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+           RETURNING ${KEY_COLUMNS}`,
+          [
+            randomUUID(),
+            key.orgId,
+            key.hash,
+            key.hint,
+            key.name,
+            key.live,
+            key.scopes,
+            key.allowedIps,
+            key.expiresAt ?? null,
+            clock.now(),
+          ],
+        );
+        return toKey(rows[0] as KeyRow);
+      });
+    },
+
+    async listKeys(
+      orgId: string,
+      limit: number,
+      cursor: string,
+    ): Promise<{ items: ApiKey[]; nextCursor: string }> {
+      const after = decodeCursor(cursor);
+      const { rows } = await pool.query<KeyRow>(
+        `SELECT ${KEY_COLUMNS} FROM api_keys
+         WHERE org_id = $1 AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
+         ORDER BY created_at, id LIMIT $4`,
+        [orgId, after?.at ?? null, after?.id ?? null, limit + 1],
+      );
+      const { items, nextCursor } = page(rows, limit, (r) => ({
+        at: r.created_at.toISOString(),
+        id: r.id,
+      }));
+      return { items: items.map(toKey), nextCursor };
+    },
+
+    /**
+     * Revokes a key and, in the same transaction, queues the message that tells every gateway to
+     * forget it. Revoking a revoked key changes nothing and answers the key as it is.
+     */
+    async revokeKey(orgId: string, keyId: string): Promise<ApiKey> {
+      return withTx(pool, async (tx) => {
+        const { rows } = await tx.query<KeyRow>(
+          `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
+           WHERE org_id = $1 AND id = $2 RETURNING ${KEY_COLUMNS}`,
+          [orgId, keyId, clock.now()],
+        );
+        const row = rows[0];
+        if (!row) throw notFound('no such API key in this organization');
+        const message: KeyRevokedMessage = { key_id: row.id, org_id: row.org_id };
+        await enqueue(tx, OUTBOX_TABLE, [
+          { subject: subjects.keyRevoked(orgId), payload: message },
+        ]);
+        return toKey(row);
+      });
+    },
+
+    /** The key with this hash and its organization's name, whatever its state. */
+    async findKeyByHash(hash: Buffer): Promise<{ key: ApiKey; orgName: string } | undefined> {
+      const { rows } = await pool.query<KeyRow & { org_name: string }>(
+        `SELECT k.id, k.org_id, k.hint, k.name, k.live, k.scopes, k.allowed_ips, k.expires_at,
+                k.created_at, k.revoked_at, o.name AS org_name
+         FROM api_keys k JOIN orgs o ON o.id = k.org_id
+         WHERE k.key_hash = $1`,
+        [hash],
+      );
+      const row = rows[0];
+      return row ? { key: toKey(row), orgName: row.org_name } : undefined;
+    },
+  };
+}
+
+export type AccountsStore = ReturnType<typeof createAccountsStore>;

@@ -1,0 +1,133 @@
+import anyTest, { type TestFn } from 'ava';
+import {
+  AccountsServiceClient,
+  type AccountsServiceServer,
+  AccountsServiceService,
+} from '../gen/spool/v1/accounts.js';
+import { ERROR_CATALOGUE, type ErrorCode, SpoolError } from '../lib/errors.js';
+import {
+  type AsyncClient,
+  type AsyncServer,
+  adaptServer,
+  createClient,
+  type GrpcServerHandle,
+  startGrpcServer,
+} from '../lib/grpc.js';
+import { silentLogger } from '../lib/logger.js';
+
+const test = anyTest as TestFn<{
+  server: GrpcServerHandle;
+  client: AsyncClient<AccountsServiceClient>;
+}>;
+
+let next: () => Promise<never> = async () => {
+  throw new Error('unset');
+};
+
+const notCalled = async (): Promise<never> => {
+  throw new SpoolError('internal', 'not used here');
+};
+
+const impl: AsyncServer<AccountsServiceServer> = {
+  createOrg: () => next(),
+  getOrg: async (req) => {
+    if (req.orgId === 'slow') await new Promise((r) => setTimeout(r, 500));
+    return { org: { id: req.orgId, name: 'n', createdAt: new Date(0) } };
+  },
+  createApiKey: notCalled,
+  listApiKeys: notCalled,
+  revokeApiKey: notCalled,
+  authenticateApiKey: notCalled,
+};
+
+test.before(async (t) => {
+  const server = await startGrpcServer({
+    host: '127.0.0.1',
+    port: 0,
+    services: [
+      {
+        name: 'spool.v1.AccountsService',
+        definition: AccountsServiceService,
+        implementation: adaptServer(impl, silentLogger),
+      },
+    ],
+  });
+  const client = createClient(AccountsServiceClient, {
+    service: 'accounts',
+    address: `127.0.0.1:${server.port}`,
+  });
+  t.context = { server, client };
+});
+
+test.after.always(async (t) => {
+  t.context.client?.close();
+  await t.context.server?.shutdown(100);
+});
+
+test.serial('every catalogue error crosses gRPC with its code, message and param', async (t) => {
+  for (const code of Object.keys(ERROR_CATALOGUE) as ErrorCode[]) {
+    next = async () => {
+      throw new SpoolError(code, `message for ${code}`, { param: 'field', retryAfter: 7 });
+    };
+    const err = await t.throwsAsync(t.context.client.createOrg({ name: 'x' }));
+    t.true(err instanceof SpoolError);
+    const spool = err as SpoolError;
+    t.is(spool.code, code);
+    t.is(spool.message, `message for ${code}`);
+    t.is(spool.param, 'field');
+    t.is(spool.retryAfter, 7);
+    t.is(spool.httpStatus, ERROR_CATALOGUE[code].http);
+  }
+});
+
+test.serial('an unexpected error crosses as internal without its detail', async (t) => {
+  next = async () => {
+    throw new Error('secret detail about the database');
+  };
+  const err = (await t.throwsAsync(t.context.client.createOrg({ name: 'x' }))) as SpoolError;
+  t.is(err.code, 'internal');
+  t.false(err.message.includes('secret'));
+});
+
+test('a call past its deadline answers unavailable', async (t) => {
+  const err = (await t.throwsAsync(
+    t.context.client.getOrg({ orgId: 'slow' }, { deadlineMs: 50 }),
+  )) as SpoolError;
+  t.is(err.code, 'unavailable');
+  t.regex(err.message, /accounts/);
+});
+
+test('a service that is down answers unavailable', async (t) => {
+  const client = createClient(AccountsServiceClient, {
+    service: 'accounts',
+    address: '127.0.0.1:1',
+    deadlineMs: 500,
+  });
+  t.teardown(() => client.close());
+  const err = (await t.throwsAsync(client.getOrg({ orgId: 'x' }))) as SpoolError;
+  t.is(err.code, 'unavailable');
+});
+
+test('the standard health service reports SERVING', async (t) => {
+  const { credentials, loadPackageDefinition } = await import('@grpc/grpc-js');
+  const { loadSync } = await import('@grpc/proto-loader');
+  const { protoPath } = await import('grpc-health-check');
+  const definition = loadPackageDefinition(loadSync(protoPath, { enums: String })) as unknown as {
+    grpc: { health: { v1: { Health: new (addr: string, creds: unknown) => HealthClient } } };
+  };
+  interface HealthClient {
+    check(req: { service: string }, cb: (err: Error | null, res: { status: string }) => void): void;
+    close(): void;
+  }
+  const health = new definition.grpc.health.v1.Health(
+    `127.0.0.1:${t.context.server.port}`,
+    credentials.createInsecure(),
+  );
+  t.teardown(() => health.close());
+  const check = (service: string) =>
+    new Promise<string>((resolve, reject) =>
+      health.check({ service }, (err, res) => (err ? reject(err) : resolve(res.status))),
+    );
+  t.is(await check(''), 'SERVING');
+  t.is(await check('spool.v1.AccountsService'), 'SERVING');
+});
