@@ -1,0 +1,71 @@
+/**
+ * The gateway's Koa application: the only public HTTP surface. It holds no state of its own beyond
+ * a cache of keys, and never touches the database; everything it answers comes from the services
+ * over gRPC.
+ */
+import { randomUUID } from 'node:crypto';
+import Koa from 'koa';
+import type { Clock } from '../lib/clock.js';
+import { SpoolError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import type { Backends } from './clients.js';
+import { errorMiddleware } from './errors.js';
+import type { KeyCache } from './key-cache.js';
+import { adminRouter } from './routes/admin.js';
+import { v1Router } from './routes/v1.js';
+import type { GatewayState } from './state.js';
+
+export interface AppDeps {
+  backends: Backends;
+  cache: KeyCache;
+  clock: Clock;
+  logger: Logger;
+  operatorToken: string;
+  /** Largest request body accepted, in bytes. */
+  bodyLimit: number;
+  /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
+  trustProxy: boolean;
+  /** Whether this replica should receive traffic; false while starting or draining. */
+  ready(): Promise<boolean>;
+}
+
+export function createApp(deps: AppDeps): Koa<GatewayState> {
+  const app = new Koa<GatewayState>({ proxy: deps.trustProxy });
+  app.silent = true;
+
+  app.use(async (ctx, next) => {
+    ctx.state.requestId = randomUUID();
+    ctx.set('Request-Id', ctx.state.requestId);
+    await next();
+  });
+  app.use(errorMiddleware(deps.logger));
+
+  app.use(async (ctx, next) => {
+    if (ctx.method !== 'GET') return next();
+    if (ctx.path === '/healthz') {
+      ctx.body = { status: 'ok' };
+      return;
+    }
+    if (ctx.path === '/readyz') {
+      const ready = await deps.ready();
+      ctx.status = ready ? 200 : 503;
+      ctx.body = { status: ready ? 'ready' : 'not ready' };
+      return;
+    }
+    return next();
+  });
+
+  const admin = adminRouter({
+    backends: deps.backends,
+    operatorToken: deps.operatorToken,
+    bodyLimit: deps.bodyLimit,
+  });
+  const v1 = v1Router({ cache: deps.cache, clock: deps.clock });
+  app.use(admin.routes());
+  app.use(v1.routes());
+
+  app.use((ctx) => {
+    throw new SpoolError('not_found', `no endpoint ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}

@@ -1,0 +1,92 @@
+/**
+ * Authentication and authorisation of the key-based API (spec §4 rules 1–3, §5): bearer API keys,
+ * 401 for a key that is unknown, revoked or expired, 403 naming a missing scope, 404 for an
+ * organization other than the key's own. The operator token guards `/admin/v1`.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Clock } from '../lib/clock.js';
+import { credentialKind, hashCredential, ipAllowed, type Scope } from '../lib/credentials.js';
+import { forbidden, notFound, SpoolError, unauthorized } from '../lib/errors.js';
+import type { KeyCache } from './key-cache.js';
+import type { GatewayState } from './state.js';
+
+function bearer(header: string): string | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+export interface KeyAuthOptions {
+  cache: KeyCache;
+  clock: Clock;
+  /** GET /v1/key answers a console session with 400 rather than 401 (spec §4 rule 1). */
+  sessionIsInvalid?: boolean;
+}
+
+/** Requires a valid API key and leaves it on `ctx.state.key`. */
+export function requireKey(options: KeyAuthOptions): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const token = bearer(ctx.get('authorization'));
+    if (!token) {
+      throw unauthorized('send an API key as Authorization: Bearer svc_live_… or svc_test_…');
+    }
+    const kind = credentialKind(token);
+    if (kind === 'session') {
+      if (options.sessionIsInvalid) {
+        throw new SpoolError('invalid', 'this endpoint takes an API key, not a signed-in session');
+      }
+      throw unauthorized('the key-based API takes API keys, not signed-in sessions');
+    }
+    if (kind === 'device') {
+      throw unauthorized('device tokens are for the station link, not the API');
+    }
+    if (kind !== 'live' && kind !== 'test') throw unauthorized('the API key is not valid');
+    const { key, orgName } = await options.cache.get(hashCredential(token));
+    if (key.expiresAt && key.expiresAt.getTime() <= options.clock.now().getTime()) {
+      throw unauthorized('the API key has expired');
+    }
+    if (!ipAllowed(ctx.ip, key.allowedIps)) {
+      throw forbidden(`this API key may not be used from ${ctx.ip}`);
+    }
+    ctx.state.key = {
+      id: key.id,
+      orgId: key.orgId,
+      orgName,
+      live: key.live,
+      scopes: key.scopes,
+    };
+    await next();
+  };
+}
+
+/** The `{org}` of the path must be the key's own organization; any other answers 404. */
+export const requireOwnOrg: Middleware<GatewayState> = async (ctx, next) => {
+  const org = (ctx as unknown as { params?: Record<string, string> }).params?.org;
+  if (org !== undefined && org !== ctx.state.key?.orgId) throw notFound('no such organization');
+  await next();
+};
+
+export function requireScope(scope: Scope): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    if (!ctx.state.key?.scopes.includes(scope)) {
+      throw forbidden(`this API key lacks the ${scope} scope`);
+    }
+    await next();
+  };
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/** Guards `/admin/v1` with the operator token, compared in constant time. */
+export function requireOperator(token: string): Middleware<GatewayState> {
+  const expected = digest(token);
+  return async (ctx, next) => {
+    const presented = bearer(ctx.get('authorization'));
+    if (!presented || !timingSafeEqual(digest(presented), expected)) {
+      throw unauthorized('send the operator token as Authorization: Bearer <token>');
+    }
+    await next();
+  };
+}

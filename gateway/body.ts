@@ -1,0 +1,96 @@
+/**
+ * Request bodies: JSON only, bounded in size, and checked against the route's schema so that a
+ * malformed body, a wrong content type, an unknown field and a bad value each get their own clear
+ * error from the catalogue.
+ */
+import type { Static, TSchema } from '@sinclair/typebox';
+import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
+import { ValueErrorType } from '@sinclair/typebox/errors';
+import type { Context } from 'koa';
+import getRawBody from 'raw-body';
+import { SpoolError } from '../lib/errors.js';
+
+const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+function checker<T extends TSchema>(schema: T): TypeCheck<T> {
+  let check = compiled.get(schema);
+  if (!check) {
+    check = TypeCompiler.Compile(schema);
+    compiled.set(schema, check);
+  }
+  return check as TypeCheck<T>;
+}
+
+/** `/opts/zz` → `opts.zz`, the form `param` takes in error bodies. */
+function paramOf(path: string): string {
+  return path.replace(/^\//, '').split('/').join('.');
+}
+
+/** Checks a value against a schema, throwing the first problem as a catalogue error. */
+export function validate<T extends TSchema>(schema: T, value: unknown): Static<T> {
+  const check = checker(schema);
+  if (check.Check(value)) return value;
+  const errors = [...check.Errors(value)];
+  const unknown = errors.find((e) => e.type === ValueErrorType.ObjectAdditionalProperties);
+  if (unknown) {
+    const param = paramOf(unknown.path);
+    throw new SpoolError('unknown_field', `unknown field ${JSON.stringify(param)}`, { param });
+  }
+  const first = errors.find((e) => e.path !== '') ?? errors[0];
+  if (!first || first.path === '')
+    throw new SpoolError('invalid', 'the body must be a JSON object');
+  const param = paramOf(first.path);
+  const missing = first.type === ValueErrorType.ObjectRequiredProperty;
+  const message = missing
+    ? `${param} is required`
+    : `${param} is invalid: ${first.schema.description ?? first.message.toLowerCase()}`;
+  throw new SpoolError('invalid', message, { param });
+}
+
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;.*)?$/i;
+
+/**
+ * Reads the request body as JSON, at most `limit` bytes. A request without a body reads as `{}` so
+ * that routes whose fields are all optional accept an empty POST.
+ */
+export async function readJson(ctx: Context, limit: number): Promise<unknown> {
+  const length = ctx.request.length;
+  const chunked = ctx.get('transfer-encoding') !== '';
+  if (!chunked && (length === undefined || length === 0)) return {};
+  if (!JSON_TYPE.test(ctx.get('content-type'))) {
+    throw new SpoolError(
+      'unsupported_media_type',
+      'send the body as JSON (Content-Type: application/json)',
+    );
+  }
+  let raw: string;
+  try {
+    raw = await getRawBody(ctx.req, { length, limit, encoding: 'utf8' });
+  } catch (err) {
+    if ((err as { type?: string }).type === 'entity.too.large') {
+      throw new SpoolError('payload_too_large', `the body is larger than ${limit} bytes`);
+    }
+    throw new SpoolError('invalid', 'the body could not be read', { cause: err });
+  }
+  if (raw.trim() === '') return {};
+  try {
+    return JSON.parse(raw);
+  } catch (err) {
+    throw new SpoolError(
+      'malformed_json',
+      `the body is not valid JSON: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+/** Reads and validates a route's body. */
+export async function body<T extends TSchema>(
+  ctx: Context,
+  schema: T,
+  limit: number,
+): Promise<Static<T>> {
+  return validate(schema, await readJson(ctx, limit));
+}

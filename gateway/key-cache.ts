@@ -1,0 +1,124 @@
+/**
+ * The gateway's cache of API keys, so that a request does not cost a call to the accounts service.
+ * Revocation must reach every gateway replica within a second (DESIGN §4): the accounts service
+ * publishes each revocation (through its outbox) on `accounts.<org>.key.revoked`, and every replica
+ * evicts the key when it hears of it. Entries also expire after `ttlMs`, and the whole cache is
+ * dropped whenever the NATS connection was interrupted, since a revocation may have been missed.
+ */
+import type { ApiKey } from '../gen/spool/v1/accounts.js';
+import { type NatsConnection, subjects } from '../lib/bus.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+
+export interface CachedKey {
+  key: ApiKey;
+  orgName: string;
+}
+
+interface Entry {
+  value: CachedKey;
+  storedAt: number;
+}
+
+export interface KeyCacheOptions {
+  /** Looks a key up by the hex SHA-256 of the presented credential. */
+  load(hash: Buffer): Promise<CachedKey>;
+  clock: Clock;
+  ttlMs?: number;
+  maxEntries?: number;
+}
+
+export class KeyCache {
+  readonly #load: KeyCacheOptions['load'];
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  readonly #entries = new Map<string, Entry>();
+  readonly #inflight = new Map<string, Promise<CachedKey>>();
+  /** Bumped by every invalidation; a lookup begun in an older epoch is not cached. */
+  #epoch = 0;
+
+  constructor(options: KeyCacheOptions) {
+    this.#load = options.load;
+    this.#clock = options.clock;
+    this.#ttlMs = options.ttlMs ?? 30_000;
+    this.#maxEntries = options.maxEntries ?? 10_000;
+  }
+
+  async get(hash: Buffer): Promise<CachedKey> {
+    const id = hash.toString('hex');
+    const now = this.#clock.now().getTime();
+    const hit = this.#entries.get(id);
+    if (hit && now - hit.storedAt < this.#ttlMs) return hit.value;
+    if (hit) this.#entries.delete(id);
+    const pending = this.#inflight.get(id);
+    if (pending) return pending;
+    const epoch = this.#epoch;
+    const lookup = this.#load(hash)
+      .then((value) => {
+        if (epoch === this.#epoch) this.#store(id, value, now);
+        return value;
+      })
+      .finally(() => this.#inflight.delete(id));
+    this.#inflight.set(id, lookup);
+    return lookup;
+  }
+
+  /** Forgets a key wherever it is cached. */
+  evictKey(keyId: string): void {
+    this.#epoch++;
+    for (const [id, entry] of this.#entries) {
+      if (entry.value.key.id === keyId) this.#entries.delete(id);
+    }
+  }
+
+  clear(): void {
+    this.#epoch++;
+    this.#entries.clear();
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #store(id: string, value: CachedKey, now: number): void {
+    if (this.#entries.size >= this.#maxEntries) {
+      // Maps iterate in insertion order: drop the oldest entry.
+      const oldest = this.#entries.keys().next();
+      if (!oldest.done) this.#entries.delete(oldest.value);
+    }
+    this.#entries.set(id, { value, storedAt: now });
+  }
+}
+
+/**
+ * Keeps a cache in step with revocations heard on the bus. Returns a function that stops listening.
+ */
+export function followRevocations(nc: NatsConnection, cache: KeyCache, logger: Logger): () => void {
+  const sub = nc.subscribe(subjects.anyKeyRevoked, {
+    callback: (err, msg) => {
+      if (err) {
+        logger.warn({ err }, 'revocation subscription error; clearing key cache');
+        cache.clear();
+        return;
+      }
+      try {
+        const { key_id } = msg.json<{ key_id: string }>();
+        cache.evictKey(key_id);
+      } catch {
+        cache.clear();
+      }
+    },
+  });
+  let stopped = false;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (stopped) break;
+      if (s.type === 'disconnect' || s.type === 'reconnect') cache.clear();
+    }
+  })();
+  return () => {
+    stopped = true;
+    sub.unsubscribe();
+  };
+}

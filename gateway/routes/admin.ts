@@ -1,0 +1,111 @@
+/**
+ * The operator API under `/admin/v1` (DESIGN §5), guarded by the operator token. Each route has a
+ * `spool admin` command that prints the same JSON.
+ */
+import { Router } from '@koa/router';
+import { type Static, Type } from '@sinclair/typebox';
+import { SCOPES } from '../../lib/credentials.js';
+import { invalid } from '../../lib/errors.js';
+import { parseRfc3339 } from '../../lib/time.js';
+import { requireOperator } from '../auth.js';
+import { body } from '../body.js';
+import type { Backends } from '../clients.js';
+import { listParams } from '../query.js';
+import type { GatewayState } from '../state.js';
+import { keyView, orgView } from '../views.js';
+
+export const CreateOrgBody = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'a name of 1 to 200 characters',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateKeyBody = Type.Object(
+  {
+    mode: Type.Union([Type.Literal('live'), Type.Literal('test')], {
+      description: 'live or test',
+    }),
+    scopes: Type.Array(Type.Union(SCOPES.map((s) => Type.Literal(s))), {
+      maxItems: SCOPES.length,
+      description: `a list of scopes from ${SCOPES.join(', ')}`,
+    }),
+    name: Type.Optional(Type.String({ maxLength: 200, description: 'at most 200 characters' })),
+    expires_at: Type.Optional(
+      Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+        description: 'an RFC 3339 time, or null',
+      }),
+    ),
+    allowed_ips: Type.Optional(
+      Type.Array(Type.String({ maxLength: 64 }), {
+        maxItems: 50,
+        description: 'a list of at most 50 IP addresses or CIDR ranges',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type CreateKey = Static<typeof CreateKeyBody>;
+
+export interface AdminDeps {
+  backends: Backends;
+  operatorToken: string;
+  bodyLimit: number;
+}
+
+export function adminRouter(deps: AdminDeps): Router<GatewayState> {
+  const { accounts } = deps.backends;
+  const router = new Router<GatewayState>({ prefix: '/admin/v1' });
+  router.use(requireOperator(deps.operatorToken));
+
+  router.post('/orgs', async (ctx) => {
+    const req = await body(ctx, CreateOrgBody, deps.bodyLimit);
+    const { org } = await accounts.createOrg({ name: req.name });
+    ctx.status = 201;
+    ctx.body = { org: orgView(org) };
+  });
+
+  router.get('/orgs/:org', async (ctx) => {
+    const { org } = await accounts.getOrg({ orgId: ctx.params.org ?? '' });
+    ctx.body = { org: orgView(org) };
+  });
+
+  router.post('/orgs/:org/keys', async (ctx) => {
+    const req = await body(ctx, CreateKeyBody, deps.bodyLimit);
+    let expiresAt: Date | undefined;
+    if (typeof req.expires_at === 'string') {
+      expiresAt = parseRfc3339(req.expires_at);
+      if (!expiresAt) throw invalid('expires_at must be an RFC 3339 time', 'expires_at');
+    }
+    const { key, secret } = await accounts.createApiKey({
+      orgId: ctx.params.org ?? '',
+      live: req.mode === 'live',
+      scopes: req.scopes,
+      expiresAt,
+      allowedIps: req.allowed_ips ?? [],
+      name: req.name ?? '',
+    });
+    ctx.status = 201;
+    ctx.body = { key: keyView(key), secret };
+  });
+
+  router.get('/orgs/:org/keys', async (ctx) => {
+    const res = await accounts.listApiKeys({
+      orgId: ctx.params.org ?? '',
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(keyView), next_cursor: res.nextCursor };
+  });
+
+  router.delete('/orgs/:org/keys/:id', async (ctx) => {
+    await accounts.revokeApiKey({ orgId: ctx.params.org ?? '', keyId: ctx.params.id ?? '' });
+    ctx.status = 204;
+  });
+
+  return router;
+}

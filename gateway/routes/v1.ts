@@ -1,0 +1,86 @@
+/**
+ * The key-based API under `/v1` (spec §4). Each route states the scope it needs in one table, which
+ * the router, the tests and the docs all read. Routes whose service is not part of Spool yet answer
+ * 503 `unavailable` after authentication, so their scope rules already hold.
+ */
+import { Router } from '@koa/router';
+import type { Middleware } from 'koa';
+import type { Clock } from '../../lib/clock.js';
+import type { Scope } from '../../lib/credentials.js';
+import { SpoolError } from '../../lib/errors.js';
+import { requireKey, requireOwnOrg, requireScope } from '../auth.js';
+import type { KeyCache } from '../key-cache.js';
+import type { GatewayState } from '../state.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+
+export interface V1Route {
+  method: HttpMethod;
+  path: string;
+  /** The scope a key needs; null where any valid key will do. */
+  scope: Scope | null;
+  /** The service that answers it. */
+  service: 'accounts' | 'jobs' | 'stations';
+}
+
+export const V1_ROUTES: readonly V1Route[] = [
+  { method: 'GET', path: '/v1/key', scope: null, service: 'accounts' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs', scope: 'jobs:write', service: 'jobs' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs', scope: 'jobs:read', service: 'jobs' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs/:id', scope: 'jobs:read', service: 'jobs' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/cancel', scope: 'jobs:write', service: 'jobs' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/retry', scope: 'jobs:write', service: 'jobs' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/reprint', scope: 'jobs:write', service: 'jobs' },
+  { method: 'GET', path: '/v1/orgs/:org/printers', scope: 'printers:read', service: 'stations' },
+  { method: 'GET', path: '/v1/orgs/:org/locations', scope: 'locations:read', service: 'stations' },
+  {
+    method: 'GET',
+    path: '/v1/orgs/:org/locations/:id',
+    scope: 'locations:read',
+    service: 'stations',
+  },
+  { method: 'GET', path: '/v1/orgs/:org/templates', scope: 'jobs:write', service: 'jobs' },
+];
+
+export interface V1Deps {
+  cache: KeyCache;
+  clock: Clock;
+}
+
+const handlers: Partial<Record<string, Middleware<GatewayState>>> = {
+  'GET /v1/key': (ctx) => {
+    const key = ctx.state.key;
+    if (!key) throw new SpoolError('internal', 'no key on an authenticated request');
+    ctx.body = {
+      id: key.id,
+      org_id: key.orgId,
+      org_name: key.orgName,
+      live: key.live,
+      scopes: key.scopes,
+    };
+  },
+};
+
+function notDeployed(service: string): Middleware<GatewayState> {
+  return () => {
+    throw new SpoolError('unavailable', `the ${service} service is not available yet`);
+  };
+}
+
+export function v1Router(deps: V1Deps): Router<GatewayState> {
+  const router = new Router<GatewayState>();
+  for (const route of V1_ROUTES) {
+    const chain: Middleware<GatewayState>[] = [
+      requireKey({
+        cache: deps.cache,
+        clock: deps.clock,
+        sessionIsInvalid: route.path === '/v1/key',
+      }),
+      requireOwnOrg,
+    ];
+    if (route.scope) chain.push(requireScope(route.scope));
+    chain.push(handlers[`${route.method} ${route.path}`] ?? notDeployed(route.service));
+    router.register(route.path, [route.method], chain);
+  }
+  return router;
+}

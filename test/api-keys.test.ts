@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import anyTest, { type TestFn } from 'ava';
+import { V1_ROUTES } from '../gateway/routes/v1.js';
+import { generateCredential, SCOPES } from '../lib/credentials.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
+
+const test = anyTest as TestFn<{ sys: TestSystem; orgId: string }>;
+
+test.before(async (t) => {
+  const sys = await startTestSystem();
+  t.context = { sys, orgId: await createOrg(sys.url, 'Acme Print') };
+});
+
+test.after.always(async (t) => {
+  await t.context.sys?.stop();
+});
+
+interface ErrorBody {
+  error: { code: string; message: string; param?: string; request_id: string };
+}
+
+test('GET /v1/key answers a live key with its organization and scopes', async (t) => {
+  const { sys, orgId } = t.context;
+  const { key, secret } = await createKey(sys.url, orgId, { mode: 'live', scopes: ['jobs:read'] });
+  t.regex(secret, /^svc_live_[0-9A-Za-z]{43}$/);
+  const res = await call(sys.url, 'GET', '/v1/key', { token: secret });
+  t.is(res.status, 200);
+  t.deepEqual(res.body, {
+    id: key.id,
+    org_id: orgId,
+    org_name: 'Acme Print',
+    live: true,
+    scopes: ['jobs:read'],
+  });
+  t.truthy(res.headers.get('request-id'));
+});
+
+test('a test key answers live: false', async (t) => {
+  const { sys, orgId } = t.context;
+  const { secret } = await createKey(sys.url, orgId, { mode: 'test', scopes: SCOPES });
+  t.regex(secret, /^svc_test_/);
+  const res = await call(sys.url, 'GET', '/v1/key', { token: secret });
+  t.is(res.status, 200);
+  t.is(res.body.live, false);
+  t.deepEqual(res.body.scopes, [...SCOPES]);
+});
+
+test('a revoked key answers 401 unauthorized', async (t) => {
+  const { sys, orgId } = t.context;
+  const { key, secret } = await createKey(sys.url, orgId);
+  t.is((await call(sys.url, 'GET', '/v1/key', { token: secret })).status, 200);
+  const revoke = await call(sys.url, 'DELETE', `/admin/v1/orgs/${orgId}/keys/${key.id}`, {
+    token: OPERATOR_TOKEN,
+  });
+  t.is(revoke.status, 204);
+  const res = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: secret });
+  t.is(res.status, 401);
+  t.is(res.body.error.code, 'unauthorized');
+});
+
+test('an expired key answers 401 once the clock passes its expiry', async (t) => {
+  const { sys, orgId } = t.context;
+  const expiresAt = new Date(sys.clock.now().getTime() + 60 * 60 * 1000).toISOString();
+  const { secret } = await createKey(sys.url, orgId, { expires_at: expiresAt });
+  t.is((await call(sys.url, 'GET', '/v1/key', { token: secret })).status, 200);
+  sys.clock.advance(2 * 60 * 60 * 1000);
+  const res = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: secret });
+  t.is(res.status, 401);
+  t.is(res.body.error.code, 'unauthorized');
+  t.regex(res.body.error.message, /expired/);
+});
+
+test('an unknown, a malformed and a missing key answer 401', async (t) => {
+  const { sys } = t.context;
+  for (const token of [generateCredential('live'), 'svc_live_short', 'hello']) {
+    const res = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token });
+    t.is(res.status, 401, token);
+    t.is(res.body.error.code, 'unauthorized');
+  }
+  const none = await call<ErrorBody>(sys.url, 'GET', '/v1/key');
+  t.is(none.status, 401);
+  t.regex(none.body.error.message, /Authorization: Bearer/);
+});
+
+test('a key used from outside its allowed IP ranges answers 403, inside answers 200', async (t) => {
+  const { sys, orgId } = t.context;
+  const outside = await createKey(sys.url, orgId, { allowed_ips: ['10.0.0.0/8', '2001:db8::/32'] });
+  const res = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: outside.secret });
+  t.is(res.status, 403);
+  t.is(res.body.error.code, 'forbidden');
+  t.regex(res.body.error.message, /may not be used from/);
+  const inside = await createKey(sys.url, orgId, { allowed_ips: ['127.0.0.0/8'] });
+  t.is((await call(sys.url, 'GET', '/v1/key', { token: inside.secret })).status, 200);
+});
+
+test('a console session on GET /v1/key answers 400 invalid; a device token answers 401', async (t) => {
+  const { sys } = t.context;
+  const session = await call<ErrorBody>(sys.url, 'GET', '/v1/key', {
+    token: generateCredential('session'),
+  });
+  t.is(session.status, 400);
+  t.is(session.body.error.code, 'invalid');
+  const device = await call<ErrorBody>(sys.url, 'GET', '/v1/key', {
+    token: generateCredential('device'),
+  });
+  t.is(device.status, 401);
+  t.is(device.body.error.code, 'unauthorized');
+});
+
+test('every scoped route answers 403 naming the scope a key lacks, and admits a key that has it', async (t) => {
+  const { sys, orgId } = t.context;
+  const scoped = V1_ROUTES.filter((r) => r.scope !== null);
+  t.true(scoped.length >= SCOPES.length);
+  for (const scope of SCOPES) {
+    t.true(
+      scoped.some((r) => r.scope === scope),
+      `a route needs ${scope}`,
+    );
+  }
+  const keys = new Map<string, string>();
+  for (const scope of SCOPES) {
+    const others = SCOPES.filter((s) => s !== scope);
+    keys.set(scope, (await createKey(sys.url, orgId, { scopes: others })).secret);
+  }
+  const all = (await createKey(sys.url, orgId, { scopes: SCOPES })).secret;
+  for (const route of scoped) {
+    const path = route.path.replace(':org', orgId).replace(':id', randomUUID());
+    const lacking = await call<ErrorBody>(sys.url, route.method, path, {
+      token: keys.get(route.scope as string) as string,
+    });
+    t.is(lacking.status, 403, `${route.method} ${route.path}`);
+    t.is(lacking.body.error.code, 'forbidden');
+    t.true(lacking.body.error.message.includes(route.scope as string), lacking.body.error.message);
+    const having = await call<ErrorBody>(sys.url, route.method, path, { token: all });
+    t.not(having.status, 403, `${route.method} ${route.path}`);
+    t.not(having.status, 401, `${route.method} ${route.path}`);
+  }
+});
+
+test('an organization other than the key’s own answers 404', async (t) => {
+  const { sys, orgId } = t.context;
+  const other = await createOrg(sys.url, 'Other Co');
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  for (const org of [other, randomUUID(), 'not-a-uuid']) {
+    const res = await call<ErrorBody>(sys.url, 'GET', `/v1/orgs/${org}/jobs`, { token: secret });
+    t.is(res.status, 404, org);
+    t.is(res.body.error.code, 'not_found');
+  }
+  // Foreign beats missing scope: the other organization's existence is not revealed.
+  const { secret: noScopes } = await createKey(sys.url, orgId, { scopes: [] });
+  const res = await call(sys.url, 'GET', `/v1/orgs/${other}/jobs`, { token: noScopes });
+  t.is(res.status, 404);
+});
+
+test('errors carry the request id in the body and the Request-Id header', async (t) => {
+  const { sys } = t.context;
+  const res = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: 'nope' });
+  t.is(res.status, 401);
+  t.truthy(res.body.error.request_id);
+  t.is(res.headers.get('request-id'), res.body.error.request_id);
+  const unknown = await call<ErrorBody>(sys.url, 'GET', '/v1/nothing-here');
+  t.is(unknown.status, 404);
+  t.is(unknown.body.error.code, 'not_found');
+});
+
+test('a revoked key stops working on a second gateway replica within one second', async (t) => {
+  const { sys, orgId } = t.context;
+  const second = await sys.system.startGateway();
+  t.teardown(() => second.stop());
+  const { key, secret } = await createKey(sys.url, orgId);
+  // Both replicas have the key cached.
+  t.is((await call(sys.url, 'GET', '/v1/key', { token: secret })).status, 200);
+  t.is((await call(second.url, 'GET', '/v1/key', { token: secret })).status, 200);
+  t.is(second.gateway.cache.size > 0, true);
+
+  const revoked = Date.now();
+  const revoke = await call(sys.url, 'DELETE', `/admin/v1/orgs/${orgId}/keys/${key.id}`, {
+    token: OPERATOR_TOKEN,
+  });
+  t.is(revoke.status, 204);
+  let status = 200;
+  while (status === 200 && Date.now() - revoked < 1000) {
+    status = (await call(second.url, 'GET', '/v1/key', { token: secret })).status;
+  }
+  t.is(status, 401, 'the second replica still accepted the key a second after revocation');
+});

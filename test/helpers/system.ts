@@ -1,0 +1,105 @@
+/**
+ * Starts Spool for a test file: a private nats-server, a fresh database, the services and as many
+ * gateway replicas as the test asks for, all on port 0 and torn down by `stop()`.
+ */
+import { type GatewayReplica, type System, startSystem } from '../../cli/system.js';
+import { type Clock, ManualClock } from '../../lib/clock.js';
+import { silentLogger } from '../../lib/logger.js';
+import { startTestNats, type TestNats } from './nats.js';
+import { createTestDatabase, type TestDatabase } from './postgres.js';
+
+export const OPERATOR_TOKEN = 'test-operator-token';
+
+export interface TestSystem {
+  system: System;
+  gateway: GatewayReplica;
+  clock: ManualClock;
+  nats: TestNats;
+  db: TestDatabase;
+  /** The gateway's base URL. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startTestSystem(
+  options: { clock?: Clock; bodyLimit?: number } = {},
+): Promise<TestSystem> {
+  const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
+  const clock = (options.clock as ManualClock | undefined) ?? new ManualClock(new Date());
+  const system = await startSystem({
+    databaseUrl: db.url,
+    natsUrl: nats.url,
+    logger: silentLogger,
+    clock,
+    operatorToken: OPERATOR_TOKEN,
+    ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+  });
+  const gateway = await system.startGateway();
+  return {
+    system,
+    gateway,
+    clock,
+    nats,
+    db,
+    url: gateway.url,
+    async stop() {
+      await system.stop(1_000);
+      await Promise.all([nats.stop(), db.drop()]);
+    },
+  };
+}
+
+export interface Answer<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** A JSON request; `body` is sent as JSON unless it is a string (sent as is). */
+export async function call<T = Record<string, unknown>>(
+  base: string,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Answer<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(`${base}${path}`, { method, headers, ...(body ? { body } : {}) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : {}) as T };
+}
+
+export interface KeyAnswer {
+  key: { id: string; org_id: string; live: boolean; scopes: string[] };
+  secret: string;
+}
+
+/** Creates an organization through the admin API and returns its id. */
+export async function createOrg(base: string, name = 'Acme Print'): Promise<string> {
+  const res = await call<{ org: { id: string } }>(base, 'POST', '/admin/v1/orgs', {
+    token: OPERATOR_TOKEN,
+    body: { name },
+  });
+  if (res.status !== 201) throw new Error(`create org answered ${res.status}`);
+  return res.body.org.id;
+}
+
+/** Creates an API key through the admin API. */
+export async function createKey(
+  base: string,
+  orgId: string,
+  body: Record<string, unknown> = {},
+): Promise<KeyAnswer> {
+  const res = await call<KeyAnswer>(base, 'POST', `/admin/v1/orgs/${orgId}/keys`, {
+    token: OPERATOR_TOKEN,
+    body: { mode: 'live', scopes: [], ...body },
+  });
+  if (res.status !== 201)
+    throw new Error(`create key answered ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
