@@ -1,0 +1,88 @@
+/**
+ * `spool dev`: the whole system in one process on a fresh machine. It uses `DATABASE_URL` and
+ * `NATS_URL` when set; otherwise an embedded PGlite (served over the PostgreSQL wire protocol, so
+ * the code path is the same `pg` one as in production) and a child `nats-server`, both keeping their
+ * data in `SPOOL_DATA_DIR` (`.spool/`).
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { type Env, readConfig } from '../lib/config.js';
+import { generateCredential } from '../lib/credentials.js';
+import { createLogger } from '../lib/logger.js';
+import { startNatsServer } from '../lib/nats-server.js';
+import { startPgliteServer } from '../lib/pglite-server.js';
+import { devConfig } from './config.js';
+import { onShutdown } from './serve.js';
+import { startSystem } from './system.js';
+
+async function operatorToken(configured: string | undefined, file: string): Promise<string> {
+  if (configured) return configured;
+  try {
+    const existing = (await readFile(file, 'utf8')).trim();
+    if (existing) return existing;
+  } catch {
+    // no token yet: make one below
+  }
+  const token = generateCredential('session').replace(/^svc_sess_/, 'spool_op_');
+  await writeFile(file, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+export async function runDev(env: Env): Promise<void> {
+  const config = readConfig(env, devConfig);
+  const logger = createLogger({ name: 'spool-dev', level: config.logLevel });
+  const dataDir = resolve(config.dataDir);
+  await mkdir(dataDir, { recursive: true });
+  const stops: Array<() => Promise<void>> = [];
+
+  let databaseUrl = config.databaseUrl;
+  let poolMax = 10;
+  if (!databaseUrl) {
+    const pglite = await startPgliteServer({ dataDir: join(dataDir, 'pglite') });
+    databaseUrl = pglite.url;
+    poolMax = pglite.maxConnections;
+    stops.unshift(() => pglite.stop());
+    logger.info({ dataDir: join(dataDir, 'pglite') }, 'embedded PGlite started');
+  }
+
+  let natsUrl = config.natsUrl;
+  if (!natsUrl) {
+    const storeDir = join(dataDir, 'nats');
+    await mkdir(storeDir, { recursive: true });
+    const nats = await startNatsServer({ storeDir, logger });
+    natsUrl = nats.url;
+    stops.unshift(() => nats.stop());
+    logger.info({ url: nats.url }, 'child nats-server started');
+  }
+
+  const tokenFile = join(dataDir, 'admin-token');
+  const token = await operatorToken(config.adminToken, tokenFile);
+
+  const system = await startSystem({
+    databaseUrl,
+    natsUrl,
+    logger,
+    operatorToken: token,
+    poolMax,
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    grpcDeadlineMs: config.grpcDeadlineMs,
+    keyCacheTtlMs: config.keyCacheTtlMs,
+  });
+  stops.unshift(() => system.stop(config.shutdownGraceMs));
+  const gateway = await system.startGateway(config.host, config.port);
+
+  process.stdout.write(
+    [
+      '',
+      `Spool is running at ${gateway.url}`,
+      `  operator token: ${config.adminToken ? '(from SPOOL_ADMIN_TOKEN)' : token}`,
+      config.adminToken ? '' : `  (also in ${tokenFile}, which spool admin reads)`,
+      '',
+    ].join('\n'),
+  );
+
+  onShutdown(logger, async () => {
+    for (const stop of stops) await stop();
+  });
+}

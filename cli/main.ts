@@ -1,0 +1,116 @@
+/**
+ * The `spool` command: `dev`, `serve`, `migrate` and `admin`. This is the one place that reads
+ * `process.env`; everything below takes the environment as an argument.
+ */
+import { Command, Option } from 'commander';
+import { ConfigError } from '../lib/config.js';
+import { AdminError, adminClient } from './admin.js';
+import { runDev } from './dev.js';
+import { COMPONENTS, type Component, runMigrate, serve } from './serve.js';
+
+const env = process.env;
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+async function admin(method: string, path: string, body?: unknown): Promise<void> {
+  const client = await adminClient(env);
+  const answer = await client.request(method, path, body);
+  if (answer !== undefined) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+}
+
+const program = new Command('spool')
+  .description('Spool, the print-job router')
+  .showHelpAfterError();
+
+program
+  .command('dev')
+  .description('run the whole system in one process, for a laptop')
+  .action(() => runDev(env));
+
+program
+  .command('serve')
+  .description('run one component, configured from the environment')
+  .addArgument(
+    new Command().createArgument('<component>', 'the component to run').choices(COMPONENTS),
+  )
+  .action((component: Component) => serve(component, env));
+
+program
+  .command('migrate')
+  .description('apply database migrations (DATABASE_URL)')
+  .action(() => runMigrate(env));
+
+const adminCommand = program
+  .command('admin')
+  .description('operator commands against a running gateway (SPOOL_URL, SPOOL_ADMIN_TOKEN)');
+
+const org = adminCommand.command('org').description('organizations');
+org
+  .command('create')
+  .requiredOption('--name <name>', 'the organization name')
+  .action((opts: { name: string }) => admin('POST', '/orgs', { name: opts.name }));
+org
+  .command('get')
+  .argument('<org>', 'organization id')
+  .action((id: string) => admin('GET', `/orgs/${encodeURIComponent(id)}`));
+
+const key = adminCommand.command('key').description('API keys');
+key
+  .command('create')
+  .requiredOption('--org <org>', 'organization id')
+  .addOption(new Option('--mode <mode>', 'live or test').choices(['live', 'test']).default('live'))
+  .option('--scope <scope>', 'a scope; repeat for several', collect, [])
+  .option('--name <name>', 'a name to recognise the key by')
+  .option('--expires-at <time>', 'RFC 3339 time after which the key stops working')
+  .option('--allowed-ip <cidr>', 'an IP address or CIDR range; repeat for several', collect, [])
+  .action(
+    (opts: {
+      org: string;
+      mode: string;
+      scope: string[];
+      name?: string;
+      expiresAt?: string;
+      allowedIp: string[];
+    }) =>
+      admin('POST', `/orgs/${encodeURIComponent(opts.org)}/keys`, {
+        mode: opts.mode,
+        scopes: opts.scope,
+        ...(opts.name === undefined ? {} : { name: opts.name }),
+        ...(opts.expiresAt === undefined ? {} : { expires_at: opts.expiresAt }),
+        ...(opts.allowedIp.length === 0 ? {} : { allowed_ips: opts.allowedIp }),
+      }),
+  );
+key
+  .command('list')
+  .requiredOption('--org <org>', 'organization id')
+  .option('--limit <n>', 'page size (1-200)')
+  .option('--cursor <cursor>', 'next_cursor of the previous page')
+  .action((opts: { org: string; limit?: string; cursor?: string }) => {
+    const query = new URLSearchParams();
+    if (opts.limit) query.set('limit', opts.limit);
+    if (opts.cursor) query.set('cursor', opts.cursor);
+    const qs = query.size > 0 ? `?${query}` : '';
+    return admin('GET', `/orgs/${encodeURIComponent(opts.org)}/keys${qs}`);
+  });
+key
+  .command('revoke')
+  .requiredOption('--org <org>', 'organization id')
+  .requiredOption('--id <key>', 'key id')
+  .action((opts: { org: string; id: string }) =>
+    admin('DELETE', `/orgs/${encodeURIComponent(opts.org)}/keys/${encodeURIComponent(opts.id)}`),
+  );
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`spool: ${err.message}\n`);
+  } else if (err instanceof AdminError) {
+    process.stderr.write(`${err.body}\n`);
+  } else {
+    process.stderr.write(`spool: ${(err as Error).message}\n`);
+  }
+  process.exit(1);
+}

@@ -1,0 +1,101 @@
+/**
+ * `spool serve <component>` and `spool migrate`: one deployable per process, configured from the
+ * environment, draining on SIGTERM.
+ */
+
+import { closeBackends, connectBackends } from '../gateway/clients.js';
+import { createGateway } from '../gateway/index.js';
+import { connectBus, ensureStreams } from '../lib/bus.js';
+import { systemClock } from '../lib/clock.js';
+import { type Env, readConfig } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { startGrpcServer } from '../lib/grpc.js';
+import { createLogger, type Logger } from '../lib/logger.js';
+import { migrate } from '../lib/migrate.js';
+import { createAccounts } from '../services/accounts/index.js';
+import { accountsConfig, gatewayConfig, migrateConfig } from './config.js';
+import { ALL_MIGRATIONS } from './system.js';
+
+export const COMPONENTS = ['gateway', 'accounts'] as const;
+export type Component = (typeof COMPONENTS)[number];
+
+/** Runs `stop` once on SIGTERM or SIGINT, then exits. */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+export async function runMigrate(env: Env): Promise<void> {
+  const config = readConfig(env, migrateConfig);
+  const logger = createLogger({ name: 'migrate', level: config.logLevel });
+  const pool = createPool({ url: config.databaseUrl, max: 1, applicationName: 'spool-migrate' });
+  try {
+    const applied = await migrate(pool, ALL_MIGRATIONS, logger);
+    logger.info({ applied: applied.length }, 'migrations up to date');
+  } finally {
+    await pool.end();
+  }
+}
+
+async function serveAccounts(env: Env): Promise<void> {
+  const config = readConfig(env, accountsConfig);
+  const logger = createLogger({ name: 'accounts', level: config.logLevel });
+  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-accounts' });
+  const nc = await connectBus({ url: config.natsUrl, name: 'spool-accounts', logger });
+  await ensureStreams(nc);
+  const accounts = createAccounts({ pool, nc, logger, clock: systemClock });
+  const grpc = await startGrpcServer({
+    host: config.grpcHost,
+    port: config.grpcPort,
+    services: [accounts.grpc],
+  });
+  logger.info({ port: grpc.port }, 'accounts serving gRPC');
+  onShutdown(logger, async () => {
+    await grpc.shutdown(config.shutdownGraceMs);
+    await accounts.stop();
+    await nc.drain();
+    await pool.end();
+  });
+}
+
+async function serveGateway(env: Env): Promise<void> {
+  const config = readConfig(env, gatewayConfig);
+  const logger = createLogger({ name: 'gateway', level: config.logLevel });
+  const nc = await connectBus({ url: config.natsUrl, name: 'spool-gateway', logger });
+  const backends = connectBackends({ accounts: config.accountsAddr }, config.grpcDeadlineMs);
+  const gateway = createGateway({
+    nc,
+    backends,
+    logger,
+    clock: systemClock,
+    operatorToken: config.adminToken,
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    keyCacheTtlMs: config.keyCacheTtlMs,
+  });
+  const port = await gateway.listen(config.host, config.port);
+  logger.info({ port }, 'gateway listening');
+  onShutdown(logger, async () => {
+    await gateway.close(config.shutdownGraceMs);
+    closeBackends(backends);
+    await nc.drain();
+  });
+}
+
+export async function serve(component: Component, env: Env): Promise<void> {
+  if (component === 'gateway') return serveGateway(env);
+  return serveAccounts(env);
+}
