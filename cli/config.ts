@@ -54,9 +54,40 @@ const gatewayOnly = {
   }),
 };
 
+const documents = {
+  maxDocumentBytes: int('MAX_DOCUMENT_BYTES', {
+    description: 'largest document a job may carry',
+    default: 16 * 1024 * 1024,
+    min: 1024,
+    max: 64 * 1024 * 1024,
+  }),
+};
+
 export const migrateConfig = { ...common, ...database };
 
 export const accountsConfig = { ...common, ...database, ...nats, ...grpcServer };
+
+export const jobsConfig = {
+  ...common,
+  ...database,
+  ...nats,
+  ...grpcServer,
+  ...documents,
+  stationsAddr: address('STATIONS_ADDR', { description: 'host:port of the stations service' }),
+};
+
+export const stationsConfig = {
+  ...common,
+  ...database,
+  ...nats,
+  ...grpcServer,
+  stationHost: str('STATION_HOST', {
+    description: 'address the station link binds',
+    default: '0.0.0.0',
+  }),
+  stationPort: port('STATION_PORT', { description: 'port of the station link', default: 7070 }),
+  jobsAddr: address('JOBS_ADDR', { description: 'host:port of the jobs service' }),
+};
 
 export const gatewayConfig = {
   ...common,
@@ -64,13 +95,17 @@ export const gatewayConfig = {
   ...gatewayOnly,
   host: str('HOST', { description: 'address the HTTP server binds', default: '0.0.0.0' }),
   port: port('PORT', { description: 'HTTP port', default: 8080 }),
+  ...documents,
   accountsAddr: address('ACCOUNTS_ADDR', { description: 'host:port of the accounts service' }),
+  jobsAddr: address('JOBS_ADDR', { description: 'host:port of the jobs service' }),
+  stationsAddr: address('STATIONS_ADDR', { description: 'host:port of the stations service' }),
   adminToken: str('SPOOL_ADMIN_TOKEN', { description: 'the operator token for /admin/v1' }),
 };
 
 export const devConfig = {
   ...common,
   ...gatewayOnly,
+  ...documents,
   host: str('HOST', { description: 'address the HTTP server binds', default: '127.0.0.1' }),
   port: port('PORT', { description: 'HTTP port', default: 8080 }),
   stationPort: port('STATION_PORT', { description: 'station link port', default: 7070 }),

@@ -65,6 +65,9 @@ export async function runDev(env: Env): Promise<void> {
     operatorToken: token,
     poolMax,
     bodyLimit: config.bodyLimit,
+    maxDocumentBytes: config.maxDocumentBytes,
+    linkHost: config.host,
+    linkPort: config.stationPort,
     trustProxy: config.trustProxy,
     grpcDeadlineMs: config.grpcDeadlineMs,
     keyCacheTtlMs: config.keyCacheTtlMs,
@@ -76,6 +79,7 @@ export async function runDev(env: Env): Promise<void> {
     [
       '',
       `Spool is running at ${gateway.url}`,
+      `  station agents connect to ${system.linkAddress}`,
       `  operator token: ${config.adminToken ? '(from SPOOL_ADMIN_TOKEN)' : token}`,
       config.adminToken ? '' : `  (also in ${tokenFile}, which spool admin reads)`,
       '',

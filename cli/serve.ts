@@ -5,18 +5,28 @@
 
 import { closeBackends, connectBackends } from '../gateway/clients.js';
 import { createGateway } from '../gateway/index.js';
+import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
+import { StationsServiceClient } from '../gen/spool/v1/stations.js';
 import { connectBus, ensureStreams } from '../lib/bus.js';
 import { systemClock } from '../lib/clock.js';
 import { type Env, readConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
-import { startGrpcServer } from '../lib/grpc.js';
+import { createClient, startGrpcServer } from '../lib/grpc.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import { createAccounts } from '../services/accounts/index.js';
-import { accountsConfig, gatewayConfig, migrateConfig } from './config.js';
+import { createJobs } from '../services/jobs/index.js';
+import { createStations } from '../services/stations/index.js';
+import {
+  accountsConfig,
+  gatewayConfig,
+  jobsConfig,
+  migrateConfig,
+  stationsConfig,
+} from './config.js';
 import { ALL_MIGRATIONS } from './system.js';
 
-export const COMPONENTS = ['gateway', 'accounts'] as const;
+export const COMPONENTS = ['gateway', 'accounts', 'jobs', 'stations'] as const;
 export type Component = (typeof COMPONENTS)[number];
 
 /** Runs `stop` once on SIGTERM or SIGINT, then exits. */
@@ -75,7 +85,10 @@ async function serveGateway(env: Env): Promise<void> {
   const config = readConfig(env, gatewayConfig);
   const logger = createLogger({ name: 'gateway', level: config.logLevel });
   const nc = await connectBus({ url: config.natsUrl, name: 'spool-gateway', logger });
-  const backends = connectBackends({ accounts: config.accountsAddr }, config.grpcDeadlineMs);
+  const backends = connectBackends(
+    { accounts: config.accountsAddr, jobs: config.jobsAddr, stations: config.stationsAddr },
+    config.grpcDeadlineMs,
+  );
   const gateway = createGateway({
     nc,
     backends,
@@ -83,6 +96,7 @@ async function serveGateway(env: Env): Promise<void> {
     clock: systemClock,
     operatorToken: config.adminToken,
     bodyLimit: config.bodyLimit,
+    maxDocumentBytes: config.maxDocumentBytes,
     trustProxy: config.trustProxy,
     keyCacheTtlMs: config.keyCacheTtlMs,
   });
@@ -95,7 +109,80 @@ async function serveGateway(env: Env): Promise<void> {
   });
 }
 
+async function serveJobs(env: Env): Promise<void> {
+  const config = readConfig(env, jobsConfig);
+  const logger = createLogger({ name: 'jobs', level: config.logLevel });
+  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-jobs' });
+  const nc = await connectBus({ url: config.natsUrl, name: 'spool-jobs', logger });
+  await ensureStreams(nc);
+  const stations = createClient(StationsServiceClient, {
+    service: 'stations',
+    address: config.stationsAddr,
+  });
+  const jobs = await createJobs({
+    pool,
+    nc,
+    logger,
+    clock: systemClock,
+    stations,
+    maxDocumentBytes: config.maxDocumentBytes,
+  });
+  const grpc = await startGrpcServer({
+    host: config.grpcHost,
+    port: config.grpcPort,
+    services: [jobs.grpc],
+  });
+  logger.info({ port: grpc.port }, 'jobs serving gRPC');
+  onShutdown(logger, async () => {
+    await grpc.shutdown(config.shutdownGraceMs);
+    await jobs.stop();
+    stations.close();
+    await nc.drain();
+    await pool.end();
+  });
+}
+
+async function serveStations(env: Env): Promise<void> {
+  const config = readConfig(env, stationsConfig);
+  const logger = createLogger({ name: 'stations', level: config.logLevel });
+  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-stations' });
+  const nc = await connectBus({ url: config.natsUrl, name: 'spool-stations', logger });
+  await ensureStreams(nc);
+  const jobs = createClient(JobsServiceClient, { service: 'jobs', address: config.jobsAddr });
+  const stations = await createStations({ pool, nc, logger, clock: systemClock, jobs });
+  const grpc = await startGrpcServer({
+    host: config.grpcHost,
+    port: config.grpcPort,
+    services: [stations.grpc],
+  });
+  const link = await startGrpcServer({
+    host: config.stationHost,
+    port: config.stationPort,
+    services: [stations.link],
+  });
+  logger.info(
+    { port: grpc.port, stationPort: link.port },
+    'stations serving gRPC and the station link',
+  );
+  onShutdown(logger, async () => {
+    // Agents reconnect to another replica; their jobs stay queued meanwhile.
+    stations.links.closeAll();
+    await link.shutdown(1_000);
+    await grpc.shutdown(config.shutdownGraceMs);
+    await stations.stop();
+    jobs.close();
+    await nc.drain();
+    await pool.end();
+  });
+}
+
+const SERVERS: Record<Component, (env: Env) => Promise<void>> = {
+  gateway: serveGateway,
+  accounts: serveAccounts,
+  jobs: serveJobs,
+  stations: serveStations,
+};
+
 export async function serve(component: Component, env: Env): Promise<void> {
-  if (component === 'gateway') return serveGateway(env);
-  return serveAccounts(env);
+  return SERVERS[component](env);
 }

@@ -23,6 +23,8 @@ export interface AppDeps {
   operatorToken: string;
   /** Largest request body accepted, in bytes. */
   bodyLimit: number;
+  /** Largest document a job may carry, in bytes. */
+  maxDocumentBytes: number;
   /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
   trustProxy: boolean;
   /** Whether this replica should receive traffic; false while starting or draining. */
@@ -60,7 +62,14 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     operatorToken: deps.operatorToken,
     bodyLimit: deps.bodyLimit,
   });
-  const v1 = v1Router({ cache: deps.cache, clock: deps.clock });
+  const v1 = v1Router({
+    cache: deps.cache,
+    clock: deps.clock,
+    backends: deps.backends,
+    bodyLimit: deps.bodyLimit,
+    // Inline documents arrive as base64, a third larger, in a JSON envelope.
+    jobBodyLimit: Math.ceil((deps.maxDocumentBytes * 4) / 3) + 64 * 1024,
+  });
   app.use(admin.routes());
   app.use(v1.routes());
 

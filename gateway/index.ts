@@ -18,6 +18,7 @@ export interface GatewayOptions {
   clock: Clock;
   operatorToken: string;
   bodyLimit: number;
+  maxDocumentBytes: number;
   trustProxy: boolean;
   keyCacheTtlMs?: number;
 }
@@ -51,6 +52,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     logger,
     operatorToken: options.operatorToken,
     bodyLimit: options.bodyLimit,
+    maxDocumentBytes: options.maxDocumentBytes,
     trustProxy: options.trustProxy,
     ready: async () => !draining && !options.nc.isClosed(),
   });

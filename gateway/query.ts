@@ -1,12 +1,24 @@
-/** Query-string parameters shared by list endpoints (`limit`, `cursor`). */
+/** Query-string parameters: one value each, known names only, and the list parameters. */
 import type { ParsedUrlQuery } from 'node:querystring';
-import { invalid } from '../lib/errors.js';
+import { invalid, SpoolError } from '../lib/errors.js';
 import { MAX_LIMIT } from '../lib/paging.js';
 
-function single(query: ParsedUrlQuery, name: string): string | undefined {
+/** The one value of a parameter, or undefined; a repeated parameter is a 400. */
+export function single(query: ParsedUrlQuery, name: string): string | undefined {
   const raw = query[name];
   if (Array.isArray(raw)) throw invalid(`${name} may be given once`, name);
   return raw;
+}
+
+/** A parameter the endpoint does not take is a 400 naming it, as an unknown body field is. */
+export function rejectUnknownParams(query: ParsedUrlQuery, known: readonly string[]): void {
+  for (const name of Object.keys(query)) {
+    if (!known.includes(name)) {
+      throw new SpoolError('unknown_field', `unknown query parameter ${JSON.stringify(name)}`, {
+        param: name,
+      });
+    }
+  }
 }
 
 /** `limit` (1 to 200; 0 sent on to a service means its default) and `cursor` of a list request. */

@@ -1,5 +1,8 @@
 /** The JSON shapes of API resources, made from the gRPC messages. */
 import type { ApiKey, Org } from '../gen/spool/v1/accounts.js';
+import type { Job, JobEvent } from '../gen/spool/v1/jobs.js';
+import type { Location, Printer, Station } from '../gen/spool/v1/stations.js';
+import { jobJson } from '../lib/job-view.js';
 import { rfc3339, rfc3339OrNull } from '../lib/time.js';
 
 export function orgView(org: Org | undefined) {
@@ -20,5 +23,61 @@ export function keyView(key: ApiKey | undefined) {
     expires_at: rfc3339OrNull(key.expiresAt),
     created_at: key.createdAt ? rfc3339(key.createdAt) : null,
     revoked_at: rfc3339OrNull(key.revokedAt),
+  };
+}
+
+export function locationView(location: Location | undefined) {
+  if (!location) throw new Error('missing location in response');
+  return {
+    id: location.id,
+    name: location.name,
+    address: location.address,
+    timezone: location.timezone,
+    created_at: rfc3339OrNull(location.createdAt),
+  };
+}
+
+export function stationView(station: Station | undefined) {
+  if (!station) throw new Error('missing station in response');
+  return {
+    id: station.id,
+    name: station.name,
+    location_id: station.locationId || null,
+    online: station.online,
+    last_seen_at: rfc3339OrNull(station.lastSeenAt),
+    created_at: rfc3339OrNull(station.createdAt),
+  };
+}
+
+export function printerView(printer: Printer) {
+  return {
+    id: printer.id,
+    name: printer.name,
+    station_id: printer.stationId,
+    location_id: printer.locationId || null,
+    status: printer.status,
+    detail: printer.detail,
+    station_online: printer.stationOnline,
+    capabilities: {
+      paper_sizes: printer.capabilities?.paperSizes ?? [],
+      duplex: printer.capabilities?.duplex ?? false,
+      color: printer.capabilities?.color ?? false,
+      copies: printer.capabilities?.copies ?? false,
+    },
+    updated_at: rfc3339OrNull(printer.updatedAt),
+  };
+}
+
+export function jobView(job: Job | undefined) {
+  if (!job) throw new Error('missing job in response');
+  return jobJson(job);
+}
+
+export function eventView(event: JobEvent) {
+  return {
+    at: rfc3339OrNull(event.at),
+    status: event.status,
+    detail: event.detail,
+    actor: event.actor,
   };
 }

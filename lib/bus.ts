@@ -33,6 +33,14 @@ export const subjects = {
   keyRevoked: (orgId: string) => `accounts.${orgId}.key.revoked`,
   /** Every key revocation, of any organization. */
   anyKeyRevoked: 'accounts.*.key.revoked',
+  /** Jobs for one station: offers and withdrawals, written by the jobs outbox. */
+  dispatch: (orgId: string, stationId: string) => `dispatch.${orgId}.${stationId}`,
+  /** What a station reported about its jobs, read by the jobs service. */
+  reports: (orgId: string, stationId: string) => `reports.${orgId}.${stationId}`,
+  /** An event for webhooks, such as `events.<org>.job.printed`. */
+  event: (orgId: string, type: string) => `events.${orgId}.${type}`,
+  /** Core NATS (not stored): a station's newest link announces itself so older ones close. */
+  linkOpened: (stationId: string) => `links.${stationId}.opened`,
 } as const;
 
 export async function connectBus(options: {

@@ -102,25 +102,35 @@ export interface GrpcServerHandle {
   server: Server;
   port: number;
   health: HealthImplementation;
+  /** Adds a service; calls to it are answered from then on. */
+  add(service: GrpcService): void;
   /** Marks every service NOT_SERVING, lets calls in flight finish within `graceMs`, then closes. */
   shutdown(graceMs?: number): Promise<void>;
 }
 
+/**
+ * Binds a gRPC server with the standard health service. Services may be added after it is bound,
+ * so that parts of one process can be given each other's address before they exist.
+ */
 export async function startGrpcServer(options: {
   host: string;
   port: number;
-  services: GrpcService[];
+  services?: GrpcService[];
 }): Promise<GrpcServerHandle> {
   const server = new Server({
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_permit_without_calls': 1,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
   });
   const health = new HealthImplementation({ '': 'SERVING' });
   health.addToServer(server);
-  for (const service of options.services) {
+  const services: GrpcService[] = [];
+  const add = (service: GrpcService) => {
     server.addService(service.definition, service.implementation);
     health.setStatus(service.name, 'SERVING');
-  }
+    services.push(service);
+  };
+  for (const service of options.services ?? []) add(service);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(
       `${options.host}:${options.port}`,
@@ -132,9 +142,10 @@ export async function startGrpcServer(options: {
     server,
     port,
     health,
+    add,
     async shutdown(graceMs = 10_000) {
       health.setStatus('', 'NOT_SERVING');
-      for (const service of options.services) health.setStatus(service.name, 'NOT_SERVING');
+      for (const service of services) health.setStatus(service.name, 'NOT_SERVING');
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();
@@ -200,6 +211,7 @@ export function createClient<C extends Client>(
 ): AsyncClient<C> {
   const client = new Ctor(options.address, credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
+    'grpc.max_send_message_length': 64 * 1024 * 1024,
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   });
   const defaultDeadline = options.deadlineMs ?? 5_000;

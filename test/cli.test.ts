@@ -2,9 +2,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { startTestNats } from './helpers/nats.js';
+import { CLUSTER_OPERATOR_TOKEN, startCluster } from './helpers/cluster.js';
 import { freePort } from './helpers/ports.js';
-import { createTestDatabase } from './helpers/postgres.js';
 import { runSpool, spawnSpool } from './helpers/spool.js';
 
 test('the README walk-through works against spool dev with its embedded database and NATS', async (t) => {
@@ -86,39 +85,9 @@ test('the README walk-through works against spool dev with its embedded database
 });
 
 test('spool serve runs each component as its own process, after spool migrate', async (t) => {
-  const [db, nats] = await Promise.all([createTestDatabase(), startTestNats()]);
-  t.teardown(async () => {
-    await nats.stop();
-    await db.drop();
-  });
-  const migrated = await runSpool(['migrate'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
-  t.is(migrated.code, 0, migrated.stderr);
-
-  const grpcPort = await freePort();
-  const accounts = spawnSpool(['serve', 'accounts'], {
-    DATABASE_URL: db.url,
-    NATS_URL: nats.url,
-    GRPC_HOST: '127.0.0.1',
-    GRPC_PORT: String(grpcPort),
-  });
-  t.teardown(() => accounts.stop());
-  await accounts.waitFor(/accounts serving gRPC/);
-
-  const httpPort = await freePort();
-  const gateway = spawnSpool(['serve', 'gateway'], {
-    NATS_URL: nats.url,
-    ACCOUNTS_ADDR: `127.0.0.1:${grpcPort}`,
-    SPOOL_ADMIN_TOKEN: 'operator-secret',
-    HOST: '127.0.0.1',
-    PORT: String(httpPort),
-  });
-  t.teardown(() => gateway.stop());
-  await gateway.waitFor(/gateway listening/);
-
-  const adminEnv = {
-    SPOOL_URL: `http://127.0.0.1:${httpPort}`,
-    SPOOL_ADMIN_TOKEN: 'operator-secret',
-  };
+  const cluster = await startCluster();
+  t.teardown(() => cluster.stop());
+  const adminEnv = { SPOOL_URL: cluster.url, SPOOL_ADMIN_TOKEN: CLUSTER_OPERATOR_TOKEN };
   const org = await runSpool(['admin', 'org', 'create', '--name', 'Split Co'], adminEnv);
   t.is(org.code, 0, org.stderr);
   const orgId = JSON.parse(org.stdout).org.id as string;
@@ -127,24 +96,26 @@ test('spool serve runs each component as its own process, after spool migrate', 
     adminEnv,
   );
   const secret = JSON.parse(key.stdout).secret as string;
-  const me = await fetch(`http://127.0.0.1:${httpPort}/v1/key`, {
+  const me = await fetch(`${cluster.url}/v1/key`, {
     headers: { authorization: `Bearer ${secret}` },
   });
   t.is(me.status, 200);
   t.is(((await me.json()) as { live: boolean }).live, false);
 
-  const ready = await fetch(`http://127.0.0.1:${httpPort}/readyz`);
+  const ready = await fetch(`${cluster.url}/readyz`);
   t.is(ready.status, 200);
-  t.is(await gateway.stop(), 0);
-  t.is(await accounts.stop(), 0);
-  t.false(gateway.output().includes(secret), 'a key was logged');
-  t.false(gateway.output().includes('operator-secret'), 'the operator token was logged');
+  const gateway = cluster.processes.get('gateway');
+  t.is(await gateway?.stop(), 0);
+  for (const proc of cluster.processes.values()) t.is(await proc.stop(), 0);
+  const logs = [...cluster.processes.values()].map((p) => p.output()).join('\n');
+  t.false(logs.includes(secret), 'a key was logged');
+  t.false(logs.includes(CLUSTER_OPERATOR_TOKEN), 'the operator token was logged');
 });
 
 test('spool serve with missing configuration names every missing variable and exits 1', async (t) => {
   const res = await runSpool(['serve', 'gateway'], { PORT: 'x' });
   t.is(res.code, 1);
-  for (const name of ['NATS_URL', 'ACCOUNTS_ADDR', 'SPOOL_ADMIN_TOKEN', 'PORT']) {
+  for (const name of ['NATS_URL', 'ACCOUNTS_ADDR', 'JOBS_ADDR', 'SPOOL_ADMIN_TOKEN', 'PORT']) {
     t.true(res.stderr.includes(name), `${name} missing from: ${res.stderr}`);
   }
 });

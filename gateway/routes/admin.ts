@@ -12,7 +12,7 @@ import { body } from '../body.js';
 import type { Backends } from '../clients.js';
 import { listParams } from '../query.js';
 import type { GatewayState } from '../state.js';
-import { keyView, orgView } from '../views.js';
+import { keyView, locationView, orgView, stationView } from '../views.js';
 
 export const CreateOrgBody = Type.Object(
   {
@@ -52,6 +52,33 @@ export const CreateKeyBody = Type.Object(
 
 export type CreateKey = Static<typeof CreateKeyBody>;
 
+export const CreateLocationBody = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'a name of 1 to 200 characters',
+    }),
+    address: Type.Optional(Type.String({ maxLength: 200, description: 'at most 200 characters' })),
+    timezone: Type.Optional(
+      Type.String({ maxLength: 64, description: 'an IANA time zone such as Europe/Berlin' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateStationBody = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'a name of 1 to 200 characters',
+    }),
+    location_id: Type.Optional(Type.String({ description: 'the id of a location' })),
+  },
+  { additionalProperties: false },
+);
+
 export interface AdminDeps {
   backends: Backends;
   operatorToken: string;
@@ -59,7 +86,7 @@ export interface AdminDeps {
 }
 
 export function adminRouter(deps: AdminDeps): Router<GatewayState> {
-  const { accounts } = deps.backends;
+  const { accounts, stations } = deps.backends;
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
   router.use(requireOperator(deps.operatorToken));
 
@@ -100,6 +127,29 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(keyView), next_cursor: res.nextCursor };
+  });
+
+  router.post('/orgs/:org/locations', async (ctx) => {
+    const req = await body(ctx, CreateLocationBody, deps.bodyLimit);
+    const { location } = await stations.createLocation({
+      orgId: ctx.params.org ?? '',
+      name: req.name,
+      address: req.address ?? '',
+      timezone: req.timezone ?? '',
+    });
+    ctx.status = 201;
+    ctx.body = { location: locationView(location) };
+  });
+
+  router.post('/orgs/:org/stations', async (ctx) => {
+    const req = await body(ctx, CreateStationBody, deps.bodyLimit);
+    const { station, token } = await stations.createStation({
+      orgId: ctx.params.org ?? '',
+      name: req.name,
+      locationId: req.location_id ?? '',
+    });
+    ctx.status = 201;
+    ctx.body = { station: stationView(station), token };
   });
 
   router.delete('/orgs/:org/keys/:id', async (ctx) => {

@@ -1,7 +1,7 @@
 /**
  * The key-based API under `/v1` (spec §4). Each route states the scope it needs in one table, which
- * the router, the tests and the docs all read. Routes whose service is not part of Spool yet answer
- * 503 `unavailable` after authentication, so their scope rules already hold.
+ * the router, the tests and the docs all read. Routes whose handler is not part of Spool yet
+ * (reprint, templates) answer 503 `unavailable` after authentication, so their scope rules hold.
  */
 import { Router } from '@koa/router';
 import type { Middleware } from 'koa';
@@ -9,8 +9,11 @@ import type { Clock } from '../../lib/clock.js';
 import type { Scope } from '../../lib/credentials.js';
 import { SpoolError } from '../../lib/errors.js';
 import { requireKey, requireOwnOrg, requireScope } from '../auth.js';
+import type { Backends } from '../clients.js';
 import type { KeyCache } from '../key-cache.js';
 import type { GatewayState } from '../state.js';
+import { fleetHandlers } from './fleet.js';
+import { jobHandlers } from './jobs.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
 
@@ -45,9 +48,12 @@ export const V1_ROUTES: readonly V1Route[] = [
 export interface V1Deps {
   cache: KeyCache;
   clock: Clock;
+  backends: Backends;
+  bodyLimit: number;
+  jobBodyLimit: number;
 }
 
-const handlers: Partial<Record<string, Middleware<GatewayState>>> = {
+const keyHandlers: Record<string, Middleware<GatewayState>> = {
   'GET /v1/key': (ctx) => {
     const key = ctx.state.key;
     if (!key) throw new SpoolError('internal', 'no key on an authenticated request');
@@ -69,6 +75,11 @@ function notDeployed(service: string): Middleware<GatewayState> {
 
 export function v1Router(deps: V1Deps): Router<GatewayState> {
   const router = new Router<GatewayState>();
+  const handlers: Partial<Record<string, Middleware<GatewayState>>> = {
+    ...keyHandlers,
+    ...jobHandlers(deps),
+    ...fleetHandlers(deps.backends),
+  };
   for (const route of V1_ROUTES) {
     const chain: Middleware<GatewayState>[] = [
       requireKey({

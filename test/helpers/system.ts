@@ -18,6 +18,8 @@ export interface TestSystem {
   db: TestDatabase;
   /** The gateway's base URL. */
   url: string;
+  /** Where station agents connect. */
+  linkAddress: string;
   stop(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function startTestSystem(
     nats,
     db,
     url: gateway.url,
+    linkAddress: system.linkAddress,
     async stop() {
       await system.stop(1_000);
       await Promise.all([nats.stop(), db.drop()]);
@@ -102,4 +105,36 @@ export async function createKey(
   if (res.status !== 201)
     throw new Error(`create key answered ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
+}
+
+/** Creates a station through the admin API; returns its id and device token. */
+export async function createStation(
+  base: string,
+  orgId: string,
+  body: Record<string, unknown> = {},
+): Promise<{ id: string; token: string }> {
+  const res = await call<{ station: { id: string }; token: string }>(
+    base,
+    'POST',
+    `/admin/v1/orgs/${orgId}/stations`,
+    { token: OPERATOR_TOKEN, body: { name: 'Front desk', ...body } },
+  );
+  if (res.status !== 201) throw new Error(`create station answered ${res.status}`);
+  return { id: res.body.station.id, token: res.body.token };
+}
+
+/** Polls `probe` until `done` holds of its result, or fails after `timeoutMs`. */
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (done(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`condition not met in ${timeoutMs} ms: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

@@ -1,0 +1,44 @@
+/**
+ * The JSON shape of a job, the same in API responses and in webhook events (spec §6: "`job` has
+ * the same shape as the job in API responses").
+ */
+import type { Job } from '../gen/spool/v1/jobs.js';
+import type { PrintOptions } from '../gen/spool/v1/stations.js';
+import { rfc3339OrNull } from './time.js';
+
+export function optionsJson(options: PrintOptions | undefined) {
+  const o = options;
+  if (!o) return {};
+  return {
+    ...(o.copies ? { copies: o.copies } : {}),
+    ...(o.duplex ? { duplex: o.duplex } : {}),
+    ...(o.color ? { color: o.color } : {}),
+    ...(o.paper ? { paper: o.paper } : {}),
+    ...(o.tray ? { tray: o.tray } : {}),
+    ...(o.pages ? { pages: o.pages } : {}),
+    ...(o.fitToPage ? { fit_to_page: true } : {}),
+    ...(o.rotate ? { rotate: o.rotate } : {}),
+  };
+}
+
+export function jobJson(job: Job) {
+  return {
+    id: job.id,
+    org_id: job.orgId,
+    status: job.status,
+    status_detail: job.statusDetail,
+    reference: job.reference,
+    title: job.title,
+    printer_id: job.printerId,
+    station_id: job.stationId,
+    live: job.live,
+    options: optionsJson(job.options),
+    content_type: job.contentType,
+    size: job.size,
+    attempt: job.attempt,
+    created_at: rfc3339OrNull(job.createdAt),
+    updated_at: rfc3339OrNull(job.updatedAt),
+  };
+}
+
+export type JobJson = ReturnType<typeof jobJson>;

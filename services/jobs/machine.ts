@@ -1,0 +1,94 @@
+/**
+ * The job state machine (spec §3, DESIGN §4) as data. Every transition a job can make is one row
+ * here; the jobs service, the tests and docs/jobs.md all read this table, and no transition is
+ * decided anywhere else.
+ */
+import type { EventType } from '../../lib/events.js';
+
+export const JOB_STATUSES = [
+  'scheduled',
+  'held',
+  'queued',
+  'sent',
+  'printed',
+  'failed',
+  'cancelled',
+] as const;
+
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export function isJobStatus(value: string): value is JobStatus {
+  return (JOB_STATUSES as readonly string[]).includes(value);
+}
+
+/** What makes a job move. */
+export type Trigger =
+  /** POST …/cancel */
+  | 'cancel'
+  /** POST …/retry */
+  | 'retry'
+  /** the agent has the job and its document */
+  | 'received'
+  /** the station reports the job printed */
+  | 'printed'
+  /** the station reports the job failed */
+  | 'failed';
+
+export interface Transition {
+  trigger: Trigger;
+  from: readonly JobStatus[];
+  to: JobStatus;
+  /** The webhook event the change emits, if any. */
+  event: EventType | null;
+  /** The station must hear of it (a new attempt to print, or a withdrawal). */
+  dispatch: 'offer' | 'withdraw' | null;
+  /** Starts a new attempt: reports of earlier attempts no longer apply. */
+  newAttempt?: boolean;
+}
+
+export const TRANSITIONS: readonly Transition[] = [
+  {
+    trigger: 'cancel',
+    from: ['scheduled', 'held', 'queued', 'sent'],
+    to: 'cancelled',
+    event: 'job.cancelled',
+    dispatch: 'withdraw',
+  },
+  {
+    trigger: 'retry',
+    from: ['failed', 'held'],
+    to: 'queued',
+    event: 'job.retried',
+    dispatch: 'offer',
+    newAttempt: true,
+  },
+  { trigger: 'received', from: ['queued'], to: 'sent', event: null, dispatch: null },
+  // A job can print before its `received` report is processed (reports may arrive out of order).
+  {
+    trigger: 'printed',
+    from: ['queued', 'sent'],
+    to: 'printed',
+    event: 'job.printed',
+    dispatch: null,
+  },
+  {
+    trigger: 'failed',
+    from: ['queued', 'sent'],
+    to: 'failed',
+    event: 'job.failed',
+    dispatch: null,
+  },
+];
+
+/** The transition `trigger` makes from `status`, or undefined when it does not apply. */
+export function transition(status: JobStatus, trigger: Trigger): Transition | undefined {
+  return TRANSITIONS.find((t) => t.trigger === trigger && t.from.includes(status));
+}
+
+/** Statuses a job can be cancelled from, for error messages. */
+export function statusesFor(trigger: Trigger): JobStatus[] {
+  return TRANSITIONS.filter((t) => t.trigger === trigger).flatMap((t) => [...t.from]);
+}
+
+/** Statuses in which a station should have the job. */
+export const PENDING_STATUSES: readonly JobStatus[] = ['queued', 'sent'];

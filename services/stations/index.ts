@@ -1,0 +1,77 @@
+/**
+ * The stations deployable: the stations gRPC service and the station link, built from the
+ * connections they are given (used by `spool serve stations` and `spool dev`).
+ */
+import { fileURLToPath } from 'node:url';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import { jetstream } from '@nats-io/jetstream';
+import type pg from 'pg';
+import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
+import { StationLinkService, StationsServiceService } from '../../gen/spool/v1/stations.js';
+import type { NatsConnection } from '../../lib/bus.js';
+import type { Clock } from '../../lib/clock.js';
+import { openDocuments } from '../../lib/documents.js';
+import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
+import type { Logger } from '../../lib/logger.js';
+import type { MigrationSet } from '../../lib/migrate.js';
+import { OutboxRelay } from '../../lib/outbox.js';
+import { createLinkRegistry, type LinkRegistry } from './link.js';
+import { createStationsServer } from './server.js';
+import { createStationStore, OUTBOX_TABLE } from './store.js';
+
+export const migrations: MigrationSet = {
+  service: 'stations',
+  dir: fileURLToPath(new URL('./migrations', import.meta.url)),
+};
+
+export interface StationsDeps {
+  pool: pg.Pool;
+  nc: NatsConnection;
+  logger: Logger;
+  clock: Clock;
+  jobs: AsyncClient<JobsServiceClient>;
+}
+
+export interface StationsPart {
+  /** The API the gateway and the jobs service call. */
+  grpc: GrpcService;
+  /** The link agents hold open; served on its own port. */
+  link: GrpcService;
+  links: LinkRegistry;
+  relay: OutboxRelay;
+  stop(): Promise<void>;
+}
+
+export async function createStations(deps: StationsDeps): Promise<StationsPart> {
+  const logger = deps.logger.child({ service: 'stations' });
+  const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
+  const store = createStationStore(deps.pool, deps.clock);
+  const links = createLinkRegistry({
+    store,
+    nc: deps.nc,
+    js: jetstream(deps.nc),
+    documents: await openDocuments(deps.nc),
+    jobs: deps.jobs,
+    logger,
+    onChange: () => relay.kick(),
+  });
+  relay.start();
+  return {
+    grpc: {
+      name: 'spool.v1.StationsService',
+      definition: StationsServiceService,
+      implementation: adaptServer(createStationsServer(store), logger),
+    },
+    link: {
+      name: 'spool.v1.StationLink',
+      definition: StationLinkService,
+      implementation: { connect: links.handler } as UntypedServiceImplementation,
+    },
+    links,
+    relay,
+    async stop() {
+      links.closeAll();
+      await relay.stop();
+    },
+  };
+}

@@ -1,0 +1,352 @@
+/**
+ * The server side of the station link (docs/station-link.md): one session per connected agent.
+ * A session authenticates the device token, records the link, forwards the station's jobs from
+ * `dispatch.<org>.<station>` (and those pending when it opened) with their documents, and turns
+ * the agent's reports into messages on `reports.<org>.<station>` before accepting them.
+ */
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { ObjectStore } from '@nats-io/obj';
+import type { Subscription } from '@nats-io/transport-node';
+import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
+import type {
+  AgentMessage,
+  JobReceived,
+  JobResult,
+  PrinterReport,
+  PrintOptions,
+  ServerMessage,
+} from '../../gen/spool/v1/stations.js';
+import { type NatsConnection, subjects } from '../../lib/bus.js';
+import { credentialKind, hashCredential } from '../../lib/credentials.js';
+import type { AsyncClient } from '../../lib/grpc.js';
+import { jobJson } from '../../lib/job-view.js';
+import type { Logger } from '../../lib/logger.js';
+import type { StationReport } from '../jobs/reports.js';
+import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
+import type { LinkStation, StationStore } from './store.js';
+
+/** How long an agent has to say hello after connecting. */
+const HELLO_TIMEOUT_MS = 10_000;
+
+export interface LinkDeps {
+  store: StationStore;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  documents: ObjectStore;
+  jobs: AsyncClient<JobsServiceClient>;
+  logger: Logger;
+  /** Called after a write to the outbox commits. */
+  onChange?: () => void;
+}
+
+type Call = ServerDuplexStream<AgentMessage, ServerMessage>;
+
+/** The job fields a session needs to offer a job. */
+type OfferedJob = DispatchOffer['job'];
+
+export interface LinkRegistry {
+  /** Links held by this process, by station id. */
+  readonly size: number;
+  handler(call: Call): void;
+  /** Ends every link (the agents reconnect to another replica). */
+  closeAll(): void;
+}
+
+export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
+  const sessions = new Set<Session>();
+  return {
+    get size() {
+      return sessions.size;
+    },
+    handler(call) {
+      const session = new Session(call, deps, () => sessions.delete(session));
+      sessions.add(session);
+      session.run().catch((err: unknown) => {
+        deps.logger.error({ err }, 'station link failed');
+        session.close(GrpcStatus.INTERNAL, 'internal error');
+      });
+    },
+    closeAll() {
+      for (const s of sessions) s.close(GrpcStatus.UNAVAILABLE, 'the server is shutting down');
+    },
+  };
+}
+
+function bearerToken(call: Call): string | undefined {
+  const value = call.metadata.get('authorization')[0];
+  if (typeof value !== 'string') return undefined;
+  return /^Bearer\s+(\S+)$/i.exec(value)?.[1];
+}
+
+function offerOptions(options: PrintOptions): PrintOptions {
+  return {
+    copies: options.copies ?? 0,
+    duplex: options.duplex ?? '',
+    color: options.color ?? '',
+    paper: options.paper ?? '',
+    tray: options.tray ?? '',
+    pages: options.pages ?? '',
+    fitToPage: options.fitToPage ?? false,
+    rotate: options.rotate ?? 0,
+  };
+}
+
+class Session {
+  readonly #call: Call;
+  readonly #deps: LinkDeps;
+  readonly #onClosed: () => void;
+  readonly #linkId = randomUUID();
+  readonly #logger: Logger;
+  #station: LinkStation | undefined;
+  #printerIds: Record<string, string> = {};
+  #subscriptions: Subscription[] = [];
+  /** Job attempts already offered on this link, so a job is not sent twice over one link. */
+  readonly #offered = new Set<string>();
+  /** Writes to the agent, in order: a job's offer and chunks never interleave with another's. */
+  #out: Promise<void> = Promise.resolve();
+  /** Incoming messages, handled one at a time in arrival order. */
+  #in: Promise<void> = Promise.resolve();
+  #closed = false;
+  #opened = false;
+
+  constructor(call: Call, deps: LinkDeps, onClosed: () => void) {
+    this.#call = call;
+    this.#deps = deps;
+    this.#onClosed = onClosed;
+    this.#logger = deps.logger.child({ link: this.#linkId });
+    call.on('error', () => this.#cleanup());
+    call.on('cancelled', () => this.#cleanup());
+    call.on('close', () => this.#cleanup());
+    call.on('end', () => this.close(GrpcStatus.OK, 'goodbye'));
+  }
+
+  /** Authenticates, then handles the agent's messages one at a time in arrival order. */
+  async run(): Promise<void> {
+    const helloTimer = setTimeout(
+      () => this.close(GrpcStatus.DEADLINE_EXCEEDED, 'no hello from the agent'),
+      HELLO_TIMEOUT_MS,
+    );
+    this.#call.once('data', () => clearTimeout(helloTimer));
+    this.#call.on('data', (msg: AgentMessage) => {
+      this.#in = this.#in
+        .then(() => this.#handle(msg))
+        .catch((err: unknown) => {
+          this.#logger.warn({ err }, 'station message not handled; closing the link');
+          this.close(GrpcStatus.UNAVAILABLE, 'try again');
+        });
+    });
+    this.#call.once('close', () => clearTimeout(helloTimer));
+    this.#in = this.#authenticate();
+    await this.#in;
+  }
+
+  async #authenticate(): Promise<void> {
+    const token = bearerToken(this.#call);
+    const found =
+      token && credentialKind(token) === 'device'
+        ? await this.#deps.store.stationByTokenHash(hashCredential(token))
+        : undefined;
+    if (!found || found.revoked) {
+      this.close(GrpcStatus.UNAUTHENTICATED, 'the device token is not valid: unknown or revoked');
+      return;
+    }
+    this.#station = found;
+  }
+
+  async #open(station: LinkStation, printers: PrinterReport[]): Promise<void> {
+    this.#printerIds = await this.#deps.store.linkOpened(station, this.#linkId, printers);
+    this.#deps.onChange?.();
+    if (this.#closed) return;
+
+    // A newer link of the same station, on any replica, replaces this one.
+    this.#subscriptions.push(
+      this.#deps.nc.subscribe(subjects.linkOpened(station.id), {
+        callback: (_err, msg) => {
+          if (msg.string() !== this.#linkId)
+            this.close(GrpcStatus.ABORTED, 'replaced by a newer link');
+        },
+      }),
+    );
+    this.#deps.nc.publish(subjects.linkOpened(station.id), this.#linkId);
+    await this.#send({
+      welcome: { stationId: station.id, orgId: station.orgId, printerIds: this.#printerIds },
+    });
+
+    // Subscribe before asking for pending jobs, so nothing falls between the two.
+    this.#subscriptions.push(
+      this.#deps.nc.subscribe(subjects.dispatch(station.orgId, station.id), {
+        callback: (_err, msg) => {
+          try {
+            this.#dispatch(msg.json<DispatchMessage>());
+          } catch (err) {
+            this.#logger.warn({ err }, 'unreadable dispatch message');
+          }
+        },
+      }),
+    );
+    const { items } = await this.#deps.jobs.pendingJobs({
+      orgId: station.orgId,
+      stationId: station.id,
+    });
+    for (const job of items) {
+      this.#offer({
+        ...jobJson(job),
+        sha256: job.sha256,
+        options: offerOptions(job.options ?? ({} as PrintOptions)),
+      });
+    }
+  }
+
+  #dispatch(message: DispatchMessage): void {
+    if (message.kind === 'offer') {
+      this.#offer(message.job);
+      return;
+    }
+    this.#enqueueSend({ withdrawn: { jobId: message.job_id, attempt: message.attempt } });
+  }
+
+  #offer(job: OfferedJob): void {
+    const key = `${job.id}#${job.attempt}`;
+    if (this.#offered.has(key) || this.#closed) return;
+    this.#offered.add(key);
+    const printerName = Object.entries(this.#printerIds).find(
+      ([, id]) => id === job.printer_id,
+    )?.[0];
+    if (printerName === undefined) {
+      this.#offered.delete(key);
+      this.#logger.warn(
+        { jobId: job.id },
+        'job for a printer this agent does not report; it waits',
+      );
+      return;
+    }
+    this.#out = this.#out
+      .then(() => this.#sendJob(job, printerName))
+      .catch((err: unknown) => {
+        this.#offered.delete(key);
+        this.#logger.warn(
+          { err, jobId: job.id },
+          'could not send a job; it is sent again on reconnect',
+        );
+      });
+  }
+
+  async #sendJob(job: OfferedJob, printerName: string): Promise<void> {
+    const document = await this.#deps.documents.get(job.id);
+    if (!document) {
+      await this.#report({
+        kind: 'result',
+        job_id: job.id,
+        attempt: job.attempt,
+        printed: false,
+        detail: 'the document is no longer stored',
+      });
+      return;
+    }
+    await this.#write({
+      offer: {
+        jobId: job.id,
+        attempt: job.attempt,
+        printerId: job.printer_id,
+        printerName,
+        title: job.title,
+        contentType: job.content_type,
+        size: job.size,
+        sha256: job.sha256,
+        options: offerOptions(job.options),
+      },
+    });
+    let offset = 0;
+    for await (const part of document.data) {
+      await this.#write({
+        chunk: {
+          jobId: job.id,
+          offset,
+          data: Buffer.from(part.buffer, part.byteOffset, part.length),
+          last: false,
+        },
+      });
+      offset += part.length;
+    }
+    await this.#write({ chunk: { jobId: job.id, offset, data: Buffer.alloc(0), last: true } });
+  }
+
+  async #handle(msg: AgentMessage): Promise<void> {
+    const station = this.#station;
+    if (!station || this.#closed) return;
+    if (!this.#opened) {
+      if (!msg.hello) {
+        this.close(GrpcStatus.INVALID_ARGUMENT, 'the first message must be hello');
+        return;
+      }
+      this.#opened = true;
+      await this.#open(station, msg.hello.printers);
+    } else if (msg.printers) {
+      this.#printerIds = await this.#deps.store.printersChanged(station, msg.printers.printers);
+      this.#deps.onChange?.();
+    } else if (msg.received) {
+      await this.#acceptReport('received', msg.received);
+    } else if (msg.result) {
+      await this.#acceptReport('result', msg.result);
+    }
+  }
+
+  async #acceptReport(kind: 'received' | 'result', body: JobReceived | JobResult): Promise<void> {
+    const result = kind === 'result' ? (body as JobResult) : undefined;
+    await this.#report({
+      kind,
+      job_id: body.jobId,
+      attempt: body.attempt,
+      ...(result ? { printed: result.printed, detail: result.detail } : {}),
+    });
+    this.#enqueueSend({ accepted: { jobId: body.jobId, attempt: body.attempt, kind } });
+  }
+
+  /** Publishes a report and waits for JetStream to store it. */
+  async #report(report: Omit<StationReport, 'org_id' | 'station_id'>): Promise<void> {
+    const station = this.#station as LinkStation;
+    const full: StationReport = { ...report, org_id: station.orgId, station_id: station.id };
+    await this.#deps.js.publish(subjects.reports(station.orgId, station.id), JSON.stringify(full), {
+      msgID: `${report.job_id}.${report.attempt}.${report.kind}`,
+    });
+  }
+
+  #enqueueSend(msg: ServerMessage): void {
+    this.#out = this.#out.then(() => this.#write(msg)).catch(() => {});
+  }
+
+  #send(msg: ServerMessage): Promise<void> {
+    this.#enqueueSend(msg);
+    return this.#out;
+  }
+
+  async #write(msg: ServerMessage): Promise<void> {
+    if (this.#closed) throw new Error('link closed');
+    if (!this.#call.write(msg)) await once(this.#call, 'drain');
+  }
+
+  close(code: GrpcStatus, details: string): void {
+    if (this.#closed) return;
+    if (code === GrpcStatus.OK) this.#call.end();
+    else this.#call.emit('error', { code, details });
+    this.#cleanup();
+  }
+
+  #cleanup(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const sub of this.#subscriptions) sub.unsubscribe();
+    this.#onClosed();
+    const station = this.#station;
+    if (!station) return;
+    this.#deps.store.linkClosed(station, this.#linkId).then(
+      (changed) => {
+        if (changed) this.#deps.onChange?.();
+      },
+      (err: unknown) => this.#logger.warn({ err }, 'could not record the station offline'),
+    );
+  }
+}

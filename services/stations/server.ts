@@ -1,0 +1,81 @@
+/** The stations gRPC service: locations, stations and printers. */
+import type { StationsServiceServer } from '../../gen/spool/v1/stations.js';
+import { generateCredential, hashCredential } from '../../lib/credentials.js';
+import { invalid, notFound } from '../../lib/errors.js';
+import type { AsyncServer } from '../../lib/grpc.js';
+import { isUuid } from '../../lib/ids.js';
+import { pageLimit } from '../../lib/paging.js';
+import type { StationStore } from './store.js';
+
+const MAX_TEXT = 200;
+
+function requireUuid(value: string, what: string): string {
+  if (!isUuid(value)) throw notFound(`no such ${what}`);
+  return value;
+}
+
+function text(value: string, param: string, required: boolean): string {
+  const trimmed = value.trim();
+  if (required && trimmed === '') throw invalid(`${param} is required`, param);
+  if (trimmed.length > MAX_TEXT)
+    throw invalid(`${param} must be at most ${MAX_TEXT} characters`, param);
+  return trimmed;
+}
+
+function optionalId(value: string, param: string): string {
+  if (value !== '' && !isUuid(value)) throw invalid(`${param} must be an id`, param);
+  return value;
+}
+
+export function createStationsServer(store: StationStore): AsyncServer<StationsServiceServer> {
+  return {
+    async createLocation(req) {
+      const location = await store.createLocation({
+        orgId: requireUuid(req.orgId, 'organization'),
+        name: text(req.name, 'name', true),
+        address: text(req.address, 'address', false),
+        timezone: text(req.timezone, 'timezone', false),
+      });
+      return { location };
+    },
+
+    async getLocation(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return { location: await store.getLocation(orgId, requireUuid(req.locationId, 'location')) };
+    },
+
+    async listLocations(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return store.listLocations(orgId, pageLimit(req.limit), req.cursor);
+    },
+
+    async createStation(req) {
+      const token = generateCredential('device');
+      const station = await store.createStation({
+        orgId: requireUuid(req.orgId, 'organization'),
+        name: text(req.name, 'name', true),
+        locationId: optionalId(req.locationId, 'location_id'),
+        tokenHash: hashCredential(token),
+      });
+      return { station, token };
+    },
+
+    async listPrinters(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return store.listPrinters(
+        orgId,
+        {
+          stationId: optionalId(req.stationId, 'station_id'),
+          locationId: optionalId(req.locationId, 'location_id'),
+        },
+        pageLimit(req.limit),
+        req.cursor,
+      );
+    },
+
+    async getPrinter(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return { printer: await store.getPrinter(orgId, requireUuid(req.printerId, 'printer')) };
+    },
+  };
+}

@@ -1,0 +1,352 @@
+/**
+ * The stations tables: locations, stations (device tokens as SHA-256 only) and printers. Every
+ * query on tenant data is scoped by organization, except the lookup by token hash that the link
+ * needs to learn which station (and organization) is calling.
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type {
+  Location,
+  Printer,
+  PrinterCapabilities,
+  PrinterReport,
+  Station,
+} from '../../gen/spool/v1/stations.js';
+import type { Clock } from '../../lib/clock.js';
+import { withTx } from '../../lib/db.js';
+import { invalid, notFound } from '../../lib/errors.js';
+import { eventMessage } from '../../lib/events.js';
+import { enqueue, type OutboxMessage } from '../../lib/outbox.js';
+import { decodeCursor, page } from '../../lib/paging.js';
+
+export const OUTBOX_TABLE = 'stations_outbox';
+
+interface LocationRow {
+  id: string;
+  org_id: string;
+  name: string;
+  address: string;
+  timezone: string;
+  created_at: Date;
+}
+
+interface StationRow {
+  id: string;
+  org_id: string;
+  name: string;
+  location_id: string | null;
+  online: boolean;
+  link_id: string;
+  last_seen_at: Date | null;
+  revoked_at: Date | null;
+  created_at: Date;
+}
+
+interface PrinterRow {
+  id: string;
+  org_id: string;
+  station_id: string;
+  name: string;
+  status: string;
+  detail: string;
+  capabilities: PrinterCapabilities;
+  created_at: Date;
+  updated_at: Date;
+  location_id: string | null;
+  station_online: boolean;
+}
+
+const STATION_COLUMNS =
+  'id, org_id, name, location_id, online, link_id, last_seen_at, revoked_at, created_at';
+
+const PRINTER_SELECT = `SELECT p.id, p.org_id, p.station_id, p.name, p.status, p.detail,
+  p.capabilities, p.created_at, p.updated_at, s.location_id, s.online AS station_online
+  FROM printers p JOIN stations s ON s.id = p.station_id`;
+
+function toLocation(row: LocationRow): Location {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    name: row.name,
+    address: row.address,
+    timezone: row.timezone,
+    createdAt: row.created_at,
+  };
+}
+
+function toStation(row: StationRow): Station {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    name: row.name,
+    locationId: row.location_id ?? '',
+    online: row.online,
+    lastSeenAt: row.last_seen_at ?? undefined,
+    createdAt: row.created_at,
+  };
+}
+
+function toPrinter(row: PrinterRow): Printer {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    stationId: row.station_id,
+    locationId: row.location_id ?? '',
+    name: row.name,
+    status: row.status,
+    detail: row.detail,
+    capabilities: {
+      paperSizes: row.capabilities.paperSizes ?? [],
+      duplex: row.capabilities.duplex ?? false,
+      color: row.capabilities.color ?? false,
+      copies: row.capabilities.copies ?? false,
+    },
+    stationOnline: row.station_online,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The station a device token belongs to, as the link needs it. */
+export interface LinkStation {
+  id: string;
+  orgId: string;
+  revoked: boolean;
+}
+
+export function createStationStore(pool: pg.Pool, clock: Clock) {
+  function printerStatusEvent(
+    orgId: string,
+    p: { id: string; status: string; detail: string },
+    at: Date,
+  ) {
+    return eventMessage(
+      orgId,
+      'printer.status',
+      { printer_id: p.id, status: p.status, detail: p.detail },
+      at,
+    );
+  }
+
+  /**
+   * Brings the station's printers in line with what its agent reports, inside `tx`. Returns the
+   * printer ids by name and queues `printer.status` for each printer whose status changed.
+   */
+  async function syncPrinters(
+    tx: pg.PoolClient,
+    station: { id: string; orgId: string },
+    reports: PrinterReport[],
+    now: Date,
+    messages: OutboxMessage[],
+  ): Promise<Record<string, string>> {
+    const { rows } = await tx.query<{ id: string; name: string; status: string; detail: string }>(
+      'SELECT id, name, status, detail FROM printers WHERE org_id = $1 AND station_id = $2',
+      [station.orgId, station.id],
+    );
+    const byName = new Map(rows.map((r) => [r.name, r]));
+    const ids: Record<string, string> = {};
+    for (const report of reports) {
+      const capabilities = JSON.stringify(report.capabilities ?? {});
+      const existing = byName.get(report.name);
+      if (!existing) {
+        const id = randomUUID();
+        await tx.query(
+          `INSERT INTO printers (id, org_id, station_id, name, status, detail, capabilities, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+          [
+            id,
+            station.orgId,
+            station.id,
+            report.name,
+            report.status,
+            report.detail,
+            capabilities,
+            now,
+          ],
+        );
+        ids[report.name] = id;
+        messages.push(printerStatusEvent(station.orgId, { id, ...report }, now));
+        continue;
+      }
+      ids[report.name] = existing.id;
+      const changed = existing.status !== report.status || existing.detail !== report.detail;
+      await tx.query(
+        `UPDATE printers SET status = $3, detail = $4, capabilities = $5,
+           updated_at = CASE WHEN $7 THEN $6 ELSE updated_at END
+         WHERE org_id = $1 AND id = $2`,
+        [station.orgId, existing.id, report.status, report.detail, capabilities, now, changed],
+      );
+      if (changed)
+        messages.push(printerStatusEvent(station.orgId, { id: existing.id, ...report }, now));
+    }
+    // A printer the agent no longer reports cannot print; say so rather than forget it.
+    for (const gone of rows.filter((r) => !(r.name in ids) && r.status !== 'offline')) {
+      const detail = 'the station no longer reports this printer';
+      await tx.query(
+        `UPDATE printers SET status = 'offline', detail = $3, updated_at = $4
+         WHERE org_id = $1 AND id = $2`,
+        [station.orgId, gone.id, detail, now],
+      );
+      messages.push(
+        printerStatusEvent(station.orgId, { id: gone.id, status: 'offline', detail }, now),
+      );
+    }
+    return ids;
+  }
+
+  return {
+    async createLocation(loc: { orgId: string; name: string; address: string; timezone: string }) {
+      const { rows } = await pool.query<LocationRow>(
+        `INSERT INTO locations (id, org_id, name, address, timezone, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, org_id, name, address, timezone, created_at`,
+        [randomUUID(), loc.orgId, loc.name, loc.address, loc.timezone, clock.now()],
+      );
+      return toLocation(rows[0] as LocationRow);
+    },
+
+    async getLocation(orgId: string, id: string): Promise<Location> {
+      const { rows } = await pool.query<LocationRow>(
+        'SELECT id, org_id, name, address, timezone, created_at FROM locations WHERE org_id = $1 AND id = $2',
+        [orgId, id],
+      );
+      if (!rows[0]) throw notFound('no such location');
+      return toLocation(rows[0]);
+    },
+
+    async listLocations(orgId: string, limit: number, cursor: string) {
+      const after = decodeCursor(cursor);
+      const { rows } = await pool.query<LocationRow>(
+        `SELECT id, org_id, name, address, timezone, created_at FROM locations
+         WHERE org_id = $1 AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
+         ORDER BY created_at, id LIMIT $4`,
+        [orgId, after?.at ?? null, after?.id ?? null, limit + 1],
+      );
+      const { items, nextCursor } = page(rows, limit, (r) => ({
+        at: r.created_at.toISOString(),
+        id: r.id,
+      }));
+      return { items: items.map(toLocation), nextCursor };
+    },
+
+    async createStation(s: { orgId: string; name: string; locationId: string; tokenHash: Buffer }) {
+      return withTx(pool, async (tx) => {
+        if (s.locationId) {
+          const loc = await tx.query('SELECT 1 FROM locations WHERE org_id = $1 AND id = $2', [
+            s.orgId,
+            s.locationId,
+          ]);
+          if (loc.rowCount === 0)
+            throw invalid('location_id names no location of this organization', 'location_id');
+        }
+        const { rows } = await tx.query<StationRow>(
+          `INSERT INTO stations (id, org_id, name, location_id, token_hash, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${STATION_COLUMNS}`,
+          [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, clock.now()],
+        );
+        return toStation(rows[0] as StationRow);
+      });
+    },
+
+    async stationByTokenHash(hash: Buffer): Promise<LinkStation | undefined> {
+      const { rows } = await pool.query<StationRow>(
+        `SELECT ${STATION_COLUMNS} FROM stations WHERE token_hash = $1`,
+        [hash],
+      );
+      const row = rows[0];
+      return row ? { id: row.id, orgId: row.org_id, revoked: row.revoked_at !== null } : undefined;
+    },
+
+    async listPrinters(
+      orgId: string,
+      filters: { stationId: string; locationId: string },
+      limit: number,
+      cursor: string,
+    ) {
+      const after = decodeCursor(cursor);
+      const { rows } = await pool.query<PrinterRow>(
+        `${PRINTER_SELECT}
+         WHERE p.org_id = $1 AND ($2 = '' OR p.station_id = $2::UUID)
+           AND ($3 = '' OR s.location_id = $3::UUID)
+           AND ($4::TIMESTAMPTZ IS NULL OR (p.created_at, p.id) > ($4, $5::UUID))
+         ORDER BY p.created_at, p.id LIMIT $6`,
+        [
+          orgId,
+          filters.stationId,
+          filters.locationId,
+          after?.at ?? null,
+          after?.id ?? null,
+          limit + 1,
+        ],
+      );
+      const { items, nextCursor } = page(rows, limit, (r) => ({
+        at: r.created_at.toISOString(),
+        id: r.id,
+      }));
+      return { items: items.map(toPrinter), nextCursor };
+    },
+
+    async getPrinter(orgId: string, id: string): Promise<Printer> {
+      const { rows } = await pool.query<PrinterRow>(
+        `${PRINTER_SELECT} WHERE p.org_id = $1 AND p.id = $2`,
+        [orgId, id],
+      );
+      if (!rows[0]) throw notFound('no such printer');
+      return toPrinter(rows[0]);
+    },
+
+    /** Records a new link as the station's current one; queues `station.online`. */
+    async linkOpened(
+      station: LinkStation,
+      linkId: string,
+      printers: PrinterReport[],
+    ): Promise<Record<string, string>> {
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        await tx.query(
+          `UPDATE stations SET online = true, link_id = $3, last_seen_at = $4
+           WHERE org_id = $1 AND id = $2`,
+          [station.orgId, station.id, linkId, now],
+        );
+        const messages = [
+          eventMessage(station.orgId, 'station.online', { station_id: station.id }, now),
+        ];
+        const ids = await syncPrinters(tx, station, printers, now, messages);
+        await enqueue(tx, OUTBOX_TABLE, messages);
+        return ids;
+      });
+    },
+
+    async printersChanged(
+      station: LinkStation,
+      printers: PrinterReport[],
+    ): Promise<Record<string, string>> {
+      return withTx(pool, async (tx) => {
+        const messages: OutboxMessage[] = [];
+        const ids = await syncPrinters(tx, station, printers, clock.now(), messages);
+        await enqueue(tx, OUTBOX_TABLE, messages);
+        return ids;
+      });
+    },
+
+    /**
+     * Marks the station offline and queues `station.offline`, unless a newer link has taken over
+     * meanwhile. Returns whether it did.
+     */
+    async linkClosed(station: LinkStation, linkId: string): Promise<boolean> {
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        const { rowCount } = await tx.query(
+          `UPDATE stations SET online = false, last_seen_at = $4
+           WHERE org_id = $1 AND id = $2 AND link_id = $3`,
+          [station.orgId, station.id, linkId, now],
+        );
+        if (rowCount === 0) return false;
+        await enqueue(tx, OUTBOX_TABLE, [
+          eventMessage(station.orgId, 'station.offline', { station_id: station.id }, now),
+        ]);
+        return true;
+      });
+    },
+  };
+}
+
+export type StationStore = ReturnType<typeof createStationStore>;

@@ -1,0 +1,94 @@
+/**
+ * Spool as an operator runs it: every component its own `spool serve` process, on a private
+ * database and nats-server. Fault tests kill and restart components one at a time.
+ */
+import { startTestNats, type TestNats } from './nats.js';
+import { freePort } from './ports.js';
+import { createTestDatabase, type TestDatabase } from './postgres.js';
+import { runSpool, type SpoolProcess, spawnSpool } from './spool.js';
+
+export const CLUSTER_OPERATOR_TOKEN = 'cluster-operator-token';
+
+type Component = 'accounts' | 'jobs' | 'stations' | 'gateway';
+
+export interface Cluster {
+  db: TestDatabase;
+  nats: TestNats;
+  /** The gateway's base URL. */
+  url: string;
+  /** Where agents connect. */
+  linkAddress: string;
+  processes: Map<Component, SpoolProcess>;
+  /** Starts (or starts again, on the same ports) one component and waits until it serves. */
+  start(component: Component): Promise<SpoolProcess>;
+  stop(): Promise<void>;
+}
+
+const READY: Record<Component, RegExp> = {
+  accounts: /accounts serving gRPC/,
+  jobs: /jobs serving gRPC/,
+  stations: /stations serving gRPC/,
+  gateway: /gateway listening/,
+};
+
+export async function startCluster(): Promise<Cluster> {
+  const [db, nats] = await Promise.all([createTestDatabase(), startTestNats()]);
+  const migrated = await runSpool(['migrate'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+  if (migrated.code !== 0) throw new Error(`spool migrate failed: ${migrated.stderr}`);
+  const ports = {
+    accounts: await freePort(),
+    jobs: await freePort(),
+    stations: await freePort(),
+    link: await freePort(),
+    http: await freePort(),
+  };
+  const common = { NATS_URL: nats.url, GRPC_HOST: '127.0.0.1', LOG_LEVEL: 'info' };
+  const env: Record<Component, Record<string, string>> = {
+    accounts: { ...common, DATABASE_URL: db.url, GRPC_PORT: String(ports.accounts) },
+    jobs: {
+      ...common,
+      DATABASE_URL: db.url,
+      GRPC_PORT: String(ports.jobs),
+      STATIONS_ADDR: `127.0.0.1:${ports.stations}`,
+    },
+    stations: {
+      ...common,
+      DATABASE_URL: db.url,
+      GRPC_PORT: String(ports.stations),
+      STATION_HOST: '127.0.0.1',
+      STATION_PORT: String(ports.link),
+      JOBS_ADDR: `127.0.0.1:${ports.jobs}`,
+    },
+    gateway: {
+      NATS_URL: nats.url,
+      HOST: '127.0.0.1',
+      PORT: String(ports.http),
+      ACCOUNTS_ADDR: `127.0.0.1:${ports.accounts}`,
+      JOBS_ADDR: `127.0.0.1:${ports.jobs}`,
+      STATIONS_ADDR: `127.0.0.1:${ports.stations}`,
+      SPOOL_ADMIN_TOKEN: CLUSTER_OPERATOR_TOKEN,
+    },
+  };
+  const processes = new Map<Component, SpoolProcess>();
+  const start = async (component: Component) => {
+    const proc = spawnSpool(['serve', component], env[component]);
+    processes.set(component, proc);
+    await proc.waitFor(READY[component]);
+    return proc;
+  };
+  await Promise.all((['accounts', 'jobs', 'stations'] as const).map(start));
+  await start('gateway');
+  return {
+    db,
+    nats,
+    url: `http://127.0.0.1:${ports.http}`,
+    linkAddress: `127.0.0.1:${ports.link}`,
+    processes,
+    start,
+    async stop() {
+      await Promise.all([...processes.values()].map((p) => p.stop()));
+      await nats.stop();
+      await db.drop();
+    },
+  };
+}
