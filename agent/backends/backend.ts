@@ -1,0 +1,60 @@
+/**
+ * What every printing backend (file, raw socket, CUPS) offers the agent.
+ */
+import type { PrinterCapabilities, PrintOptions } from '../../gen/spool/v1/stations.js';
+
+/** The statuses of the station link (docs/station-link.md, "Printer statuses"). */
+export type PrinterStatusName =
+  | 'ready'
+  | 'printing'
+  | 'out_of_paper'
+  | 'paper_jam'
+  | 'door_open'
+  | 'offline'
+  | 'error'
+  | 'unknown';
+
+export interface PrinterStatus {
+  status: PrinterStatusName;
+  /** Human-readable; for CUPS, the printer's state reasons and message. */
+  detail: string;
+  capabilities: PrinterCapabilities;
+}
+
+/** A job as a backend sees it: the whole, verified document. */
+export interface PrintJob {
+  id: string;
+  attempt: number;
+  title: string;
+  contentType: string;
+  document: Buffer;
+  options: PrintOptions;
+}
+
+export interface Backend {
+  /**
+   * Prints the job and resolves once the printer (or CUPS) says it is done. Rejects with an Error
+   * whose message is the failure detail reported to the server. `signal` aborts the wait when the
+   * agent stops; the job's outcome is then unknown.
+   */
+  print(job: PrintJob, signal?: AbortSignal): Promise<void>;
+  status(): Promise<PrinterStatus>;
+  /**
+   * Whether a job the agent was printing when it stopped came out, for a backend that can tell
+   * (a file is written atomically, so it is there or it is not). Without it, such a job is
+   * reported failed as interrupted rather than risk printing it twice.
+   */
+  outcome?(job: Pick<PrintJob, 'id' | 'attempt'>): Promise<'printed' | 'not_printed'>;
+}
+
+export const NO_CAPABILITIES: PrinterCapabilities = {
+  paperSizes: [],
+  duplex: false,
+  color: false,
+  copies: false,
+};
+
+/** The message of anything thrown, for a failure detail. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

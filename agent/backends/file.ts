@@ -1,0 +1,78 @@
+/**
+ * `file:DIR`: each job's document is written to `DIR/<job_id>-<attempt>.<ext>`. For trying Spool
+ * without a printer, and for tests.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  type Backend,
+  messageOf,
+  NO_CAPABILITIES,
+  type PrinterStatus,
+  type PrintJob,
+} from './backend.js';
+
+const EXTENSIONS: Record<string, string> = {
+  'application/pdf': 'pdf',
+  'text/plain': 'txt',
+};
+
+/** The file name a job is written to: `<job_id>-<attempt>.<pdf|txt|bin>`. */
+export function fileNameFor(job: Pick<PrintJob, 'id' | 'attempt' | 'contentType'>): string {
+  const type = job.contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  // Job ids come from the server; keep them from naming a path outside DIR all the same.
+  const id = job.id.replace(/[^A-Za-z0-9._-]/g, '_');
+  return `${id}-${job.attempt}.${EXTENSIONS[type] ?? 'bin'}`;
+}
+
+export function createFileBackend(dir: string): Backend {
+  // DIR is made when the agent starts; a DIR removed later is reported, not quietly made again.
+  let made = false;
+  return {
+    async print(job: PrintJob): Promise<void> {
+      const target = join(dir, fileNameFor(job));
+      // Written beside the target and renamed over it, so DIR never holds half a document.
+      const temp = join(dir, `.${fileNameFor(job)}.${randomBytes(6).toString('hex')}.tmp`);
+      try {
+        await mkdir(dir, { recursive: true });
+        const handle = await open(temp, 'wx', 0o644);
+        try {
+          await handle.writeFile(job.document);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await rename(temp, target);
+      } catch (error) {
+        await rm(temp, { force: true });
+        throw new Error(`file: could not write ${target}: ${messageOf(error)}`);
+      }
+    },
+
+    async outcome(job) {
+      const prefix = `${fileNameFor({ ...job, contentType: '' }).replace(/\.bin$/, '')}.`;
+      const names = await readdir(dir).catch(() => [] as string[]);
+      return names.some((name) => name.startsWith(prefix)) ? 'printed' : 'not_printed';
+    },
+
+    async status(): Promise<PrinterStatus> {
+      try {
+        if (!made) {
+          await mkdir(dir, { recursive: true });
+          made = true;
+        }
+        if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
+        await access(dir, constants.W_OK);
+        return { status: 'ready', detail: '', capabilities: NO_CAPABILITIES };
+      } catch (error) {
+        return {
+          status: 'error',
+          detail: `cannot write to ${dir}: ${messageOf(error)}`,
+          capabilities: NO_CAPABILITIES,
+        };
+      }
+    },
+  };
+}

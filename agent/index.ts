@@ -1,0 +1,228 @@
+/**
+ * The station agent that `spool agent` runs (DESIGN §4 "Station link", docs/station-link.md):
+ * it holds the link to the stations service, reports the station's printers, prints the jobs it is
+ * offered through its backends, and keeps the journal that makes each job attempt print at most
+ * once.
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import type { ChannelCredentials } from '@grpc/grpc-js';
+import type { PrinterReport } from '../gen/spool/v1/stations.js';
+import { type Clock, systemClock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { Backend } from './backends/backend.js';
+import type { CupsOptions } from './backends/cups.js';
+import { type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { JobRunner } from './jobs.js';
+import { INTERRUPTED_DETAIL, Journal, type JournalEntry } from './journal.js';
+import { startLink, TokenRefusedError } from './link.js';
+import {
+  type BackendSpec,
+  type PrinterSpec,
+  PrinterSpecError,
+  parsePrinterSpec,
+} from './printer-spec.js';
+import { PrinterSet } from './printers.js';
+import { lockStateDir } from './state-lock.js';
+
+export type { Backend, PrinterStatus, PrintJob } from './backends/backend.js';
+export type { BackendSpec, PrinterSpec };
+export { INTERRUPTED_DETAIL, PrinterSpecError, parsePrinterSpec, TokenRefusedError };
+
+export interface AgentOptions {
+  /** The stations service's link listener, `host:port` (STATION_PORT, 7070, in `spool dev`). */
+  server: string;
+  /** The station's device token, `svc_dev_…`. */
+  token: string;
+  printers: PrinterSpec[];
+  /** Where the journal (and the lock that keeps a second agent out) live. */
+  stateDir: string;
+  logger: Logger;
+  clock?: Clock;
+  /** Reported in `hello`; default: the version in package.json. */
+  agentVersion?: string;
+  /** Reconnect backoff (default 0.5 s doubling to 30 s, full jitter). */
+  backoff?: BackoffOptions;
+  /** How often printer statuses are read (default 5 s). */
+  statusIntervalMs?: number;
+  /** How `cups:` printers reach CUPS (server, poll interval, command timeout). */
+  cups?: Omit<CupsOptions, 'logger'>;
+  /** How long {@link Agent.stop} lets a job that is printing finish (default 10 s). */
+  stopGraceMs?: number;
+  /** Channel credentials for the link; default plaintext. */
+  credentials?: ChannelCredentials;
+  /** Journal upkeep: rewrite after this many lines, drop settled entries after this age. */
+  journal?: { compactAfterLines?: number; retentionMs?: number };
+  /** Builds a printer's backend; for tests. */
+  createBackend?: (spec: BackendSpec) => Backend;
+}
+
+export interface Agent {
+  /** Stops taking jobs, lets a printing job finish (within the grace), closes the link. */
+  stop(): Promise<void>;
+  /**
+   * Settles when the agent has stopped: resolves after {@link stop}; rejects with a
+   * {@link TokenRefusedError} (whose message says the token was refused) when the server answers
+   * `UNAUTHENTICATED`, since retrying cannot help.
+   */
+  done: Promise<void>;
+}
+
+const DEFAULT_STOP_GRACE_MS = 10_000;
+
+/** Starts the agent; resolves once the journal is loaded and the printers were read once. */
+export async function runAgent(options: AgentOptions): Promise<Agent> {
+  const { logger } = options;
+  const clock = options.clock ?? systemClock;
+  if (!options.server) throw new Error('the agent needs the server address (HOST:PORT)');
+  if (!options.token) throw new Error('the agent needs the station token (svc_dev_…)');
+  if (options.printers.length === 0) {
+    throw new Error('the agent needs at least one printer (NAME=BACKEND)');
+  }
+  const names = new Set<string>();
+  for (const p of options.printers) {
+    if (names.has(p.name)) throw new Error(`two printers are named ${JSON.stringify(p.name)}`);
+    names.add(p.name);
+  }
+  const agentVersion = options.agentVersion ?? (await packageVersion());
+
+  await mkdir(options.stateDir, { recursive: true });
+  const lock = await lockStateDir(options.stateDir);
+
+  let journal: Journal;
+  let printers: PrinterSet;
+  try {
+    const opened = await Journal.open(options.stateDir, { clock, logger, ...options.journal });
+    journal = opened.journal;
+    printers = new PrinterSet({
+      specs: options.printers,
+      logger,
+      cups: options.cups,
+      statusIntervalMs: options.statusIntervalMs,
+      createBackend: options.createBackend,
+    });
+    await printers.refresh();
+    for (const entry of opened.interrupted)
+      await settleInterrupted(entry, journal, printers, logger);
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+
+  let helloReports: PrinterReport[] = [];
+  // The runner sends on the link, which hands it the messages: `link` is set before either runs.
+  const runner = new JobRunner({
+    journal,
+    backend: (name) => printers.backend(name),
+    send: (message) => link.send(message),
+    logger,
+  });
+  const link = startLink({
+    server: options.server,
+    token: options.token,
+    logger,
+    clock,
+    backoff: options.backoff ?? DEFAULT_BACKOFF,
+    credentials: options.credentials,
+    hello: () => {
+      helloReports = printers.reports();
+      return { agentVersion, printers: helloReports };
+    },
+    onWelcome: (welcome) => {
+      runner.onWelcome(welcome);
+      // A change between hello and welcome could not be sent then; send it now.
+      const reports = printers.reports();
+      if (reports !== helloReports) link.send({ printers: { printers: reports } });
+    },
+    onMessage: (message) => runner.handle(message),
+    onDown: () => logger.warn('station link down'),
+  });
+  printers.start((reports) => {
+    if (link.send({ printers: { printers: reports } })) {
+      logger.info({ printers: reports.map((r) => `${r.name}: ${r.status}`) }, 'printers changed');
+    }
+  });
+  logger.info(
+    {
+      server: options.server,
+      printers: printers.reports().map((r) => r.name),
+      agent_version: agentVersion,
+    },
+    'station agent started',
+  );
+
+  const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+  let stopWork: Promise<void> | undefined;
+  const finishWork = () => {
+    stopWork ??= (async () => {
+      await printers.stop();
+      await runner.stop(graceMs);
+    })();
+    return stopWork;
+  };
+  const teardown = async () => {
+    await finishWork();
+    await journal.close();
+    await lock.release();
+  };
+
+  const done = link.done.then(
+    async () => {
+      await teardown();
+      logger.info('station agent stopped');
+    },
+    async (error: unknown) => {
+      await teardown();
+      logger.error({ err: error }, 'station agent stopped');
+      throw error;
+    },
+  );
+  // The caller may only ever call stop(); an unheard rejection must not end the process.
+  done.catch(() => {});
+
+  return {
+    async stop() {
+      // Jobs printing finish while the link is still up, so their results can go out.
+      await finishWork();
+      await link.stop();
+      await done.catch(() => {});
+    },
+    done,
+  };
+}
+
+async function packageVersion(): Promise<string> {
+  try {
+    const text = await readFile(new URL('../package.json', import.meta.url), 'utf8');
+    const version = (JSON.parse(text) as { version?: unknown }).version;
+    return typeof version === 'string' ? version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * A job the agent was printing when it stopped: where the backend can tell whether it came out,
+ * record that (printed, or back to received so that it prints when offered again); otherwise it
+ * stays failed as interrupted, since printing it again could print it twice.
+ */
+async function settleInterrupted(
+  entry: JournalEntry,
+  journal: Journal,
+  printers: PrinterSet,
+  logger: Logger,
+): Promise<void> {
+  const log = { job_id: entry.jobId, attempt: entry.attempt, printer: entry.printer };
+  const outcome = await printers
+    .backend(entry.printer)
+    ?.outcome?.({ id: entry.jobId, attempt: entry.attempt })
+    .catch(() => undefined);
+  if (outcome === 'printed') {
+    await journal.record(entry.jobId, entry.attempt, 'printed');
+    logger.info(log, 'a job interrupted by a stop had printed; reporting it printed');
+  } else if (outcome === 'not_printed') {
+    await journal.record(entry.jobId, entry.attempt, 'received');
+    logger.info(log, 'a job interrupted by a stop had not printed; it prints when offered again');
+  } else {
+    logger.warn(log, `job reported failed: ${INTERRUPTED_DETAIL}`);
+  }
+}

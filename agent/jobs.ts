@@ -1,0 +1,345 @@
+/**
+ * What the agent does with the jobs that come down the link (docs/station-link.md, "A job"):
+ * assembles and checks each document, consults the journal so an attempt prints at most once,
+ * prints one job at a time per printer (printers in parallel), and reports `received` and
+ * `result`, sending again whatever the server has not accepted.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import type {
+  AgentMessage,
+  DocumentChunk,
+  JobOffer,
+  JobWithdrawn,
+  ReportAccepted,
+  ServerMessage,
+  Welcome,
+} from '../gen/spool/v1/stations.js';
+import type { Logger } from '../lib/logger.js';
+import type { Backend, PrintJob } from './backends/backend.js';
+import { messageOf } from './backends/backend.js';
+import { type Journal, type JournalEntry, journalKey } from './journal.js';
+
+export interface JobRunnerOptions {
+  journal: Journal;
+  /** The backend of a printer by name, if the station has it. */
+  backend(printer: string): Backend | undefined;
+  /** Sends on the link; false when no link is up (the journal keeps the report for later). */
+  send(message: AgentMessage): boolean;
+  logger: Logger;
+}
+
+interface Assembly {
+  offer: JobOffer;
+  parts: Buffer[];
+  size: number;
+  hash: Hash;
+}
+
+interface QueuedJob {
+  key: string;
+  printer: string;
+  backend: Backend;
+  job: PrintJob;
+}
+
+/** One printer's jobs, printed one at a time in the order they came. */
+class PrinterQueue {
+  readonly pending: QueuedJob[] = [];
+  running: Promise<void> | undefined;
+}
+
+export class JobRunner {
+  readonly #journal: Journal;
+  readonly #backendOf: (printer: string) => Backend | undefined;
+  readonly #send: (message: AgentMessage) => boolean;
+  readonly #logger: Logger;
+  readonly #assemblies = new Map<string, Assembly>();
+  readonly #queues = new Map<string, PrinterQueue>();
+  /** Keys of the attempts queued or printing in this process. */
+  readonly #active = new Set<string>();
+  readonly #abort = new AbortController();
+  #printerIds = new Map<string, string>();
+  // Server messages are handled one after another, in the order they came.
+  #chain: Promise<void> = Promise.resolve();
+  #stopping = false;
+
+  constructor(options: JobRunnerOptions) {
+    this.#journal = options.journal;
+    this.#backendOf = options.backend;
+    this.#send = options.send;
+    this.#logger = options.logger;
+  }
+
+  /**
+   * A new link is up: remember the printer ids and send every report not yet accepted. It waits
+   * for the messages of the old link, so an acceptance that came just before it ended counts.
+   */
+  onWelcome(welcome: Welcome): void {
+    this.#printerIds = new Map(Object.entries(welcome.printerIds).map(([name, id]) => [id, name]));
+    this.#serially(() => {
+      // A document half received on the old link is offered again from the start.
+      this.#assemblies.clear();
+      let sent = 0;
+      for (const entry of this.#journal.entries()) {
+        if (entry.state === 'withdrawn') continue;
+        if (!entry.receivedAccepted && this.#sendReceived(entry)) sent += 1;
+        if (isFinal(entry) && !entry.resultAccepted && this.#sendResult(entry)) sent += 1;
+      }
+      if (sent > 0) this.#logger.info({ reports: sent }, 'sent again the reports not accepted');
+    });
+  }
+
+  handle(message: ServerMessage): void {
+    if (this.#stopping) return;
+    this.#serially(() => this.#handle(message));
+  }
+
+  #serially(work: () => void | Promise<void>): void {
+    this.#chain = this.#chain
+      .then(work)
+      .catch((err: unknown) => this.#logger.error({ err }, 'handling a server message failed'));
+  }
+
+  /**
+   * Stops taking jobs: queued ones are dropped (they stay `received` and are offered again), jobs
+   * printing get `graceMs` to finish and are then abandoned (reported interrupted after a restart).
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.#stopping = true;
+    await this.#chain;
+    for (const queue of this.#queues.values()) {
+      for (const job of queue.pending.splice(0)) this.#active.delete(job.key);
+    }
+    const running = [...this.#queues.values()].flatMap((q) => (q.running ? [q.running] : []));
+    if (running.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.all(running), grace]);
+    clearTimeout(timer);
+    this.#abort.abort();
+    await Promise.all(running);
+  }
+
+  async #handle(message: ServerMessage): Promise<void> {
+    if (message.offer) this.#offer(message.offer);
+    else if (message.chunk) await this.#chunk(message.chunk);
+    else if (message.withdrawn) await this.#withdrawn(message.withdrawn);
+    else if (message.accepted) await this.#accepted(message.accepted);
+  }
+
+  #offer(offer: JobOffer): void {
+    // A second offer of a job restarts its document (the server sends it from offset 0 again).
+    this.#assemblies.set(offer.jobId, {
+      offer,
+      parts: [],
+      size: 0,
+      hash: createHash('sha256'),
+    });
+  }
+
+  async #chunk(chunk: DocumentChunk): Promise<void> {
+    const assembly = this.#assemblies.get(chunk.jobId);
+    if (!assembly) {
+      this.#logger.debug({ job_id: chunk.jobId }, 'ignoring a chunk of a job not offered');
+      return;
+    }
+    const { offer } = assembly;
+    const drop = (why: string) => {
+      this.#assemblies.delete(chunk.jobId);
+      this.#logger.warn(
+        { job_id: offer.jobId, attempt: offer.attempt, why },
+        'dropping a job whose document does not match its offer; waiting for the next offer',
+      );
+    };
+    if (chunk.offset !== assembly.size)
+      return drop(`chunk at ${chunk.offset}, expected ${assembly.size}`);
+    assembly.parts.push(chunk.data);
+    assembly.hash.update(chunk.data);
+    assembly.size += chunk.data.length;
+    if (assembly.size > offer.size) return drop(`more than the ${offer.size} bytes offered`);
+    if (!chunk.last) return;
+    this.#assemblies.delete(chunk.jobId);
+    if (assembly.size !== offer.size) return drop(`${assembly.size} bytes, ${offer.size} offered`);
+    const digest = assembly.hash.digest('hex');
+    if (digest !== offer.sha256.toLowerCase())
+      return drop(`SHA-256 ${digest}, ${offer.sha256} offered`);
+    await this.#accept(offer, Buffer.concat(assembly.parts, assembly.size));
+  }
+
+  async #accept(offer: JobOffer, document: Buffer): Promise<void> {
+    const { jobId, attempt } = offer;
+    const key = journalKey(jobId, attempt);
+    const log = this.#logger.child({ job_id: jobId, attempt });
+    const printer = offer.printerName || this.#printerIds.get(offer.printerId) || offer.printerId;
+    const entry = this.#journal.get(jobId, attempt);
+
+    if (entry === undefined) {
+      const recorded = await this.#journal.record(jobId, attempt, 'received', { printer });
+      this.#sendReceived(recorded);
+      log.info({ printer }, 'job received');
+      await this.#queue(key, printer, offer, document, log);
+      return;
+    }
+    // Seen before: never print again; say again what the server has not accepted.
+    switch (entry.state) {
+      case 'withdrawn':
+        log.info('ignoring an offer of a withdrawn job');
+        return;
+      case 'received':
+        if (!entry.receivedAccepted) this.#sendReceived(entry);
+        // Received before a restart and never begun: it has not printed, so it may print now.
+        if (!this.#active.has(key)) await this.#queue(key, printer, offer, document, log);
+        return;
+      case 'printing':
+        if (!entry.receivedAccepted) this.#sendReceived(entry);
+        return;
+      case 'printed':
+      case 'failed':
+        log.info(
+          { state: entry.state },
+          'job offered again after its result; sending the result again',
+        );
+        if (!entry.receivedAccepted) this.#sendReceived(entry);
+        // Even an accepted result is sent again: an offer means the server still waits for one.
+        this.#sendResult(entry);
+        return;
+    }
+  }
+
+  async #queue(
+    key: string,
+    printer: string,
+    offer: JobOffer,
+    document: Buffer,
+    log: Logger,
+  ): Promise<void> {
+    const backend = this.#backendOf(printer);
+    if (!backend) {
+      const detail = `the station has no printer named ${JSON.stringify(printer)}`;
+      log.warn({ printer }, 'job for a printer the station does not have');
+      await this.#finish(offer.jobId, offer.attempt, false, detail);
+      return;
+    }
+    const job: PrintJob = {
+      id: offer.jobId,
+      attempt: offer.attempt,
+      title: offer.title,
+      contentType: offer.contentType,
+      document,
+      options: offer.options ?? {
+        copies: 1,
+        duplex: '',
+        color: '',
+        paper: '',
+        tray: '',
+        pages: '',
+        fitToPage: false,
+        rotate: 0,
+      },
+    };
+    let queue = this.#queues.get(printer);
+    if (!queue) {
+      queue = new PrinterQueue();
+      this.#queues.set(printer, queue);
+    }
+    this.#active.add(key);
+    queue.pending.push({ key, printer, backend, job });
+    log.debug({ printer, queued: queue.pending.length }, 'job queued');
+    if (!queue.running) queue.running = this.#drain(queue);
+  }
+
+  async #drain(queue: PrinterQueue): Promise<void> {
+    for (let next = queue.pending.shift(); next; next = queue.pending.shift()) {
+      await this.#print(next);
+    }
+    queue.running = undefined;
+  }
+
+  async #print({ key, printer, backend, job }: QueuedJob): Promise<void> {
+    const log = this.#logger.child({ job_id: job.id, attempt: job.attempt, printer });
+    try {
+      // Journaled before the backend sees the job: after a crash this attempt is never printed again.
+      await this.#journal.record(job.id, job.attempt, 'printing', { printer });
+      let failure: string | undefined;
+      try {
+        await backend.print(job, this.#abort.signal);
+      } catch (error) {
+        if (this.#abort.signal.aborted) {
+          log.warn('the agent stopped while the job was printing; it will be reported interrupted');
+          return;
+        }
+        failure = messageOf(error) || 'the printer failed';
+      }
+      await this.#finish(job.id, job.attempt, failure === undefined, failure ?? '');
+      if (failure === undefined) log.info('job printed');
+      else log.warn({ detail: failure }, 'job failed');
+    } catch (err) {
+      log.error({ err }, 'could not journal a job');
+    } finally {
+      this.#active.delete(key);
+    }
+  }
+
+  async #finish(jobId: string, attempt: number, printed: boolean, detail: string): Promise<void> {
+    const entry = await this.#journal.record(jobId, attempt, printed ? 'printed' : 'failed', {
+      detail,
+    });
+    this.#sendResult(entry);
+  }
+
+  async #withdrawn({ jobId, attempt }: JobWithdrawn): Promise<void> {
+    const key = journalKey(jobId, attempt);
+    if (this.#assemblies.get(jobId)?.offer.attempt === attempt) this.#assemblies.delete(jobId);
+    const entry = this.#journal.get(jobId, attempt);
+    const log = this.#logger.child({ job_id: jobId, attempt });
+    if (entry === undefined) {
+      // Journaled even unseen, so an offer that was overtaken by its withdrawal never prints.
+      await this.#journal.record(jobId, attempt, 'withdrawn');
+      log.info('job withdrawn before it was offered');
+      return;
+    }
+    if (entry.state !== 'received') {
+      log.info({ state: entry.state }, 'job withdrawn too late to drop; it is reported as it ends');
+      return;
+    }
+    for (const queue of this.#queues.values()) {
+      const i = queue.pending.findIndex((j) => j.key === key);
+      if (i >= 0) queue.pending.splice(i, 1);
+    }
+    this.#active.delete(key);
+    await this.#journal.record(jobId, attempt, 'withdrawn');
+    log.info('job withdrawn; it will not print');
+  }
+
+  async #accepted({ jobId, attempt, kind }: ReportAccepted): Promise<void> {
+    if (kind !== 'received' && kind !== 'result') {
+      this.#logger.warn(
+        { job_id: jobId, attempt, kind },
+        'ignoring an acceptance of an unknown kind',
+      );
+      return;
+    }
+    await this.#journal.accept(jobId, attempt, kind);
+  }
+
+  #sendReceived(entry: JournalEntry): boolean {
+    return this.#send({ received: { jobId: entry.jobId, attempt: entry.attempt } });
+  }
+
+  #sendResult(entry: JournalEntry): boolean {
+    return this.#send({
+      result: {
+        jobId: entry.jobId,
+        attempt: entry.attempt,
+        printed: entry.state === 'printed',
+        detail: entry.detail,
+      },
+    });
+  }
+}
+
+function isFinal(entry: JournalEntry): boolean {
+  return entry.state === 'printed' || entry.state === 'failed';
+}

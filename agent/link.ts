@@ -1,0 +1,232 @@
+/**
+ * The agent's end of the station link (docs/station-link.md): one `StationLink.Connect` stream at
+ * a time, opened with the device token, re-opened with capped exponential backoff and full jitter
+ * whenever it ends, except when the server refuses the token.
+ */
+import {
+  type ChannelCredentials,
+  type ClientDuplexStream,
+  status as GrpcStatus,
+  credentials as grpcCredentials,
+  Metadata,
+  type StatusObject,
+} from '@grpc/grpc-js';
+import {
+  type AgentHello,
+  type AgentMessage,
+  type ServerMessage,
+  StationLinkClient,
+  type Welcome,
+} from '../gen/spool/v1/stations.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { type BackoffOptions, backoffDelay } from './backoff.js';
+
+/** A link that stayed up this long resets the backoff to its first step. */
+export const BACKOFF_RESET_AFTER_MS = 60_000;
+const DEFAULT_WELCOME_TIMEOUT_MS = 30_000;
+
+/** The server refused the device token; retrying cannot help. */
+export class TokenRefusedError extends Error {
+  constructor(server: string, details: string) {
+    super(
+      `the Spool server at ${server} refused the station token (UNAUTHENTICATED${details ? `: ${details}` : ''}); ` +
+        'the agent has stopped, since retrying cannot help: check --token, or create a new token for the station',
+    );
+    this.name = 'TokenRefusedError';
+  }
+}
+
+export interface LinkOptions {
+  /** `host:port` of the stations service's link listener. */
+  server: string;
+  token: string;
+  logger: Logger;
+  clock: Clock;
+  backoff: BackoffOptions;
+  /** Default: plaintext. */
+  credentials?: ChannelCredentials;
+  /** A link without `welcome` this long after `hello` is dropped and opened again (default 30 s). */
+  welcomeTimeoutMs?: number;
+  random?: () => number;
+  /** The hello for a new link; called for each connection. */
+  hello(): AgentHello;
+  /** The server welcomed the agent: the link is up and {@link Link.send} works. */
+  onWelcome(welcome: Welcome): void;
+  /** Every server message after the welcome, in order. */
+  onMessage(message: ServerMessage): void;
+  /** The link that was up has ended. */
+  onDown(): void;
+}
+
+export interface Link {
+  /** Sends on the link that is up; false (nothing sent) while there is none. */
+  send(message: AgentMessage): boolean;
+  readonly up: boolean;
+  /** Closes the link for good; resolves when it is closed. */
+  stop(): Promise<void>;
+  /** Resolves after {@link stop}; rejects with {@link TokenRefusedError} on `UNAUTHENTICATED`. */
+  readonly done: Promise<void>;
+}
+
+interface Outcome {
+  code: GrpcStatus;
+  details: string;
+  welcomedAt: Date | undefined;
+}
+
+export function startLink(options: LinkOptions): Link {
+  const { server, token, logger, clock, backoff } = options;
+  const credentials = options.credentials ?? grpcCredentials.createInsecure();
+  const welcomeTimeoutMs = options.welcomeTimeoutMs ?? DEFAULT_WELCOME_TIMEOUT_MS;
+  const random = options.random ?? Math.random;
+
+  let stopping = false;
+  let call: ClientDuplexStream<AgentMessage, ServerMessage> | undefined;
+  let up = false;
+  let wake: (() => void) | undefined;
+
+  const connectOnce = (): Promise<Outcome> =>
+    new Promise((resolve) => {
+      // A channel per attempt, with its own subchannels: the agent's backoff is the only one.
+      const client = new StationLinkClient(server, credentials, {
+        'grpc.use_local_subchannel_pool': 1,
+        'grpc.keepalive_time_ms': 30_000,
+        'grpc.keepalive_timeout_ms': 10_000,
+      });
+      const metadata = new Metadata();
+      metadata.set('authorization', `Bearer ${token}`);
+      const current = client.connect(metadata);
+      call = current;
+      let welcomedAt: Date | undefined;
+      let finished = false;
+      const welcomeTimer = setTimeout(() => {
+        logger.warn(
+          { server, timeout_ms: welcomeTimeoutMs },
+          'no welcome from the server; reconnecting',
+        );
+        current.cancel();
+      }, welcomeTimeoutMs);
+
+      const finish = (s: Pick<StatusObject, 'code' | 'details'>) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(welcomeTimer);
+        call = undefined;
+        if (up) {
+          up = false;
+          safely(() => options.onDown(), 'onDown');
+        }
+        client.close();
+        resolve({ code: s.code, details: s.details, welcomedAt });
+      };
+
+      current.on('data', (message: ServerMessage) => {
+        if (finished) return;
+        if (welcomedAt === undefined) {
+          if (!message.welcome) {
+            logger.warn(
+              { message: Object.keys(message) },
+              'ignoring a server message before welcome',
+            );
+            return;
+          }
+          clearTimeout(welcomeTimer);
+          welcomedAt = clock.now();
+          up = true;
+          logger.info(
+            { station_id: message.welcome.stationId, org_id: message.welcome.orgId },
+            'station link up',
+          );
+          safely(() => options.onWelcome(message.welcome as Welcome), 'onWelcome');
+          return;
+        }
+        if (message.welcome) {
+          logger.warn('ignoring a second welcome');
+          return;
+        }
+        safely(() => options.onMessage(message), 'onMessage');
+      });
+      // The status event carries the outcome; without a listener an error would be thrown.
+      current.on('error', () => {});
+      current.on('status', (s: StatusObject) => finish(s));
+      current.on('end', () => {
+        // The server finished its side; finish ours so the call can complete.
+        current.end();
+      });
+      current.write({ hello: options.hello() });
+    });
+
+  function safely(fn: () => void, what: string): void {
+    try {
+      fn();
+    } catch (err) {
+      logger.error({ err, handler: what }, 'station link handler failed');
+    }
+  }
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        wake = undefined;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+    });
+
+  const done = (async () => {
+    let attempt = 0;
+    while (!stopping) {
+      const outcome = await connectOnce();
+      if (stopping) return;
+      if (outcome.code === GrpcStatus.UNAUTHENTICATED) {
+        throw new TokenRefusedError(server, outcome.details);
+      }
+      if (
+        outcome.welcomedAt !== undefined &&
+        clock.now().getTime() - outcome.welcomedAt.getTime() >= BACKOFF_RESET_AFTER_MS
+      ) {
+        attempt = 0;
+      }
+      const delay = backoffDelay(attempt, backoff, random);
+      attempt += 1;
+      logger.warn(
+        {
+          server,
+          code: GrpcStatus[outcome.code] ?? outcome.code,
+          details: outcome.details,
+          retry_in_ms: delay,
+        },
+        'station link down; reconnecting',
+      );
+      await sleep(delay);
+    }
+  })();
+
+  return {
+    send(message: AgentMessage): boolean {
+      if (!up || !call) return false;
+      try {
+        call.write(message);
+        return true;
+      } catch (err) {
+        logger.warn({ err }, 'could not send on the station link');
+        return false;
+      }
+    },
+    get up() {
+      return up;
+    },
+    async stop(): Promise<void> {
+      stopping = true;
+      call?.cancel();
+      wake?.();
+      await done.catch(() => {});
+    },
+    done,
+  };
+}

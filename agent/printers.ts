@@ -1,0 +1,179 @@
+/**
+ * The station's printers: one backend per `--printer` (and per queue a `cups:*` finds), their
+ * last known status, and the poll that notices when a status or the set of printers changes.
+ */
+import type { PrinterReport } from '../gen/spool/v1/stations.js';
+import type { Logger } from '../lib/logger.js';
+import {
+  type Backend,
+  messageOf,
+  NO_CAPABILITIES,
+  type PrinterStatus,
+} from './backends/backend.js';
+import { type CupsOptions, createCupsBackend, discoverCupsQueues } from './backends/cups.js';
+import { createFileBackend } from './backends/file.js';
+import { createRawBackend } from './backends/raw.js';
+import {
+  ALL_CUPS_QUEUES,
+  type BackendSpec,
+  discoveredPrinterName,
+  type PrinterSpec,
+} from './printer-spec.js';
+
+export interface PrinterSetOptions {
+  specs: PrinterSpec[];
+  logger: Logger;
+  cups?: CupsOptions;
+  /** How often statuses are read (default 5 s). */
+  statusIntervalMs?: number;
+  /** How long one status read may take before the printer counts as `unknown` (default 15 s). */
+  statusTimeoutMs?: number;
+  /** Builds a backend; tests replace it. */
+  createBackend?: (spec: BackendSpec) => Backend;
+}
+
+const DEFAULTS = { statusIntervalMs: 5_000, statusTimeoutMs: 15_000 };
+
+export class PrinterSet {
+  readonly #specs: PrinterSpec[];
+  readonly #logger: Logger;
+  readonly #cups: CupsOptions;
+  readonly #statusIntervalMs: number;
+  readonly #statusTimeoutMs: number;
+  readonly #createBackend: (spec: BackendSpec) => Backend;
+  /** Backends by printer name, in report order. */
+  #backends = new Map<string, Backend>();
+  /** The queues each `cups:*` spec found last time. */
+  readonly #discovered = new Map<PrinterSpec, string[]>();
+  #reports: PrinterReport[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #refreshing: Promise<boolean> | undefined;
+
+  constructor(options: PrinterSetOptions) {
+    this.#specs = options.specs;
+    this.#logger = options.logger;
+    this.#cups = { ...options.cups, logger: options.logger };
+    this.#statusIntervalMs = options.statusIntervalMs ?? DEFAULTS.statusIntervalMs;
+    this.#statusTimeoutMs = options.statusTimeoutMs ?? DEFAULTS.statusTimeoutMs;
+    this.#createBackend = options.createBackend ?? ((spec) => defaultBackend(spec, this.#cups));
+  }
+
+  backend(name: string): Backend | undefined {
+    return this.#backends.get(name);
+  }
+
+  /** The whole list, as `hello` and `printers` carry it; a new array whenever it changed. */
+  reports(): PrinterReport[] {
+    return this.#reports;
+  }
+
+  /** Finds printers and reads every status; resolves true when the reports changed. */
+  refresh(): Promise<boolean> {
+    this.#refreshing ??= this.#refresh().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  /** Reads statuses every interval and calls `onChange` with the whole list when it changed. */
+  start(onChange: (reports: PrinterReport[]) => void): void {
+    const tick = async () => {
+      try {
+        if (await this.refresh()) onChange(this.#reports);
+      } catch (err) {
+        this.#logger.error({ err }, 'reading printer statuses failed');
+      }
+      if (!this.#stopped) this.#timer = setTimeout(tick, this.#statusIntervalMs);
+    };
+    this.#timer = setTimeout(tick, this.#statusIntervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#refreshing?.catch(() => {});
+  }
+
+  async #refresh(): Promise<boolean> {
+    const next = new Map<string, Backend>();
+    const add = (name: string, make: () => Backend) => {
+      if (next.has(name)) {
+        this.#logger.warn({ printer: name }, 'two printers have the same name; keeping the first');
+        return;
+      }
+      next.set(name, this.#backends.get(name) ?? make());
+    };
+    for (const spec of this.#specs) {
+      const { backend } = spec;
+      if (backend.kind === 'cups' && backend.queue === ALL_CUPS_QUEUES) {
+        for (const queue of await this.#discover(spec)) {
+          add(discoveredPrinterName(spec.name, queue), () =>
+            this.#createBackend({ kind: 'cups', queue }),
+          );
+        }
+      } else {
+        add(spec.name, () => this.#createBackend(backend));
+      }
+    }
+    this.#backends = next;
+    const reports = await Promise.all(
+      [...next].map(
+        async ([name, backend]): Promise<PrinterReport> => ({
+          name,
+          ...(await this.#status(name, backend)),
+        }),
+      ),
+    );
+    // The list is replaced only when it changed, so callers may compare lists by identity.
+    if (JSON.stringify(reports) === JSON.stringify(this.#reports)) return false;
+    this.#reports = reports;
+    return true;
+  }
+
+  async #discover(spec: PrinterSpec): Promise<string[]> {
+    try {
+      const queues = await discoverCupsQueues(this.#cups);
+      this.#discovered.set(spec, queues);
+      return queues;
+    } catch (err) {
+      // Keep the printers found before rather than report them gone while CUPS is away.
+      this.#logger.warn({ err: messageOf(err), printer: spec.name }, 'cannot list the CUPS queues');
+      return this.#discovered.get(spec) ?? [];
+    }
+  }
+
+  async #status(name: string, backend: Backend): Promise<PrinterStatus> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<PrinterStatus>((resolve) => {
+      timer = setTimeout(
+        () =>
+          resolve({
+            status: 'unknown',
+            detail: `no status in ${this.#statusTimeoutMs} ms`,
+            capabilities: NO_CAPABILITIES,
+          }),
+        this.#statusTimeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([backend.status(), timeout]);
+    } catch (err) {
+      this.#logger.warn({ err: messageOf(err), printer: name }, 'reading a printer status failed');
+      return { status: 'unknown', detail: messageOf(err), capabilities: NO_CAPABILITIES };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function defaultBackend(spec: BackendSpec, cups: CupsOptions): Backend {
+  switch (spec.kind) {
+    case 'file':
+      return createFileBackend(spec.dir);
+    case 'raw':
+      return createRawBackend({ host: spec.host, port: spec.port });
+    case 'cups':
+      return createCupsBackend(spec.queue, cups);
+  }
+}

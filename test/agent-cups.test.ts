@@ -1,0 +1,217 @@
+/**
+ * The cups backend against a real, private CUPS scheduler (test/helpers/cups.ts). Skipped, with a
+ * message saying what to install, only when the CUPS programs are missing; .ci/run installs them.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { createCupsBackend, discoverCupsQueues } from '../agent/backends/cups.js';
+import { parsePrinterSpec, runAgent } from '../agent/index.js';
+import type { PrintOptions } from '../gen/spool/v1/stations.js';
+import { silentLogger } from '../lib/logger.js';
+import {
+  CUPS_INSTALL_HINT,
+  missingCupsPrograms,
+  startTestCups,
+  type TestCups,
+} from './helpers/cups.js';
+import { FakeLink, GOOD_TOKEN } from './helpers/fake-link.js';
+import { freePort } from './helpers/ports.js';
+
+const test = anyTest as TestFn<{ cups: TestCups | undefined; missing: string[] }>;
+
+test.before(async (t) => {
+  const missing = await missingCupsPrograms();
+  t.context = { missing, cups: missing.length === 0 ? await startTestCups() : undefined };
+});
+
+test.after.always(async (t) => {
+  await t.context.cups?.stop();
+});
+
+/** The scheduler, or undefined after logging why the test is skipped. */
+function cupsOr(t: ExecutionContext<{ cups: TestCups | undefined; missing: string[] }>) {
+  if (t.context.cups) return t.context.cups;
+  t.log(
+    `SKIPPED: CUPS is not installed (missing ${t.context.missing.join(', ')}): ${CUPS_INSTALL_HINT}`,
+  );
+  t.pass();
+  return undefined;
+}
+
+const NO_OPTIONS: PrintOptions = {
+  copies: 1,
+  duplex: '',
+  color: '',
+  paper: '',
+  tray: '',
+  pages: '',
+  fitToPage: false,
+  rotate: 0,
+};
+
+async function startAgent(t: ExecutionContext<unknown>, cups: TestCups, spec: string) {
+  const link = await FakeLink.start();
+  const dir = await mkdtemp(join(tmpdir(), 'spool-agent-cups-'));
+  const agent = await runAgent({
+    server: link.address,
+    token: GOOD_TOKEN,
+    printers: [parsePrinterSpec(spec)],
+    stateDir: dir,
+    logger: silentLogger,
+    backoff: { initialMs: 10, maxMs: 50 },
+    statusIntervalMs: 100,
+    cups: { server: cups.server, jobPollMs: 50 },
+  });
+  t.teardown(async () => {
+    await agent.stop();
+    await link.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return { link, conn: await link.nextConnection() };
+}
+
+async function waitUntil(condition: () => Promise<boolean>, what: string, timeoutMs = 15_000) {
+  const until = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+test.serial(
+  'a text job prints through CUPS and is reported printed only once CUPS completed it',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const queue = await cups.addQueue();
+    // A disabled queue keeps its jobs pending: the agent must wait for CUPS, not for lp.
+    await cups.run('cupsdisable', ['-r', 'held by the test', queue.name]);
+    const { conn } = await startAgent(t, cups, `office=cups:${queue.name}`);
+    t.like(conn.hello?.printers[0], {
+      name: 'office',
+      status: 'offline',
+      detail: 'paused; held by the test',
+    });
+
+    conn.offer({
+      jobId: 'job-1',
+      printerName: 'office',
+      document: 'Hello from Spool\n',
+      title: 'greeting',
+    });
+    await conn.waitFor((m) => m.received?.jobId === 'job-1');
+    await waitUntil(
+      async () => (await cups.jobs(queue.name, 'not-completed')).length === 1,
+      'CUPS has the job',
+    );
+    const [cupsJob] = await cups.jobs(queue.name, 'not-completed');
+    await new Promise((r) => setTimeout(r, 300)); // several polls of the agent
+    t.false(
+      conn.messages.some((m) => m.result),
+      'no result while CUPS holds the job',
+    );
+
+    await cups.run('cupsenable', [queue.name]);
+    const result = await conn.result('job-1', 1, 20_000);
+    t.deepEqual(result, { jobId: 'job-1', attempt: 1, printed: true, detail: '' });
+    t.true(
+      (await cups.jobs(queue.name, 'completed')).includes(cupsJob ?? '?'),
+      'CUPS says completed',
+    );
+    t.regex(await readFile(queue.output, 'utf8'), /Hello from Spool/);
+
+    // The queue came back: the agent reports the whole list again.
+    const changed = await conn.waitFor((m) => m.printers?.printers[0]?.status === 'ready');
+    t.like(changed.printers?.printers[0], { name: 'office', detail: '' });
+  },
+);
+
+test.serial('a job cancelled in CUPS is reported failed, saying so', async (t) => {
+  const cups = cupsOr(t);
+  if (!cups) return;
+  const queue = await cups.addQueue();
+  await cups.run('cupsdisable', [queue.name]);
+  const { conn } = await startAgent(t, cups, `office=cups:${queue.name}`);
+  conn.offer({ jobId: 'job-2', printerName: 'office', document: 'never\n' });
+  await waitUntil(
+    async () => (await cups.jobs(queue.name, 'not-completed')).length === 1,
+    'CUPS has the job',
+  );
+  const [cupsJob] = await cups.jobs(queue.name, 'not-completed');
+  await cups.run('cancel', [cupsJob ?? '?']);
+  const result = await conn.result('job-2', 1, 20_000);
+  t.false(result.printed);
+  t.regex(result.detail, new RegExp(`^cups: job ${cupsJob} was cancelled`));
+});
+
+test.serial('cups:* reports every queue of the server under the given prefix', async (t) => {
+  const cups = cupsOr(t);
+  if (!cups) return;
+  const a = await cups.addQueue();
+  const b = await cups.addQueue();
+  const queues = await discoverCupsQueues({ server: cups.server });
+  t.true(queues.includes(a.name) && queues.includes(b.name));
+  const { conn } = await startAgent(t, cups, 'office=cups:*');
+  const names = conn.hello?.printers.map((p) => p.name) ?? [];
+  t.true(names.includes(`office/${a.name}`) && names.includes(`office/${b.name}`), names.join(' '));
+
+  // A queue added later appears in a `printers` message.
+  const c = await cups.addQueue();
+  const changed = await conn.waitFor(
+    (m) => m.printers?.printers.some((p) => p.name === `office/${c.name}`) ?? false,
+  );
+  t.truthy(changed);
+});
+
+test.serial('printer status and capabilities come from lpstat and lpoptions', async (t) => {
+  const cups = cupsOr(t);
+  if (!cups) return;
+  const queue = await cups.addQueue();
+  const backend = createCupsBackend(queue.name, { server: cups.server });
+  const ready = await backend.status();
+  t.is(ready.status, 'ready');
+  t.true(ready.capabilities.paperSizes.includes('A4'), ready.capabilities.paperSizes.join(' '));
+  t.like(ready.capabilities, { duplex: false, color: false, copies: true });
+
+  await cups.run('cupsdisable', ['-r', 'toner change', queue.name]);
+  t.like(await backend.status(), { status: 'offline', detail: 'paused; toner change' });
+  await cups.run('cupsenable', [queue.name]);
+  t.like(await backend.status(), { status: 'ready' });
+
+  const missing = await createCupsBackend('spool-test-no-such-queue', {
+    server: cups.server,
+  }).status();
+  t.is(missing.status, 'error');
+  t.regex(missing.detail, /CUPS has no queue spool-test-no-such-queue/);
+
+  const down = await createCupsBackend(queue.name, {
+    server: `127.0.0.1:${await freePort()}`,
+  }).status();
+  t.is(down.status, 'offline');
+  t.regex(down.detail, /CUPS is not running/);
+});
+
+test.serial('the cups backend passes the print options to lp', async (t) => {
+  const cups = cupsOr(t);
+  if (!cups) return;
+  const queue = await cups.addQueue();
+  const backend = createCupsBackend(queue.name, { server: cups.server, jobPollMs: 50 });
+  await backend.print({
+    id: 'job-3',
+    attempt: 1,
+    title: 'options',
+    contentType: 'text/plain',
+    document: Buffer.from('two copies\n'),
+    options: { ...NO_OPTIONS, copies: 2, paper: 'A4' },
+  });
+  t.is((await cups.jobs(queue.name, 'completed')).length, 1);
+  // CUPS's page log: queue, user, job, time, "total" and sheets, billing, host, title, media.
+  const pageLog = await readFile(join(cups.dir, 'log', 'page_log'), 'utf8');
+  t.regex(
+    pageLog,
+    new RegExp(`^${queue.name} \\S+ \\d+ \\[[^\\]]+\\] total 2 - \\S+ options A4 `, 'm'),
+  );
+  t.regex(await readFile(queue.output, 'utf8'), /two copies/);
+});

@@ -1,0 +1,586 @@
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server as NetServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import test, { type ExecutionContext } from 'ava';
+import { pino } from 'pino';
+import { createFileBackend } from '../agent/backends/file.js';
+import { backoffDelay } from '../agent/backoff.js';
+import {
+  type Agent,
+  type AgentOptions,
+  type Backend,
+  parsePrinterSpec,
+  runAgent,
+} from '../agent/index.js';
+import { INTERRUPTED_DETAIL, Journal } from '../agent/journal.js';
+import { BACKOFF_RESET_AFTER_MS, startLink } from '../agent/link.js';
+import type { BackendSpec } from '../agent/printer-spec.js';
+import { ManualClock } from '../lib/clock.js';
+import { silentLogger } from '../lib/logger.js';
+import { FakeLink, GOOD_TOKEN } from './helpers/fake-link.js';
+
+const FAST_BACKOFF = { initialMs: 10, maxMs: 50 };
+
+interface Station {
+  dir: string;
+  out: string;
+  stateDir: string;
+  /** How many times each printer's backend was asked to print. */
+  prints: Map<string, number>;
+  start(overrides?: Partial<AgentOptions>): Promise<Agent>;
+}
+
+/** A station with one file printer `front` writing to `<dir>/out`, against `link`. */
+async function station(
+  t: ExecutionContext,
+  link: FakeLink,
+  printers = ['front=file:out'],
+): Promise<Station> {
+  const dir = await mkdtemp(join(tmpdir(), 'spool-agent-test-'));
+  const agents: Agent[] = [];
+  t.teardown(async () => {
+    for (const a of agents) await a.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const prints = new Map<string, number>();
+  const s: Station = {
+    dir,
+    out: join(dir, 'out'),
+    stateDir: join(dir, 'state'),
+    prints,
+    async start(overrides = {}) {
+      const agent = await runAgent({
+        server: link.address,
+        token: GOOD_TOKEN,
+        printers: printers.map((p) => parsePrinterSpec(p, dir)),
+        stateDir: s.stateDir,
+        logger: silentLogger,
+        backoff: FAST_BACKOFF,
+        agentVersion: 'test',
+        stopGraceMs: 2_000,
+        createBackend: (spec) => countingBackend(spec, prints),
+        ...overrides,
+      });
+      agents.push(agent);
+      return agent;
+    },
+  };
+  return s;
+}
+
+/** The real backend for file specs, counting prints by directory (by port for raw). */
+function countingBackend(spec: BackendSpec, prints: Map<string, number>, canTell = false): Backend {
+  if (spec.kind !== 'file') throw new Error(`these tests use file printers, not ${spec.kind}`);
+  const real = createFileBackend(spec.dir);
+  return {
+    ...(canTell
+      ? {
+          outcome: (job: { id: string; attempt: number }) =>
+            real.outcome?.(job) ?? Promise.resolve('not_printed' as const),
+        }
+      : {}),
+    status: () => real.status(),
+    async print(job, signal) {
+      prints.set(spec.dir, (prints.get(spec.dir) ?? 0) + 1);
+      await real.print(job, signal);
+    },
+  };
+}
+
+async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+) {
+  const until = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('hello carries the printers with their status, and the token travels as a bearer token', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link, ['front=file:out', 'back=file:out2']);
+  await s.start();
+  const conn = await link.nextConnection();
+  await conn.waitFor((m) => m.hello !== undefined);
+  t.is(conn.token, GOOD_TOKEN);
+  t.is(conn.hello?.agentVersion, 'test');
+  t.deepEqual(
+    conn.hello?.printers.map((p) => [p.name, p.status]),
+    [
+      ['front', 'ready'],
+      ['back', 'ready'],
+    ],
+  );
+});
+
+test('a job offered again on the same link, after a reconnect and after an agent restart prints once', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  let agent = await s.start();
+  const job = { jobId: 'job-1', printerName: 'front', document: 'hello, printer\n' };
+
+  let conn = await link.nextConnection();
+  conn.offer(job);
+  t.like(await conn.result('job-1'), { printed: true, detail: '' });
+  t.truthy(conn.messages.find((m) => m.received?.jobId === 'job-1'));
+
+  // Redelivered on the same link (a second replica, say): answered with the result, not printed.
+  const results = () => conn.messages.filter((m) => m.result?.jobId === 'job-1').length;
+  conn.offer(job);
+  await waitUntil(() => results() === 2, 'the result is sent again');
+
+  // The server restarts; the agent comes back and is offered the job again.
+  await link.restart();
+  conn = await link.nextConnection();
+  conn.offer(job);
+  t.like(await conn.result('job-1'), { printed: true });
+
+  // The agent restarts on the same state directory.
+  await agent.stop();
+  agent = await s.start();
+  conn = await link.nextConnection();
+  conn.offer(job);
+  t.like(await conn.result('job-1'), { printed: true });
+
+  t.is(s.prints.get(s.out), 1);
+  t.deepEqual(await readdir(s.out), ['job-1-1.txt']);
+  t.is(await readFile(join(s.out, 'job-1-1.txt'), 'utf8'), 'hello, printer\n');
+});
+
+test('a new attempt of a job prints again', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-2', printerName: 'front', document: 'one' });
+  await conn.result('job-2', 1);
+  conn.offer({ jobId: 'job-2', attempt: 2, printerName: 'front', document: 'one' });
+  t.like(await conn.result('job-2', 2), { printed: true });
+  t.deepEqual((await readdir(s.out)).sort(), ['job-2-1.txt', 'job-2-2.txt']);
+});
+
+test('a document in many chunks is put together in order', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+  const conn = await link.nextConnection();
+  const document = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
+  conn.offer({
+    jobId: 'job-3',
+    printerName: 'front',
+    document,
+    contentType: 'application/pdf',
+    chunkSize: 97,
+  });
+  t.like(await conn.result('job-3'), { printed: true });
+  t.deepEqual(await readFile(join(s.out, 'job-3-1.pdf')), document);
+});
+
+test('a document that does not match its offer is dropped until a good offer comes', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-4', printerName: 'front', document: 'real', sha256: '00'.repeat(32) });
+  conn.offer({ jobId: 'job-4', printerName: 'front', document: 'real', size: 99 });
+  conn.offer({ jobId: 'job-4', printerName: 'front', document: 'real' });
+  t.like(await conn.result('job-4'), { printed: true });
+  t.is(conn.messages.filter((m) => m.received?.jobId === 'job-4').length, 1);
+  t.is(s.prints.get(s.out), 1);
+});
+
+test('an empty document is one empty chunk and prints', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-5', printerName: 'front', document: '' });
+  t.like(await conn.result('job-5'), { printed: true });
+  t.is((await readFile(join(s.out, 'job-5-1.txt'))).length, 0);
+});
+
+test('a job for a printer the station does not have fails with a detail', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-6', printerName: 'nowhere', document: 'x' });
+  const result = await conn.result('job-6');
+  t.false(result.printed);
+  t.regex(result.detail, /no printer named "nowhere"/);
+});
+
+test('a job withdrawn before it is offered never prints', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+  const conn = await link.nextConnection();
+  conn.withdraw('job-7');
+  conn.offer({ jobId: 'job-7', printerName: 'front', document: 'no' });
+  conn.offer({ jobId: 'job-8', printerName: 'front', document: 'yes' });
+  await conn.result('job-8');
+  t.false(conn.messages.some((m) => m.received?.jobId === 'job-7' || m.result?.jobId === 'job-7'));
+  t.deepEqual(await readdir(s.out), ['job-8-1.txt']);
+});
+
+/** A port-9100 printer that takes each job's bytes but holds the connection until released. */
+async function heldPrinter(t: ExecutionContext) {
+  const jobs: Buffer[] = [];
+  const held: Socket[] = [];
+  const server: NetServer = createServer({ allowHalfOpen: true }, (socket) => {
+    const parts: Buffer[] = [];
+    socket.on('data', (d: Buffer) => parts.push(d));
+    socket.on('end', () => {
+      if (parts.length === 0) {
+        socket.end(); // a status probe
+        return;
+      }
+      jobs.push(Buffer.concat(parts));
+      held.push(socket);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('no port');
+  t.teardown(() => {
+    for (const s of held) s.destroy();
+    server.close();
+  });
+  return {
+    port: address.port,
+    jobs,
+    /** Lets the printer finish every job it holds. */
+    release() {
+      for (const s of held.splice(0)) s.end();
+    },
+  };
+}
+
+test('a queued job withdrawn before it begins never prints; the printing one finishes', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const printer = await heldPrinter(t);
+  const dir = await mkdtemp(join(tmpdir(), 'spool-agent-test-'));
+  const agent = await runAgent({
+    server: link.address,
+    token: GOOD_TOKEN,
+    printers: [
+      parsePrinterSpec(`laser=raw:127.0.0.1:${printer.port}`),
+      parsePrinterSpec(`front=file:${dir}/out`),
+    ],
+    stateDir: join(dir, 'state'),
+    logger: silentLogger,
+    backoff: FAST_BACKOFF,
+  });
+  t.teardown(async () => {
+    await agent.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-a', printerName: 'laser', document: 'AAAA' });
+  await waitUntil(() => printer.jobs.length === 1, 'the printer holds job-a');
+  conn.offer({ jobId: 'job-b', printerName: 'laser', document: 'BBBB' });
+  await conn.waitFor((m) => m.received?.jobId === 'job-b');
+  conn.withdraw('job-b');
+  conn.withdraw('job-a'); // too late: job-a is printing and is reported as it ends
+  conn.offer({ jobId: 'job-c', printerName: 'laser', document: 'CCCC' });
+  // Printers print in parallel: the file printer is not held up by the laser.
+  conn.offer({ jobId: 'job-d', printerName: 'front', document: 'DDDD' });
+  t.like(await conn.result('job-d'), { printed: true });
+  t.false(conn.messages.some((m) => m.result?.jobId === 'job-a'));
+
+  printer.release();
+  t.like(await conn.result('job-a'), { printed: true });
+  await waitUntil(() => printer.jobs.length === 2, 'job-c reaches the printer');
+  printer.release();
+  t.like(await conn.result('job-c'), { printed: true });
+  t.deepEqual(
+    printer.jobs.map((b) => b.toString()),
+    ['AAAA', 'CCCC'],
+  );
+  t.false(conn.messages.some((m) => m.result?.jobId === 'job-b'));
+});
+
+test('reports the server has not accepted are sent again after every reconnect, and only those', async (t) => {
+  const link = await FakeLink.start({ autoAccept: false });
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+
+  let conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-9', printerName: 'front', document: 'x' });
+  await conn.result('job-9');
+  conn.accept('job-9', 1, 'received'); // the result stays unaccepted
+  conn.offer({ jobId: 'job-10', printerName: 'front', document: 'y' });
+  await conn.result('job-10');
+  conn.end(GrpcStatus.UNAVAILABLE, 'server restarting');
+
+  conn = await link.nextConnection();
+  await conn.waitFor((m) => m.result?.jobId === 'job-10');
+  t.deepEqual(
+    conn.messages.map((m) =>
+      m.hello ? 'hello' : m.received ? `received ${m.received.jobId}` : `result ${m.result?.jobId}`,
+    ),
+    ['hello', 'result job-9', 'received job-10', 'result job-10'],
+  );
+  t.true(conn.messages[1]?.result?.printed);
+  for (const id of ['job-9', 'job-10']) conn.accept(id, 1, 'result');
+  conn.accept('job-10', 1, 'received');
+  conn.end();
+
+  conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-11', printerName: 'front', document: 'z' });
+  await conn.result('job-11');
+  t.deepEqual(
+    conn.reports().map((m) => m.received?.jobId ?? m.result?.jobId),
+    ['job-11', 'job-11'],
+  );
+  t.is(s.prints.get(s.out), 3);
+});
+
+test('a refused token stops the agent for good with an error that says so', async (t) => {
+  const link = await FakeLink.start({ tokens: ['svc_dev_other'] });
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const agent = await s.start();
+  const error = await t.throwsAsync(agent.done);
+  t.regex(error?.message ?? '', /refused the station token/);
+  t.regex(error?.message ?? '', /UNAUTHENTICATED: unknown or revoked device token/);
+  await new Promise((r) => setTimeout(r, 100));
+  t.is(link.refused, 1);
+  t.is(link.connections.length, 0);
+  await agent.stop(); // stopping a stopped agent is harmless
+});
+
+test('a token revoked while the link is up stops the agent', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const agent = await s.start();
+  const conn = await link.nextConnection();
+  await conn.waitFor((m) => m.hello !== undefined);
+  link.tokens.clear();
+  conn.end(GrpcStatus.UNAUTHENTICATED, 'token revoked');
+  await t.throwsAsync(agent.done, { message: /refused the station token/ });
+});
+
+test('a job left printing when the agent stopped is reported failed, interrupted, and never printed', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const { journal } = await Journal.open(s.stateDir, {
+    clock: new ManualClock(),
+    logger: silentLogger,
+  });
+  await journal.record('job-12', 1, 'received', { printer: 'front' });
+  await journal.accept('job-12', 1, 'received');
+  await journal.record('job-12', 1, 'printing', { printer: 'front' });
+  await journal.close();
+
+  await s.start();
+  const conn = await link.nextConnection();
+  t.deepEqual(await conn.result('job-12'), {
+    jobId: 'job-12',
+    attempt: 1,
+    printed: false,
+    detail: INTERRUPTED_DETAIL,
+  });
+  t.false(conn.messages.some((m) => m.received?.jobId === 'job-12'));
+  conn.offer({ jobId: 'job-12', printerName: 'front', document: 'again' });
+  await waitUntil(
+    () => conn.messages.filter((m) => m.result?.jobId === 'job-12').length === 2,
+    'the result is sent again',
+  );
+  t.is(s.prints.get(s.out), undefined);
+});
+
+test('an interrupted file job whose file was written is reported printed and not printed again', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const { journal } = await Journal.open(s.stateDir, {
+    clock: new ManualClock(),
+    logger: silentLogger,
+  });
+  await journal.record('job-14', 1, 'received', { printer: 'front' });
+  await journal.accept('job-14', 1, 'received');
+  await journal.record('job-14', 1, 'printing', { printer: 'front' });
+  await journal.close();
+  await mkdir(s.out, { recursive: true });
+  await writeFile(join(s.out, 'job-14-1.txt'), 'it came out');
+
+  await s.start({ createBackend: (spec) => countingBackend(spec, s.prints, true) });
+  const conn = await link.nextConnection();
+  t.deepEqual(await conn.result('job-14'), {
+    jobId: 'job-14',
+    attempt: 1,
+    printed: true,
+    detail: '',
+  });
+  conn.offer({ jobId: 'job-14', printerName: 'front', document: 'again' });
+  await waitUntil(
+    () => conn.messages.filter((m) => m.result?.jobId === 'job-14').length === 2,
+    'the result is sent again',
+  );
+  t.is(s.prints.get(s.out), undefined);
+});
+
+test('an interrupted file job whose file was not written prints once when offered again', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const { journal } = await Journal.open(s.stateDir, {
+    clock: new ManualClock(),
+    logger: silentLogger,
+  });
+  await journal.record('job-15', 1, 'received', { printer: 'front' });
+  await journal.accept('job-15', 1, 'received');
+  await journal.record('job-15', 1, 'printing', { printer: 'front' });
+  await journal.close();
+
+  await s.start({ createBackend: (spec) => countingBackend(spec, s.prints, true) });
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-15', printerName: 'front', document: 'now' });
+  t.like(await conn.result('job-15'), { printed: true });
+  t.is(s.prints.get(s.out), 1);
+  t.is(await readFile(join(s.out, 'job-15-1.txt'), 'utf8'), 'now');
+});
+
+test('a job received but not begun before a restart prints when offered again', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const { journal } = await Journal.open(s.stateDir, {
+    clock: new ManualClock(),
+    logger: silentLogger,
+  });
+  await journal.record('job-13', 1, 'received', { printer: 'front' });
+  await journal.close();
+
+  await s.start();
+  const conn = await link.nextConnection();
+  await conn.waitFor((m) => m.received?.jobId === 'job-13'); // not accepted before: sent again
+  conn.offer({ jobId: 'job-13', printerName: 'front', document: 'late' });
+  t.like(await conn.result('job-13'), { printed: true });
+  t.is(s.prints.get(s.out), 1);
+});
+
+test('a change of printer status is sent as the whole printer list', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link, ['front=file:out', 'back=file:out2']);
+  await s.start({ statusIntervalMs: 20 });
+  const conn = await link.nextConnection();
+  await conn.waitFor((m) => m.hello !== undefined);
+  await rm(s.out, { recursive: true });
+  const changed = await conn.waitFor((m) => m.printers !== undefined);
+  t.deepEqual(
+    changed.printers?.printers.map((p) => [p.name, p.status]),
+    [
+      ['front', 'error'],
+      ['back', 'ready'],
+    ],
+  );
+  t.regex(changed.printers?.printers[0]?.detail ?? '', /cannot write to .*out/);
+});
+
+test('the agent keeps reconnecting while the server is down and stops cleanly meanwhile', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const agent = await s.start();
+  const conn = await link.nextConnection();
+  await conn.waitFor((m) => m.hello !== undefined);
+  await link.stop();
+  await new Promise((r) => setTimeout(r, 100));
+  await link.restart();
+  const again = await link.nextConnection();
+  await again.waitFor((m) => m.hello !== undefined);
+  await agent.stop();
+  await agent.done;
+  await again.closed;
+  t.pass();
+});
+
+test('a second agent on the same state directory is refused', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await s.start();
+  await t.throwsAsync(s.start(), {
+    message: /another spool agent .* is using the state directory/,
+  });
+});
+
+test('bad agent options are refused before anything starts', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await t.throwsAsync(s.start({ printers: [] }), { message: /at least one printer/ });
+  await t.throwsAsync(s.start({ token: '' }), { message: /station token/ });
+  await t.throwsAsync(
+    s.start({ printers: [parsePrinterSpec('a=file:/tmp/x'), parsePrinterSpec('a=file:/tmp/y')] }),
+    { message: /two printers are named "a"/ },
+  );
+});
+
+test('backoff doubles from the first step to the cap, with full jitter', (t) => {
+  const options = { initialMs: 500, maxMs: 30_000 };
+  const top = (n: number) => backoffDelay(n, options, () => 0.999_999);
+  t.deepEqual(
+    [0, 1, 2, 3, 4, 5, 6, 7, 20].map(top),
+    [499, 999, 1999, 3999, 7999, 15999, 29999, 29999, 29999],
+  );
+  t.is(
+    backoffDelay(5, options, () => 0),
+    0,
+  );
+  t.is(
+    backoffDelay(1_000, options, () => 0.5),
+    15_000,
+  );
+});
+
+test('reconnect waits grow while links keep failing and start over after a link lasted a minute', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const clock = new ManualClock();
+  const lines: { retry_in_ms?: number }[] = [];
+  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+  const agentLink = startLink({
+    server: link.address,
+    token: GOOD_TOKEN,
+    logger,
+    clock,
+    backoff: { initialMs: 8, maxMs: 64 },
+    random: () => 0.999_999,
+    hello: () => ({ agentVersion: 'test', printers: [] }),
+    onWelcome: () => {},
+    onMessage: () => {},
+    onDown: () => {},
+  });
+  t.teardown(() => agentLink.stop());
+  const waits = () => lines.flatMap((l) => (l.retry_in_ms === undefined ? [] : [l.retry_in_ms]));
+
+  for (let i = 0; i < 5; i += 1) {
+    const conn = await link.nextConnection();
+    await waitUntil(() => agentLink.up, 'the link is up');
+    if (i === 3) clock.advance(BACKOFF_RESET_AFTER_MS);
+    conn.end(GrpcStatus.UNAVAILABLE, 'bye');
+  }
+  await link.nextConnection();
+  t.deepEqual(waits(), [7, 15, 31, 7, 15]);
+});
