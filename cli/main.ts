@@ -3,8 +3,10 @@
  * `process.env`; everything below takes the environment as an argument.
  */
 import { Command, Option } from 'commander';
+import { TokenRefusedError } from '../agent/index.js';
 import { ConfigError } from '../lib/config.js';
 import { AdminError, adminClient } from './admin.js';
+import { runAgentCommand } from './agent.js';
 import { runDev } from './dev.js';
 import { COMPONENTS, type Component, runMigrate, serve } from './serve.js';
 
@@ -36,6 +38,25 @@ program
     new Command().createArgument('<component>', 'the component to run').choices(COMPONENTS),
   )
   .action((component: Component) => serve(component, env));
+
+program
+  .command('agent')
+  .description('run the station agent: hold the link to Spool and print the jobs it sends')
+  .requiredOption(
+    '--server <host:port>',
+    'the station link address of Spool (port 7070 in spool dev)',
+  )
+  .option('--token <token>', 'the station device token, svc_dev_… (or SPOOL_DEVICE_TOKEN)')
+  .option(
+    '--printer <name=backend>',
+    'a printer: NAME=file:DIR, NAME=cups:QUEUE, NAME=cups:* or NAME=raw:HOST:PORT; repeatable',
+    collect,
+    [],
+  )
+  .option('--state-dir <dir>', 'where the journal is kept (or SPOOL_AGENT_STATE_DIR; .spool-agent)')
+  .action((opts: { server: string; token?: string; printer: string[]; stateDir?: string }) =>
+    runAgentCommand(opts, env),
+  );
 
 program
   .command('migrate')
@@ -102,11 +123,41 @@ key
     admin('DELETE', `/orgs/${encodeURIComponent(opts.org)}/keys/${encodeURIComponent(opts.id)}`),
   );
 
+const location = adminCommand.command('location').description('locations');
+location
+  .command('create')
+  .requiredOption('--org <org>', 'organization id')
+  .requiredOption('--name <name>', 'the location name')
+  .option('--address <address>', 'a postal address')
+  .option('--timezone <zone>', 'an IANA time zone such as Europe/Berlin')
+  .action((opts: { org: string; name: string; address?: string; timezone?: string }) =>
+    admin('POST', `/orgs/${encodeURIComponent(opts.org)}/locations`, {
+      name: opts.name,
+      ...(opts.address === undefined ? {} : { address: opts.address }),
+      ...(opts.timezone === undefined ? {} : { timezone: opts.timezone }),
+    }),
+  );
+
+const station = adminCommand.command('station').description('stations');
+station
+  .command('create')
+  .requiredOption('--org <org>', 'organization id')
+  .requiredOption('--name <name>', 'the station name')
+  .option('--location <id>', 'the location the station is in')
+  .action((opts: { org: string; name: string; location?: string }) =>
+    admin('POST', `/orgs/${encodeURIComponent(opts.org)}/stations`, {
+      name: opts.name,
+      ...(opts.location === undefined ? {} : { location_id: opts.location }),
+    }),
+  );
+
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof ConfigError) {
     process.stderr.write(`spool: ${err.message}\n`);
+  } else if (err instanceof TokenRefusedError) {
+    process.stderr.write(`spool agent: ${err.message}\n`);
   } else if (err instanceof AdminError) {
     process.stderr.write(`${err.body}\n`);
   } else {

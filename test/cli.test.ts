@@ -5,12 +5,23 @@ import test from 'ava';
 import { CLUSTER_OPERATOR_TOKEN, startCluster } from './helpers/cluster.js';
 import { freePort } from './helpers/ports.js';
 import { runSpool, spawnSpool } from './helpers/spool.js';
+import { eventually } from './helpers/system.js';
+
+// The walk-through reads loosely typed JSON as a shell user would.
+// biome-ignore lint/suspicious/noExplicitAny: response bodies of several shapes
+type Answer = Record<string, any>;
 
 test('the README walk-through works against spool dev with its embedded database and NATS', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'spool-dev-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const port = await freePort();
-  const env = { PORT: String(port), SPOOL_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const stationPort = await freePort();
+  const env = {
+    PORT: String(port),
+    STATION_PORT: String(stationPort),
+    SPOOL_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
   const dev = spawnSpool(['dev'], env);
   t.teardown(() => dev.stop());
   await dev.waitFor(/Spool is running at/, 60_000);
@@ -36,6 +47,8 @@ test('the README walk-through works against spool dev with its embedded database
       'jobs:write',
       '--scope',
       'jobs:read',
+      '--scope',
+      'printers:read',
     ],
     adminEnv,
   );
@@ -51,11 +64,65 @@ test('the README walk-through works against spool dev with its embedded database
     org_id: orgId,
     org_name: 'Acme Print',
     live: true,
-    scopes: ['jobs:write', 'jobs:read'],
+    scopes: ['jobs:write', 'jobs:read', 'printers:read'],
   });
 
   const listed = await runSpool(['admin', 'key', 'list', '--org', orgId], adminEnv);
   t.is(JSON.parse(listed.stdout).items.length, 1);
+
+  // Printing a first page.
+  const station = await runSpool(
+    ['admin', 'station', 'create', '--org', orgId, '--name', 'Front desk'],
+    adminEnv,
+  );
+  t.is(station.code, 0, station.stderr);
+  const deviceToken = JSON.parse(station.stdout).token as string;
+  const printed = join(dataDir, 'printed');
+  const agent = spawnSpool(
+    [
+      'agent',
+      '--server',
+      `127.0.0.1:${stationPort}`,
+      '--token',
+      deviceToken,
+      '--printer',
+      `desk=file:${printed}`,
+      '--state-dir',
+      join(dataDir, 'agent'),
+    ],
+    { LOG_LEVEL: 'warn' },
+  );
+  t.teardown(() => agent.stop());
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`http://127.0.0.1:${port}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    }).then((r) => r.json() as Promise<Answer>);
+  const printers = await eventually(
+    () => api(`/v1/orgs/${orgId}/printers`),
+    (body) => body.printers?.length === 1 && body.printers[0].station_online,
+    30_000,
+  );
+  const job = await api(`/v1/orgs/${orgId}/jobs`, {
+    method: 'POST',
+    body: JSON.stringify({
+      printer_id: printers.printers[0].id,
+      title: 'Hello',
+      content: { type: 'text', data: 'Hello, printer' },
+    }),
+  });
+  t.is(job.job.status, 'queued');
+  const done = await eventually(
+    () => api(`/v1/orgs/${orgId}/jobs/${job.job.id}`),
+    (body) => body.job.status === 'printed',
+    30_000,
+  );
+  t.deepEqual(
+    done.events.map((e: { status: string }) => e.status),
+    ['queued', 'sent', 'printed'],
+  );
+  t.is(await readFile(join(printed, `${job.job.id}-1.txt`), 'utf8'), 'Hello, printer');
+  t.is(await agent.stop(), 0);
 
   const revoked = await runSpool(
     ['admin', 'key', 'revoke', '--org', orgId, '--id', key.id],

@@ -40,6 +40,8 @@ export interface LinkDeps {
   logger: Logger;
   /** Called after a write to the outbox commits. */
   onChange?: () => void;
+  /** How often each link re-reads its station's pending jobs, as a backstop (default 60 s). */
+  resyncMs?: number;
 }
 
 type Call = ServerDuplexStream<AgentMessage, ServerMessage>;
@@ -57,6 +59,17 @@ export interface LinkRegistry {
 
 export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
   const sessions = new Set<Session>();
+  // Dispatch messages reach a link over core NATS, which keeps nothing for a subscriber that was
+  // away: after the connection comes back, and every so often besides, each link asks the jobs
+  // service for its station's pending jobs (offers already made on the link are not repeated).
+  const resyncAll = () => {
+    for (const s of sessions) s.resync();
+  };
+  void (async () => {
+    for await (const s of deps.nc.status()) if (s.type === 'reconnect') resyncAll();
+  })();
+  const timer = setInterval(resyncAll, deps.resyncMs ?? 60_000);
+  timer.unref();
   return {
     get size() {
       return sessions.size;
@@ -70,6 +83,7 @@ export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
       });
     },
     closeAll() {
+      clearInterval(timer);
       for (const s of sessions) s.close(GrpcStatus.UNAVAILABLE, 'the server is shutting down');
     },
   };
@@ -187,6 +201,13 @@ class Session {
         },
       }),
     );
+    await this.#offerPending();
+  }
+
+  /** Offers every job the station should have that this link has not offered yet. */
+  async #offerPending(): Promise<void> {
+    const station = this.#station;
+    if (!station || this.#closed) return;
     const { items } = await this.#deps.jobs.pendingJobs({
       orgId: station.orgId,
       stationId: station.id,
@@ -198,6 +219,13 @@ class Session {
         options: offerOptions(job.options ?? ({} as PrintOptions)),
       });
     }
+  }
+
+  resync(): void {
+    if (!this.#opened || this.#closed) return;
+    this.#offerPending().catch((err: unknown) =>
+      this.#logger.warn({ err }, 'could not re-read pending jobs; will try again'),
+    );
   }
 
   #dispatch(message: DispatchMessage): void {

@@ -21,6 +21,8 @@ export interface Cluster {
   processes: Map<Component, SpoolProcess>;
   /** Starts (or starts again, on the same ports) one component and waits until it serves. */
   start(component: Component): Promise<SpoolProcess>;
+  /** Starts another stations-service replica on ports of its own; resolves its link address. */
+  startStationsReplica(): Promise<{ process: SpoolProcess; linkAddress: string }>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ export async function startCluster(): Promise<Cluster> {
     },
   };
   const processes = new Map<Component, SpoolProcess>();
+  const extras: SpoolProcess[] = [];
   const start = async (component: Component) => {
     const proc = spawnSpool(['serve', component], env[component]);
     processes.set(component, proc);
@@ -85,8 +88,19 @@ export async function startCluster(): Promise<Cluster> {
     linkAddress: `127.0.0.1:${ports.link}`,
     processes,
     start,
+    async startStationsReplica() {
+      const link = await freePort();
+      const proc = spawnSpool(['serve', 'stations'], {
+        ...env.stations,
+        GRPC_PORT: String(await freePort()),
+        STATION_PORT: String(link),
+      });
+      extras.push(proc);
+      await proc.waitFor(READY.stations);
+      return { process: proc, linkAddress: `127.0.0.1:${link}` };
+    },
     async stop() {
-      await Promise.all([...processes.values()].map((p) => p.stop()));
+      await Promise.all([...processes.values(), ...extras].map((p) => p.stop()));
       await nats.stop();
       await db.drop();
     },

@@ -1,0 +1,49 @@
+/**
+ * `spool agent`: the station agent. It holds the station's link to Spool, reports its printers and
+ * prints the jobs it is sent (docs/station-link.md).
+ */
+import { parsePrinterSpec, runAgent } from '../agent/index.js';
+import { type Env, logLevel, optionalStr, readConfig, str } from '../lib/config.js';
+import { createLogger } from '../lib/logger.js';
+import { onShutdown } from './serve.js';
+
+const agentConfig = {
+  logLevel: logLevel(),
+  token: optionalStr('SPOOL_DEVICE_TOKEN', 'the station device token (svc_dev_…)'),
+  cupsServer: optionalStr(
+    'CUPS_SERVER',
+    'the CUPS server cups: printers use (default: the local one)',
+  ),
+  stateDir: str('SPOOL_AGENT_STATE_DIR', {
+    description: 'where the agent keeps its journal',
+    default: '.spool-agent',
+  }),
+};
+
+export interface AgentFlags {
+  server: string;
+  token?: string;
+  printer: string[];
+  stateDir?: string;
+}
+
+export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void> {
+  const config = readConfig(env, agentConfig);
+  const token = flags.token ?? config.token;
+  if (!token) throw new Error('give the station token with --token or SPOOL_DEVICE_TOKEN');
+  if (flags.printer.length === 0) throw new Error('give at least one --printer NAME=BACKEND');
+  const printers = flags.printer.map((spec) => parsePrinterSpec(spec));
+  const logger = createLogger({ name: 'agent', level: config.logLevel });
+  const agent = await runAgent({
+    server: flags.server,
+    token,
+    printers,
+    stateDir: flags.stateDir ?? config.stateDir,
+    logger,
+    ...(config.cupsServer ? { cups: { server: config.cupsServer } } : {}),
+  });
+  logger.info({ server: flags.server, printers: printers.map((p) => p.name) }, 'agent started');
+  onShutdown(logger, () => agent.stop());
+  // Resolves after SIGTERM; rejects when the server refuses the token, which retrying cannot fix.
+  await agent.done;
+}

@@ -1,0 +1,22 @@
+/** Renders the transition table as the Markdown table docs/jobs.md carries (a test compares them). */
+import { TRANSITIONS } from './machine.js';
+
+const TRIGGER_TEXT: Record<string, string> = {
+  cancel: '`POST …/cancel` (jobs:write)',
+  retry: '`POST …/retry` (jobs:write)',
+  received: 'the agent has the job and its document',
+  printed: 'the station reports it printed',
+  failed: 'the station reports it failed (`status_detail` says why)',
+};
+
+export function transitionTable(): string {
+  const rows = TRANSITIONS.map((t) => {
+    const also = [
+      t.event ? `webhook \`${t.event}\`` : '',
+      t.dispatch === 'offer' ? 'sent to the station again as a new attempt' : '',
+      t.dispatch === 'withdraw' ? 'withdrawn from the station unless printing has begun' : '',
+    ].filter(Boolean);
+    return `| ${t.from.join(', ')} | ${TRIGGER_TEXT[t.trigger]} | ${t.to} | ${also.join('; ') || '—'} |`;
+  });
+  return ['| From | Trigger | To | Also |', '|---|---|---|---|', ...rows].join('\n');
+}
