@@ -151,6 +151,29 @@ station
     }),
   );
 
+station
+  .command('rotate-token')
+  .description('give a station a new device token; the old one stops working')
+  .requiredOption('--org <org>', 'organization id')
+  .requiredOption('--id <station>', 'station id')
+  .action((opts: { org: string; id: string }) =>
+    admin(
+      'POST',
+      `/orgs/${encodeURIComponent(opts.org)}/stations/${encodeURIComponent(opts.id)}/token`,
+    ),
+  );
+station
+  .command('revoke-token')
+  .description("revoke a station's device token and cut its link")
+  .requiredOption('--org <org>', 'organization id')
+  .requiredOption('--id <station>', 'station id')
+  .action((opts: { org: string; id: string }) =>
+    admin(
+      'DELETE',
+      `/orgs/${encodeURIComponent(opts.org)}/stations/${encodeURIComponent(opts.id)}/token`,
+    ),
+  );
+
 try {
   await program.parseAsync(process.argv);
 } catch (err) {

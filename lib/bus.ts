@@ -41,6 +41,10 @@ export const subjects = {
   event: (orgId: string, type: string) => `events.${orgId}.${type}`,
   /** Core NATS (not stored): a station's newest link announces itself so older ones close. */
   linkOpened: (stationId: string) => `links.${stationId}.opened`,
+  /** Core NATS: the station's token was revoked or replaced; its links close. */
+  linkRevoked: (stationId: string) => `links.${stationId}.revoked`,
+  /** Everything about one station's links. */
+  links: (stationId: string) => `links.${stationId}.*`,
 } as const;
 
 export async function connectBus(options: {

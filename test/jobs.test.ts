@@ -450,3 +450,47 @@ test('locations are listed and fetched; admin creates them and stations in them'
   t.is(badStation.status, 400);
   t.is(badStation.body.error.param, 'location_id');
 });
+
+test('revoking a station token cuts its live link; a rotated token replaces the old one', async (t) => {
+  const { sys, orgId } = t.context;
+  const station = await createStation(sys.url, orgId, { name: 'Kiosk' });
+  const link = await connectLink(sys.linkAddress, station.token, [printer('kiosk')]);
+  const revoked = await call(
+    sys.url,
+    'DELETE',
+    `/admin/v1/orgs/${orgId}/stations/${station.id}/token`,
+    {
+      token: OPERATOR_TOKEN,
+    },
+  );
+  t.is(revoked.status, 204);
+  const ended = await link.ended;
+  t.is(ended?.code, GrpcStatus.UNAUTHENTICATED);
+  const refused = await t.throwsAsync(connectLink(sys.linkAddress, station.token, []));
+  t.is((refused as { code?: number }).code, GrpcStatus.UNAUTHENTICATED);
+
+  const rotated = await call<{ token: string }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${orgId}/stations/${station.id}/token`,
+    {
+      token: OPERATOR_TOKEN,
+    },
+  );
+  t.is(rotated.status, 200);
+  t.regex(rotated.body.token, /^svc_dev_/);
+  const again = await connectLink(sys.linkAddress, rotated.body.token, [printer('kiosk')]);
+  t.teardown(() => again.close());
+  t.is(again.welcome.stationId, station.id);
+  const old = await t.throwsAsync(connectLink(sys.linkAddress, station.token, []));
+  t.is((old as { code?: number }).code, GrpcStatus.UNAUTHENTICATED);
+  const foreign = await call(
+    sys.url,
+    'DELETE',
+    `/admin/v1/orgs/${await createOrg(sys.url, 'Other')}/stations/${station.id}/token`,
+    {
+      token: OPERATOR_TOKEN,
+    },
+  );
+  t.is(foreign.status, 404);
+});

@@ -152,6 +152,23 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     ctx.body = { station: stationView(station), token };
   });
 
+  router.post('/orgs/:org/stations/:id/token', async (ctx) => {
+    await body(ctx, Type.Object({}, { additionalProperties: false }), deps.bodyLimit);
+    const { station, token } = await stations.rotateStationToken({
+      orgId: ctx.params.org ?? '',
+      stationId: ctx.params.id ?? '',
+    });
+    ctx.body = { station: stationView(station), token };
+  });
+
+  router.delete('/orgs/:org/stations/:id/token', async (ctx) => {
+    await stations.revokeStationToken({
+      orgId: ctx.params.org ?? '',
+      stationId: ctx.params.id ?? '',
+    });
+    ctx.status = 204;
+  });
+
   router.delete('/orgs/:org/keys/:id', async (ctx) => {
     await accounts.revokeApiKey({ orgId: ctx.params.org ?? '', keyId: ctx.params.id ?? '' });
     ctx.status = 204;

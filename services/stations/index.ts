@@ -8,7 +8,7 @@ import { jetstream } from '@nats-io/jetstream';
 import type pg from 'pg';
 import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
 import { StationLinkService, StationsServiceService } from '../../gen/spool/v1/stations.js';
-import type { NatsConnection } from '../../lib/bus.js';
+import { type NatsConnection, subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import { openDocuments } from '../../lib/documents.js';
 import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
@@ -60,7 +60,13 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     grpc: {
       name: 'spool.v1.StationsService',
       definition: StationsServiceService,
-      implementation: adaptServer(createStationsServer(store), logger),
+      implementation: adaptServer(
+        createStationsServer({
+          store,
+          cutLinks: (stationId) => deps.nc.publish(subjects.linkRevoked(stationId)),
+        }),
+        logger,
+      ),
     },
     link: {
       name: 'spool.v1.StationLink',

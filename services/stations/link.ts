@@ -125,6 +125,7 @@ class Session {
   #in: Promise<void> = Promise.resolve();
   #closed = false;
   #opened = false;
+  #tokenHash: Buffer | undefined;
 
   constructor(call: Call, deps: LinkDeps, onClosed: () => void) {
     this.#call = call;
@@ -168,6 +169,7 @@ class Session {
       return;
     }
     this.#station = found;
+    this.#tokenHash = hashCredential(token as string);
   }
 
   async #open(station: LinkStation, printers: PrinterReport[]): Promise<void> {
@@ -175,12 +177,16 @@ class Session {
     this.#deps.onChange?.();
     if (this.#closed) return;
 
-    // A newer link of the same station, on any replica, replaces this one.
+    // A newer link of the same station, on any replica, replaces this one; a revoked or replaced
+    // token ends it.
     this.#subscriptions.push(
-      this.#deps.nc.subscribe(subjects.linkOpened(station.id), {
+      this.#deps.nc.subscribe(subjects.links(station.id), {
         callback: (_err, msg) => {
-          if (msg.string() !== this.#linkId)
+          if (msg.subject === subjects.linkRevoked(station.id)) {
+            this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
+          } else if (msg.string() !== this.#linkId) {
             this.close(GrpcStatus.ABORTED, 'replaced by a newer link');
+          }
         },
       }),
     );
@@ -221,11 +227,21 @@ class Session {
     }
   }
 
+  /** Checks the token still holds (a revocation message may have been missed), then re-offers. */
   resync(): void {
-    if (!this.#opened || this.#closed) return;
-    this.#offerPending().catch((err: unknown) =>
-      this.#logger.warn({ err }, 'could not re-read pending jobs; will try again'),
-    );
+    if (!this.#opened || this.#closed || !this.#tokenHash) return;
+    this.#deps.store
+      .stationByTokenHash(this.#tokenHash)
+      .then((found) => {
+        if (!found || found.revoked) {
+          this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
+          return;
+        }
+        return this.#offerPending();
+      })
+      .catch((err: unknown) =>
+        this.#logger.warn({ err }, 'could not re-read pending jobs; will try again'),
+      );
   }
 
   #dispatch(message: DispatchMessage): void {

@@ -27,7 +27,12 @@ function optionalId(value: string, param: string): string {
   return value;
 }
 
-export function createStationsServer(store: StationStore): AsyncServer<StationsServiceServer> {
+export function createStationsServer(deps: {
+  store: StationStore;
+  /** Cuts the live links of a station whose token no longer works, wherever they are held. */
+  cutLinks: (stationId: string) => void;
+}): AsyncServer<StationsServiceServer> {
+  const { store } = deps;
   return {
     async createLocation(req) {
       const location = await store.createLocation({
@@ -57,6 +62,25 @@ export function createStationsServer(store: StationStore): AsyncServer<StationsS
         locationId: optionalId(req.locationId, 'location_id'),
         tokenHash: hashCredential(token),
       });
+      return { station, token };
+    },
+
+    async revokeStationToken(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const station = await store.replaceToken(orgId, requireUuid(req.stationId, 'station'), null);
+      deps.cutLinks(station.id);
+      return { station };
+    },
+
+    async rotateStationToken(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const token = generateCredential('device');
+      const station = await store.replaceToken(
+        orgId,
+        requireUuid(req.stationId, 'station'),
+        hashCredential(token),
+      );
+      deps.cutLinks(station.id);
       return { station, token };
     },
 

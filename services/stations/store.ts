@@ -246,6 +246,20 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       });
     },
 
+    /** Revokes the station's token; with `newHash`, replaces it instead. */
+    async replaceToken(orgId: string, stationId: string, newHash: Buffer | null): Promise<Station> {
+      const { rows } = await pool.query<StationRow>(
+        newHash
+          ? `UPDATE stations SET token_hash = $3, revoked_at = NULL
+             WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`
+          : `UPDATE stations SET revoked_at = COALESCE(revoked_at, $3)
+             WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`,
+        [orgId, stationId, newHash ?? clock.now()],
+      );
+      if (!rows[0]) throw notFound('no such station');
+      return toStation(rows[0]);
+    },
+
     async stationByTokenHash(hash: Buffer): Promise<LinkStation | undefined> {
       const { rows } = await pool.query<StationRow>(
         `SELECT ${STATION_COLUMNS} FROM stations WHERE token_hash = $1`,

@@ -111,6 +111,28 @@ export interface CreateStationResponse {
   token: string;
 }
 
+export interface RevokeStationTokenRequest {
+  orgId: string;
+  stationId: string;
+}
+
+export interface RevokeStationTokenResponse {
+  station: Station | undefined;
+}
+
+export interface RotateStationTokenRequest {
+  orgId: string;
+  stationId: string;
+}
+
+export interface RotateStationTokenResponse {
+  station:
+    | Station
+    | undefined;
+  /** The new device token, returned this once and never stored. */
+  token: string;
+}
+
 export interface ListPrintersRequest {
   orgId: string;
   limit: number;
@@ -1530,6 +1552,305 @@ export const CreateStationResponse: MessageFns<CreateStationResponse> = {
   },
 
   toJSON(message: CreateStationResponse): unknown {
+    const obj: any = {};
+    if (message.station !== undefined) {
+      obj.station = Station.toJSON(message.station);
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+};
+
+function createBaseRevokeStationTokenRequest(): RevokeStationTokenRequest {
+  return { orgId: "", stationId: "" };
+}
+
+export const RevokeStationTokenRequest: MessageFns<RevokeStationTokenRequest> = {
+  encode(message: RevokeStationTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeStationTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeStationTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeStationTokenRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RevokeStationTokenRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    return obj;
+  },
+};
+
+function createBaseRevokeStationTokenResponse(): RevokeStationTokenResponse {
+  return { station: undefined };
+}
+
+export const RevokeStationTokenResponse: MessageFns<RevokeStationTokenResponse> = {
+  encode(message: RevokeStationTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.station !== undefined) {
+      Station.encode(message.station, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeStationTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeStationTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.station = Station.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeStationTokenResponse {
+    return { station: isSet(object.station) ? Station.fromJSON(object.station) : undefined };
+  },
+
+  toJSON(message: RevokeStationTokenResponse): unknown {
+    const obj: any = {};
+    if (message.station !== undefined) {
+      obj.station = Station.toJSON(message.station);
+    }
+    return obj;
+  },
+};
+
+function createBaseRotateStationTokenRequest(): RotateStationTokenRequest {
+  return { orgId: "", stationId: "" };
+}
+
+export const RotateStationTokenRequest: MessageFns<RotateStationTokenRequest> = {
+  encode(message: RotateStationTokenRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateStationTokenRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateStationTokenRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateStationTokenRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RotateStationTokenRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    return obj;
+  },
+};
+
+function createBaseRotateStationTokenResponse(): RotateStationTokenResponse {
+  return { station: undefined, token: "" };
+}
+
+export const RotateStationTokenResponse: MessageFns<RotateStationTokenResponse> = {
+  encode(message: RotateStationTokenResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.station !== undefined) {
+      Station.encode(message.station, writer.uint32(10).fork()).join();
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateStationTokenResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateStationTokenResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.station = Station.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateStationTokenResponse {
+    return {
+      station: isSet(object.station) ? Station.fromJSON(object.station) : undefined,
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+    };
+  },
+
+  toJSON(message: RotateStationTokenResponse): unknown {
     const obj: any = {};
     if (message.station !== undefined) {
       obj.station = Station.toJSON(message.station);
@@ -3462,6 +3783,30 @@ export const StationsServiceService = {
       Buffer.from(CreateStationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateStationResponse => CreateStationResponse.decode(value),
   },
+  /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
+  revokeStationToken: {
+    path: "/spool.v1.StationsService/RevokeStationToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeStationTokenRequest): Buffer =>
+      Buffer.from(RevokeStationTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeStationTokenRequest => RevokeStationTokenRequest.decode(value),
+    responseSerialize: (value: RevokeStationTokenResponse): Buffer =>
+      Buffer.from(RevokeStationTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeStationTokenResponse => RevokeStationTokenResponse.decode(value),
+  },
+  /** Gives the station a new device token; the old one stops working and its link is cut. */
+  rotateStationToken: {
+    path: "/spool.v1.StationsService/RotateStationToken" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateStationTokenRequest): Buffer =>
+      Buffer.from(RotateStationTokenRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateStationTokenRequest => RotateStationTokenRequest.decode(value),
+    responseSerialize: (value: RotateStationTokenResponse): Buffer =>
+      Buffer.from(RotateStationTokenResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateStationTokenResponse => RotateStationTokenResponse.decode(value),
+  },
   listPrinters: {
     path: "/spool.v1.StationsService/ListPrinters" as const,
     requestStream: false as const,
@@ -3489,6 +3834,10 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
   getLocation: handleUnaryCall<GetLocationRequest, GetLocationResponse>;
   listLocations: handleUnaryCall<ListLocationsRequest, ListLocationsResponse>;
   createStation: handleUnaryCall<CreateStationRequest, CreateStationResponse>;
+  /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
+  revokeStationToken: handleUnaryCall<RevokeStationTokenRequest, RevokeStationTokenResponse>;
+  /** Gives the station a new device token; the old one stops working and its link is cut. */
+  rotateStationToken: handleUnaryCall<RotateStationTokenRequest, RotateStationTokenResponse>;
   listPrinters: handleUnaryCall<ListPrintersRequest, ListPrintersResponse>;
   /** A printer of the organization, with the station that drives it; NOT_FOUND otherwise. */
   getPrinter: handleUnaryCall<GetPrinterRequest, GetPrinterResponse>;
@@ -3554,6 +3903,38 @@ export interface StationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateStationResponse) => void,
+  ): ClientUnaryCall;
+  /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
+  revokeStationToken(
+    request: RevokeStationTokenRequest,
+    callback: (error: ServiceError | null, response: RevokeStationTokenResponse) => void,
+  ): ClientUnaryCall;
+  revokeStationToken(
+    request: RevokeStationTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeStationTokenResponse) => void,
+  ): ClientUnaryCall;
+  revokeStationToken(
+    request: RevokeStationTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeStationTokenResponse) => void,
+  ): ClientUnaryCall;
+  /** Gives the station a new device token; the old one stops working and its link is cut. */
+  rotateStationToken(
+    request: RotateStationTokenRequest,
+    callback: (error: ServiceError | null, response: RotateStationTokenResponse) => void,
+  ): ClientUnaryCall;
+  rotateStationToken(
+    request: RotateStationTokenRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateStationTokenResponse) => void,
+  ): ClientUnaryCall;
+  rotateStationToken(
+    request: RotateStationTokenRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateStationTokenResponse) => void,
   ): ClientUnaryCall;
   listPrinters(
     request: ListPrintersRequest,
