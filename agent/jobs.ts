@@ -5,14 +5,15 @@
  * `result`, sending again whatever the server has not accepted.
  */
 import { createHash, type Hash } from 'node:crypto';
-import type {
-  AgentMessage,
-  DocumentChunk,
-  JobOffer,
-  JobWithdrawn,
-  ReportAccepted,
-  ServerMessage,
-  Welcome,
+import {
+  type AgentMessage,
+  type DocumentChunk,
+  type JobOffer,
+  type JobWithdrawn,
+  PrintOptions,
+  type ReportAccepted,
+  type ServerMessage,
+  type Welcome,
 } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
 import type { Backend, PrintJob } from './backends/backend.js';
@@ -228,16 +229,7 @@ export class JobRunner {
       title: offer.title,
       contentType: offer.contentType,
       document,
-      options: offer.options ?? {
-        copies: 1,
-        duplex: '',
-        color: '',
-        paper: '',
-        tray: '',
-        pages: '',
-        fitToPage: false,
-        rotate: 0,
-      },
+      options: offer.options ?? PrintOptions.fromPartial({ copies: 1 }),
     };
     let queue = this.#queues.get(printer);
     if (!queue) {

@@ -63,15 +63,7 @@ export async function readJson(ctx: Context, limit: number): Promise<unknown> {
       'send the body as JSON (Content-Type: application/json)',
     );
   }
-  let raw: string;
-  try {
-    raw = await getRawBody(ctx.req, { length, limit, encoding: 'utf8' });
-  } catch (err) {
-    if ((err as { type?: string }).type === 'entity.too.large') {
-      throw new SpoolError('payload_too_large', `the body is larger than ${limit} bytes`);
-    }
-    throw new SpoolError('invalid', 'the body could not be read', { cause: err });
-  }
+  const raw = (await readRaw(ctx, limit)).toString('utf8');
   if (raw.trim() === '') return {};
   try {
     return JSON.parse(raw);
@@ -93,4 +85,27 @@ export async function body<T extends TSchema>(
   limit: number,
 ): Promise<Static<T>> {
   return validate(schema, await readJson(ctx, limit));
+}
+
+/**
+ * Reads a request body as raw bytes, at most `limit` of them. The bytes are kept on `ctx.state`,
+ * so a middleware that needs them first (Idempotency-Key) and the handler both see them.
+ */
+export async function readRaw(ctx: Context, limit: number): Promise<Buffer> {
+  const state = ctx.state as { rawBody?: Buffer };
+  if (state.rawBody !== undefined) {
+    if (state.rawBody.length > limit) {
+      throw new SpoolError('payload_too_large', `the body is larger than ${limit} bytes`);
+    }
+    return state.rawBody;
+  }
+  try {
+    state.rawBody = await getRawBody(ctx.req, { length: ctx.request.length, limit });
+    return state.rawBody;
+  } catch (err) {
+    if ((err as { type?: string }).type === 'entity.too.large') {
+      throw new SpoolError('payload_too_large', `the body is larger than ${limit} bytes`);
+    }
+    throw new SpoolError('invalid', 'the body could not be read', { cause: err });
+  }
 }

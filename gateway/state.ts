@@ -11,4 +11,6 @@ export interface GatewayState {
   requestId: string;
   /** Set by the API-key middleware on `/v1` routes that need a key. */
   key?: AuthenticatedKey;
+  /** The request body's bytes, once something has read them. */
+  rawBody?: Buffer;
 }

@@ -1,6 +1,6 @@
 /** The JSON shapes of API resources, made from the gRPC messages. */
-import type { ApiKey, Org } from '../gen/spool/v1/accounts.js';
-import type { Job, JobEvent } from '../gen/spool/v1/jobs.js';
+import type { ApiKey, Org, Settings } from '../gen/spool/v1/accounts.js';
+import type { Job, JobEvent, Template, Upload } from '../gen/spool/v1/jobs.js';
 import type { Location, Printer, Station } from '../gen/spool/v1/stations.js';
 import { jobJson } from '../lib/job-view.js';
 import { rfc3339, rfc3339OrNull } from '../lib/time.js';
@@ -79,5 +79,43 @@ export function eventView(event: JobEvent) {
     status: event.status,
     detail: event.detail,
     actor: event.actor,
+  };
+}
+
+export function uploadView(upload: Upload | undefined) {
+  if (!upload) throw new Error('missing upload in response');
+  return {
+    id: upload.id,
+    content_type: upload.contentType,
+    size: upload.size,
+    sha256: upload.sha256,
+    created_at: rfc3339OrNull(upload.createdAt),
+  };
+}
+
+export function templateView(template: Template | undefined) {
+  if (!template) throw new Error('missing template in response');
+  return {
+    id: template.id,
+    name: template.name,
+    kind: template.kind,
+    body: template.body,
+    fields: template.fields.map((f) => ({
+      name: f.name,
+      required: f.required,
+      default: f.required ? null : f.defaultValue,
+    })),
+    created_at: rfc3339OrNull(template.createdAt),
+  };
+}
+
+export function settingsView(settings: Settings | undefined) {
+  if (!settings) throw new Error('missing settings in response');
+  return {
+    job_document_retention_days: settings.jobDocumentRetentionDays,
+    upload_retention_days: settings.uploadRetentionDays,
+    notice: settings.statusNotice || null,
+    pricing: settings.pricingJson ? (JSON.parse(settings.pricingJson) as unknown) : null,
+    downloads: settings.downloadsJson ? (JSON.parse(settings.downloadsJson) as unknown) : null,
   };
 }

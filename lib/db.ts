@@ -40,6 +40,8 @@ export interface TxOptions {
 }
 
 const SERIALIZATION_FAILURE = '40001';
+/** The longest wait between two attempts. */
+const MAX_BACKOFF_MS = 250;
 
 export function isRetryable(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === SERIALIZATION_FAILURE;
@@ -55,7 +57,8 @@ export async function withTx<T>(
   fn: (tx: pg.PoolClient) => Promise<T>,
   options: TxOptions = {},
 ): Promise<T> {
-  const attempts = options.attempts ?? 8;
+  // Enough for a burst of writers to the same rows to get through one after another.
+  const attempts = options.attempts ?? 24;
   const baseDelayMs = options.baseDelayMs ?? 5;
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
@@ -76,7 +79,7 @@ export async function withTx<T>(
         throw new SpoolError('unavailable', 'the database is too busy; try again', { cause: err });
       }
       options.logger?.debug({ attempt }, 'serialization failure, retrying transaction');
-      const cap = baseDelayMs * 2 ** (attempt - 1);
+      const cap = Math.min(baseDelayMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
       await new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
     } finally {
       client.release(broken);

@@ -36,6 +36,10 @@ export function jobJson(job: Job) {
     content_type: job.contentType,
     size: job.size,
     attempt: job.attempt,
+    schedule_at: rfc3339OrNull(job.scheduleAt),
+    expire_at: rfc3339OrNull(job.expireAt),
+    reprint_of: job.reprintOf || null,
+    content_deleted: job.contentDeleted,
     created_at: rfc3339OrNull(job.createdAt),
     updated_at: rfc3339OrNull(job.updatedAt),
   };

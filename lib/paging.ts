@@ -3,6 +3,7 @@
  * `cursor` is opaque to clients (base64url of the last row's sort key) and `next_cursor` is empty
  * on the last page.
  */
+import type { Queryable } from './db.js';
 import { invalid } from './errors.js';
 
 export const DEFAULT_LIMIT = 50;
@@ -58,4 +59,29 @@ export function page<T>(
   const items = rows.slice(0, limit);
   const last = items[items.length - 1] as T;
   return { items, nextCursor: encodeCursor(keyOf(last)) };
+}
+
+/**
+ * One page of rows oldest first, after `cursor`: appends the keyset condition on
+ * `(created_at, id)`, the order and the limit to `select … WHERE where`.
+ */
+export async function listOldestFirst<R extends { id: string; created_at: Date }>(
+  db: { query: Queryable['query'] },
+  query: { select: string; where: string; params: unknown[] },
+  limit: number,
+  cursor: string,
+): Promise<{ items: R[]; nextCursor: string }> {
+  const after = decodeCursor(cursor);
+  const params = [...query.params];
+  let where = query.where;
+  if (after) {
+    params.push(after.at, after.id);
+    where += ` AND (created_at, id) > ($${params.length - 1}, $${params.length}::UUID)`;
+  }
+  params.push(limit + 1);
+  const { rows } = await db.query<R>(
+    `${query.select} WHERE ${where} ORDER BY created_at, id LIMIT $${params.length}`,
+    params,
+  );
+  return page(rows, limit, (r) => ({ at: r.created_at.toISOString(), id: r.id }));
 }

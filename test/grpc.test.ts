@@ -38,6 +38,8 @@ const impl: AsyncServer<AccountsServiceServer> = {
   listApiKeys: notCalled,
   revokeApiKey: notCalled,
   authenticateApiKey: notCalled,
+  getSettings: notCalled,
+  updateSettings: notCalled,
 };
 
 test.before(async (t) => {

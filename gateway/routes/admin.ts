@@ -12,7 +12,14 @@ import { body } from '../body.js';
 import type { Backends } from '../clients.js';
 import { listParams } from '../query.js';
 import type { GatewayState } from '../state.js';
-import { keyView, locationView, orgView, stationView } from '../views.js';
+import {
+  keyView,
+  locationView,
+  orgView,
+  settingsView,
+  stationView,
+  templateView,
+} from '../views.js';
 
 export const CreateOrgBody = Type.Object(
   {
@@ -67,6 +74,65 @@ export const CreateLocationBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const CreateTemplateBody = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'a name of 1 to 200 characters',
+    }),
+    kind: Type.Union([Type.Literal('text'), Type.Literal('zpl'), Type.Literal('escpos')], {
+      description: 'text, zpl or escpos',
+    }),
+    body: Type.String({
+      minLength: 1,
+      maxLength: 256 * 1024,
+      description: 'the body, with {{field}} placeholders (at most 256 KiB)',
+    }),
+    fields: Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 64, description: 'a field name' }),
+          required: Type.Optional(Type.Boolean({ description: 'true or false (default true)' })),
+          default: Type.Optional(
+            Type.String({ maxLength: 10_000, description: 'a default value' }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 100, description: 'at most 100 fields' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SettingsBody = Type.Object(
+  {
+    job_document_retention_days: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }),
+    ),
+    upload_retention_days: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }),
+    ),
+    notice: Type.Optional(
+      Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], {
+        description: 'a notice on the public status page, or null for none',
+      }),
+    ),
+    pricing: Type.Optional(
+      Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+        description: 'the public prices in cents as an object, or null to withdraw them',
+      }),
+    ),
+    downloads: Type.Optional(
+      Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+        description: 'the latest agent release per platform as an object, or null',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const CreateStationBody = Type.Object(
   {
     name: Type.String({
@@ -86,7 +152,7 @@ export interface AdminDeps {
 }
 
 export function adminRouter(deps: AdminDeps): Router<GatewayState> {
-  const { accounts, stations } = deps.backends;
+  const { accounts, jobs, stations } = deps.backends;
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
   router.use(requireOperator(deps.operatorToken));
 
@@ -150,6 +216,42 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     });
     ctx.status = 201;
     ctx.body = { station: stationView(station), token };
+  });
+
+  router.post('/orgs/:org/templates', async (ctx) => {
+    const req = await body(ctx, CreateTemplateBody, deps.bodyLimit);
+    const { template } = await jobs.createTemplate({
+      orgId: ctx.params.org ?? '',
+      name: req.name,
+      kind: req.kind,
+      body: req.body,
+      fields: req.fields.map((f) => ({
+        name: f.name,
+        required: f.required ?? f.default === undefined,
+        defaultValue: f.default ?? '',
+      })),
+    });
+    ctx.status = 201;
+    ctx.body = { template: templateView(template) };
+  });
+
+  router.get('/settings', async (ctx) => {
+    const { settings } = await accounts.getSettings({});
+    ctx.body = { settings: settingsView(settings) };
+  });
+
+  router.patch('/settings', async (ctx) => {
+    const req = await body(ctx, SettingsBody, deps.bodyLimit);
+    const json = (value: unknown) =>
+      value === undefined ? undefined : value === null ? '' : JSON.stringify(value);
+    const { settings } = await accounts.updateSettings({
+      jobDocumentRetentionDays: req.job_document_retention_days,
+      uploadRetentionDays: req.upload_retention_days,
+      statusNotice: req.notice === undefined ? undefined : (req.notice ?? ''),
+      pricingJson: json(req.pricing),
+      downloadsJson: json(req.downloads),
+    });
+    ctx.body = { settings: settingsView(settings) };
   });
 
   router.post('/orgs/:org/stations/:id/token', async (ctx) => {

@@ -1,37 +1,61 @@
 /** The job endpoints of `/v1` (spec §4, DESIGN §4). */
 import { type Static, Type } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import type { PrintOptions } from '../../gen/spool/v1/stations.js';
-import { invalid } from '../../lib/errors.js';
+import type { CreateJobRequest } from '../../gen/spool/v1/jobs.js';
+import { PrintOptions } from '../../gen/spool/v1/stations.js';
+import { invalid, SpoolError } from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import { parseRfc3339 } from '../../lib/time.js';
 import { JOB_STATUSES } from '../../services/jobs/machine.js';
-import { body } from '../body.js';
+import { body, readRaw } from '../body.js';
 import type { Backends } from '../clients.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
-import { eventView, jobView } from '../views.js';
+import { eventView, jobView, templateView, uploadView } from '../views.js';
 
 const Text = (max: number, description: string) => Type.String({ maxLength: max, description });
+
+export const CONTENT_KINDS = [
+  'pdf_base64',
+  'raw_base64',
+  'text',
+  'pdf_uri',
+  'raw_uri',
+  'upload',
+  'template',
+  'sealed',
+] as const;
 
 export const ContentBody = Type.Object(
   {
     type: Type.Union(
-      [
-        'pdf_base64',
-        'raw_base64',
-        'text',
-        'pdf_uri',
-        'raw_uri',
-        'upload',
-        'template',
-        'sealed',
-      ].map((t) => Type.Literal(t)),
-      { description: 'one of pdf_base64, raw_base64, text' },
+      CONTENT_KINDS.map((t) => Type.Literal(t)),
+      { description: `one of ${CONTENT_KINDS.join(', ')}` },
     ),
-    data: Type.Optional(Type.String({ description: 'the document: base64, or the text itself' })),
+    data: Type.Optional(
+      Type.String({
+        description: 'pdf_base64, raw_base64: the document in base64; text: the text',
+      }),
+    ),
+    uri: Type.Optional(
+      Type.String({ maxLength: 2048, description: 'pdf_uri, raw_uri: an https URL' }),
+    ),
+    upload_id: Type.Optional(Type.String({ description: 'upload: the id of an upload' })),
+    template_id: Type.Optional(Type.String({ description: 'template: the id of a template' })),
+    fields: Type.Optional(
+      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 10_000 }), {
+        description: 'template: the values of its fields, as strings',
+      }),
+    ),
+    content_type: Type.Optional(
+      Type.String({ maxLength: 100, description: 'sealed: what the plaintext is' }),
+    ),
+    enc: Type.Optional(
+      Type.String({ description: 'sealed: the HPKE encapsulated key, base64url' }),
+    ),
+    ciphertext: Type.Optional(Type.String({ description: 'sealed: the ciphertext, base64url' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'the document to print, by one of several kinds' },
 );
 
 export const OptionsBody = Type.Object(
@@ -77,53 +101,119 @@ export const CreateJobBody = Type.Object(
     reference: Type.Optional(Text(1000, 'at most 1000 characters')),
     content: ContentBody,
     options: Type.Optional(OptionsBody),
+    schedule_at: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'an RFC 3339 time: the job is scheduled until then',
+      }),
+    ),
+    hold: Type.Optional(Type.Boolean({ description: 'true: the job is held until retried' })),
+    expire_after: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 30 * 24 * 3600,
+        description: 'seconds the job may wait undelivered before it fails as expired',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
+
+export const ReprintBody = Type.Object({}, { additionalProperties: false });
 
 const EmptyBody = Type.Object({}, { additionalProperties: false });
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-function decodeContent(content: Static<typeof ContentBody>): {
-  contentType: string;
-  document: Buffer;
-} {
-  if (content.data === undefined) throw invalid('content.data is required', 'content.data');
+/** The fields each kind of content takes besides `type`. */
+const KIND_FIELDS: Record<(typeof CONTENT_KINDS)[number], string[]> = {
+  pdf_base64: ['data'],
+  raw_base64: ['data'],
+  text: ['data'],
+  pdf_uri: ['uri'],
+  raw_uri: ['uri'],
+  upload: ['upload_id'],
+  template: ['template_id', 'fields'],
+  sealed: ['content_type', 'enc', 'ciphertext'],
+};
+
+const REQUIRED: Partial<Record<(typeof CONTENT_KINDS)[number], string[]>> = {
+  template: ['template_id'],
+};
+
+type Content = Static<typeof ContentBody>;
+type Source = Pick<CreateJobRequest, 'inline' | 'uploadId' | 'template' | 'uri' | 'sealed'>;
+
+/** Turns the request's `content` into the job's document source for the jobs service. */
+function contentSource(content: Content): Source {
+  const allowed = KIND_FIELDS[content.type];
+  for (const field of Object.keys(content)) {
+    if (field !== 'type' && !allowed.includes(field)) {
+      throw new SpoolError('unknown_field', `content of type ${content.type} takes no ${field}`, {
+        param: `content.${field}`,
+      });
+    }
+  }
+  const required = REQUIRED[content.type] ?? allowed;
+  for (const field of required) {
+    if ((content as Record<string, unknown>)[field] === undefined) {
+      throw invalid(
+        `content.${field} is required for content of type ${content.type}`,
+        `content.${field}`,
+      );
+    }
+  }
   switch (content.type) {
     case 'text':
-      return { contentType: 'text/plain', document: Buffer.from(content.data, 'utf8') };
+      return {
+        inline: { contentType: 'text/plain', data: Buffer.from(content.data ?? '', 'utf8') },
+      };
     case 'pdf_base64':
     case 'raw_base64': {
-      const data = content.data.replace(/\s+/g, '');
+      const data = (content.data ?? '').replace(/\s+/g, '');
       if (!BASE64.test(data) || data.length % 4 === 1) {
         throw invalid('content.data must be base64', 'content.data');
       }
-      const document = Buffer.from(data, 'base64');
-      if (content.type === 'pdf_base64') {
-        if (!document.subarray(0, 1024).includes('%PDF-')) {
-          throw invalid('content.data is not a PDF (it does not start with %PDF-)', 'content.data');
-        }
-        return { contentType: 'application/pdf', document };
-      }
-      return { contentType: 'application/octet-stream', document };
+      const contentType =
+        content.type === 'pdf_base64' ? 'application/pdf' : 'application/octet-stream';
+      return { inline: { contentType, data: Buffer.from(data, 'base64') } };
     }
+    case 'upload':
+      return { uploadId: content.upload_id ?? '' };
+    case 'template':
+      return { template: { templateId: content.template_id ?? '', fields: content.fields ?? {} } };
+    case 'pdf_uri':
+    case 'raw_uri':
+      return {
+        uri: {
+          uri: content.uri ?? '',
+          contentType: content.type === 'pdf_uri' ? 'application/pdf' : 'application/octet-stream',
+        },
+      };
+    case 'sealed':
+      return {
+        sealed: {
+          contentType: content.content_type ?? '',
+          enc: content.enc ?? '',
+          ciphertext: content.ciphertext ?? '',
+        },
+      };
     default:
-      throw invalid(`content type ${content.type} is not available yet`, 'content.type');
+      throw invalid(`content of type ${content.type} is not available yet`, 'content.type');
   }
 }
 
 function printOptions(o: Static<typeof OptionsBody> | undefined): PrintOptions {
-  return {
-    copies: o?.copies ?? 0,
-    duplex: o?.duplex ?? '',
-    color: o?.color ?? '',
-    paper: o?.paper ?? '',
-    tray: o?.tray ?? '',
-    pages: o?.pages ?? '',
-    fitToPage: o?.fit_to_page ?? false,
-    rotate: o?.rotate ?? 0,
-  };
+  return PrintOptions.fromPartial({
+    copies: o?.copies,
+    duplex: o?.duplex,
+    color: o?.color,
+    paper: o?.paper,
+    tray: o?.tray,
+    pages: o?.pages,
+    fitToPage: o?.fit_to_page,
+    rotate: o?.rotate,
+  });
 }
 
 function timeParam(raw: string | undefined, name: string): Date | undefined {
@@ -150,8 +240,12 @@ const LIST_PARAMS = [
   'created_before',
 ];
 
+export const UPLOAD_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'] as const;
+
 export interface JobRouteDeps {
   backends: Backends;
+  /** Largest document, in bytes (an upload's whole body). */
+  maxDocumentBytes: number;
   /** Largest JSON body of a job, whose document is inline (base64 grows it by a third). */
   jobBodyLimit: number;
   bodyLimit: number;
@@ -176,8 +270,13 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
   return {
     'POST /v1/orgs/:org/jobs': async (ctx) => {
       const req = await body(ctx, CreateJobBody, deps.jobBodyLimit);
-      const { contentType, document } = decodeContent(req.content);
+      const source = contentSource(req.content);
       const key = ctx.state.key;
+      let scheduleAt: Date | undefined;
+      if (req.schedule_at !== undefined) {
+        scheduleAt = parseRfc3339(req.schedule_at);
+        if (!scheduleAt) throw invalid('schedule_at must be an RFC 3339 time', 'schedule_at');
+      }
       const { job } = await jobs.createJob({
         orgId: orgOf(ctx),
         actor: actor(ctx),
@@ -185,9 +284,11 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         printerId: req.printer_id,
         title: req.title ?? '',
         reference: req.reference ?? '',
-        contentType,
-        document,
         options: printOptions(req.options),
+        ...source,
+        scheduleAt,
+        hold: req.hold ?? false,
+        expireAfter: req.expire_after ?? 0,
       });
       ctx.status = 201;
       ctx.body = { job: jobView(job) };
@@ -236,6 +337,52 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         actor: actor(ctx),
       });
       ctx.body = { job: jobView(job) };
+    },
+
+    'POST /v1/orgs/:org/jobs/:id/reprint': async (ctx) => {
+      await body(ctx, ReprintBody, deps.bodyLimit);
+      const { job } = await jobs.reprintJob({
+        orgId: orgOf(ctx),
+        jobId: param(ctx, 'id'),
+        actor: actor(ctx),
+        live: ctx.state.key?.live ?? false,
+      });
+      ctx.status = 201;
+      ctx.body = { job: jobView(job) };
+    },
+
+    'GET /v1/orgs/:org/jobs/:id/content': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
+      const res = await jobs.getJobContent({ orgId: orgOf(ctx), jobId: param(ctx, 'id') });
+      ctx.type = res.contentType;
+      ctx.body = Buffer.from(res.data);
+    },
+
+    'GET /v1/orgs/:org/jobs/:id/preview': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
+      const res = await jobs.getJobPreview({ orgId: orgOf(ctx), jobId: param(ctx, 'id') });
+      ctx.type = res.contentType;
+      ctx.body = Buffer.from(res.data);
+    },
+
+    'POST /v1/orgs/:org/uploads': async (ctx) => {
+      const contentType = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase();
+      if (!(UPLOAD_TYPES as readonly string[]).includes(contentType)) {
+        throw new SpoolError(
+          'unsupported_media_type',
+          `send the document's bytes with Content-Type ${UPLOAD_TYPES.join(', ')}`,
+        );
+      }
+      const data = await readRaw(ctx, deps.maxDocumentBytes);
+      const { upload } = await jobs.createUpload({ orgId: orgOf(ctx), contentType, data });
+      ctx.status = 201;
+      ctx.body = { upload: uploadView(upload) };
+    },
+
+    'GET /v1/orgs/:org/templates': async (ctx) => {
+      rejectUnknownParams(ctx.query, ['limit', 'cursor']);
+      const res = await jobs.listTemplates({ orgId: orgOf(ctx), ...listParams(ctx.query) });
+      ctx.body = { templates: res.items.map(templateView), next_cursor: res.nextCursor };
     },
 
     'POST /v1/orgs/:org/jobs/:id/retry': async (ctx) => {

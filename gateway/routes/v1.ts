@@ -1,7 +1,6 @@
 /**
  * The key-based API under `/v1` (spec §4). Each route states the scope it needs in one table, which
- * the router, the tests and the docs all read. Routes whose handler is not part of Spool yet
- * (reprint, templates) answer 503 `unavailable` after authentication, so their scope rules hold.
+ * the router, the tests and the docs all read.
  */
 import { Router } from '@koa/router';
 import type { Middleware } from 'koa';
@@ -10,6 +9,7 @@ import type { Scope } from '../../lib/credentials.js';
 import { SpoolError } from '../../lib/errors.js';
 import { requireKey, requireOwnOrg, requireScope } from '../auth.js';
 import type { Backends } from '../clients.js';
+import { idempotency } from '../idempotency.js';
 import type { KeyCache } from '../key-cache.js';
 import type { GatewayState } from '../state.js';
 import { fleetHandlers } from './fleet.js';
@@ -43,14 +43,20 @@ export const V1_ROUTES: readonly V1Route[] = [
     service: 'stations',
   },
   { method: 'GET', path: '/v1/orgs/:org/templates', scope: 'jobs:write', service: 'jobs' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/content', scope: 'jobs:read', service: 'jobs' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/preview', scope: 'jobs:read', service: 'jobs' },
+  { method: 'POST', path: '/v1/orgs/:org/uploads', scope: 'jobs:write', service: 'jobs' },
 ];
 
 export interface V1Deps {
   cache: KeyCache;
   clock: Clock;
+  /** The per-key rate limit, after authentication. */
+  keyLimit: Middleware<GatewayState>;
   backends: Backends;
   bodyLimit: number;
   jobBodyLimit: number;
+  maxDocumentBytes: number;
 }
 
 const keyHandlers: Record<string, Middleware<GatewayState>> = {
@@ -67,12 +73,6 @@ const keyHandlers: Record<string, Middleware<GatewayState>> = {
   },
 };
 
-function notDeployed(service: string): Middleware<GatewayState> {
-  return () => {
-    throw new SpoolError('unavailable', `the ${service} service is not available yet`);
-  };
-}
-
 export function v1Router(deps: V1Deps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   const handlers: Partial<Record<string, Middleware<GatewayState>>> = {
@@ -88,9 +88,13 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
         sessionIsInvalid: route.path === '/v1/key',
       }),
       requireOwnOrg,
+      deps.keyLimit,
     ];
     if (route.scope) chain.push(requireScope(route.scope));
-    chain.push(handlers[`${route.method} ${route.path}`] ?? notDeployed(route.service));
+    if (route.method === 'POST') chain.push(idempotency(deps.backends.jobs, deps.jobBodyLimit));
+    const handler = handlers[`${route.method} ${route.path}`];
+    if (!handler) throw new Error(`no handler for ${route.method} ${route.path}`);
+    chain.push(handler);
     router.register(route.path, [route.method], chain);
   }
   return router;

@@ -2,7 +2,7 @@
  * The accounts gRPC service: validates requests, applies the rules of keys (DESIGN §4) and leaves
  * storage to the store.
  */
-import type { AccountsServiceServer } from '../../gen/spool/v1/accounts.js';
+import type { AccountsServiceServer, Settings } from '../../gen/spool/v1/accounts.js';
 import type { Clock } from '../../lib/clock.js';
 import {
   credentialHint,
@@ -20,6 +20,7 @@ import type { AccountsStore } from './store.js';
 
 export const MAX_NAME_LENGTH = 200;
 export const MAX_ALLOWED_IPS = 50;
+export const MAX_RETENTION_DAYS = 3650;
 
 function requireOrgId(orgId: string): string {
   // A malformed id cannot name an organization; answer as for any unknown one.
@@ -100,6 +101,48 @@ export function createAccountsServer(deps: {
       const key = await store.revokeKey(orgId, req.keyId);
       deps.onRevoked?.();
       return { key };
+    },
+
+    async getSettings() {
+      return { settings: await store.getSettings() };
+    },
+
+    async updateSettings(req) {
+      for (const [param, value] of [
+        ['job_document_retention_days', req.jobDocumentRetentionDays],
+        ['upload_retention_days', req.uploadRetentionDays],
+      ] as const) {
+        if (value !== undefined && (value < 1 || value > MAX_RETENTION_DAYS)) {
+          throw invalid(`${param} must be from 1 to ${MAX_RETENTION_DAYS} days`, param);
+        }
+      }
+      if (req.statusNotice !== undefined && req.statusNotice.length > 1000) {
+        throw invalid('notice must be at most 1000 characters', 'notice');
+      }
+      for (const [param, value] of [
+        ['pricing', req.pricingJson],
+        ['downloads', req.downloadsJson],
+      ] as const) {
+        if (value === undefined || value === '') continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(value);
+        } catch {
+          throw invalid(`${param} must be a JSON object`, param);
+        }
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+          throw invalid(`${param} must be a JSON object, or null to withdraw it`, param);
+        }
+      }
+      const changes: Partial<Settings> = {};
+      if (req.jobDocumentRetentionDays !== undefined)
+        changes.jobDocumentRetentionDays = req.jobDocumentRetentionDays;
+      if (req.uploadRetentionDays !== undefined)
+        changes.uploadRetentionDays = req.uploadRetentionDays;
+      if (req.statusNotice !== undefined) changes.statusNotice = req.statusNotice;
+      if (req.pricingJson !== undefined) changes.pricingJson = req.pricingJson;
+      if (req.downloadsJson !== undefined) changes.downloadsJson = req.downloadsJson;
+      return { settings: await store.updateSettings(changes) };
     },
 
     async authenticateApiKey(req) {

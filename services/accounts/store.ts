@@ -4,13 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { ApiKey, Org } from '../../gen/spool/v1/accounts.js';
+import type { ApiKey, Org, Settings } from '../../gen/spool/v1/accounts.js';
 import { subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { notFound } from '../../lib/errors.js';
 import { enqueue } from '../../lib/outbox.js';
-import { decodeCursor, page } from '../../lib/paging.js';
+import { listOldestFirst } from '../../lib/paging.js';
 
 export const OUTBOX_TABLE = 'accounts_outbox';
 
@@ -72,8 +72,68 @@ export interface KeyRevokedMessage {
   org_id: string;
 }
 
+/** Defaults of the settings (spec §2: documents 30 days after a job finishes, uploads 7 days). */
+export const DEFAULT_SETTINGS: Settings = {
+  jobDocumentRetentionDays: 30,
+  uploadRetentionDays: 7,
+  statusNotice: '',
+  pricingJson: '',
+  downloadsJson: '',
+};
+
+const SETTING_NAMES: Record<keyof Settings, string> = {
+  jobDocumentRetentionDays: 'job_document_retention_days',
+  uploadRetentionDays: 'upload_retention_days',
+  statusNotice: 'status_notice',
+  pricingJson: 'pricing',
+  downloadsJson: 'downloads',
+};
+
 export function createAccountsStore(pool: pg.Pool, clock: Clock) {
+  async function readSettings(q: pg.Pool | pg.PoolClient): Promise<Settings> {
+    const { rows } = await q.query<{ name: string; value: unknown }>(
+      'SELECT name, value FROM settings',
+    );
+    const stored = new Map(rows.map((r) => [r.name, r.value]));
+    const settings: Settings = { ...DEFAULT_SETTINGS };
+    for (const [key, name] of Object.entries(SETTING_NAMES) as [keyof Settings, string][]) {
+      const value = stored.get(name);
+      if (value === undefined) continue;
+      if (typeof DEFAULT_SETTINGS[key] === 'number' && typeof value === 'number') {
+        (settings as unknown as Record<string, unknown>)[key] = value;
+      } else if (typeof DEFAULT_SETTINGS[key] === 'string') {
+        // Text settings are kept as JSON text values; objects (pricing, downloads) as JSON.
+        (settings as unknown as Record<string, unknown>)[key] =
+          typeof value === 'string' ? value : JSON.stringify(value);
+      }
+    }
+    return settings;
+  }
+
   return {
+    getSettings: () => readSettings(pool),
+
+    async updateSettings(changes: Partial<Settings>): Promise<Settings> {
+      return withTx(pool, async (tx) => {
+        for (const [key, value] of Object.entries(changes) as [
+          keyof Settings,
+          number | string | undefined,
+        ][]) {
+          if (value === undefined) continue;
+          const json =
+            (key === 'pricingJson' || key === 'downloadsJson') && value !== ''
+              ? String(value)
+              : JSON.stringify(value);
+          await tx.query(
+            `INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+            [SETTING_NAMES[key], json, clock.now()],
+          );
+        }
+        return readSettings(tx);
+      });
+    },
+
     async createOrg(name: string): Promise<Org> {
       const { rows } = await pool.query<OrgRow>(
         'INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at',
@@ -122,17 +182,12 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
       limit: number,
       cursor: string,
     ): Promise<{ items: ApiKey[]; nextCursor: string }> {
-      const after = decodeCursor(cursor);
-      const { rows } = await pool.query<KeyRow>(
-        `SELECT ${KEY_COLUMNS} FROM api_keys
-         WHERE org_id = $1 AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
-         ORDER BY created_at, id LIMIT $4`,
-        [orgId, after?.at ?? null, after?.id ?? null, limit + 1],
+      const { items, nextCursor } = await listOldestFirst<KeyRow>(
+        pool,
+        { select: `SELECT ${KEY_COLUMNS} FROM api_keys`, where: 'org_id = $1', params: [orgId] },
+        limit,
+        cursor,
       );
-      const { items, nextCursor } = page(rows, limit, (r) => ({
-        at: r.created_at.toISOString(),
-        id: r.id,
-      }));
       return { items: items.map(toKey), nextCursor };
     },
 

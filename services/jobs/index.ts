@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
+import type { AccountsServiceClient } from '../../gen/spool/v1/accounts.js';
 import { JobsServiceService } from '../../gen/spool/v1/jobs.js';
 import type { StationsServiceClient } from '../../gen/spool/v1/stations.js';
 import type { NatsConnection } from '../../lib/bus.js';
@@ -13,9 +14,11 @@ import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
+import { createFetcher } from './fetch.js';
 import { startReportReader } from './reports.js';
-import { createJobsServer } from './server.js';
+import { createJobsServer, type ServerKeys } from './server.js';
 import { createJobStore, OUTBOX_TABLE } from './store.js';
+import { Sweeper } from './sweeper.js';
 
 export const migrations: MigrationSet = {
   service: 'jobs',
@@ -28,12 +31,23 @@ export interface JobsDeps {
   logger: Logger;
   clock: Clock;
   stations: AsyncClient<StationsServiceClient>;
+  /** For the retention settings. */
+  accounts: AsyncClient<AccountsServiceClient>;
   maxDocumentBytes: number;
+  /** The key pair for sealed content; without it sealed content answers 503. */
+  serverKeys?: ServerKeys;
+  /** Let `pdf_uri`/`raw_uri` reach http:// and non-public addresses (spool dev only). */
+  fetchAllowInsecure?: boolean;
+  /** How often the sweeper runs (schedules, expiry, retention); default every second. */
+  sweepIntervalMs?: number;
+  /** How long retention settings are trusted; default a minute. */
+  settingsTtlMs?: number;
 }
 
 export interface JobsPart {
   grpc: GrpcService;
   relay: OutboxRelay;
+  sweeper: Sweeper;
   stop(): Promise<void>;
 }
 
@@ -42,11 +56,15 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const store = createJobStore(deps.pool, deps.clock);
   const documents = await openDocuments(deps.nc);
+  const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
   const server = createJobsServer({
+    fetcher,
     store,
     documents,
     stations: deps.stations,
     maxDocumentBytes: deps.maxDocumentBytes,
+    clock: deps.clock,
+    ...(deps.serverKeys ? { serverKeys: deps.serverKeys } : {}),
     onChange: () => relay.kick(),
   });
   const reports = await startReportReader({
@@ -57,7 +75,22 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
       if (applied.changed) relay.kick();
     },
   });
+  const sweeper = new Sweeper({
+    store,
+    documents,
+    settings: async () => {
+      const { settings } = await deps.accounts.getSettings({});
+      if (!settings) throw new Error('accounts answered without settings');
+      return settings;
+    },
+    clock: deps.clock,
+    logger,
+    onChange: () => relay.kick(),
+    ...(deps.sweepIntervalMs === undefined ? {} : { intervalMs: deps.sweepIntervalMs }),
+    ...(deps.settingsTtlMs === undefined ? {} : { settingsTtlMs: deps.settingsTtlMs }),
+  });
   relay.start();
+  sweeper.start();
   return {
     grpc: {
       name: 'spool.v1.JobsService',
@@ -65,9 +98,12 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
       implementation: adaptServer(server, logger),
     },
     relay,
+    sweeper,
     async stop() {
+      await sweeper.stop();
       await reports.stop();
       await relay.stop();
+      await fetcher.close();
     },
   };
 }

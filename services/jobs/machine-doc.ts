@@ -7,13 +7,19 @@ const TRIGGER_TEXT: Record<string, string> = {
   received: 'the agent has the job and its document',
   printed: 'the station reports it printed',
   failed: 'the station reports it failed (`status_detail` says why)',
+  due: 'its `schedule_at` has come (the scheduler)',
+  expire: 'it waited undelivered longer than `expire_after` (detail `expired`)',
 };
 
 export function transitionTable(): string {
   const rows = TRANSITIONS.map((t) => {
     const also = [
       t.event ? `webhook \`${t.event}\`` : '',
-      t.dispatch === 'offer' ? 'sent to the station again as a new attempt' : '',
+      t.dispatch === 'offer'
+        ? t.newAttempt
+          ? 'sent to the station again as a new attempt'
+          : 'sent to the station'
+        : '',
       t.dispatch === 'withdraw' ? 'withdrawn from the station unless printing has begun' : '',
     ].filter(Boolean);
     return `| ${t.from.join(', ')} | ${TRIGGER_TEXT[t.trigger]} | ${t.to} | ${also.join('; ') || '—'} |`;

@@ -32,7 +32,11 @@ export type Trigger =
   /** the station reports the job printed */
   | 'printed'
   /** the station reports the job failed */
-  | 'failed';
+  | 'failed'
+  /** a scheduled job's time has come */
+  | 'due'
+  /** a job waited undelivered longer than its expire_after */
+  | 'expire';
 
 export interface Transition {
   trigger: Trigger;
@@ -78,14 +82,25 @@ export const TRANSITIONS: readonly Transition[] = [
     event: 'job.failed',
     dispatch: null,
   },
+  { trigger: 'due', from: ['scheduled'], to: 'queued', event: null, dispatch: 'offer' },
+  {
+    trigger: 'expire',
+    from: ['queued'],
+    to: 'failed',
+    event: 'job.failed',
+    dispatch: 'withdraw',
+  },
 ];
+
+/** Statuses a job does not leave by itself: its document's retention counts from entering one. */
+export const FINISHED_STATUSES: readonly JobStatus[] = ['printed', 'failed', 'cancelled'];
 
 /** The transition `trigger` makes from `status`, or undefined when it does not apply. */
 export function transition(status: JobStatus, trigger: Trigger): Transition | undefined {
   return TRANSITIONS.find((t) => t.trigger === trigger && t.from.includes(status));
 }
 
-/** Statuses a job can be cancelled from, for error messages. */
+/** The statuses `trigger` applies to, for error messages. */
 export function statusesFor(trigger: Trigger): JobStatus[] {
   return TRANSITIONS.filter((t) => t.trigger === trigger).flatMap((t) => [...t.from]);
 }

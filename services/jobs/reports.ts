@@ -3,8 +3,8 @@
  * jobs replica (JetStream spreads the messages among them). Each report becomes a transition; the
  * transitions ignore reports that no longer apply, so redelivery is harmless.
  */
-import { AckPolicy, type ConsumerMessages, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
+import { startDurableConsumer } from '../../lib/consumer.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Trigger } from './machine.js';
 import type { Applied, JobStore } from './store.js';
@@ -37,64 +37,27 @@ export async function startReportReader(deps: {
   logger: Logger;
   onApplied?: (applied: Applied) => void;
 }): Promise<ReportReader> {
-  const jsm = await jetstreamManager(deps.nc);
-  await jsm.consumers.add('REPORTS', {
-    durable_name: REPORTS_CONSUMER,
-    ack_policy: AckPolicy.Explicit,
-    filter_subject: 'reports.>',
-    max_deliver: -1,
-    ack_wait: 30_000_000_000,
-  });
-  const consumer = await jetstream(deps.nc).consumers.get('REPORTS', REPORTS_CONSUMER);
-  let messages: ConsumerMessages | undefined;
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
+  return startDurableConsumer<StationReport>({
+    nc: deps.nc,
+    stream: 'REPORTS',
+    durable: REPORTS_CONSUMER,
+    config: { filter_subject: 'reports.>' },
+    logger: deps.logger,
+    parse: (msg) => msg.json<StationReport>(),
+    async handle(report) {
       try {
-        messages = await consumer.consume({ max_messages: 256 });
-        for await (const msg of messages) {
-          let report: StationReport;
-          try {
-            report = msg.json<StationReport>();
-          } catch {
-            deps.logger.error({ subject: msg.subject }, 'dropping a report that is not JSON');
-            msg.term();
-            continue;
-          }
-          try {
-            const applied = await deps.store.apply(
-              report.org_id,
-              report.job_id,
-              triggerOf(report),
-              {
-                actor: `station:${report.station_id}`,
-                attempt: report.attempt,
-                ...(report.detail ? { detail: report.detail } : {}),
-              },
-            );
-            msg.ack();
-            deps.onApplied?.(applied);
-          } catch (err) {
-            if ((err as { code?: string }).code === 'not_found') {
-              msg.term();
-              continue;
-            }
-            deps.logger.warn({ err, jobId: report.job_id }, 'report not applied; will retry');
-            msg.nak(1_000);
-          }
-        }
+        const applied = await deps.store.apply(report.org_id, report.job_id, triggerOf(report), {
+          actor: `station:${report.station_id}`,
+          attempt: report.attempt,
+          ...(report.detail ? { detail: report.detail } : {}),
+        });
+        deps.onApplied?.(applied);
+        return 'ack';
       } catch (err) {
-        if (stopped) break;
-        deps.logger.warn({ err }, 'report consumer failed; restarting');
-        await new Promise((r) => setTimeout(r, 1_000));
+        // A report about a job that does not exist can never apply.
+        if ((err as { code?: string }).code === 'not_found') return 'term';
+        throw err;
       }
-    }
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      await messages?.close();
-      await loop;
     },
-  };
+  });
 }

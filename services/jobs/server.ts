@@ -1,21 +1,36 @@
 /**
- * The jobs gRPC service: creates jobs (storing the document in the object store first), answers
- * job queries, and applies the API's actions through the state machine.
+ * The jobs gRPC service: creates jobs from every kind of content (storing the document in the
+ * object store first), answers job queries, applies the API's actions through the state machine,
+ * and keeps uploads, templates and Idempotency-Key records.
  */
+import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { ServerUnaryCall } from '@grpc/grpc-js';
 import type { ObjectStore } from '@nats-io/obj';
-import type { JobsServiceServer } from '../../gen/spool/v1/jobs.js';
-import type { StationsServiceClient } from '../../gen/spool/v1/stations.js';
+import type { CreateJobRequest, JobsServiceServer } from '../../gen/spool/v1/jobs.js';
+import { PrintOptions, type StationsServiceClient } from '../../gen/spool/v1/stations.js';
 import { invalid, notFound, SpoolError } from '../../lib/errors.js';
 import type { AsyncClient, AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
+import { open as openSealed, SEALING_ALGORITHM } from '../../lib/sealing.js';
+import { checkDocument, checkTemplate, renderTemplate } from './content.js';
+import type { Fetcher } from './fetch.js';
 import { isJobStatus, JOB_STATUSES } from './machine.js';
-import type { JobStore } from './store.js';
+import { documentName, type JobStore, type NewJob, uploadName } from './store.js';
 
-export const CONTENT_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'] as const;
+const run = promisify(execFile);
 
 export const MAX_TEXT_LENGTH = 1000;
+/** The longest a job may wait undelivered, and the furthest it may be scheduled. */
+export const MAX_EXPIRE_AFTER_S = 30 * 24 * 60 * 60;
+export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
+/** How much text a text preview shows. */
+export const TEXT_PREVIEW_BYTES = 64 * 1024;
 
 function requireUuid(value: string, what: string): string {
   if (!isUuid(value)) throw notFound(`no such ${what}`);
@@ -28,80 +43,241 @@ export interface JobsServerDeps {
   stations: AsyncClient<StationsServiceClient>;
   /** Largest document accepted, in bytes. */
   maxDocumentBytes: number;
+  clock: { now(): Date };
+  /** The server key pair for sealed content; undefined when sealing is not configured. */
+  serverKeys?: ServerKeys;
+  /** Fetches `pdf_uri` and `raw_uri` content. */
+  fetcher: Fetcher;
   /** Called after a change commits, so its messages leave at once. */
   onChange?: () => void;
 }
 
+export interface ServerKeys {
+  /** base64url of the current public key. */
+  publicKey: string;
+  /** The current private key first, then earlier ones still accepted after a rotation. */
+  privateKeys: Buffer[];
+}
+
+async function readObject(documents: ObjectStore, name: string): Promise<Buffer> {
+  const data = await documents.getBlob(name);
+  if (!data) throw new SpoolError('content_deleted', 'the document is no longer stored');
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** Renders the first page of a PDF as a PNG with poppler's pdftoppm. */
+async function pdfFirstPage(pdf: Buffer): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'spool-preview-'));
+  try {
+    await writeFile(join(dir, 'in.pdf'), pdf);
+    await run(
+      'pdftoppm',
+      ['-png', '-f', '1', '-l', '1', '-singlefile', '-scale-to', '1024', 'in.pdf', 'page'],
+      {
+        cwd: dir,
+        timeout: 20_000,
+      },
+    );
+    return await readFile(join(dir, 'page.png'));
+  } catch (err) {
+    throw new SpoolError('unavailable', 'the preview could not be made', { cause: err });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceServer> {
-  const { store } = deps;
+  const { store, documents } = deps;
   const changed = () => deps.onChange?.();
+
+  function checkSize(size: number, param: string): void {
+    if (size > deps.maxDocumentBytes) {
+      throw new SpoolError(
+        'payload_too_large',
+        `the document is larger than ${deps.maxDocumentBytes} bytes`,
+        {
+          param,
+        },
+      );
+    }
+  }
+
+  /** The document a new job prints, from whichever source the request names. */
+  async function resolveContent(req: CreateJobRequest, orgId: string) {
+    if (req.inline) {
+      checkSize(req.inline.data.length, 'content');
+      const document = Buffer.from(req.inline.data);
+      checkDocument(req.inline.contentType, document, 'content.data');
+      return { contentType: req.inline.contentType, document };
+    }
+    if (req.uploadId !== undefined) {
+      if (!isUuid(req.uploadId)) throw invalid('upload_id must be an id', 'content.upload_id');
+      const upload = await store.getUpload(orgId, req.uploadId);
+      return {
+        contentType: upload.contentType,
+        document: await readObject(documents, uploadName(upload.id)),
+      };
+    }
+    if (req.template) {
+      const id = req.template.templateId;
+      const template = isUuid(id) ? await store.getTemplate(orgId, id) : undefined;
+      if (!template)
+        throw invalid('template_id names no template of this organization', 'content.template_id');
+      const rendered = renderTemplate(template, req.template.fields);
+      checkSize(rendered.document.length, 'content');
+      return rendered;
+    }
+    if (req.sealed) {
+      const keys = deps.serverKeys;
+      if (!keys)
+        throw new SpoolError('unavailable', 'sealed content is not configured on this server');
+      let document: Buffer;
+      try {
+        document = await openSealed(keys.privateKeys, req.sealed.enc, req.sealed.ciphertext);
+      } catch {
+        throw invalid(
+          'the sealed content cannot be opened: it was changed, or sealed to another key (see GET /v1/public/server-key)',
+          'content.ciphertext',
+        );
+      }
+      checkSize(document.length, 'content');
+      checkDocument(req.sealed.contentType, document, 'content.content_type');
+      return { contentType: req.sealed.contentType, document };
+    }
+    if (req.uri) {
+      const document = await deps.fetcher.fetch(req.uri.uri, deps.maxDocumentBytes);
+      checkDocument(req.uri.contentType, document, 'content.uri');
+      return { contentType: req.uri.contentType, document };
+    }
+    throw invalid('content is required', 'content');
+  }
+
+  async function createFrom(
+    req: Omit<NewJob, 'id' | 'stationId' | 'contentType' | 'size' | 'sha256'>,
+    content: { contentType: string; document: Buffer },
+    call: ServerUnaryCall<unknown, unknown>,
+  ) {
+    let printer: Awaited<ReturnType<typeof deps.stations.getPrinter>>['printer'];
+    try {
+      ({ printer } = await deps.stations.getPrinter(
+        { orgId: req.orgId, printerId: req.printerId },
+        { parent: call },
+      ));
+    } catch (err) {
+      if ((err as SpoolError).code === 'not_found') {
+        throw invalid('printer_id names no printer of this organization', 'printer_id');
+      }
+      throw err;
+    }
+    if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
+    const id = randomUUID();
+    // The bytes are stored before the job exists; a job whose commit fails leaves an object that
+    // nothing refers to, never a job without its document.
+    await documents.putBlob(
+      { name: documentName(id), description: content.contentType },
+      content.document,
+    );
+    const job = await store.create({
+      ...req,
+      id,
+      printerId: printer.id,
+      stationId: printer.stationId,
+      contentType: content.contentType,
+      size: content.document.length,
+      sha256: createHash('sha256').update(content.document).digest('hex'),
+    });
+    changed();
+    return job;
+  }
 
   return {
     async createJob(req, call) {
       const orgId = requireUuid(req.orgId, 'organization');
       if (!isUuid(req.printerId))
         throw invalid('printer_id must be the id of a printer', 'printer_id');
-      if (!(CONTENT_TYPES as readonly string[]).includes(req.contentType)) {
-        throw invalid(`content type must be one of ${CONTENT_TYPES.join(', ')}`, 'content');
-      }
-      if (req.document.length > deps.maxDocumentBytes) {
-        throw new SpoolError(
-          'payload_too_large',
-          `the document is larger than ${deps.maxDocumentBytes} bytes`,
-          { param: 'content' },
-        );
-      }
       if (req.title.length > MAX_TEXT_LENGTH) throw invalid('title is too long', 'title');
       if (req.reference.length > MAX_TEXT_LENGTH)
         throw invalid('reference is too long', 'reference');
-      let printer: Awaited<ReturnType<typeof deps.stations.getPrinter>>['printer'];
-      try {
-        ({ printer } = await deps.stations.getPrinter(
-          { orgId, printerId: req.printerId },
-          { parent: call },
-        ));
-      } catch (err) {
-        if ((err as SpoolError).code === 'not_found') {
-          throw invalid('printer_id names no printer of this organization', 'printer_id');
-        }
-        throw err;
+      if (req.hold && req.scheduleAt)
+        throw invalid('a job cannot be both held and scheduled', 'hold');
+      if (req.expireAfter > MAX_EXPIRE_AFTER_S) {
+        throw invalid(`expire_after may be at most ${MAX_EXPIRE_AFTER_S} seconds`, 'expire_after');
       }
-      if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
-      const id = randomUUID();
-      const document = Buffer.from(req.document);
-      const sha256 = createHash('sha256').update(document).digest('hex');
-      // The bytes are stored before the job exists; a job whose commit fails leaves an object
-      // that retention removes, never a job without its document.
-      await deps.documents.putBlob({ name: id, description: req.contentType }, document);
-      const job = await store.create({
-        id,
-        orgId,
-        printerId: printer.id,
-        stationId: printer.stationId,
-        live: req.live,
-        title: req.title,
-        reference: req.reference,
-        options: req.options ?? {
-          copies: 0,
-          duplex: '',
-          color: '',
-          paper: '',
-          tray: '',
-          pages: '',
-          fitToPage: false,
-          rotate: 0,
+      const now = deps.clock.now().getTime();
+      if (req.scheduleAt && req.scheduleAt.getTime() > now + MAX_SCHEDULE_AHEAD_MS) {
+        throw invalid('schedule_at may be at most a year ahead', 'schedule_at');
+      }
+      const content = await resolveContent(req, orgId);
+      const job = await createFrom(
+        {
+          orgId,
+          printerId: req.printerId,
+          live: req.live,
+          title: req.title,
+          reference: req.reference,
+          options: req.options ?? PrintOptions.fromPartial({}),
+          actor: req.actor,
+          ...(req.scheduleAt ? { scheduleAt: req.scheduleAt } : {}),
+          hold: req.hold,
+          expireAfter: req.expireAfter,
         },
-        contentType: req.contentType,
-        size: document.length,
-        sha256,
-        actor: req.actor,
-      });
-      changed();
+        content,
+        call,
+      );
+      return { job };
+    },
+
+    async reprintJob(req, call) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const original = await store.withDocument(orgId, requireUuid(req.jobId, 'job'));
+      const document = await readObject(documents, documentName(original.id));
+      const job = await createFrom(
+        {
+          orgId,
+          printerId: original.printerId,
+          live: req.live,
+          title: original.title,
+          reference: original.reference,
+          options: original.options ?? PrintOptions.fromPartial({}),
+          actor: req.actor,
+          reprintOf: original.id,
+        },
+        { contentType: original.contentType, document },
+        call,
+      );
       return { job };
     },
 
     async getJob(req) {
       return store.get(requireUuid(req.orgId, 'organization'), requireUuid(req.jobId, 'job'));
+    },
+
+    async getJobContent(req) {
+      const job = await store.withDocument(
+        requireUuid(req.orgId, 'organization'),
+        requireUuid(req.jobId, 'job'),
+      );
+      return {
+        contentType: job.contentType,
+        data: await readObject(documents, documentName(job.id)),
+      };
+    },
+
+    async getJobPreview(req) {
+      const job = await store.withDocument(
+        requireUuid(req.orgId, 'organization'),
+        requireUuid(req.jobId, 'job'),
+      );
+      const data = await readObject(documents, documentName(job.id));
+      if (job.contentType === 'application/pdf')
+        return { contentType: 'image/png', data: await pdfFirstPage(data) };
+      if (job.contentType === 'text/plain') {
+        return {
+          contentType: 'text/plain; charset=utf-8',
+          data: data.subarray(0, TEXT_PREVIEW_BYTES),
+        };
+      }
+      throw notFound('raw documents have no preview; GET …/content has the bytes');
     },
 
     async listJobs(req) {
@@ -156,6 +332,67 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     async pendingJobs(req) {
       const orgId = requireUuid(req.orgId, 'organization');
       return { items: await store.pending(orgId, requireUuid(req.stationId, 'station')) };
+    },
+
+    async createUpload(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      checkSize(req.data.length, 'body');
+      const data = Buffer.from(req.data);
+      checkDocument(req.contentType, data, 'body');
+      const id = randomUUID();
+      await documents.putBlob({ name: uploadName(id), description: req.contentType }, data);
+      const upload = await store.createUpload({
+        id,
+        orgId,
+        contentType: req.contentType,
+        size: data.length,
+        sha256: createHash('sha256').update(data).digest('hex'),
+      });
+      return { upload };
+    },
+
+    async createTemplate(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      checkTemplate(req.kind, req.body, req.fields);
+      const template = await store.createTemplate({
+        orgId,
+        name: req.name,
+        kind: req.kind,
+        body: req.body,
+        fields: req.fields,
+      });
+      return { template };
+    },
+
+    async listTemplates(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return store.listTemplates(orgId, pageLimit(req.limit), req.cursor);
+    },
+
+    async claimIdempotencyKey(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return store.claimKey(orgId, req.key, req.fingerprint);
+    },
+
+    async completeIdempotencyKey(req) {
+      await store.completeKey(
+        requireUuid(req.orgId, 'organization'),
+        req.key,
+        req.status,
+        Buffer.from(req.body),
+      );
+      return {};
+    },
+
+    async getServerKey() {
+      if (!deps.serverKeys)
+        throw new SpoolError('unavailable', 'sealed content is not configured on this server');
+      return { publicKey: deps.serverKeys.publicKey, algorithm: SEALING_ALGORITHM };
+    },
+
+    async releaseIdempotencyKey(req) {
+      await store.releaseKey(requireUuid(req.orgId, 'organization'), req.key);
+      return {};
     },
   };
 }

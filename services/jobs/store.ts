@@ -1,20 +1,22 @@
 /**
- * The jobs tables. Every query is scoped by organization; every change writes the job, its event
- * and the messages it causes (webhook event, dispatch to the station) in one transaction.
+ * The jobs tables. Every query on tenant data is scoped by organization; every change writes the
+ * job, its numbered event and the messages it causes (webhook event, dispatch to the station) in
+ * one transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { Job, JobEvent } from '../../gen/spool/v1/jobs.js';
-import type { PrintOptions } from '../../gen/spool/v1/stations.js';
+import type { Job, JobEvent, Template, TemplateField, Upload } from '../../gen/spool/v1/jobs.js';
+import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
-import { conflict, notFound } from '../../lib/errors.js';
+import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { jobJson } from '../../lib/job-view.js';
 import { enqueue, type OutboxMessage } from '../../lib/outbox.js';
-import { decodeCursor, page } from '../../lib/paging.js';
+import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import {
+  FINISHED_STATUSES,
   type JobStatus,
   PENDING_STATUSES,
   statusesFor,
@@ -23,6 +25,9 @@ import {
 } from './machine.js';
 
 export const OUTBOX_TABLE = 'jobs_outbox';
+
+/** Test-key jobs an organization may create in a UTC day (DESIGN §4). */
+export const DAILY_TEST_LIMIT = 200;
 
 interface JobRow {
   id: string;
@@ -40,12 +45,18 @@ interface JobRow {
   sha256: string;
   attempt: number;
   version: number;
+  schedule_at: Date | null;
+  expire_after: number;
+  expire_at: Date | null;
+  reprint_of: string | null;
+  document_deleted_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
 const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
-  live, options, content_type, size, sha256, attempt, version, created_at, updated_at`;
+  live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
+  expire_at, reprint_of, document_deleted_at, created_at, updated_at`;
 
 function toJob(row: JobRow): Job {
   return {
@@ -63,6 +74,10 @@ function toJob(row: JobRow): Job {
     size: Number(row.size),
     sha256: row.sha256,
     attempt: row.attempt,
+    scheduleAt: row.schedule_at ?? undefined,
+    expireAt: row.expire_at ?? undefined,
+    reprintOf: row.reprint_of ?? '',
+    contentDeleted: row.document_deleted_at !== null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -87,23 +102,14 @@ function dispatchMessage(job: Job, kind: 'offer' | 'withdraw'): OutboxMessage {
     kind === 'offer'
       ? {
           kind,
-          job: { ...jobJson(job), sha256: job.sha256, options: job.options ?? emptyOptions() },
+          job: {
+            ...jobJson(job),
+            sha256: job.sha256,
+            options: job.options ?? PrintOptions.fromPartial({}),
+          },
         }
       : { kind, job_id: job.id, attempt: job.attempt };
   return { subject: subjects.dispatch(job.orgId, job.stationId), payload };
-}
-
-function emptyOptions(): PrintOptions {
-  return {
-    copies: 0,
-    duplex: '',
-    color: '',
-    paper: '',
-    tray: '',
-    pages: '',
-    fitToPage: false,
-    rotate: 0,
-  };
 }
 
 export interface NewJob {
@@ -119,6 +125,13 @@ export interface NewJob {
   size: number;
   sha256: string;
   actor: string;
+  /** The job starts `scheduled` until this time, when set. */
+  scheduleAt?: Date;
+  /** The job starts `held`. */
+  hold?: boolean;
+  /** Seconds it may wait undelivered; 0 for ever. */
+  expireAfter?: number;
+  reprintOf?: string;
 }
 
 export interface JobFilters {
@@ -134,6 +147,58 @@ export interface JobFilters {
 export interface Applied {
   job: Job;
   changed: boolean;
+}
+
+interface TemplateRow {
+  id: string;
+  org_id: string;
+  name: string;
+  kind: string;
+  body: string;
+  fields: TemplateField[];
+  created_at: Date;
+}
+
+function toTemplate(row: TemplateRow): Template {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    name: row.name,
+    kind: row.kind,
+    body: row.body,
+    fields: row.fields,
+    createdAt: row.created_at,
+  };
+}
+
+interface UploadRow {
+  id: string;
+  org_id: string;
+  content_type: string;
+  size: string;
+  sha256: string;
+  created_at: Date;
+  deleted_at: Date | null;
+}
+
+function toUpload(row: UploadRow): Upload {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    contentType: row.content_type,
+    size: Number(row.size),
+    sha256: row.sha256,
+    createdAt: row.created_at,
+  };
+}
+
+/** The document object of a job, and of an upload, in the DOCUMENTS bucket. */
+export const documentName = (jobId: string) => jobId;
+export const uploadName = (uploadId: string) => `upload-${uploadId}`;
+
+function secondsToMidnightUtc(now: Date): number {
+  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
 }
 
 export function createJobStore(pool: pg.Pool, clock: Clock) {
@@ -153,6 +218,100 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
     );
   }
 
+  /** Counts a test-key job against the organization's day; refuses the one over the limit. */
+  async function countTestPrint(tx: pg.PoolClient, orgId: string, now: Date): Promise<void> {
+    const day = now.toISOString().slice(0, 10);
+    const { rows } = await tx.query<{ n: number }>(
+      `INSERT INTO test_print_counts (org_id, day, n) VALUES ($1, $2, 1)
+       ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + 1 RETURNING n`,
+      [orgId, day],
+    );
+    if ((rows[0]?.n ?? 0) > DAILY_TEST_LIMIT) {
+      throw new SpoolError(
+        'rate_limited',
+        `the daily test limit of ${DAILY_TEST_LIMIT} test-key prints for this organization is reached; it resets at 00:00 UTC`,
+        { retryAfter: secondsToMidnightUtc(now) },
+      );
+    }
+  }
+
+  /** Moves a locked job by `trigger`, inside `tx`. */
+  async function applyInTx(
+    tx: pg.PoolClient,
+    row: JobRow,
+    trigger: Trigger,
+    how: { actor: string; detail?: string; attempt?: number },
+  ): Promise<Applied> {
+    const current = toJob(row);
+    const fromApi = trigger === 'cancel' || trigger === 'retry';
+    if (how.attempt !== undefined && how.attempt !== current.attempt) {
+      return { job: current, changed: false };
+    }
+    const t = transition(row.status, trigger);
+    if (!t) {
+      if (!fromApi) return { job: current, changed: false };
+      throw conflict(
+        `a ${row.status} job cannot be ${trigger === 'cancel' ? 'cancelled' : 'retried'}; ` +
+          `only ${statusesFor(trigger).join(', ')} jobs can`,
+      );
+    }
+    if (t.dispatch === 'offer' && row.document_deleted_at) {
+      throw new SpoolError(
+        'content_deleted',
+        'the job’s document is past retention and was deleted',
+      );
+    }
+    const now = clock.now();
+    const detail = how.detail ?? (trigger === 'expire' ? 'expired' : '');
+    const statusDetail = t.to === 'failed' ? detail : '';
+    const attempt = t.newAttempt ? current.attempt + 1 : current.attempt;
+    const finished = FINISHED_STATUSES.includes(t.to);
+    // A job that starts waiting again gets its expire_after afresh.
+    const expireAt =
+      t.to === 'queued' && row.expire_after > 0 && trigger !== 'due'
+        ? new Date(now.getTime() + row.expire_after * 1000)
+        : row.expire_at;
+    const updated = await tx.query<JobRow>(
+      `UPDATE jobs SET status = $3, status_detail = $4, attempt = $5, updated_at = $6,
+         version = version + 1, finished_at = $7, expire_at = $8,
+         schedule_at = CASE WHEN $3 = 'scheduled' THEN schedule_at ELSE NULL END
+       WHERE org_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
+      [row.org_id, row.id, t.to, statusDetail, attempt, now, finished ? now : null, expireAt],
+    );
+    const updatedRow = updated.rows[0] as JobRow;
+    const job = toJob(updatedRow);
+    await insertEvent(tx, job, updatedRow.version, now, detail || trigger, how.actor);
+    const messages: OutboxMessage[] = [];
+    if (t.event) messages.push(eventMessage(row.org_id, t.event, { job: jobJson(job) }, now));
+    if (t.dispatch === 'withdraw') messages.push(dispatchMessage(current, 'withdraw'));
+    if (t.dispatch === 'offer') messages.push(dispatchMessage(job, 'offer'));
+    await enqueue(tx, OUTBOX_TABLE, messages);
+    return { job, changed: true };
+  }
+
+  /** Applies `trigger` to due jobs of `status` (`time` passed), at most `limit`, each once. */
+  async function sweepDue(
+    status: JobStatus,
+    column: 'schedule_at' | 'expire_at',
+    trigger: Trigger,
+    limit: number,
+  ): Promise<Job[]> {
+    return withTx(pool, async (tx) => {
+      // SKIP LOCKED lets several replicas sweep at once, each taking other jobs.
+      const { rows } = await tx.query<JobRow>(
+        `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = $1 AND ${column} <= $2
+         ORDER BY ${column} LIMIT $3 FOR UPDATE SKIP LOCKED`,
+        [status, clock.now(), limit],
+      );
+      const moved: Job[] = [];
+      for (const row of rows) {
+        const applied = await applyInTx(tx, row, trigger, { actor: 'system' });
+        if (applied.changed) moved.push(applied.job);
+      }
+      return moved;
+    });
+  }
+
   function filterSql(orgId: string, f: JobFilters, withStatus: boolean) {
     const where = ['org_id = $1'];
     const params: unknown[] = [orgId];
@@ -169,20 +328,41 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
     return { where, params };
   }
 
+  async function getRow(orgId: string, jobId: string): Promise<JobRow> {
+    const { rows } = await pool.query<JobRow>(
+      `SELECT ${JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND id = $2`,
+      [orgId, jobId],
+    );
+    if (!rows[0]) throw notFound('no such job');
+    return rows[0];
+  }
+
   return {
     async create(job: NewJob): Promise<Job> {
       return withTx(pool, async (tx) => {
         const now = clock.now();
+        if (!job.live) await countTestPrint(tx, job.orgId, now);
+        const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
+        const status: JobStatus = job.hold ? 'held' : scheduled ? 'scheduled' : 'queued';
+        const expireAfter = job.expireAfter ?? 0;
+        const waitFrom = scheduled ? (job.scheduleAt as Date) : now;
+        const expireAt =
+          expireAfter > 0 && status !== 'held'
+            ? new Date(waitFrom.getTime() + expireAfter * 1000)
+            : null;
         const { rows } = await tx.query<JobRow>(
           `INSERT INTO jobs (id, org_id, printer_id, station_id, status, reference, title, live,
-             options, content_type, size, sha256, attempt, created_by, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11, 1, $12, $13, $13)
+             options, content_type, size, sha256, attempt, created_by, schedule_at, expire_after,
+             expire_at, reprint_of, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $14, $15, $16, $17,
+             $18, $18)
            RETURNING ${JOB_COLUMNS}`,
           [
             job.id,
             job.orgId,
             job.printerId,
             job.stationId,
+            status,
             job.reference,
             job.title,
             job.live,
@@ -191,30 +371,44 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
             job.size,
             job.sha256,
             job.actor,
+            scheduled ? job.scheduleAt : null,
+            expireAfter,
+            expireAt,
+            job.reprintOf ?? null,
             now,
           ],
         );
         const created = toJob(rows[0] as JobRow);
-        await insertEvent(tx, created, 1, now, 'created', job.actor);
-        await enqueue(tx, OUTBOX_TABLE, [
+        const detail = job.reprintOf ? `reprint of ${job.reprintOf}` : 'created';
+        await insertEvent(tx, created, 1, now, detail, job.actor);
+        const messages = [
           eventMessage(created.orgId, 'job.created', { job: jobJson(created) }, now),
-          dispatchMessage(created, 'offer'),
-        ]);
+        ];
+        if (status === 'queued') messages.push(dispatchMessage(created, 'offer'));
+        await enqueue(tx, OUTBOX_TABLE, messages);
         return created;
       });
     },
 
     async get(orgId: string, jobId: string): Promise<{ job: Job; events: JobEvent[] }> {
-      const { rows } = await pool.query<JobRow>(
-        `SELECT ${JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND id = $2`,
-        [orgId, jobId],
-      );
-      if (!rows[0]) throw notFound('no such job');
+      const row = await getRow(orgId, jobId);
       const events = await pool.query<{ at: Date; status: string; detail: string; actor: string }>(
         'SELECT at, status, detail, actor FROM job_events WHERE org_id = $1 AND job_id = $2 ORDER BY seq',
         [orgId, jobId],
       );
-      return { job: toJob(rows[0]), events: events.rows };
+      return { job: toJob(row), events: events.rows };
+    },
+
+    /** The job, for its content; 410 once its document is past retention. */
+    async withDocument(orgId: string, jobId: string): Promise<Job> {
+      const row = await getRow(orgId, jobId);
+      if (row.document_deleted_at) {
+        throw new SpoolError(
+          'content_deleted',
+          'the job’s document is past retention and was deleted',
+        );
+      }
+      return toJob(row);
     },
 
     async list(orgId: string, filters: JobFilters, limit: number, cursor: string) {
@@ -262,42 +456,16 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
           `SELECT ${JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND id = $2`,
           [orgId, jobId],
         );
-        const row = rows[0];
-        if (!row) throw notFound('no such job');
-        const current = toJob(row);
-        const fromApi = trigger === 'cancel' || trigger === 'retry';
-        if (how.attempt !== undefined && how.attempt !== current.attempt) {
-          return { job: current, changed: false };
-        }
-        const t = transition(row.status, trigger);
-        if (!t) {
-          if (!fromApi) return { job: current, changed: false };
-          throw conflict(
-            `a ${row.status} job cannot be ${trigger === 'cancel' ? 'cancelled' : 'retried'}; ` +
-              `only ${statusesFor(trigger).join(', ')} jobs can`,
-          );
-        }
-        const now = clock.now();
-        const detail = how.detail ?? '';
-        const statusDetail = t.to === 'failed' ? detail : '';
-        const attempt = t.newAttempt ? current.attempt + 1 : current.attempt;
-        const updated = await tx.query<JobRow>(
-          `UPDATE jobs SET status = $3, status_detail = $4, attempt = $5, updated_at = $6,
-             version = version + 1
-           WHERE org_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
-          [orgId, jobId, t.to, statusDetail, attempt, now],
-        );
-        const updatedRow = updated.rows[0] as JobRow;
-        const job = toJob(updatedRow);
-        await insertEvent(tx, job, updatedRow.version, now, detail || trigger, how.actor);
-        const messages: OutboxMessage[] = [];
-        if (t.event) messages.push(eventMessage(orgId, t.event, { job: jobJson(job) }, now));
-        if (t.dispatch === 'withdraw') messages.push(dispatchMessage(current, 'withdraw'));
-        if (t.dispatch === 'offer') messages.push(dispatchMessage(job, 'offer'));
-        await enqueue(tx, OUTBOX_TABLE, messages);
-        return { job, changed: true };
+        if (!rows[0]) throw notFound('no such job');
+        return applyInTx(tx, rows[0], trigger, how);
       });
     },
+
+    /** Queues scheduled jobs whose time has come. */
+    queueDue: (limit = 500) => sweepDue('scheduled', 'schedule_at', 'due', limit),
+
+    /** Fails queued jobs that waited longer than their expire_after. */
+    expireDue: (limit = 500) => sweepDue('queued', 'expire_at', 'expire', limit),
 
     async pending(orgId: string, stationId: string): Promise<Job[]> {
       const { rows } = await pool.query<JobRow>(
@@ -307,6 +475,147 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         [orgId, stationId, PENDING_STATUSES],
       );
       return rows.map(toJob);
+    },
+
+    /** Jobs finished before `before` whose documents are still kept. */
+    async documentsToDelete(before: Date, limit: number): Promise<string[]> {
+      const { rows } = await pool.query<{ id: string }>(
+        `SELECT id FROM jobs WHERE finished_at <= $1 AND document_deleted_at IS NULL
+         ORDER BY finished_at LIMIT $2`,
+        [before, limit],
+      );
+      return rows.map((r) => r.id);
+    },
+
+    async markDocumentsDeleted(ids: string[]): Promise<void> {
+      if (ids.length === 0) return;
+      await pool.query('UPDATE jobs SET document_deleted_at = $2 WHERE id = ANY($1)', [
+        ids,
+        clock.now(),
+      ]);
+    },
+
+    async createUpload(upload: Omit<Upload, 'createdAt'>): Promise<Upload> {
+      const { rows } = await pool.query<UploadRow>(
+        `INSERT INTO uploads (id, org_id, content_type, size, sha256, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+        [upload.id, upload.orgId, upload.contentType, upload.size, upload.sha256, clock.now()],
+      );
+      return toUpload(rows[0] as UploadRow);
+    },
+
+    /** An upload of the organization; 410 once it is past retention. */
+    async getUpload(orgId: string, id: string): Promise<Upload> {
+      const { rows } = await pool.query<UploadRow>(
+        'SELECT * FROM uploads WHERE org_id = $1 AND id = $2',
+        [orgId, id],
+      );
+      const row = rows[0];
+      if (!row)
+        throw new SpoolError('invalid', 'upload_id names no upload of this organization', {
+          param: 'content.upload_id',
+        });
+      if (row.deleted_at)
+        throw new SpoolError('content_deleted', 'the upload is past retention and was deleted');
+      return toUpload(row);
+    },
+
+    async uploadsToDelete(before: Date, limit: number): Promise<string[]> {
+      const { rows } = await pool.query<{ id: string }>(
+        `SELECT id FROM uploads WHERE created_at <= $1 AND deleted_at IS NULL
+         ORDER BY created_at LIMIT $2`,
+        [before, limit],
+      );
+      return rows.map((r) => r.id);
+    },
+
+    async markUploadsDeleted(ids: string[]): Promise<void> {
+      if (ids.length === 0) return;
+      await pool.query('UPDATE uploads SET deleted_at = $2 WHERE id = ANY($1)', [ids, clock.now()]);
+    },
+
+    async createTemplate(t: Omit<Template, 'id' | 'createdAt'>): Promise<Template> {
+      const { rows } = await pool.query<TemplateRow>(
+        `INSERT INTO templates (id, org_id, name, kind, body, fields, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+        [randomUUID(), t.orgId, t.name, t.kind, t.body, JSON.stringify(t.fields), clock.now()],
+      );
+      return toTemplate(rows[0] as TemplateRow);
+    },
+
+    async getTemplate(orgId: string, id: string): Promise<Template | undefined> {
+      const { rows } = await pool.query<TemplateRow>(
+        'SELECT * FROM templates WHERE org_id = $1 AND id = $2',
+        [orgId, id],
+      );
+      return rows[0] ? toTemplate(rows[0]) : undefined;
+    },
+
+    async listTemplates(orgId: string, limit: number, cursor: string) {
+      const { items, nextCursor } = await listOldestFirst<TemplateRow>(
+        pool,
+        { select: 'SELECT * FROM templates', where: 'org_id = $1', params: [orgId] },
+        limit,
+        cursor,
+      );
+      return { items: items.map(toTemplate), nextCursor };
+    },
+
+    /**
+     * Claims an Idempotency-Key for a request. Keys live 24 hours; a key seen with another request
+     * is a 409 naming it.
+     */
+    async claimKey(
+      orgId: string,
+      key: string,
+      fingerprint: string,
+    ): Promise<{ state: 'claimed' | 'completed' | 'in_progress'; status: number; body: Buffer }> {
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        const dayAgo = new Date(now.getTime() - 24 * 60 * 60 * 1000);
+        const { rows } = await tx.query<{
+          fingerprint: string;
+          status: number;
+          body: Buffer | null;
+          created_at: Date;
+        }>(
+          'SELECT fingerprint, status, body, created_at FROM idempotency_keys WHERE org_id = $1 AND key = $2',
+          [orgId, key],
+        );
+        const row = rows[0];
+        if (row && row.created_at > dayAgo) {
+          if (row.fingerprint !== fingerprint) {
+            throw conflict(
+              `the Idempotency-Key ${JSON.stringify(key)} was used with another request`,
+              'Idempotency-Key',
+            );
+          }
+          if (row.status === 0) return { state: 'in_progress', status: 0, body: Buffer.alloc(0) };
+          return { state: 'completed', status: row.status, body: row.body ?? Buffer.alloc(0) };
+        }
+        await tx.query(
+          `INSERT INTO idempotency_keys (org_id, key, fingerprint, status, body, created_at)
+           VALUES ($1, $2, $3, 0, NULL, $4)
+           ON CONFLICT (org_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+             status = 0, body = NULL, created_at = excluded.created_at`,
+          [orgId, key, fingerprint, now],
+        );
+        return { state: 'claimed', status: 0, body: Buffer.alloc(0) };
+      });
+    },
+
+    async completeKey(orgId: string, key: string, status: number, body: Buffer): Promise<void> {
+      await pool.query(
+        'UPDATE idempotency_keys SET status = $3, body = $4 WHERE org_id = $1 AND key = $2',
+        [orgId, key, status, body],
+      );
+    },
+
+    async releaseKey(orgId: string, key: string): Promise<void> {
+      await pool.query(
+        'DELETE FROM idempotency_keys WHERE org_id = $1 AND key = $2 AND status = 0',
+        [orgId, key],
+      );
     },
   };
 }

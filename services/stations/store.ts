@@ -17,7 +17,7 @@ import { withTx } from '../../lib/db.js';
 import { invalid, notFound } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { enqueue, type OutboxMessage } from '../../lib/outbox.js';
-import { decodeCursor, page } from '../../lib/paging.js';
+import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 
 export const OUTBOX_TABLE = 'stations_outbox';
 
@@ -213,17 +213,16 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
     },
 
     async listLocations(orgId: string, limit: number, cursor: string) {
-      const after = decodeCursor(cursor);
-      const { rows } = await pool.query<LocationRow>(
-        `SELECT id, org_id, name, address, timezone, created_at FROM locations
-         WHERE org_id = $1 AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
-         ORDER BY created_at, id LIMIT $4`,
-        [orgId, after?.at ?? null, after?.id ?? null, limit + 1],
+      const { items, nextCursor } = await listOldestFirst<LocationRow>(
+        pool,
+        {
+          select: 'SELECT id, org_id, name, address, timezone, created_at FROM locations',
+          where: 'org_id = $1',
+          params: [orgId],
+        },
+        limit,
+        cursor,
       );
-      const { items, nextCursor } = page(rows, limit, (r) => ({
-        at: r.created_at.toISOString(),
-        id: r.id,
-      }));
       return { items: items.map(toLocation), nextCursor };
     },
 

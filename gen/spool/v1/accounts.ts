@@ -24,6 +24,39 @@ export const protobufPackage = "spool.v1";
 
 export const protobufFileName = "spool/v1/accounts.proto";
 
+export interface Settings {
+  /** Days a job's document is kept after the job finishes (printed, failed or cancelled). */
+  jobDocumentRetentionDays: number;
+  /** Days an upload is kept. */
+  uploadRetentionDays: number;
+  /** A notice shown on the public status; empty for none. */
+  statusNotice: string;
+  /** The public prices as a JSON object (cents), or empty when not published. */
+  pricingJson: string;
+  /** The latest stable agent release per platform as a JSON object, or empty when none. */
+  downloadsJson: string;
+}
+
+export interface GetSettingsRequest {
+}
+
+export interface GetSettingsResponse {
+  settings: Settings | undefined;
+}
+
+export interface UpdateSettingsRequest {
+  /** Only the fields set here change. */
+  jobDocumentRetentionDays?: number | undefined;
+  uploadRetentionDays?: number | undefined;
+  statusNotice?: string | undefined;
+  pricingJson?: string | undefined;
+  downloadsJson?: string | undefined;
+}
+
+export interface UpdateSettingsResponse {
+  settings: Settings | undefined;
+}
+
 export interface Org {
   id: string;
   name: string;
@@ -116,6 +149,508 @@ export interface AuthenticateApiKeyResponse {
   orgName: string;
 }
 
+function createBaseSettings(): Settings {
+  return { jobDocumentRetentionDays: 0, uploadRetentionDays: 0, statusNotice: "", pricingJson: "", downloadsJson: "" };
+}
+
+export const Settings: MessageFns<Settings> = {
+  encode(message: Settings, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobDocumentRetentionDays !== 0) {
+      writer.uint32(8).uint32(message.jobDocumentRetentionDays);
+    }
+    if (message.uploadRetentionDays !== 0) {
+      writer.uint32(16).uint32(message.uploadRetentionDays);
+    }
+    if (message.statusNotice !== "") {
+      writer.uint32(26).string(message.statusNotice);
+    }
+    if (message.pricingJson !== "") {
+      writer.uint32(34).string(message.pricingJson);
+    }
+    if (message.downloadsJson !== "") {
+      writer.uint32(42).string(message.downloadsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Settings {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSettings();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.jobDocumentRetentionDays = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.uploadRetentionDays = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.statusNotice = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pricingJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.downloadsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Settings {
+    return {
+      jobDocumentRetentionDays: isSet(object.jobDocumentRetentionDays)
+        ? globalThis.Number(object.jobDocumentRetentionDays)
+        : isSet(object.job_document_retention_days)
+        ? globalThis.Number(object.job_document_retention_days)
+        : 0,
+      uploadRetentionDays: isSet(object.uploadRetentionDays)
+        ? globalThis.Number(object.uploadRetentionDays)
+        : isSet(object.upload_retention_days)
+        ? globalThis.Number(object.upload_retention_days)
+        : 0,
+      statusNotice: isSet(object.statusNotice)
+        ? globalThis.String(object.statusNotice)
+        : isSet(object.status_notice)
+        ? globalThis.String(object.status_notice)
+        : "",
+      pricingJson: isSet(object.pricingJson)
+        ? globalThis.String(object.pricingJson)
+        : isSet(object.pricing_json)
+        ? globalThis.String(object.pricing_json)
+        : "",
+      downloadsJson: isSet(object.downloadsJson)
+        ? globalThis.String(object.downloadsJson)
+        : isSet(object.downloads_json)
+        ? globalThis.String(object.downloads_json)
+        : "",
+    };
+  },
+
+  toJSON(message: Settings): unknown {
+    const obj: any = {};
+    if (message.jobDocumentRetentionDays !== 0) {
+      obj.jobDocumentRetentionDays = Math.round(message.jobDocumentRetentionDays);
+    }
+    if (message.uploadRetentionDays !== 0) {
+      obj.uploadRetentionDays = Math.round(message.uploadRetentionDays);
+    }
+    if (message.statusNotice !== "") {
+      obj.statusNotice = message.statusNotice;
+    }
+    if (message.pricingJson !== "") {
+      obj.pricingJson = message.pricingJson;
+    }
+    if (message.downloadsJson !== "") {
+      obj.downloadsJson = message.downloadsJson;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Settings>): Settings {
+    return Settings.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Settings>): Settings {
+    const message = createBaseSettings();
+    message.jobDocumentRetentionDays = object.jobDocumentRetentionDays ?? 0;
+    message.uploadRetentionDays = object.uploadRetentionDays ?? 0;
+    message.statusNotice = object.statusNotice ?? "";
+    message.pricingJson = object.pricingJson ?? "";
+    message.downloadsJson = object.downloadsJson ?? "";
+    return message;
+  },
+};
+
+function createBaseGetSettingsRequest(): GetSettingsRequest {
+  return {};
+}
+
+export const GetSettingsRequest: MessageFns<GetSettingsRequest> = {
+  encode(_: GetSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetSettingsRequest {
+    return {};
+  },
+
+  toJSON(_: GetSettingsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetSettingsRequest>): GetSettingsRequest {
+    return GetSettingsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<GetSettingsRequest>): GetSettingsRequest {
+    const message = createBaseGetSettingsRequest();
+    return message;
+  },
+};
+
+function createBaseGetSettingsResponse(): GetSettingsResponse {
+  return { settings: undefined };
+}
+
+export const GetSettingsResponse: MessageFns<GetSettingsResponse> = {
+  encode(message: GetSettingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      Settings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSettingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSettingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = Settings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSettingsResponse {
+    return { settings: isSet(object.settings) ? Settings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: GetSettingsResponse): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = Settings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetSettingsResponse>): GetSettingsResponse {
+    return GetSettingsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetSettingsResponse>): GetSettingsResponse {
+    const message = createBaseGetSettingsResponse();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? Settings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateSettingsRequest(): UpdateSettingsRequest {
+  return {
+    jobDocumentRetentionDays: undefined,
+    uploadRetentionDays: undefined,
+    statusNotice: undefined,
+    pricingJson: undefined,
+    downloadsJson: undefined,
+  };
+}
+
+export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
+  encode(message: UpdateSettingsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobDocumentRetentionDays !== undefined) {
+      writer.uint32(8).uint32(message.jobDocumentRetentionDays);
+    }
+    if (message.uploadRetentionDays !== undefined) {
+      writer.uint32(16).uint32(message.uploadRetentionDays);
+    }
+    if (message.statusNotice !== undefined) {
+      writer.uint32(26).string(message.statusNotice);
+    }
+    if (message.pricingJson !== undefined) {
+      writer.uint32(34).string(message.pricingJson);
+    }
+    if (message.downloadsJson !== undefined) {
+      writer.uint32(42).string(message.downloadsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateSettingsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateSettingsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.jobDocumentRetentionDays = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.uploadRetentionDays = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.statusNotice = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pricingJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.downloadsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateSettingsRequest {
+    return {
+      jobDocumentRetentionDays: isSet(object.jobDocumentRetentionDays)
+        ? globalThis.Number(object.jobDocumentRetentionDays)
+        : isSet(object.job_document_retention_days)
+        ? globalThis.Number(object.job_document_retention_days)
+        : undefined,
+      uploadRetentionDays: isSet(object.uploadRetentionDays)
+        ? globalThis.Number(object.uploadRetentionDays)
+        : isSet(object.upload_retention_days)
+        ? globalThis.Number(object.upload_retention_days)
+        : undefined,
+      statusNotice: isSet(object.statusNotice)
+        ? globalThis.String(object.statusNotice)
+        : isSet(object.status_notice)
+        ? globalThis.String(object.status_notice)
+        : undefined,
+      pricingJson: isSet(object.pricingJson)
+        ? globalThis.String(object.pricingJson)
+        : isSet(object.pricing_json)
+        ? globalThis.String(object.pricing_json)
+        : undefined,
+      downloadsJson: isSet(object.downloadsJson)
+        ? globalThis.String(object.downloadsJson)
+        : isSet(object.downloads_json)
+        ? globalThis.String(object.downloads_json)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateSettingsRequest): unknown {
+    const obj: any = {};
+    if (message.jobDocumentRetentionDays !== undefined) {
+      obj.jobDocumentRetentionDays = Math.round(message.jobDocumentRetentionDays);
+    }
+    if (message.uploadRetentionDays !== undefined) {
+      obj.uploadRetentionDays = Math.round(message.uploadRetentionDays);
+    }
+    if (message.statusNotice !== undefined) {
+      obj.statusNotice = message.statusNotice;
+    }
+    if (message.pricingJson !== undefined) {
+      obj.pricingJson = message.pricingJson;
+    }
+    if (message.downloadsJson !== undefined) {
+      obj.downloadsJson = message.downloadsJson;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateSettingsRequest>): UpdateSettingsRequest {
+    return UpdateSettingsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateSettingsRequest>): UpdateSettingsRequest {
+    const message = createBaseUpdateSettingsRequest();
+    message.jobDocumentRetentionDays = object.jobDocumentRetentionDays ?? undefined;
+    message.uploadRetentionDays = object.uploadRetentionDays ?? undefined;
+    message.statusNotice = object.statusNotice ?? undefined;
+    message.pricingJson = object.pricingJson ?? undefined;
+    message.downloadsJson = object.downloadsJson ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateSettingsResponse(): UpdateSettingsResponse {
+  return { settings: undefined };
+}
+
+export const UpdateSettingsResponse: MessageFns<UpdateSettingsResponse> = {
+  encode(message: UpdateSettingsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.settings !== undefined) {
+      Settings.encode(message.settings, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateSettingsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateSettingsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settings = Settings.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateSettingsResponse {
+    return { settings: isSet(object.settings) ? Settings.fromJSON(object.settings) : undefined };
+  },
+
+  toJSON(message: UpdateSettingsResponse): unknown {
+    const obj: any = {};
+    if (message.settings !== undefined) {
+      obj.settings = Settings.toJSON(message.settings);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateSettingsResponse>): UpdateSettingsResponse {
+    return UpdateSettingsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateSettingsResponse>): UpdateSettingsResponse {
+    const message = createBaseUpdateSettingsResponse();
+    message.settings = (object.settings !== undefined && object.settings !== null)
+      ? Settings.fromPartial(object.settings)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseOrg(): Org {
   return { id: "", name: "", createdAt: undefined };
 }
@@ -207,6 +742,17 @@ export const Org: MessageFns<Org> = {
       obj.createdAt = message.createdAt.toISOString();
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<Org>): Org {
+    return Org.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Org>): Org {
+    const message = createBaseOrg();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
   },
 };
 
@@ -434,6 +980,24 @@ export const ApiKey: MessageFns<ApiKey> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<ApiKey>): ApiKey {
+    return ApiKey.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ApiKey>): ApiKey {
+    const message = createBaseApiKey();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.live = object.live ?? false;
+    message.scopes = object.scopes?.map((e) => e) || [];
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.allowedIps = object.allowedIps?.map((e) => e) || [];
+    message.createdAt = object.createdAt ?? undefined;
+    message.revokedAt = object.revokedAt ?? undefined;
+    message.hint = object.hint ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
 };
 
 function createBaseCreateOrgRequest(): CreateOrgRequest {
@@ -492,6 +1056,15 @@ export const CreateOrgRequest: MessageFns<CreateOrgRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<CreateOrgRequest>): CreateOrgRequest {
+    return CreateOrgRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateOrgRequest>): CreateOrgRequest {
+    const message = createBaseCreateOrgRequest();
+    message.name = object.name ?? "";
+    return message;
+  },
 };
 
 function createBaseCreateOrgResponse(): CreateOrgResponse {
@@ -549,6 +1122,15 @@ export const CreateOrgResponse: MessageFns<CreateOrgResponse> = {
       obj.org = Org.toJSON(message.org);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<CreateOrgResponse>): CreateOrgResponse {
+    return CreateOrgResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateOrgResponse>): CreateOrgResponse {
+    const message = createBaseCreateOrgResponse();
+    message.org = (object.org !== undefined && object.org !== null) ? Org.fromPartial(object.org) : undefined;
+    return message;
   },
 };
 
@@ -614,6 +1196,15 @@ export const GetOrgRequest: MessageFns<GetOrgRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<GetOrgRequest>): GetOrgRequest {
+    return GetOrgRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetOrgRequest>): GetOrgRequest {
+    const message = createBaseGetOrgRequest();
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
 };
 
 function createBaseGetOrgResponse(): GetOrgResponse {
@@ -671,6 +1262,15 @@ export const GetOrgResponse: MessageFns<GetOrgResponse> = {
       obj.org = Org.toJSON(message.org);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<GetOrgResponse>): GetOrgResponse {
+    return GetOrgResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetOrgResponse>): GetOrgResponse {
+    const message = createBaseGetOrgResponse();
+    message.org = (object.org !== undefined && object.org !== null) ? Org.fromPartial(object.org) : undefined;
+    return message;
   },
 };
 
@@ -819,6 +1419,20 @@ export const CreateApiKeyRequest: MessageFns<CreateApiKeyRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<CreateApiKeyRequest>): CreateApiKeyRequest {
+    return CreateApiKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateApiKeyRequest>): CreateApiKeyRequest {
+    const message = createBaseCreateApiKeyRequest();
+    message.orgId = object.orgId ?? "";
+    message.live = object.live ?? false;
+    message.scopes = object.scopes?.map((e) => e) || [];
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.allowedIps = object.allowedIps?.map((e) => e) || [];
+    message.name = object.name ?? "";
+    return message;
+  },
 };
 
 function createBaseCreateApiKeyResponse(): CreateApiKeyResponse {
@@ -893,6 +1507,16 @@ export const CreateApiKeyResponse: MessageFns<CreateApiKeyResponse> = {
       obj.secret = message.secret;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<CreateApiKeyResponse>): CreateApiKeyResponse {
+    return CreateApiKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateApiKeyResponse>): CreateApiKeyResponse {
+    const message = createBaseCreateApiKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.secret = object.secret ?? "";
+    return message;
   },
 };
 
@@ -988,6 +1612,17 @@ export const ListApiKeysRequest: MessageFns<ListApiKeysRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<ListApiKeysRequest>): ListApiKeysRequest {
+    return ListApiKeysRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListApiKeysRequest>): ListApiKeysRequest {
+    const message = createBaseListApiKeysRequest();
+    message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
 };
 
 function createBaseListApiKeysResponse(): ListApiKeysResponse {
@@ -1066,6 +1701,16 @@ export const ListApiKeysResponse: MessageFns<ListApiKeysResponse> = {
       obj.nextCursor = message.nextCursor;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<ListApiKeysResponse>): ListApiKeysResponse {
+    return ListApiKeysResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListApiKeysResponse>): ListApiKeysResponse {
+    const message = createBaseListApiKeysResponse();
+    message.items = object.items?.map((e) => ApiKey.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
   },
 };
 
@@ -1150,6 +1795,16 @@ export const RevokeApiKeyRequest: MessageFns<RevokeApiKeyRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<RevokeApiKeyRequest>): RevokeApiKeyRequest {
+    return RevokeApiKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevokeApiKeyRequest>): RevokeApiKeyRequest {
+    const message = createBaseRevokeApiKeyRequest();
+    message.orgId = object.orgId ?? "";
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
 };
 
 function createBaseRevokeApiKeyResponse(): RevokeApiKeyResponse {
@@ -1207,6 +1862,15 @@ export const RevokeApiKeyResponse: MessageFns<RevokeApiKeyResponse> = {
       obj.key = ApiKey.toJSON(message.key);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<RevokeApiKeyResponse>): RevokeApiKeyResponse {
+    return RevokeApiKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevokeApiKeyResponse>): RevokeApiKeyResponse {
+    const message = createBaseRevokeApiKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
   },
 };
 
@@ -1271,6 +1935,15 @@ export const AuthenticateApiKeyRequest: MessageFns<AuthenticateApiKeyRequest> = 
       obj.keyHash = base64FromBytes(message.keyHash);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<AuthenticateApiKeyRequest>): AuthenticateApiKeyRequest {
+    return AuthenticateApiKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuthenticateApiKeyRequest>): AuthenticateApiKeyRequest {
+    const message = createBaseAuthenticateApiKeyRequest();
+    message.keyHash = object.keyHash ?? Buffer.alloc(0);
+    return message;
   },
 };
 
@@ -1351,6 +2024,16 @@ export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> 
     }
     return obj;
   },
+
+  create(base?: DeepPartial<AuthenticateApiKeyResponse>): AuthenticateApiKeyResponse {
+    return AuthenticateApiKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuthenticateApiKeyResponse>): AuthenticateApiKeyResponse {
+    const message = createBaseAuthenticateApiKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.orgName = object.orgName ?? "";
+    return message;
+  },
 };
 
 /**
@@ -1421,6 +2104,27 @@ export const AccountsServiceService = {
       Buffer.from(AuthenticateApiKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AuthenticateApiKeyResponse => AuthenticateApiKeyResponse.decode(value),
   },
+  /** Settings an administrator sets for the whole installation. */
+  getSettings: {
+    path: "/spool.v1.AccountsService/GetSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetSettingsRequest): Buffer => Buffer.from(GetSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSettingsRequest => GetSettingsRequest.decode(value),
+    responseSerialize: (value: GetSettingsResponse): Buffer => Buffer.from(GetSettingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetSettingsResponse => GetSettingsResponse.decode(value),
+  },
+  updateSettings: {
+    path: "/spool.v1.AccountsService/UpdateSettings" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateSettingsRequest): Buffer =>
+      Buffer.from(UpdateSettingsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateSettingsRequest => UpdateSettingsRequest.decode(value),
+    responseSerialize: (value: UpdateSettingsResponse): Buffer =>
+      Buffer.from(UpdateSettingsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateSettingsResponse => UpdateSettingsResponse.decode(value),
+  },
 } as const;
 
 export interface AccountsServiceServer extends UntypedServiceImplementation {
@@ -1434,6 +2138,9 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
    * expired. Unknown, revoked and expired keys answer UNAUTHENTICATED alike.
    */
   authenticateApiKey: handleUnaryCall<AuthenticateApiKeyRequest, AuthenticateApiKeyResponse>;
+  /** Settings an administrator sets for the whole installation. */
+  getSettings: handleUnaryCall<GetSettingsRequest, GetSettingsResponse>;
+  updateSettings: handleUnaryCall<UpdateSettingsRequest, UpdateSettingsResponse>;
 }
 
 export interface AccountsServiceClient extends Client {
@@ -1531,6 +2238,37 @@ export interface AccountsServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AuthenticateApiKeyResponse) => void,
   ): ClientUnaryCall;
+  /** Settings an administrator sets for the whole installation. */
+  getSettings(
+    request: GetSettingsRequest,
+    callback: (error: ServiceError | null, response: GetSettingsResponse) => void,
+  ): ClientUnaryCall;
+  getSettings(
+    request: GetSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetSettingsResponse) => void,
+  ): ClientUnaryCall;
+  getSettings(
+    request: GetSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetSettingsResponse) => void,
+  ): ClientUnaryCall;
+  updateSettings(
+    request: UpdateSettingsRequest,
+    callback: (error: ServiceError | null, response: UpdateSettingsResponse) => void,
+  ): ClientUnaryCall;
+  updateSettings(
+    request: UpdateSettingsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateSettingsResponse) => void,
+  ): ClientUnaryCall;
+  updateSettings(
+    request: UpdateSettingsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateSettingsResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const AccountsServiceClient = makeGenericClientConstructor(
@@ -1549,6 +2287,14 @@ function bytesFromBase64(b64: string): Uint8Array {
 function base64FromBytes(arr: Uint8Array): string {
   return globalThis.Buffer.from(arr).toString("base64");
 }
+
+type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+
+export type DeepPartial<T> = T extends Builtin ? T
+  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+  : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
+  : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
+  : Partial<T>;
 
 function toTimestamp(date: Date): Timestamp {
   const seconds = Math.trunc(date.getTime() / 1_000);
@@ -1581,4 +2327,6 @@ export interface MessageFns<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
   fromJSON(object: any): T;
   toJSON(message: T): unknown;
+  create(base?: DeepPartial<T>): T;
+  fromPartial(object: DeepPartial<T>): T;
 }

@@ -42,6 +42,18 @@ export interface Job {
   updatedAt: Date | undefined;
   attempt: number;
   sha256: string;
+  /** Set while the job is scheduled. */
+  scheduleAt:
+    | Date
+    | undefined;
+  /** When a job still undelivered fails as expired; unset when it never expires. */
+  expireAt:
+    | Date
+    | undefined;
+  /** The job this one reprints, if any. */
+  reprintOf: string;
+  /** The document is past retention: content, preview and reprint answer 410. */
+  contentDeleted: boolean;
 }
 
 export interface JobEvent {
@@ -60,10 +72,54 @@ export interface CreateJobRequest {
   printerId: string;
   title: string;
   reference: string;
+  options: PrintOptions | undefined;
+  inline?: InlineDocument | undefined;
+  uploadId?: string | undefined;
+  template?: TemplateContent | undefined;
+  uri?: UriContent | undefined;
+  sealed?:
+    | SealedContent
+    | undefined;
+  /** A future time: the job is `scheduled` until then. */
+  scheduleAt:
+    | Date
+    | undefined;
+  /** The job is `held` until retried. */
+  hold: boolean;
+  /** Seconds the job may wait undelivered before it fails as expired; 0 for never. */
+  expireAfter: number;
+}
+
+export interface InlineDocument {
   /** application/pdf, application/octet-stream (raw) or text/plain */
   contentType: string;
-  document: Buffer;
-  options: PrintOptions | undefined;
+  data: Buffer;
+}
+
+export interface TemplateContent {
+  templateId: string;
+  fields: { [key: string]: string };
+}
+
+export interface TemplateContent_FieldsEntry {
+  key: string;
+  value: string;
+}
+
+/** Content sealed to the server key with HPKE (DESIGN §4); only the jobs service opens it. */
+export interface SealedContent {
+  /** What the plaintext is: application/pdf, text/plain or application/octet-stream. */
+  contentType: string;
+  /** base64url */
+  enc: string;
+  /** base64url */
+  ciphertext: string;
+}
+
+export interface UriContent {
+  uri: string;
+  /** application/pdf or application/octet-stream */
+  contentType: string;
 }
 
 export interface CreateJobResponse {
@@ -133,6 +189,142 @@ export interface PendingJobsResponse {
   items: Job[];
 }
 
+export interface ReprintJobRequest {
+  orgId: string;
+  jobId: string;
+  actor: string;
+  live: boolean;
+}
+
+export interface ReprintJobResponse {
+  job: Job | undefined;
+}
+
+export interface GetJobContentRequest {
+  orgId: string;
+  jobId: string;
+}
+
+export interface GetJobContentResponse {
+  contentType: string;
+  data: Buffer;
+}
+
+export interface GetJobPreviewRequest {
+  orgId: string;
+  jobId: string;
+}
+
+export interface GetJobPreviewResponse {
+  /** image/png for a PDF, text/plain for text */
+  contentType: string;
+  data: Buffer;
+}
+
+export interface Upload {
+  id: string;
+  orgId: string;
+  contentType: string;
+  size: number;
+  sha256: string;
+  createdAt: Date | undefined;
+}
+
+export interface CreateUploadRequest {
+  orgId: string;
+  contentType: string;
+  data: Buffer;
+}
+
+export interface CreateUploadResponse {
+  upload: Upload | undefined;
+}
+
+export interface TemplateField {
+  name: string;
+  required: boolean;
+  defaultValue: string;
+}
+
+export interface Template {
+  id: string;
+  orgId: string;
+  name: string;
+  /** text, zpl or escpos */
+  kind: string;
+  /** The body, with {{field}} placeholders. */
+  body: string;
+  fields: TemplateField[];
+  createdAt: Date | undefined;
+}
+
+export interface CreateTemplateRequest {
+  orgId: string;
+  name: string;
+  kind: string;
+  body: string;
+  fields: TemplateField[];
+}
+
+export interface CreateTemplateResponse {
+  template: Template | undefined;
+}
+
+export interface ListTemplatesRequest {
+  orgId: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListTemplatesResponse {
+  items: Template[];
+  nextCursor: string;
+}
+
+export interface ClaimIdempotencyKeyRequest {
+  orgId: string;
+  key: string;
+  /** SHA-256 of the request (method, path and body). */
+  fingerprint: string;
+}
+
+export interface ClaimIdempotencyKeyResponse {
+  /**
+   * claimed: go ahead; completed: answer `status` and `body`; in_progress: another request with
+   * this key is running.
+   */
+  state: string;
+  status: number;
+  body: Buffer;
+}
+
+export interface CompleteIdempotencyKeyRequest {
+  orgId: string;
+  key: string;
+  status: number;
+  body: Buffer;
+}
+
+export interface CompleteIdempotencyKeyResponse {
+}
+
+export interface ReleaseIdempotencyKeyRequest {
+  orgId: string;
+  key: string;
+}
+
+export interface ReleaseIdempotencyKeyResponse {
+}
+
+export interface GetServerKeyRequest {
+}
+
+export interface GetServerKeyResponse {
+  /** The raw 32-byte X25519 key, base64url without padding. */
+  publicKey: string;
+  algorithm: string;
+}
+
 function createBaseJob(): Job {
   return {
     id: "",
@@ -151,6 +343,10 @@ function createBaseJob(): Job {
     updatedAt: undefined,
     attempt: 0,
     sha256: "",
+    scheduleAt: undefined,
+    expireAt: undefined,
+    reprintOf: "",
+    contentDeleted: false,
   };
 }
 
@@ -203,6 +399,18 @@ export const Job: MessageFns<Job> = {
     }
     if (message.sha256 !== "") {
       writer.uint32(130).string(message.sha256);
+    }
+    if (message.scheduleAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.scheduleAt), writer.uint32(138).fork()).join();
+    }
+    if (message.expireAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expireAt), writer.uint32(146).fork()).join();
+    }
+    if (message.reprintOf !== "") {
+      writer.uint32(154).string(message.reprintOf);
+    }
+    if (message.contentDeleted !== false) {
+      writer.uint32(160).bool(message.contentDeleted);
     }
     return writer;
   },
@@ -348,6 +556,38 @@ export const Job: MessageFns<Job> = {
             message.sha256 = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.scheduleAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.expireAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.reprintOf = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.contentDeleted = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -406,6 +646,26 @@ export const Job: MessageFns<Job> = {
         : undefined,
       attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
       sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      scheduleAt: isSet(object.scheduleAt)
+        ? fromJsonTimestamp(object.scheduleAt)
+        : isSet(object.schedule_at)
+        ? fromJsonTimestamp(object.schedule_at)
+        : undefined,
+      expireAt: isSet(object.expireAt)
+        ? fromJsonTimestamp(object.expireAt)
+        : isSet(object.expire_at)
+        ? fromJsonTimestamp(object.expire_at)
+        : undefined,
+      reprintOf: isSet(object.reprintOf)
+        ? globalThis.String(object.reprintOf)
+        : isSet(object.reprint_of)
+        ? globalThis.String(object.reprint_of)
+        : "",
+      contentDeleted: isSet(object.contentDeleted)
+        ? globalThis.Boolean(object.contentDeleted)
+        : isSet(object.content_deleted)
+        ? globalThis.Boolean(object.content_deleted)
+        : false,
     };
   },
 
@@ -459,7 +719,49 @@ export const Job: MessageFns<Job> = {
     if (message.sha256 !== "") {
       obj.sha256 = message.sha256;
     }
+    if (message.scheduleAt !== undefined) {
+      obj.scheduleAt = message.scheduleAt.toISOString();
+    }
+    if (message.expireAt !== undefined) {
+      obj.expireAt = message.expireAt.toISOString();
+    }
+    if (message.reprintOf !== "") {
+      obj.reprintOf = message.reprintOf;
+    }
+    if (message.contentDeleted !== false) {
+      obj.contentDeleted = message.contentDeleted;
+    }
     return obj;
+  },
+
+  create(base?: DeepPartial<Job>): Job {
+    return Job.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Job>): Job {
+    const message = createBaseJob();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.status = object.status ?? "";
+    message.statusDetail = object.statusDetail ?? "";
+    message.reference = object.reference ?? "";
+    message.title = object.title ?? "";
+    message.printerId = object.printerId ?? "";
+    message.stationId = object.stationId ?? "";
+    message.live = object.live ?? false;
+    message.options = (object.options !== undefined && object.options !== null)
+      ? PrintOptions.fromPartial(object.options)
+      : undefined;
+    message.contentType = object.contentType ?? "";
+    message.size = object.size ?? 0;
+    message.createdAt = object.createdAt ?? undefined;
+    message.updatedAt = object.updatedAt ?? undefined;
+    message.attempt = object.attempt ?? 0;
+    message.sha256 = object.sha256 ?? "";
+    message.scheduleAt = object.scheduleAt ?? undefined;
+    message.expireAt = object.expireAt ?? undefined;
+    message.reprintOf = object.reprintOf ?? "";
+    message.contentDeleted = object.contentDeleted ?? false;
+    return message;
   },
 };
 
@@ -566,6 +868,18 @@ export const JobEvent: MessageFns<JobEvent> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<JobEvent>): JobEvent {
+    return JobEvent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobEvent>): JobEvent {
+    const message = createBaseJobEvent();
+    message.at = object.at ?? undefined;
+    message.status = object.status ?? "";
+    message.detail = object.detail ?? "";
+    message.actor = object.actor ?? "";
+    return message;
+  },
 };
 
 function createBaseCreateJobRequest(): CreateJobRequest {
@@ -576,9 +890,15 @@ function createBaseCreateJobRequest(): CreateJobRequest {
     printerId: "",
     title: "",
     reference: "",
-    contentType: "",
-    document: Buffer.alloc(0),
     options: undefined,
+    inline: undefined,
+    uploadId: undefined,
+    template: undefined,
+    uri: undefined,
+    sealed: undefined,
+    scheduleAt: undefined,
+    hold: false,
+    expireAfter: 0,
   };
 }
 
@@ -602,14 +922,32 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     if (message.reference !== "") {
       writer.uint32(50).string(message.reference);
     }
-    if (message.contentType !== "") {
-      writer.uint32(58).string(message.contentType);
-    }
-    if (message.document.length !== 0) {
-      writer.uint32(66).bytes(message.document);
-    }
     if (message.options !== undefined) {
       PrintOptions.encode(message.options, writer.uint32(74).fork()).join();
+    }
+    if (message.inline !== undefined) {
+      InlineDocument.encode(message.inline, writer.uint32(82).fork()).join();
+    }
+    if (message.uploadId !== undefined) {
+      writer.uint32(90).string(message.uploadId);
+    }
+    if (message.template !== undefined) {
+      TemplateContent.encode(message.template, writer.uint32(98).fork()).join();
+    }
+    if (message.uri !== undefined) {
+      UriContent.encode(message.uri, writer.uint32(106).fork()).join();
+    }
+    if (message.sealed !== undefined) {
+      SealedContent.encode(message.sealed, writer.uint32(138).fork()).join();
+    }
+    if (message.scheduleAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.scheduleAt), writer.uint32(114).fork()).join();
+    }
+    if (message.hold !== false) {
+      writer.uint32(120).bool(message.hold);
+    }
+    if (message.expireAfter !== 0) {
+      writer.uint32(128).uint32(message.expireAfter);
     }
     return writer;
   },
@@ -675,28 +1013,76 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
             message.reference = reader.string();
             continue;
           }
-          case 7: {
-            if (tag !== 58) {
-              break;
-            }
-
-            message.contentType = reader.string();
-            continue;
-          }
-          case 8: {
-            if (tag !== 66) {
-              break;
-            }
-
-            message.document = Buffer.from(reader.bytes());
-            continue;
-          }
           case 9: {
             if (tag !== 74) {
               break;
             }
 
             message.options = PrintOptions.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.inline = InlineDocument.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.uploadId = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.template = TemplateContent.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.uri = UriContent.decode(reader, reader.uint32());
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.sealed = SealedContent.decode(reader, reader.uint32());
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.scheduleAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.hold = reader.bool();
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.expireAfter = reader.uint32();
             continue;
           }
         }
@@ -727,13 +1113,27 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
         : "",
       title: isSet(object.title) ? globalThis.String(object.title) : "",
       reference: isSet(object.reference) ? globalThis.String(object.reference) : "",
-      contentType: isSet(object.contentType)
-        ? globalThis.String(object.contentType)
-        : isSet(object.content_type)
-        ? globalThis.String(object.content_type)
-        : "",
-      document: isSet(object.document) ? Buffer.from(bytesFromBase64(object.document)) : Buffer.alloc(0),
       options: isSet(object.options) ? PrintOptions.fromJSON(object.options) : undefined,
+      inline: isSet(object.inline) ? InlineDocument.fromJSON(object.inline) : undefined,
+      uploadId: isSet(object.uploadId)
+        ? globalThis.String(object.uploadId)
+        : isSet(object.upload_id)
+        ? globalThis.String(object.upload_id)
+        : undefined,
+      template: isSet(object.template) ? TemplateContent.fromJSON(object.template) : undefined,
+      uri: isSet(object.uri) ? UriContent.fromJSON(object.uri) : undefined,
+      sealed: isSet(object.sealed) ? SealedContent.fromJSON(object.sealed) : undefined,
+      scheduleAt: isSet(object.scheduleAt)
+        ? fromJsonTimestamp(object.scheduleAt)
+        : isSet(object.schedule_at)
+        ? fromJsonTimestamp(object.schedule_at)
+        : undefined,
+      hold: isSet(object.hold) ? globalThis.Boolean(object.hold) : false,
+      expireAfter: isSet(object.expireAfter)
+        ? globalThis.Number(object.expireAfter)
+        : isSet(object.expire_after)
+        ? globalThis.Number(object.expire_after)
+        : 0,
     };
   },
 
@@ -757,16 +1157,552 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     if (message.reference !== "") {
       obj.reference = message.reference;
     }
-    if (message.contentType !== "") {
-      obj.contentType = message.contentType;
-    }
-    if (message.document.length !== 0) {
-      obj.document = base64FromBytes(message.document);
-    }
     if (message.options !== undefined) {
       obj.options = PrintOptions.toJSON(message.options);
     }
+    if (message.inline !== undefined) {
+      obj.inline = InlineDocument.toJSON(message.inline);
+    }
+    if (message.uploadId !== undefined) {
+      obj.uploadId = message.uploadId;
+    }
+    if (message.template !== undefined) {
+      obj.template = TemplateContent.toJSON(message.template);
+    }
+    if (message.uri !== undefined) {
+      obj.uri = UriContent.toJSON(message.uri);
+    }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedContent.toJSON(message.sealed);
+    }
+    if (message.scheduleAt !== undefined) {
+      obj.scheduleAt = message.scheduleAt.toISOString();
+    }
+    if (message.hold !== false) {
+      obj.hold = message.hold;
+    }
+    if (message.expireAfter !== 0) {
+      obj.expireAfter = Math.round(message.expireAfter);
+    }
     return obj;
+  },
+
+  create(base?: DeepPartial<CreateJobRequest>): CreateJobRequest {
+    return CreateJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateJobRequest>): CreateJobRequest {
+    const message = createBaseCreateJobRequest();
+    message.orgId = object.orgId ?? "";
+    message.actor = object.actor ?? "";
+    message.live = object.live ?? false;
+    message.printerId = object.printerId ?? "";
+    message.title = object.title ?? "";
+    message.reference = object.reference ?? "";
+    message.options = (object.options !== undefined && object.options !== null)
+      ? PrintOptions.fromPartial(object.options)
+      : undefined;
+    message.inline = (object.inline !== undefined && object.inline !== null)
+      ? InlineDocument.fromPartial(object.inline)
+      : undefined;
+    message.uploadId = object.uploadId ?? undefined;
+    message.template = (object.template !== undefined && object.template !== null)
+      ? TemplateContent.fromPartial(object.template)
+      : undefined;
+    message.uri = (object.uri !== undefined && object.uri !== null) ? UriContent.fromPartial(object.uri) : undefined;
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedContent.fromPartial(object.sealed)
+      : undefined;
+    message.scheduleAt = object.scheduleAt ?? undefined;
+    message.hold = object.hold ?? false;
+    message.expireAfter = object.expireAfter ?? 0;
+    return message;
+  },
+};
+
+function createBaseInlineDocument(): InlineDocument {
+  return { contentType: "", data: Buffer.alloc(0) };
+}
+
+export const InlineDocument: MessageFns<InlineDocument> = {
+  encode(message: InlineDocument, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.contentType !== "") {
+      writer.uint32(10).string(message.contentType);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(18).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InlineDocument {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInlineDocument();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): InlineDocument {
+    return {
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: InlineDocument): unknown {
+    const obj: any = {};
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<InlineDocument>): InlineDocument {
+    return InlineDocument.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<InlineDocument>): InlineDocument {
+    const message = createBaseInlineDocument();
+    message.contentType = object.contentType ?? "";
+    message.data = object.data ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseTemplateContent(): TemplateContent {
+  return { templateId: "", fields: {} };
+}
+
+export const TemplateContent: MessageFns<TemplateContent> = {
+  encode(message: TemplateContent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.templateId !== "") {
+      writer.uint32(10).string(message.templateId);
+    }
+    globalThis.Object.entries(message.fields).forEach(([key, value]: [string, string]) => {
+      TemplateContent_FieldsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TemplateContent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTemplateContent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.templateId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = TemplateContent_FieldsEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.fields[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TemplateContent {
+    return {
+      templateId: isSet(object.templateId)
+        ? globalThis.String(object.templateId)
+        : isSet(object.template_id)
+        ? globalThis.String(object.template_id)
+        : "",
+      fields: isObject(object.fields)
+        ? (globalThis.Object.entries(object.fields) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: TemplateContent): unknown {
+    const obj: any = {};
+    if (message.templateId !== "") {
+      obj.templateId = message.templateId;
+    }
+    if (message.fields) {
+      const entries = globalThis.Object.entries(message.fields) as [string, string][];
+      if (entries.length > 0) {
+        obj.fields = {};
+        entries.forEach(([k, v]) => {
+          obj.fields[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TemplateContent>): TemplateContent {
+    return TemplateContent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TemplateContent>): TemplateContent {
+    const message = createBaseTemplateContent();
+    message.templateId = object.templateId ?? "";
+    message.fields = (globalThis.Object.entries(object.fields ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseTemplateContent_FieldsEntry(): TemplateContent_FieldsEntry {
+  return { key: "", value: "" };
+}
+
+export const TemplateContent_FieldsEntry: MessageFns<TemplateContent_FieldsEntry> = {
+  encode(message: TemplateContent_FieldsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TemplateContent_FieldsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTemplateContent_FieldsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TemplateContent_FieldsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: TemplateContent_FieldsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TemplateContent_FieldsEntry>): TemplateContent_FieldsEntry {
+    return TemplateContent_FieldsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TemplateContent_FieldsEntry>): TemplateContent_FieldsEntry {
+    const message = createBaseTemplateContent_FieldsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseSealedContent(): SealedContent {
+  return { contentType: "", enc: "", ciphertext: "" };
+}
+
+export const SealedContent: MessageFns<SealedContent> = {
+  encode(message: SealedContent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.contentType !== "") {
+      writer.uint32(10).string(message.contentType);
+    }
+    if (message.enc !== "") {
+      writer.uint32(18).string(message.enc);
+    }
+    if (message.ciphertext !== "") {
+      writer.uint32(26).string(message.ciphertext);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SealedContent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSealedContent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.enc = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.ciphertext = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SealedContent {
+    return {
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      enc: isSet(object.enc) ? globalThis.String(object.enc) : "",
+      ciphertext: isSet(object.ciphertext) ? globalThis.String(object.ciphertext) : "",
+    };
+  },
+
+  toJSON(message: SealedContent): unknown {
+    const obj: any = {};
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.enc !== "") {
+      obj.enc = message.enc;
+    }
+    if (message.ciphertext !== "") {
+      obj.ciphertext = message.ciphertext;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SealedContent>): SealedContent {
+    return SealedContent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SealedContent>): SealedContent {
+    const message = createBaseSealedContent();
+    message.contentType = object.contentType ?? "";
+    message.enc = object.enc ?? "";
+    message.ciphertext = object.ciphertext ?? "";
+    return message;
+  },
+};
+
+function createBaseUriContent(): UriContent {
+  return { uri: "", contentType: "" };
+}
+
+export const UriContent: MessageFns<UriContent> = {
+  encode(message: UriContent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.uri !== "") {
+      writer.uint32(10).string(message.uri);
+    }
+    if (message.contentType !== "") {
+      writer.uint32(18).string(message.contentType);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UriContent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUriContent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UriContent {
+    return {
+      uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+    };
+  },
+
+  toJSON(message: UriContent): unknown {
+    const obj: any = {};
+    if (message.uri !== "") {
+      obj.uri = message.uri;
+    }
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UriContent>): UriContent {
+    return UriContent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UriContent>): UriContent {
+    const message = createBaseUriContent();
+    message.uri = object.uri ?? "";
+    message.contentType = object.contentType ?? "";
+    return message;
   },
 };
 
@@ -825,6 +1761,15 @@ export const CreateJobResponse: MessageFns<CreateJobResponse> = {
       obj.job = Job.toJSON(message.job);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<CreateJobResponse>): CreateJobResponse {
+    return CreateJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateJobResponse>): CreateJobResponse {
+    const message = createBaseCreateJobResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
   },
 };
 
@@ -909,6 +1854,16 @@ export const GetJobRequest: MessageFns<GetJobRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<GetJobRequest>): GetJobRequest {
+    return GetJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobRequest>): GetJobRequest {
+    const message = createBaseGetJobRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    return message;
+  },
 };
 
 function createBaseGetJobResponse(): GetJobResponse {
@@ -983,6 +1938,16 @@ export const GetJobResponse: MessageFns<GetJobResponse> = {
       obj.events = message.events.map((e) => JobEvent.toJSON(e));
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<GetJobResponse>): GetJobResponse {
+    return GetJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobResponse>): GetJobResponse {
+    const message = createBaseGetJobResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    message.events = object.events?.map((e) => JobEvent.fromPartial(e)) || [];
+    return message;
   },
 };
 
@@ -1194,6 +2159,23 @@ export const ListJobsRequest: MessageFns<ListJobsRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<ListJobsRequest>): ListJobsRequest {
+    return ListJobsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListJobsRequest>): ListJobsRequest {
+    const message = createBaseListJobsRequest();
+    message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    message.statuses = object.statuses?.map((e) => e) || [];
+    message.reference = object.reference ?? "";
+    message.printerId = object.printerId ?? "";
+    message.stationId = object.stationId ?? "";
+    message.createdAfter = object.createdAfter ?? undefined;
+    message.createdBefore = object.createdBefore ?? undefined;
+    return message;
+  },
 };
 
 function createBaseListJobsResponse(): ListJobsResponse {
@@ -1310,6 +2292,25 @@ export const ListJobsResponse: MessageFns<ListJobsResponse> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<ListJobsResponse>): ListJobsResponse {
+    return ListJobsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListJobsResponse>): ListJobsResponse {
+    const message = createBaseListJobsResponse();
+    message.items = object.items?.map((e) => Job.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    message.counts = (globalThis.Object.entries(object.counts ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
 };
 
 function createBaseListJobsResponse_CountsEntry(): ListJobsResponse_CountsEntry {
@@ -1384,6 +2385,16 @@ export const ListJobsResponse_CountsEntry: MessageFns<ListJobsResponse_CountsEnt
       obj.value = Math.round(message.value);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<ListJobsResponse_CountsEntry>): ListJobsResponse_CountsEntry {
+    return ListJobsResponse_CountsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListJobsResponse_CountsEntry>): ListJobsResponse_CountsEntry {
+    const message = createBaseListJobsResponse_CountsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
   },
 };
 
@@ -1483,6 +2494,17 @@ export const CancelJobRequest: MessageFns<CancelJobRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<CancelJobRequest>): CancelJobRequest {
+    return CancelJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelJobRequest>): CancelJobRequest {
+    const message = createBaseCancelJobRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    message.actor = object.actor ?? "";
+    return message;
+  },
 };
 
 function createBaseCancelJobResponse(): CancelJobResponse {
@@ -1540,6 +2562,15 @@ export const CancelJobResponse: MessageFns<CancelJobResponse> = {
       obj.job = Job.toJSON(message.job);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<CancelJobResponse>): CancelJobResponse {
+    return CancelJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelJobResponse>): CancelJobResponse {
+    const message = createBaseCancelJobResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
   },
 };
 
@@ -1639,6 +2670,17 @@ export const RetryJobRequest: MessageFns<RetryJobRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<RetryJobRequest>): RetryJobRequest {
+    return RetryJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RetryJobRequest>): RetryJobRequest {
+    const message = createBaseRetryJobRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    message.actor = object.actor ?? "";
+    return message;
+  },
 };
 
 function createBaseRetryJobResponse(): RetryJobResponse {
@@ -1696,6 +2738,15 @@ export const RetryJobResponse: MessageFns<RetryJobResponse> = {
       obj.job = Job.toJSON(message.job);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<RetryJobResponse>): RetryJobResponse {
+    return RetryJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RetryJobResponse>): RetryJobResponse {
+    const message = createBaseRetryJobResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
   },
 };
 
@@ -1780,6 +2831,16 @@ export const PendingJobsRequest: MessageFns<PendingJobsRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<PendingJobsRequest>): PendingJobsRequest {
+    return PendingJobsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PendingJobsRequest>): PendingJobsRequest {
+    const message = createBasePendingJobsRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
 };
 
 function createBasePendingJobsResponse(): PendingJobsResponse {
@@ -1837,6 +2898,2249 @@ export const PendingJobsResponse: MessageFns<PendingJobsResponse> = {
       obj.items = message.items.map((e) => Job.toJSON(e));
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<PendingJobsResponse>): PendingJobsResponse {
+    return PendingJobsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PendingJobsResponse>): PendingJobsResponse {
+    const message = createBasePendingJobsResponse();
+    message.items = object.items?.map((e) => Job.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReprintJobRequest(): ReprintJobRequest {
+  return { orgId: "", jobId: "", actor: "", live: false };
+}
+
+export const ReprintJobRequest: MessageFns<ReprintJobRequest> = {
+  encode(message: ReprintJobRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.jobId !== "") {
+      writer.uint32(18).string(message.jobId);
+    }
+    if (message.actor !== "") {
+      writer.uint32(26).string(message.actor);
+    }
+    if (message.live !== false) {
+      writer.uint32(32).bool(message.live);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReprintJobRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReprintJobRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.live = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReprintJobRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      live: isSet(object.live) ? globalThis.Boolean(object.live) : false,
+    };
+  },
+
+  toJSON(message: ReprintJobRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.live !== false) {
+      obj.live = message.live;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReprintJobRequest>): ReprintJobRequest {
+    return ReprintJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReprintJobRequest>): ReprintJobRequest {
+    const message = createBaseReprintJobRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    message.actor = object.actor ?? "";
+    message.live = object.live ?? false;
+    return message;
+  },
+};
+
+function createBaseReprintJobResponse(): ReprintJobResponse {
+  return { job: undefined };
+}
+
+export const ReprintJobResponse: MessageFns<ReprintJobResponse> = {
+  encode(message: ReprintJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.job !== undefined) {
+      Job.encode(message.job, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReprintJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReprintJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.job = Job.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReprintJobResponse {
+    return { job: isSet(object.job) ? Job.fromJSON(object.job) : undefined };
+  },
+
+  toJSON(message: ReprintJobResponse): unknown {
+    const obj: any = {};
+    if (message.job !== undefined) {
+      obj.job = Job.toJSON(message.job);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReprintJobResponse>): ReprintJobResponse {
+    return ReprintJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReprintJobResponse>): ReprintJobResponse {
+    const message = createBaseReprintJobResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetJobContentRequest(): GetJobContentRequest {
+  return { orgId: "", jobId: "" };
+}
+
+export const GetJobContentRequest: MessageFns<GetJobContentRequest> = {
+  encode(message: GetJobContentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.jobId !== "") {
+      writer.uint32(18).string(message.jobId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetJobContentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetJobContentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetJobContentRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetJobContentRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetJobContentRequest>): GetJobContentRequest {
+    return GetJobContentRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobContentRequest>): GetJobContentRequest {
+    const message = createBaseGetJobContentRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetJobContentResponse(): GetJobContentResponse {
+  return { contentType: "", data: Buffer.alloc(0) };
+}
+
+export const GetJobContentResponse: MessageFns<GetJobContentResponse> = {
+  encode(message: GetJobContentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.contentType !== "") {
+      writer.uint32(10).string(message.contentType);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(18).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetJobContentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetJobContentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetJobContentResponse {
+    return {
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: GetJobContentResponse): unknown {
+    const obj: any = {};
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetJobContentResponse>): GetJobContentResponse {
+    return GetJobContentResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobContentResponse>): GetJobContentResponse {
+    const message = createBaseGetJobContentResponse();
+    message.contentType = object.contentType ?? "";
+    message.data = object.data ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseGetJobPreviewRequest(): GetJobPreviewRequest {
+  return { orgId: "", jobId: "" };
+}
+
+export const GetJobPreviewRequest: MessageFns<GetJobPreviewRequest> = {
+  encode(message: GetJobPreviewRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.jobId !== "") {
+      writer.uint32(18).string(message.jobId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetJobPreviewRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetJobPreviewRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetJobPreviewRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetJobPreviewRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetJobPreviewRequest>): GetJobPreviewRequest {
+    return GetJobPreviewRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobPreviewRequest>): GetJobPreviewRequest {
+    const message = createBaseGetJobPreviewRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetJobPreviewResponse(): GetJobPreviewResponse {
+  return { contentType: "", data: Buffer.alloc(0) };
+}
+
+export const GetJobPreviewResponse: MessageFns<GetJobPreviewResponse> = {
+  encode(message: GetJobPreviewResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.contentType !== "") {
+      writer.uint32(10).string(message.contentType);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(18).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetJobPreviewResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetJobPreviewResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetJobPreviewResponse {
+    return {
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: GetJobPreviewResponse): unknown {
+    const obj: any = {};
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetJobPreviewResponse>): GetJobPreviewResponse {
+    return GetJobPreviewResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobPreviewResponse>): GetJobPreviewResponse {
+    const message = createBaseGetJobPreviewResponse();
+    message.contentType = object.contentType ?? "";
+    message.data = object.data ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseUpload(): Upload {
+  return { id: "", orgId: "", contentType: "", size: 0, sha256: "", createdAt: undefined };
+}
+
+export const Upload: MessageFns<Upload> = {
+  encode(message: Upload, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.contentType !== "") {
+      writer.uint32(26).string(message.contentType);
+    }
+    if (message.size !== 0) {
+      writer.uint32(32).uint64(message.size);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(42).string(message.sha256);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Upload {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpload();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.size = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.sha256 = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Upload {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      size: isSet(object.size) ? globalThis.Number(object.size) : 0,
+      sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Upload): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.size !== 0) {
+      obj.size = Math.round(message.size);
+    }
+    if (message.sha256 !== "") {
+      obj.sha256 = message.sha256;
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Upload>): Upload {
+    return Upload.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Upload>): Upload {
+    const message = createBaseUpload();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.contentType = object.contentType ?? "";
+    message.size = object.size ?? 0;
+    message.sha256 = object.sha256 ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreateUploadRequest(): CreateUploadRequest {
+  return { orgId: "", contentType: "", data: Buffer.alloc(0) };
+}
+
+export const CreateUploadRequest: MessageFns<CreateUploadRequest> = {
+  encode(message: CreateUploadRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.contentType !== "") {
+      writer.uint32(18).string(message.contentType);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(26).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateUploadRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateUploadRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateUploadRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: CreateUploadRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateUploadRequest>): CreateUploadRequest {
+    return CreateUploadRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateUploadRequest>): CreateUploadRequest {
+    const message = createBaseCreateUploadRequest();
+    message.orgId = object.orgId ?? "";
+    message.contentType = object.contentType ?? "";
+    message.data = object.data ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseCreateUploadResponse(): CreateUploadResponse {
+  return { upload: undefined };
+}
+
+export const CreateUploadResponse: MessageFns<CreateUploadResponse> = {
+  encode(message: CreateUploadResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.upload !== undefined) {
+      Upload.encode(message.upload, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateUploadResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateUploadResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.upload = Upload.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateUploadResponse {
+    return { upload: isSet(object.upload) ? Upload.fromJSON(object.upload) : undefined };
+  },
+
+  toJSON(message: CreateUploadResponse): unknown {
+    const obj: any = {};
+    if (message.upload !== undefined) {
+      obj.upload = Upload.toJSON(message.upload);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateUploadResponse>): CreateUploadResponse {
+    return CreateUploadResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateUploadResponse>): CreateUploadResponse {
+    const message = createBaseCreateUploadResponse();
+    message.upload = (object.upload !== undefined && object.upload !== null)
+      ? Upload.fromPartial(object.upload)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTemplateField(): TemplateField {
+  return { name: "", required: false, defaultValue: "" };
+}
+
+export const TemplateField: MessageFns<TemplateField> = {
+  encode(message: TemplateField, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.required !== false) {
+      writer.uint32(16).bool(message.required);
+    }
+    if (message.defaultValue !== "") {
+      writer.uint32(26).string(message.defaultValue);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TemplateField {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTemplateField();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.required = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.defaultValue = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TemplateField {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      required: isSet(object.required) ? globalThis.Boolean(object.required) : false,
+      defaultValue: isSet(object.defaultValue)
+        ? globalThis.String(object.defaultValue)
+        : isSet(object.default_value)
+        ? globalThis.String(object.default_value)
+        : "",
+    };
+  },
+
+  toJSON(message: TemplateField): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.required !== false) {
+      obj.required = message.required;
+    }
+    if (message.defaultValue !== "") {
+      obj.defaultValue = message.defaultValue;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TemplateField>): TemplateField {
+    return TemplateField.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TemplateField>): TemplateField {
+    const message = createBaseTemplateField();
+    message.name = object.name ?? "";
+    message.required = object.required ?? false;
+    message.defaultValue = object.defaultValue ?? "";
+    return message;
+  },
+};
+
+function createBaseTemplate(): Template {
+  return { id: "", orgId: "", name: "", kind: "", body: "", fields: [], createdAt: undefined };
+}
+
+export const Template: MessageFns<Template> = {
+  encode(message: Template, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.kind !== "") {
+      writer.uint32(34).string(message.kind);
+    }
+    if (message.body !== "") {
+      writer.uint32(42).string(message.body);
+    }
+    for (const v of message.fields) {
+      TemplateField.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Template {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTemplate();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.fields.push(TemplateField.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Template {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
+      fields: globalThis.Array.isArray(object?.fields) ? object.fields.map((e: any) => TemplateField.fromJSON(e)) : [],
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Template): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
+    if (message.fields?.length) {
+      obj.fields = message.fields.map((e) => TemplateField.toJSON(e));
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Template>): Template {
+    return Template.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Template>): Template {
+    const message = createBaseTemplate();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.kind = object.kind ?? "";
+    message.body = object.body ?? "";
+    message.fields = object.fields?.map((e) => TemplateField.fromPartial(e)) || [];
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreateTemplateRequest(): CreateTemplateRequest {
+  return { orgId: "", name: "", kind: "", body: "", fields: [] };
+}
+
+export const CreateTemplateRequest: MessageFns<CreateTemplateRequest> = {
+  encode(message: CreateTemplateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.kind !== "") {
+      writer.uint32(26).string(message.kind);
+    }
+    if (message.body !== "") {
+      writer.uint32(34).string(message.body);
+    }
+    for (const v of message.fields) {
+      TemplateField.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateTemplateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateTemplateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.fields.push(TemplateField.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateTemplateRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
+      fields: globalThis.Array.isArray(object?.fields) ? object.fields.map((e: any) => TemplateField.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: CreateTemplateRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
+    if (message.fields?.length) {
+      obj.fields = message.fields.map((e) => TemplateField.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateTemplateRequest>): CreateTemplateRequest {
+    return CreateTemplateRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateTemplateRequest>): CreateTemplateRequest {
+    const message = createBaseCreateTemplateRequest();
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.kind = object.kind ?? "";
+    message.body = object.body ?? "";
+    message.fields = object.fields?.map((e) => TemplateField.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateTemplateResponse(): CreateTemplateResponse {
+  return { template: undefined };
+}
+
+export const CreateTemplateResponse: MessageFns<CreateTemplateResponse> = {
+  encode(message: CreateTemplateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.template !== undefined) {
+      Template.encode(message.template, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateTemplateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateTemplateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.template = Template.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateTemplateResponse {
+    return { template: isSet(object.template) ? Template.fromJSON(object.template) : undefined };
+  },
+
+  toJSON(message: CreateTemplateResponse): unknown {
+    const obj: any = {};
+    if (message.template !== undefined) {
+      obj.template = Template.toJSON(message.template);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateTemplateResponse>): CreateTemplateResponse {
+    return CreateTemplateResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateTemplateResponse>): CreateTemplateResponse {
+    const message = createBaseCreateTemplateResponse();
+    message.template = (object.template !== undefined && object.template !== null)
+      ? Template.fromPartial(object.template)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListTemplatesRequest(): ListTemplatesRequest {
+  return { orgId: "", limit: 0, cursor: "" };
+}
+
+export const ListTemplatesRequest: MessageFns<ListTemplatesRequest> = {
+  encode(message: ListTemplatesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTemplatesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTemplatesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListTemplatesRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListTemplatesRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListTemplatesRequest>): ListTemplatesRequest {
+    return ListTemplatesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListTemplatesRequest>): ListTemplatesRequest {
+    const message = createBaseListTemplatesRequest();
+    message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListTemplatesResponse(): ListTemplatesResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListTemplatesResponse: MessageFns<ListTemplatesResponse> = {
+  encode(message: ListTemplatesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Template.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTemplatesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTemplatesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Template.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListTemplatesResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Template.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListTemplatesResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Template.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListTemplatesResponse>): ListTemplatesResponse {
+    return ListTemplatesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListTemplatesResponse>): ListTemplatesResponse {
+    const message = createBaseListTemplatesResponse();
+    message.items = object.items?.map((e) => Template.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseClaimIdempotencyKeyRequest(): ClaimIdempotencyKeyRequest {
+  return { orgId: "", key: "", fingerprint: "" };
+}
+
+export const ClaimIdempotencyKeyRequest: MessageFns<ClaimIdempotencyKeyRequest> = {
+  encode(message: ClaimIdempotencyKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    if (message.fingerprint !== "") {
+      writer.uint32(26).string(message.fingerprint);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimIdempotencyKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimIdempotencyKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.fingerprint = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimIdempotencyKeyRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      fingerprint: isSet(object.fingerprint) ? globalThis.String(object.fingerprint) : "",
+    };
+  },
+
+  toJSON(message: ClaimIdempotencyKeyRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.fingerprint !== "") {
+      obj.fingerprint = message.fingerprint;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClaimIdempotencyKeyRequest>): ClaimIdempotencyKeyRequest {
+    return ClaimIdempotencyKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClaimIdempotencyKeyRequest>): ClaimIdempotencyKeyRequest {
+    const message = createBaseClaimIdempotencyKeyRequest();
+    message.orgId = object.orgId ?? "";
+    message.key = object.key ?? "";
+    message.fingerprint = object.fingerprint ?? "";
+    return message;
+  },
+};
+
+function createBaseClaimIdempotencyKeyResponse(): ClaimIdempotencyKeyResponse {
+  return { state: "", status: 0, body: Buffer.alloc(0) };
+}
+
+export const ClaimIdempotencyKeyResponse: MessageFns<ClaimIdempotencyKeyResponse> = {
+  encode(message: ClaimIdempotencyKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    if (message.status !== 0) {
+      writer.uint32(16).uint32(message.status);
+    }
+    if (message.body.length !== 0) {
+      writer.uint32(26).bytes(message.body);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimIdempotencyKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimIdempotencyKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.status = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.body = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimIdempotencyKeyResponse {
+    return {
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: ClaimIdempotencyKeyResponse): unknown {
+    const obj: any = {};
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.body.length !== 0) {
+      obj.body = base64FromBytes(message.body);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClaimIdempotencyKeyResponse>): ClaimIdempotencyKeyResponse {
+    return ClaimIdempotencyKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClaimIdempotencyKeyResponse>): ClaimIdempotencyKeyResponse {
+    const message = createBaseClaimIdempotencyKeyResponse();
+    message.state = object.state ?? "";
+    message.status = object.status ?? 0;
+    message.body = object.body ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseCompleteIdempotencyKeyRequest(): CompleteIdempotencyKeyRequest {
+  return { orgId: "", key: "", status: 0, body: Buffer.alloc(0) };
+}
+
+export const CompleteIdempotencyKeyRequest: MessageFns<CompleteIdempotencyKeyRequest> = {
+  encode(message: CompleteIdempotencyKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).uint32(message.status);
+    }
+    if (message.body.length !== 0) {
+      writer.uint32(34).bytes(message.body);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteIdempotencyKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteIdempotencyKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.body = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteIdempotencyKeyRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: CompleteIdempotencyKeyRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.body.length !== 0) {
+      obj.body = base64FromBytes(message.body);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CompleteIdempotencyKeyRequest>): CompleteIdempotencyKeyRequest {
+    return CompleteIdempotencyKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CompleteIdempotencyKeyRequest>): CompleteIdempotencyKeyRequest {
+    const message = createBaseCompleteIdempotencyKeyRequest();
+    message.orgId = object.orgId ?? "";
+    message.key = object.key ?? "";
+    message.status = object.status ?? 0;
+    message.body = object.body ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseCompleteIdempotencyKeyResponse(): CompleteIdempotencyKeyResponse {
+  return {};
+}
+
+export const CompleteIdempotencyKeyResponse: MessageFns<CompleteIdempotencyKeyResponse> = {
+  encode(_: CompleteIdempotencyKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteIdempotencyKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteIdempotencyKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): CompleteIdempotencyKeyResponse {
+    return {};
+  },
+
+  toJSON(_: CompleteIdempotencyKeyResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<CompleteIdempotencyKeyResponse>): CompleteIdempotencyKeyResponse {
+    return CompleteIdempotencyKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<CompleteIdempotencyKeyResponse>): CompleteIdempotencyKeyResponse {
+    const message = createBaseCompleteIdempotencyKeyResponse();
+    return message;
+  },
+};
+
+function createBaseReleaseIdempotencyKeyRequest(): ReleaseIdempotencyKeyRequest {
+  return { orgId: "", key: "" };
+}
+
+export const ReleaseIdempotencyKeyRequest: MessageFns<ReleaseIdempotencyKeyRequest> = {
+  encode(message: ReleaseIdempotencyKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseIdempotencyKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseIdempotencyKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseIdempotencyKeyRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+    };
+  },
+
+  toJSON(message: ReleaseIdempotencyKeyRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseIdempotencyKeyRequest>): ReleaseIdempotencyKeyRequest {
+    return ReleaseIdempotencyKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseIdempotencyKeyRequest>): ReleaseIdempotencyKeyRequest {
+    const message = createBaseReleaseIdempotencyKeyRequest();
+    message.orgId = object.orgId ?? "";
+    message.key = object.key ?? "";
+    return message;
+  },
+};
+
+function createBaseReleaseIdempotencyKeyResponse(): ReleaseIdempotencyKeyResponse {
+  return {};
+}
+
+export const ReleaseIdempotencyKeyResponse: MessageFns<ReleaseIdempotencyKeyResponse> = {
+  encode(_: ReleaseIdempotencyKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseIdempotencyKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseIdempotencyKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ReleaseIdempotencyKeyResponse {
+    return {};
+  },
+
+  toJSON(_: ReleaseIdempotencyKeyResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseIdempotencyKeyResponse>): ReleaseIdempotencyKeyResponse {
+    return ReleaseIdempotencyKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ReleaseIdempotencyKeyResponse>): ReleaseIdempotencyKeyResponse {
+    const message = createBaseReleaseIdempotencyKeyResponse();
+    return message;
+  },
+};
+
+function createBaseGetServerKeyRequest(): GetServerKeyRequest {
+  return {};
+}
+
+export const GetServerKeyRequest: MessageFns<GetServerKeyRequest> = {
+  encode(_: GetServerKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetServerKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetServerKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): GetServerKeyRequest {
+    return {};
+  },
+
+  toJSON(_: GetServerKeyRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetServerKeyRequest>): GetServerKeyRequest {
+    return GetServerKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<GetServerKeyRequest>): GetServerKeyRequest {
+    const message = createBaseGetServerKeyRequest();
+    return message;
+  },
+};
+
+function createBaseGetServerKeyResponse(): GetServerKeyResponse {
+  return { publicKey: "", algorithm: "" };
+}
+
+export const GetServerKeyResponse: MessageFns<GetServerKeyResponse> = {
+  encode(message: GetServerKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.publicKey !== "") {
+      writer.uint32(10).string(message.publicKey);
+    }
+    if (message.algorithm !== "") {
+      writer.uint32(18).string(message.algorithm);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetServerKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetServerKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.publicKey = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.algorithm = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetServerKeyResponse {
+    return {
+      publicKey: isSet(object.publicKey)
+        ? globalThis.String(object.publicKey)
+        : isSet(object.public_key)
+        ? globalThis.String(object.public_key)
+        : "",
+      algorithm: isSet(object.algorithm) ? globalThis.String(object.algorithm) : "",
+    };
+  },
+
+  toJSON(message: GetServerKeyResponse): unknown {
+    const obj: any = {};
+    if (message.publicKey !== "") {
+      obj.publicKey = message.publicKey;
+    }
+    if (message.algorithm !== "") {
+      obj.algorithm = message.algorithm;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetServerKeyResponse>): GetServerKeyResponse {
+    return GetServerKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetServerKeyResponse>): GetServerKeyResponse {
+    const message = createBaseGetServerKeyResponse();
+    message.publicKey = object.publicKey ?? "";
+    message.algorithm = object.algorithm ?? "";
+    return message;
   },
 };
 
@@ -1901,6 +5205,116 @@ export const JobsServiceService = {
     responseSerialize: (value: PendingJobsResponse): Buffer => Buffer.from(PendingJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PendingJobsResponse => PendingJobsResponse.decode(value),
   },
+  /** A new job with the original's content and options; the original does not change. */
+  reprintJob: {
+    path: "/spool.v1.JobsService/ReprintJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReprintJobRequest): Buffer => Buffer.from(ReprintJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReprintJobRequest => ReprintJobRequest.decode(value),
+    responseSerialize: (value: ReprintJobResponse): Buffer => Buffer.from(ReprintJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReprintJobResponse => ReprintJobResponse.decode(value),
+  },
+  getJobContent: {
+    path: "/spool.v1.JobsService/GetJobContent" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetJobContentRequest): Buffer => Buffer.from(GetJobContentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetJobContentRequest => GetJobContentRequest.decode(value),
+    responseSerialize: (value: GetJobContentResponse): Buffer =>
+      Buffer.from(GetJobContentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetJobContentResponse => GetJobContentResponse.decode(value),
+  },
+  getJobPreview: {
+    path: "/spool.v1.JobsService/GetJobPreview" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetJobPreviewRequest): Buffer => Buffer.from(GetJobPreviewRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetJobPreviewRequest => GetJobPreviewRequest.decode(value),
+    responseSerialize: (value: GetJobPreviewResponse): Buffer =>
+      Buffer.from(GetJobPreviewResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetJobPreviewResponse => GetJobPreviewResponse.decode(value),
+  },
+  createUpload: {
+    path: "/spool.v1.JobsService/CreateUpload" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateUploadRequest): Buffer => Buffer.from(CreateUploadRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateUploadRequest => CreateUploadRequest.decode(value),
+    responseSerialize: (value: CreateUploadResponse): Buffer =>
+      Buffer.from(CreateUploadResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateUploadResponse => CreateUploadResponse.decode(value),
+  },
+  createTemplate: {
+    path: "/spool.v1.JobsService/CreateTemplate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateTemplateRequest): Buffer =>
+      Buffer.from(CreateTemplateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateTemplateRequest => CreateTemplateRequest.decode(value),
+    responseSerialize: (value: CreateTemplateResponse): Buffer =>
+      Buffer.from(CreateTemplateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateTemplateResponse => CreateTemplateResponse.decode(value),
+  },
+  listTemplates: {
+    path: "/spool.v1.JobsService/ListTemplates" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListTemplatesRequest): Buffer => Buffer.from(ListTemplatesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListTemplatesRequest => ListTemplatesRequest.decode(value),
+    responseSerialize: (value: ListTemplatesResponse): Buffer =>
+      Buffer.from(ListTemplatesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListTemplatesResponse => ListTemplatesResponse.decode(value),
+  },
+  /**
+   * Idempotency-Key handling for the API's POSTs: claim a key before the work, record the answer
+   * after it, or release the claim when the work failed in a way worth retrying.
+   */
+  claimIdempotencyKey: {
+    path: "/spool.v1.JobsService/ClaimIdempotencyKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ClaimIdempotencyKeyRequest): Buffer =>
+      Buffer.from(ClaimIdempotencyKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ClaimIdempotencyKeyRequest => ClaimIdempotencyKeyRequest.decode(value),
+    responseSerialize: (value: ClaimIdempotencyKeyResponse): Buffer =>
+      Buffer.from(ClaimIdempotencyKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ClaimIdempotencyKeyResponse => ClaimIdempotencyKeyResponse.decode(value),
+  },
+  completeIdempotencyKey: {
+    path: "/spool.v1.JobsService/CompleteIdempotencyKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompleteIdempotencyKeyRequest): Buffer =>
+      Buffer.from(CompleteIdempotencyKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompleteIdempotencyKeyRequest => CompleteIdempotencyKeyRequest.decode(value),
+    responseSerialize: (value: CompleteIdempotencyKeyResponse): Buffer =>
+      Buffer.from(CompleteIdempotencyKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompleteIdempotencyKeyResponse =>
+      CompleteIdempotencyKeyResponse.decode(value),
+  },
+  releaseIdempotencyKey: {
+    path: "/spool.v1.JobsService/ReleaseIdempotencyKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReleaseIdempotencyKeyRequest): Buffer =>
+      Buffer.from(ReleaseIdempotencyKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReleaseIdempotencyKeyRequest => ReleaseIdempotencyKeyRequest.decode(value),
+    responseSerialize: (value: ReleaseIdempotencyKeyResponse): Buffer =>
+      Buffer.from(ReleaseIdempotencyKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReleaseIdempotencyKeyResponse => ReleaseIdempotencyKeyResponse.decode(value),
+  },
+  /** The public key integrators seal content to. */
+  getServerKey: {
+    path: "/spool.v1.JobsService/GetServerKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetServerKeyRequest): Buffer => Buffer.from(GetServerKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetServerKeyRequest => GetServerKeyRequest.decode(value),
+    responseSerialize: (value: GetServerKeyResponse): Buffer =>
+      Buffer.from(GetServerKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetServerKeyResponse => GetServerKeyResponse.decode(value),
+  },
 } as const;
 
 export interface JobsServiceServer extends UntypedServiceImplementation {
@@ -1914,6 +5328,22 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
    * replica asks when a station connects, so nothing waits on a message it missed.
    */
   pendingJobs: handleUnaryCall<PendingJobsRequest, PendingJobsResponse>;
+  /** A new job with the original's content and options; the original does not change. */
+  reprintJob: handleUnaryCall<ReprintJobRequest, ReprintJobResponse>;
+  getJobContent: handleUnaryCall<GetJobContentRequest, GetJobContentResponse>;
+  getJobPreview: handleUnaryCall<GetJobPreviewRequest, GetJobPreviewResponse>;
+  createUpload: handleUnaryCall<CreateUploadRequest, CreateUploadResponse>;
+  createTemplate: handleUnaryCall<CreateTemplateRequest, CreateTemplateResponse>;
+  listTemplates: handleUnaryCall<ListTemplatesRequest, ListTemplatesResponse>;
+  /**
+   * Idempotency-Key handling for the API's POSTs: claim a key before the work, record the answer
+   * after it, or release the claim when the work failed in a way worth retrying.
+   */
+  claimIdempotencyKey: handleUnaryCall<ClaimIdempotencyKeyRequest, ClaimIdempotencyKeyResponse>;
+  completeIdempotencyKey: handleUnaryCall<CompleteIdempotencyKeyRequest, CompleteIdempotencyKeyResponse>;
+  releaseIdempotencyKey: handleUnaryCall<ReleaseIdempotencyKeyRequest, ReleaseIdempotencyKeyResponse>;
+  /** The public key integrators seal content to. */
+  getServerKey: handleUnaryCall<GetServerKeyRequest, GetServerKeyResponse>;
 }
 
 export interface JobsServiceClient extends Client {
@@ -2011,6 +5441,162 @@ export interface JobsServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PendingJobsResponse) => void,
   ): ClientUnaryCall;
+  /** A new job with the original's content and options; the original does not change. */
+  reprintJob(
+    request: ReprintJobRequest,
+    callback: (error: ServiceError | null, response: ReprintJobResponse) => void,
+  ): ClientUnaryCall;
+  reprintJob(
+    request: ReprintJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReprintJobResponse) => void,
+  ): ClientUnaryCall;
+  reprintJob(
+    request: ReprintJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReprintJobResponse) => void,
+  ): ClientUnaryCall;
+  getJobContent(
+    request: GetJobContentRequest,
+    callback: (error: ServiceError | null, response: GetJobContentResponse) => void,
+  ): ClientUnaryCall;
+  getJobContent(
+    request: GetJobContentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetJobContentResponse) => void,
+  ): ClientUnaryCall;
+  getJobContent(
+    request: GetJobContentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetJobContentResponse) => void,
+  ): ClientUnaryCall;
+  getJobPreview(
+    request: GetJobPreviewRequest,
+    callback: (error: ServiceError | null, response: GetJobPreviewResponse) => void,
+  ): ClientUnaryCall;
+  getJobPreview(
+    request: GetJobPreviewRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetJobPreviewResponse) => void,
+  ): ClientUnaryCall;
+  getJobPreview(
+    request: GetJobPreviewRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetJobPreviewResponse) => void,
+  ): ClientUnaryCall;
+  createUpload(
+    request: CreateUploadRequest,
+    callback: (error: ServiceError | null, response: CreateUploadResponse) => void,
+  ): ClientUnaryCall;
+  createUpload(
+    request: CreateUploadRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateUploadResponse) => void,
+  ): ClientUnaryCall;
+  createUpload(
+    request: CreateUploadRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateUploadResponse) => void,
+  ): ClientUnaryCall;
+  createTemplate(
+    request: CreateTemplateRequest,
+    callback: (error: ServiceError | null, response: CreateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  createTemplate(
+    request: CreateTemplateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  createTemplate(
+    request: CreateTemplateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  listTemplates(
+    request: ListTemplatesRequest,
+    callback: (error: ServiceError | null, response: ListTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  listTemplates(
+    request: ListTemplatesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  listTemplates(
+    request: ListTemplatesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Idempotency-Key handling for the API's POSTs: claim a key before the work, record the answer
+   * after it, or release the claim when the work failed in a way worth retrying.
+   */
+  claimIdempotencyKey(
+    request: ClaimIdempotencyKeyRequest,
+    callback: (error: ServiceError | null, response: ClaimIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  claimIdempotencyKey(
+    request: ClaimIdempotencyKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ClaimIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  claimIdempotencyKey(
+    request: ClaimIdempotencyKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ClaimIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  completeIdempotencyKey(
+    request: CompleteIdempotencyKeyRequest,
+    callback: (error: ServiceError | null, response: CompleteIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  completeIdempotencyKey(
+    request: CompleteIdempotencyKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompleteIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  completeIdempotencyKey(
+    request: CompleteIdempotencyKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompleteIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  releaseIdempotencyKey(
+    request: ReleaseIdempotencyKeyRequest,
+    callback: (error: ServiceError | null, response: ReleaseIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  releaseIdempotencyKey(
+    request: ReleaseIdempotencyKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReleaseIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  releaseIdempotencyKey(
+    request: ReleaseIdempotencyKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReleaseIdempotencyKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** The public key integrators seal content to. */
+  getServerKey(
+    request: GetServerKeyRequest,
+    callback: (error: ServiceError | null, response: GetServerKeyResponse) => void,
+  ): ClientUnaryCall;
+  getServerKey(
+    request: GetServerKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetServerKeyResponse) => void,
+  ): ClientUnaryCall;
+  getServerKey(
+    request: GetServerKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetServerKeyResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const JobsServiceClient = makeGenericClientConstructor(
@@ -2029,6 +5615,14 @@ function bytesFromBase64(b64: string): Uint8Array {
 function base64FromBytes(arr: Uint8Array): string {
   return globalThis.Buffer.from(arr).toString("base64");
 }
+
+type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+
+export type DeepPartial<T> = T extends Builtin ? T
+  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+  : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
+  : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
+  : Partial<T>;
 
 function toTimestamp(date: Date): Timestamp {
   const seconds = Math.trunc(date.getTime() / 1_000);
@@ -2076,4 +5670,6 @@ export interface MessageFns<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
   fromJSON(object: any): T;
   toJSON(message: T): unknown;
+  create(base?: DeepPartial<T>): T;
+  fromPartial(object: DeepPartial<T>): T;
 }

@@ -406,6 +406,20 @@ export const Location: MessageFns<Location> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<Location>): Location {
+    return Location.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Location>): Location {
+    const message = createBaseLocation();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.address = object.address ?? "";
+    message.timezone = object.timezone ?? "";
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
 };
 
 function createBaseStation(): Station {
@@ -572,6 +586,21 @@ export const Station: MessageFns<Station> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<Station>): Station {
+    return Station.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Station>): Station {
+    const message = createBaseStation();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.locationId = object.locationId ?? "";
+    message.online = object.online ?? false;
+    message.lastSeenAt = object.lastSeenAt ?? undefined;
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
 };
 
 function createBasePrinterCapabilities(): PrinterCapabilities {
@@ -680,6 +709,18 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
       obj.copies = message.copies;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<PrinterCapabilities>): PrinterCapabilities {
+    return PrinterCapabilities.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrinterCapabilities>): PrinterCapabilities {
+    const message = createBasePrinterCapabilities();
+    message.paperSizes = object.paperSizes?.map((e) => e) || [];
+    message.duplex = object.duplex ?? false;
+    message.color = object.color ?? false;
+    message.copies = object.copies ?? false;
+    return message;
   },
 };
 
@@ -907,6 +948,26 @@ export const Printer: MessageFns<Printer> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<Printer>): Printer {
+    return Printer.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Printer>): Printer {
+    const message = createBasePrinter();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    message.locationId = object.locationId ?? "";
+    message.name = object.name ?? "";
+    message.status = object.status ?? "";
+    message.detail = object.detail ?? "";
+    message.capabilities = (object.capabilities !== undefined && object.capabilities !== null)
+      ? PrinterCapabilities.fromPartial(object.capabilities)
+      : undefined;
+    message.stationOnline = object.stationOnline ?? false;
+    message.updatedAt = object.updatedAt ?? undefined;
+    return message;
+  },
 };
 
 function createBaseCreateLocationRequest(): CreateLocationRequest {
@@ -1016,6 +1077,18 @@ export const CreateLocationRequest: MessageFns<CreateLocationRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<CreateLocationRequest>): CreateLocationRequest {
+    return CreateLocationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateLocationRequest>): CreateLocationRequest {
+    const message = createBaseCreateLocationRequest();
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.address = object.address ?? "";
+    message.timezone = object.timezone ?? "";
+    return message;
+  },
 };
 
 function createBaseCreateLocationResponse(): CreateLocationResponse {
@@ -1073,6 +1146,17 @@ export const CreateLocationResponse: MessageFns<CreateLocationResponse> = {
       obj.location = Location.toJSON(message.location);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<CreateLocationResponse>): CreateLocationResponse {
+    return CreateLocationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateLocationResponse>): CreateLocationResponse {
+    const message = createBaseCreateLocationResponse();
+    message.location = (object.location !== undefined && object.location !== null)
+      ? Location.fromPartial(object.location)
+      : undefined;
+    return message;
   },
 };
 
@@ -1157,6 +1241,16 @@ export const GetLocationRequest: MessageFns<GetLocationRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<GetLocationRequest>): GetLocationRequest {
+    return GetLocationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetLocationRequest>): GetLocationRequest {
+    const message = createBaseGetLocationRequest();
+    message.orgId = object.orgId ?? "";
+    message.locationId = object.locationId ?? "";
+    return message;
+  },
 };
 
 function createBaseGetLocationResponse(): GetLocationResponse {
@@ -1214,6 +1308,17 @@ export const GetLocationResponse: MessageFns<GetLocationResponse> = {
       obj.location = Location.toJSON(message.location);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<GetLocationResponse>): GetLocationResponse {
+    return GetLocationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetLocationResponse>): GetLocationResponse {
+    const message = createBaseGetLocationResponse();
+    message.location = (object.location !== undefined && object.location !== null)
+      ? Location.fromPartial(object.location)
+      : undefined;
+    return message;
   },
 };
 
@@ -1309,6 +1414,17 @@ export const ListLocationsRequest: MessageFns<ListLocationsRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<ListLocationsRequest>): ListLocationsRequest {
+    return ListLocationsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListLocationsRequest>): ListLocationsRequest {
+    const message = createBaseListLocationsRequest();
+    message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
 };
 
 function createBaseListLocationsResponse(): ListLocationsResponse {
@@ -1387,6 +1503,16 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
       obj.nextCursor = message.nextCursor;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<ListLocationsResponse>): ListLocationsResponse {
+    return ListLocationsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListLocationsResponse>): ListLocationsResponse {
+    const message = createBaseListLocationsResponse();
+    message.items = object.items?.map((e) => Location.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
   },
 };
 
@@ -1486,6 +1612,17 @@ export const CreateStationRequest: MessageFns<CreateStationRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<CreateStationRequest>): CreateStationRequest {
+    return CreateStationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateStationRequest>): CreateStationRequest {
+    const message = createBaseCreateStationRequest();
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.locationId = object.locationId ?? "";
+    return message;
+  },
 };
 
 function createBaseCreateStationResponse(): CreateStationResponse {
@@ -1560,6 +1697,18 @@ export const CreateStationResponse: MessageFns<CreateStationResponse> = {
       obj.token = message.token;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<CreateStationResponse>): CreateStationResponse {
+    return CreateStationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateStationResponse>): CreateStationResponse {
+    const message = createBaseCreateStationResponse();
+    message.station = (object.station !== undefined && object.station !== null)
+      ? Station.fromPartial(object.station)
+      : undefined;
+    message.token = object.token ?? "";
+    return message;
   },
 };
 
@@ -1644,6 +1793,16 @@ export const RevokeStationTokenRequest: MessageFns<RevokeStationTokenRequest> = 
     }
     return obj;
   },
+
+  create(base?: DeepPartial<RevokeStationTokenRequest>): RevokeStationTokenRequest {
+    return RevokeStationTokenRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevokeStationTokenRequest>): RevokeStationTokenRequest {
+    const message = createBaseRevokeStationTokenRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
 };
 
 function createBaseRevokeStationTokenResponse(): RevokeStationTokenResponse {
@@ -1701,6 +1860,17 @@ export const RevokeStationTokenResponse: MessageFns<RevokeStationTokenResponse> 
       obj.station = Station.toJSON(message.station);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<RevokeStationTokenResponse>): RevokeStationTokenResponse {
+    return RevokeStationTokenResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevokeStationTokenResponse>): RevokeStationTokenResponse {
+    const message = createBaseRevokeStationTokenResponse();
+    message.station = (object.station !== undefined && object.station !== null)
+      ? Station.fromPartial(object.station)
+      : undefined;
+    return message;
   },
 };
 
@@ -1785,6 +1955,16 @@ export const RotateStationTokenRequest: MessageFns<RotateStationTokenRequest> = 
     }
     return obj;
   },
+
+  create(base?: DeepPartial<RotateStationTokenRequest>): RotateStationTokenRequest {
+    return RotateStationTokenRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RotateStationTokenRequest>): RotateStationTokenRequest {
+    const message = createBaseRotateStationTokenRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
 };
 
 function createBaseRotateStationTokenResponse(): RotateStationTokenResponse {
@@ -1859,6 +2039,18 @@ export const RotateStationTokenResponse: MessageFns<RotateStationTokenResponse> 
       obj.token = message.token;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<RotateStationTokenResponse>): RotateStationTokenResponse {
+    return RotateStationTokenResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RotateStationTokenResponse>): RotateStationTokenResponse {
+    const message = createBaseRotateStationTokenResponse();
+    message.station = (object.station !== undefined && object.station !== null)
+      ? Station.fromPartial(object.station)
+      : undefined;
+    message.token = object.token ?? "";
+    return message;
   },
 };
 
@@ -1992,6 +2184,19 @@ export const ListPrintersRequest: MessageFns<ListPrintersRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<ListPrintersRequest>): ListPrintersRequest {
+    return ListPrintersRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListPrintersRequest>): ListPrintersRequest {
+    const message = createBaseListPrintersRequest();
+    message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    message.stationId = object.stationId ?? "";
+    message.locationId = object.locationId ?? "";
+    return message;
+  },
 };
 
 function createBaseListPrintersResponse(): ListPrintersResponse {
@@ -2070,6 +2275,16 @@ export const ListPrintersResponse: MessageFns<ListPrintersResponse> = {
       obj.nextCursor = message.nextCursor;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<ListPrintersResponse>): ListPrintersResponse {
+    return ListPrintersResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListPrintersResponse>): ListPrintersResponse {
+    const message = createBaseListPrintersResponse();
+    message.items = object.items?.map((e) => Printer.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
   },
 };
 
@@ -2154,6 +2369,16 @@ export const GetPrinterRequest: MessageFns<GetPrinterRequest> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<GetPrinterRequest>): GetPrinterRequest {
+    return GetPrinterRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPrinterRequest>): GetPrinterRequest {
+    const message = createBaseGetPrinterRequest();
+    message.orgId = object.orgId ?? "";
+    message.printerId = object.printerId ?? "";
+    return message;
+  },
 };
 
 function createBaseGetPrinterResponse(): GetPrinterResponse {
@@ -2211,6 +2436,17 @@ export const GetPrinterResponse: MessageFns<GetPrinterResponse> = {
       obj.printer = Printer.toJSON(message.printer);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<GetPrinterResponse>): GetPrinterResponse {
+    return GetPrinterResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPrinterResponse>): GetPrinterResponse {
+    const message = createBaseGetPrinterResponse();
+    message.printer = (object.printer !== undefined && object.printer !== null)
+      ? Printer.fromPartial(object.printer)
+      : undefined;
+    return message;
   },
 };
 
@@ -2317,6 +2553,20 @@ export const PrinterReport: MessageFns<PrinterReport> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<PrinterReport>): PrinterReport {
+    return PrinterReport.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrinterReport>): PrinterReport {
+    const message = createBasePrinterReport();
+    message.name = object.name ?? "";
+    message.status = object.status ?? "";
+    message.detail = object.detail ?? "";
+    message.capabilities = (object.capabilities !== undefined && object.capabilities !== null)
+      ? PrinterCapabilities.fromPartial(object.capabilities)
+      : undefined;
+    return message;
+  },
 };
 
 function createBaseAgentHello(): AgentHello {
@@ -2398,6 +2648,16 @@ export const AgentHello: MessageFns<AgentHello> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<AgentHello>): AgentHello {
+    return AgentHello.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AgentHello>): AgentHello {
+    const message = createBaseAgentHello();
+    message.agentVersion = object.agentVersion ?? "";
+    message.printers = object.printers?.map((e) => PrinterReport.fromPartial(e)) || [];
+    return message;
+  },
 };
 
 function createBasePrintersChanged(): PrintersChanged {
@@ -2459,6 +2719,15 @@ export const PrintersChanged: MessageFns<PrintersChanged> = {
       obj.printers = message.printers.map((e) => PrinterReport.toJSON(e));
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<PrintersChanged>): PrintersChanged {
+    return PrintersChanged.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrintersChanged>): PrintersChanged {
+    const message = createBasePrintersChanged();
+    message.printers = object.printers?.map((e) => PrinterReport.fromPartial(e)) || [];
+    return message;
   },
 };
 
@@ -2538,6 +2807,16 @@ export const JobReceived: MessageFns<JobReceived> = {
       obj.attempt = Math.round(message.attempt);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<JobReceived>): JobReceived {
+    return JobReceived.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobReceived>): JobReceived {
+    const message = createBaseJobReceived();
+    message.jobId = object.jobId ?? "";
+    message.attempt = object.attempt ?? 0;
+    return message;
   },
 };
 
@@ -2648,6 +2927,18 @@ export const JobResult: MessageFns<JobResult> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<JobResult>): JobResult {
+    return JobResult.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobResult>): JobResult {
+    const message = createBaseJobResult();
+    message.jobId = object.jobId ?? "";
+    message.attempt = object.attempt ?? 0;
+    message.printed = object.printed ?? false;
+    message.detail = object.detail ?? "";
+    return message;
+  },
 };
 
 function createBaseAgentMessage(): AgentMessage {
@@ -2752,6 +3043,26 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       obj.result = JobResult.toJSON(message.result);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<AgentMessage>): AgentMessage {
+    return AgentMessage.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AgentMessage>): AgentMessage {
+    const message = createBaseAgentMessage();
+    message.hello = (object.hello !== undefined && object.hello !== null)
+      ? AgentHello.fromPartial(object.hello)
+      : undefined;
+    message.printers = (object.printers !== undefined && object.printers !== null)
+      ? PrintersChanged.fromPartial(object.printers)
+      : undefined;
+    message.received = (object.received !== undefined && object.received !== null)
+      ? JobReceived.fromPartial(object.received)
+      : undefined;
+    message.result = (object.result !== undefined && object.result !== null)
+      ? JobResult.fromPartial(object.result)
+      : undefined;
+    return message;
   },
 };
 
@@ -2886,6 +3197,25 @@ export const Welcome: MessageFns<Welcome> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<Welcome>): Welcome {
+    return Welcome.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Welcome>): Welcome {
+    const message = createBaseWelcome();
+    message.stationId = object.stationId ?? "";
+    message.orgId = object.orgId ?? "";
+    message.printerIds = (globalThis.Object.entries(object.printerIds ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
 };
 
 function createBaseWelcome_PrinterIdsEntry(): Welcome_PrinterIdsEntry {
@@ -2960,6 +3290,16 @@ export const Welcome_PrinterIdsEntry: MessageFns<Welcome_PrinterIdsEntry> = {
       obj.value = message.value;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<Welcome_PrinterIdsEntry>): Welcome_PrinterIdsEntry {
+    return Welcome_PrinterIdsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Welcome_PrinterIdsEntry>): Welcome_PrinterIdsEntry {
+    const message = createBaseWelcome_PrinterIdsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
   },
 };
 
@@ -3129,6 +3469,22 @@ export const PrintOptions: MessageFns<PrintOptions> = {
       obj.rotate = Math.round(message.rotate);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<PrintOptions>): PrintOptions {
+    return PrintOptions.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrintOptions>): PrintOptions {
+    const message = createBasePrintOptions();
+    message.copies = object.copies ?? 0;
+    message.duplex = object.duplex ?? "";
+    message.color = object.color ?? "";
+    message.paper = object.paper ?? "";
+    message.tray = object.tray ?? "";
+    message.pages = object.pages ?? "";
+    message.fitToPage = object.fitToPage ?? false;
+    message.rotate = object.rotate ?? 0;
+    return message;
   },
 };
 
@@ -3336,6 +3692,25 @@ export const JobOffer: MessageFns<JobOffer> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<JobOffer>): JobOffer {
+    return JobOffer.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobOffer>): JobOffer {
+    const message = createBaseJobOffer();
+    message.jobId = object.jobId ?? "";
+    message.printerId = object.printerId ?? "";
+    message.printerName = object.printerName ?? "";
+    message.title = object.title ?? "";
+    message.contentType = object.contentType ?? "";
+    message.size = object.size ?? 0;
+    message.sha256 = object.sha256 ?? "";
+    message.options = (object.options !== undefined && object.options !== null)
+      ? PrintOptions.fromPartial(object.options)
+      : undefined;
+    message.attempt = object.attempt ?? 0;
+    return message;
+  },
 };
 
 function createBaseDocumentChunk(): DocumentChunk {
@@ -3445,6 +3820,18 @@ export const DocumentChunk: MessageFns<DocumentChunk> = {
     }
     return obj;
   },
+
+  create(base?: DeepPartial<DocumentChunk>): DocumentChunk {
+    return DocumentChunk.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DocumentChunk>): DocumentChunk {
+    const message = createBaseDocumentChunk();
+    message.jobId = object.jobId ?? "";
+    message.offset = object.offset ?? 0;
+    message.data = object.data ?? Buffer.alloc(0);
+    message.last = object.last ?? false;
+    return message;
+  },
 };
 
 function createBaseJobWithdrawn(): JobWithdrawn {
@@ -3523,6 +3910,16 @@ export const JobWithdrawn: MessageFns<JobWithdrawn> = {
       obj.attempt = Math.round(message.attempt);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<JobWithdrawn>): JobWithdrawn {
+    return JobWithdrawn.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobWithdrawn>): JobWithdrawn {
+    const message = createBaseJobWithdrawn();
+    message.jobId = object.jobId ?? "";
+    message.attempt = object.attempt ?? 0;
+    return message;
   },
 };
 
@@ -3617,6 +4014,17 @@ export const ReportAccepted: MessageFns<ReportAccepted> = {
       obj.kind = message.kind;
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<ReportAccepted>): ReportAccepted {
+    return ReportAccepted.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReportAccepted>): ReportAccepted {
+    const message = createBaseReportAccepted();
+    message.jobId = object.jobId ?? "";
+    message.attempt = object.attempt ?? 0;
+    message.kind = object.kind ?? "";
+    return message;
   },
 };
 
@@ -3737,6 +4145,29 @@ export const ServerMessage: MessageFns<ServerMessage> = {
       obj.accepted = ReportAccepted.toJSON(message.accepted);
     }
     return obj;
+  },
+
+  create(base?: DeepPartial<ServerMessage>): ServerMessage {
+    return ServerMessage.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ServerMessage>): ServerMessage {
+    const message = createBaseServerMessage();
+    message.welcome = (object.welcome !== undefined && object.welcome !== null)
+      ? Welcome.fromPartial(object.welcome)
+      : undefined;
+    message.offer = (object.offer !== undefined && object.offer !== null)
+      ? JobOffer.fromPartial(object.offer)
+      : undefined;
+    message.chunk = (object.chunk !== undefined && object.chunk !== null)
+      ? DocumentChunk.fromPartial(object.chunk)
+      : undefined;
+    message.withdrawn = (object.withdrawn !== undefined && object.withdrawn !== null)
+      ? JobWithdrawn.fromPartial(object.withdrawn)
+      : undefined;
+    message.accepted = (object.accepted !== undefined && object.accepted !== null)
+      ? ReportAccepted.fromPartial(object.accepted)
+      : undefined;
+    return message;
   },
 };
 
@@ -4022,6 +4453,14 @@ function base64FromBytes(arr: Uint8Array): string {
   return globalThis.Buffer.from(arr).toString("base64");
 }
 
+type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+
+export type DeepPartial<T> = T extends Builtin ? T
+  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+  : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
+  : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
+  : Partial<T>;
+
 function toTimestamp(date: Date): Timestamp {
   const seconds = Math.trunc(date.getTime() / 1_000);
   const nanos = (date.getTime() % 1_000) * 1_000_000;
@@ -4068,4 +4507,6 @@ export interface MessageFns<T> {
   decode(input: BinaryReader | Uint8Array, length?: number): T;
   fromJSON(object: any): T;
   toJSON(message: T): unknown;
+  create(base?: DeepPartial<T>): T;
+  fromPartial(object: DeepPartial<T>): T;
 }
