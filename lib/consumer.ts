@@ -1,0 +1,88 @@
+/**
+ * A durable JetStream pull consumer shared by every replica of a service (JetStream spreads the
+ * messages among them), with explicit acks: a message is acknowledged only after its handler
+ * finished, retried a second later when the handler threw, and terminated when it cannot be read.
+ * The loop survives server restarts by consuming again.
+ */
+import {
+  AckPolicy,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+} from '@nats-io/jetstream';
+import type { NatsConnection } from './bus.js';
+import type { Logger } from './logger.js';
+
+export interface DurableConsumer {
+  stop(): Promise<void>;
+}
+
+export interface DurableConsumerOptions<T> {
+  nc: NatsConnection;
+  stream: string;
+  durable: string;
+  /** filter_subject, deliver_policy and the like. */
+  config: Partial<ConsumerConfig>;
+  logger: Logger;
+  /** The message's content, or undefined when it is not one the handler can use (terminated). */
+  parse(msg: JsMsg): T | undefined;
+  /** Handles one message; `'term'` drops it for good, a throw retries it later. */
+  handle(value: T): Promise<'ack' | 'term'>;
+}
+
+export async function startDurableConsumer<T>(
+  options: DurableConsumerOptions<T>,
+): Promise<DurableConsumer> {
+  const jsm = await jetstreamManager(options.nc);
+  await jsm.consumers.add(options.stream, {
+    durable_name: options.durable,
+    ack_policy: AckPolicy.Explicit,
+    max_deliver: -1,
+    ack_wait: 30_000_000_000,
+    ...options.config,
+  });
+  const consumer = await jetstream(options.nc).consumers.get(options.stream, options.durable);
+  const { logger } = options;
+  let messages: ConsumerMessages | undefined;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        messages = await consumer.consume({ max_messages: 256 });
+        for await (const msg of messages) {
+          let value: T | undefined;
+          try {
+            value = options.parse(msg);
+          } catch {
+            value = undefined;
+          }
+          if (value === undefined) {
+            logger.error({ subject: msg.subject }, 'dropping a message that cannot be read');
+            msg.term();
+            continue;
+          }
+          try {
+            if ((await options.handle(value)) === 'term') msg.term();
+            else msg.ack();
+          } catch (err) {
+            logger.warn({ err, subject: msg.subject }, 'message not handled; will retry');
+            msg.nak(1_000);
+          }
+        }
+      } catch (err) {
+        if (stopped) break;
+        logger.warn({ err, durable: options.durable }, 'consumer failed; restarting');
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await messages?.close();
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * The fan-out: one durable consumer of `events.>` shared by every webhooks replica (JetStream
+ * spreads the messages among them) turns each event into one delivery per subscribed endpoint. A
+ * message is acknowledged only after the deliveries are committed, and the unique (event, endpoint)
+ * index makes a redelivered message add nothing, so each endpoint gets exactly one delivery of
+ * each event.
+ */
+import { DeliverPolicy } from '@nats-io/jetstream';
+import type { NatsConnection } from '../../lib/bus.js';
+import { startDurableConsumer } from '../../lib/consumer.js';
+import { EVENT_TYPES, type EventType, type SpoolEvent } from '../../lib/events.js';
+import { isUuid } from '../../lib/ids.js';
+import type { Logger } from '../../lib/logger.js';
+import type { WebhookStore } from './store.js';
+
+export const FANOUT_CONSUMER = 'webhooks-fanout';
+
+export interface Fanout {
+  stop(): Promise<void>;
+}
+
+/** The event in a message, or undefined when it is not one this service can deliver. */
+export function parseEvent(value: unknown): SpoolEvent | undefined {
+  const e = value as Partial<SpoolEvent> | null;
+  if (
+    !e ||
+    typeof e !== 'object' ||
+    typeof e.id !== 'string' ||
+    !isUuid(e.id) ||
+    typeof e.org_id !== 'string' ||
+    !isUuid(e.org_id) ||
+    typeof e.created_at !== 'string' ||
+    !EVENT_TYPES.includes(e.type as EventType) ||
+    // Only the test action makes pings, one endpoint at a time.
+    e.type === 'ping' ||
+    e.data === undefined
+  ) {
+    return undefined;
+  }
+  return e as SpoolEvent;
+}
+
+export async function startFanout(deps: {
+  nc: NatsConnection;
+  store: WebhookStore;
+  logger: Logger;
+  maxPayloadBytes: number;
+  /** Called after new deliveries were committed, so the worker sends them at once. */
+  onDeliveries: () => void;
+}): Promise<Fanout> {
+  return startDurableConsumer({
+    nc: deps.nc,
+    stream: 'EVENTS',
+    durable: FANOUT_CONSUMER,
+    config: {
+      filter_subject: 'events.>',
+      // A first start does not replay the stream's week of history to today's endpoints.
+      deliver_policy: DeliverPolicy.New,
+    },
+    logger: deps.logger,
+    parse: (msg) => parseEvent(msg.json()),
+    async handle(event) {
+      const added = await deps.store.fanOut(event, deps.maxPayloadBytes);
+      if (added > 0) deps.onDeliveries();
+      return 'ack';
+    },
+  });
+}

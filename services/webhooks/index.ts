@@ -1,0 +1,132 @@
+/**
+ * The webhooks deployable: the gRPC service for endpoints and the delivery log, the fan-out
+ * consumer of `events.>`, and the delivery worker, built from the connections they are given (used
+ * by `spool serve webhooks` and `spool dev`). Replicas share the work through the database and
+ * JetStream; nothing is held only in memory.
+ */
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import { WebhooksServiceService } from '../../gen/spool/v1/webhooks.js';
+import type { NatsConnection } from '../../lib/bus.js';
+import type { Clock } from '../../lib/clock.js';
+import { adaptServer, type GrpcService } from '../../lib/grpc.js';
+import type { Logger } from '../../lib/logger.js';
+import type { MigrationSet } from '../../lib/migrate.js';
+import { createSecretBox } from './crypto.js';
+import { createSender, type Sender } from './delivery.js';
+import { type Fanout, startFanout } from './fanout.js';
+import { createWebhooksServer } from './server.js';
+import { createWebhookStore, type WebhookStore } from './store.js';
+import { DeliveryWorker, RETRY_JITTER, RETRY_WAITS_MS } from './worker.js';
+
+export const migrations: MigrationSet = {
+  service: 'webhooks',
+  dir: fileURLToPath(new URL('./migrations', import.meta.url)),
+};
+
+/** What an operator may set (README's configuration table lists each variable). */
+export interface WebhooksSettings {
+  /** The AES-256 key secrets are encrypted under (`WEBHOOK_SECRET_KEY`). */
+  secretKey: Buffer;
+  /** Allow http:// and non-public addresses (`spool dev`, `SPOOL_WEBHOOKS_ALLOW_INSECURE`). */
+  allowInsecure: boolean;
+  /** Milliseconds a receiver has to answer (spec: 15 s). */
+  timeoutMs: number;
+  /** Waits between attempts (spec: 30 s … 12 h). */
+  retryWaitsMs: readonly number[];
+  /** How long the previous secret keeps signing after a rotation (24 h). */
+  rotationGraceMs: number;
+  /** Largest body sent; a larger event is logged as failed, unsent. */
+  maxPayloadBytes: number;
+  /** Attempts in flight at once, per replica. */
+  concurrency: number;
+  /** Attempts in flight at once to one endpoint, per replica. */
+  endpointConcurrency: number;
+  /** How often the worker looks for due deliveries it was not told of. */
+  pollMs: number;
+  /** How long a claim holds a delivery; by default the timeout plus 30 s. */
+  leaseMs?: number;
+  /** Fraction by which waits are lengthened at random. */
+  jitter?: number;
+}
+
+export const WEBHOOK_DEFAULTS = {
+  allowInsecure: false,
+  timeoutMs: 15_000,
+  retryWaitsMs: RETRY_WAITS_MS,
+  rotationGraceMs: 24 * 60 * 60 * 1000,
+  maxPayloadBytes: 256 * 1024,
+  concurrency: 64,
+  endpointConcurrency: 4,
+  pollMs: 1_000,
+} satisfies Omit<WebhooksSettings, 'secretKey'>;
+
+export interface WebhooksDeps {
+  pool: pg.Pool;
+  nc: NatsConnection;
+  logger: Logger;
+  clock: Clock;
+  settings: WebhooksSettings;
+}
+
+export interface WebhooksPart {
+  grpc: GrpcService;
+  store: WebhookStore;
+  worker: DeliveryWorker;
+  sender: Sender;
+  fanout: Fanout;
+  stop(): Promise<void>;
+}
+
+export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> {
+  const logger = deps.logger.child({ service: 'webhooks' });
+  const { settings } = deps;
+  const store = createWebhookStore(deps.pool, deps.clock, createSecretBox(settings.secretKey));
+  const sender = createSender({
+    timeoutMs: settings.timeoutMs,
+    allowInsecure: settings.allowInsecure,
+    connectionsPerOrigin: settings.endpointConcurrency,
+  });
+  const worker = new DeliveryWorker({
+    store,
+    sender,
+    clock: deps.clock,
+    logger,
+    retryWaitsMs: settings.retryWaitsMs,
+    jitter: settings.jitter ?? RETRY_JITTER,
+    concurrency: settings.concurrency,
+    endpointConcurrency: settings.endpointConcurrency,
+    leaseMs: settings.leaseMs ?? settings.timeoutMs + 30_000,
+    pollMs: settings.pollMs,
+  });
+  const fanout = await startFanout({
+    nc: deps.nc,
+    store,
+    logger,
+    maxPayloadBytes: settings.maxPayloadBytes,
+    onDeliveries: () => worker.kick(),
+  });
+  worker.start();
+  const server = createWebhooksServer({
+    store,
+    allowInsecure: settings.allowInsecure,
+    rotationGraceMs: settings.rotationGraceMs,
+    onWork: () => worker.kick(),
+  });
+  return {
+    grpc: {
+      name: 'spool.v1.WebhooksService',
+      definition: WebhooksServiceService,
+      implementation: adaptServer(server, logger),
+    },
+    store,
+    worker,
+    sender,
+    fanout,
+    async stop() {
+      await fanout.stop();
+      await worker.stop();
+      await sender.close();
+    },
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * The webhooks gRPC service: checks requests (URLs against the SSRF rules, event types, limits),
+ * makes secrets and leaves storage to the store. Changes that create work kick the worker, so a
+ * test ping or a resend leaves at once.
+ */
+import type { WebhooksServiceServer } from '../../gen/spool/v1/webhooks.js';
+import { invalid, notFound } from '../../lib/errors.js';
+import { EVENT_TYPES } from '../../lib/events.js';
+import type { AsyncServer } from '../../lib/grpc.js';
+import { isUuid } from '../../lib/ids.js';
+import { pageLimit } from '../../lib/paging.js';
+import { checkPublicUrl } from '../../lib/ssrf.js';
+import { generateSecret } from './crypto.js';
+import { ALL_EVENTS, type DeliveryState, type WebhookStore } from './store.js';
+
+/** The event types an endpoint may choose: every type but `ping`, which only the test sends. */
+export const SUBSCRIBABLE_EVENTS = EVENT_TYPES.filter((t) => t !== 'ping');
+
+export const MAX_DESCRIPTION_LENGTH = 200;
+
+/** The longest grace a rotation may give the previous secret: 7 days. */
+export const MAX_GRACE_SECONDS = 7 * 24 * 60 * 60;
+
+const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'succeeded', 'failed'];
+
+function requireUuid(value: string, what: string): string {
+  if (!isUuid(value)) throw notFound(`no such ${what}`);
+  return value;
+}
+
+function checkEvents(events: string[], param = 'events'): string[] {
+  const unique = [...new Set(events)];
+  if (unique.length === 0) throw invalid(`${param} must name at least one event type`, param);
+  for (const type of unique) {
+    if (type !== ALL_EVENTS && !(SUBSCRIBABLE_EVENTS as readonly string[]).includes(type)) {
+      throw invalid(
+        `unknown event type ${JSON.stringify(type)}; types are ${SUBSCRIBABLE_EVENTS.join(', ')}, or * for all`,
+        param,
+      );
+    }
+  }
+  return unique.includes(ALL_EVENTS) ? [ALL_EVENTS] : unique;
+}
+
+function checkDescription(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed.length > MAX_DESCRIPTION_LENGTH) {
+    throw invalid(
+      `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`,
+      'description',
+    );
+  }
+  return trimmed;
+}
+
+export interface WebhooksServerDeps {
+  store: WebhookStore;
+  /** `spool dev` or `SPOOL_WEBHOOKS_ALLOW_INSECURE`: http and private addresses are accepted. */
+  allowInsecure: boolean;
+  /** Grace of the previous secret when a rotation does not say. */
+  rotationGraceMs: number;
+  /** Called when there is new work for the worker. */
+  onWork: () => void;
+}
+
+export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<WebhooksServiceServer> {
+  const { store } = deps;
+  const org = (id: string) => requireUuid(id, 'organization');
+  const endpoint = (id: string) => requireUuid(id, 'webhook endpoint in this organization');
+  const delivery = (id: string) => requireUuid(id, 'delivery for this webhook endpoint');
+
+  return {
+    async createEndpoint(req) {
+      const orgId = org(req.orgId);
+      const url = checkPublicUrl(req.url, deps.allowInsecure);
+      const events = checkEvents(req.events);
+      const secret = generateSecret();
+      const created = await store.createEndpoint({
+        orgId,
+        url,
+        events,
+        description: checkDescription(req.description),
+        secret,
+      });
+      return { endpoint: created, secret };
+    },
+
+    async listEndpoints(req) {
+      return store.listEndpoints(org(req.orgId), pageLimit(req.limit), req.cursor);
+    },
+
+    async getEndpoint(req) {
+      return { endpoint: await store.getEndpoint(org(req.orgId), endpoint(req.endpointId)) };
+    },
+
+    async updateEndpoint(req) {
+      const orgId = org(req.orgId);
+      const endpointId = endpoint(req.endpointId);
+      const updated = await store.updateEndpoint(orgId, endpointId, {
+        url: req.url === undefined ? undefined : checkPublicUrl(req.url, deps.allowInsecure),
+        events: req.events === undefined ? undefined : checkEvents(req.events.types),
+        enabled: req.enabled,
+        description: req.description === undefined ? undefined : checkDescription(req.description),
+      });
+      return { endpoint: updated };
+    },
+
+    async deleteEndpoint(req) {
+      await store.deleteEndpoint(org(req.orgId), endpoint(req.endpointId));
+      return {};
+    },
+
+    async rotateSecret(req) {
+      const orgId = org(req.orgId);
+      const endpointId = endpoint(req.endpointId);
+      if (req.graceSeconds !== undefined && req.graceSeconds > MAX_GRACE_SECONDS) {
+        throw invalid(
+          `grace_seconds must be from 0 to ${MAX_GRACE_SECONDS} (7 days)`,
+          'grace_seconds',
+        );
+      }
+      const graceMs =
+        req.graceSeconds === undefined ? deps.rotationGraceMs : req.graceSeconds * 1000;
+      const secret = generateSecret();
+      const rotated = await store.rotateSecret(orgId, endpointId, secret, graceMs);
+      return { endpoint: rotated, secret };
+    },
+
+    async sendTest(req) {
+      const created = await store.createTestDelivery(org(req.orgId), endpoint(req.endpointId));
+      deps.onWork();
+      return { delivery: created };
+    },
+
+    async listDeliveries(req) {
+      const state = req.state === '' ? undefined : (req.state as DeliveryState);
+      if (state !== undefined && !DELIVERY_STATES.includes(state)) {
+        throw invalid(`state must be one of ${DELIVERY_STATES.join(', ')}`, 'state');
+      }
+      return store.listDeliveries(org(req.orgId), endpoint(req.endpointId), {
+        limit: pageLimit(req.limit),
+        cursor: req.cursor,
+        state,
+      });
+    },
+
+    async getDelivery(req) {
+      return {
+        delivery: await store.getDelivery(
+          org(req.orgId),
+          endpoint(req.endpointId),
+          delivery(req.deliveryId),
+        ),
+      };
+    },
+
+    async resendDelivery(req) {
+      const resent = await store.resendDelivery(
+        org(req.orgId),
+        endpoint(req.endpointId),
+        delivery(req.deliveryId),
+      );
+      deps.onWork();
+      return { delivery: resent };
+    },
+
+    async resendFailed(req) {
+      if (!req.since) throw invalid('since is required', 'since');
+      const resent = await store.resendFailed(org(req.orgId), endpoint(req.endpointId), req.since);
+      if (resent > 0) deps.onWork();
+      return { resent };
+    },
+  };
+}

@@ -1,0 +1,868 @@
+/**
+ * The webhooks tables: endpoints, deliveries (with the retry schedule in `next_attempt_at`) and
+ * attempts. Every query on an organization's data is scoped by `org_id`; the worker's claim, which
+ * serves every organization, is the one query that is not (it then works row by row on what it
+ * claimed). Secrets are sealed before they are written and opened only to sign an attempt.
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type {
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookEndpoint,
+} from '../../gen/spool/v1/webhooks.js';
+import type { Clock } from '../../lib/clock.js';
+import { withTx } from '../../lib/db.js';
+import { conflict, notFound } from '../../lib/errors.js';
+import type { SpoolEvent } from '../../lib/events.js';
+import { decodeCursor, page } from '../../lib/paging.js';
+import { rfc3339 } from '../../lib/time.js';
+import type { SecretBox } from './crypto.js';
+
+/** Spec §8: at most 20 endpoints per organization. */
+export const MAX_ENDPOINTS_PER_ORG = 20;
+
+/** Event types an endpoint subscribes to; `*` is every type, including ones added later. */
+export const ALL_EVENTS = '*';
+
+export type DeliveryState = 'pending' | 'succeeded' | 'failed';
+export type AttemptOutcome = 'in_flight' | 'succeeded' | 'failed' | 'abandoned';
+export type DisabledReason = 'operator' | 'gone' | 'failing';
+
+interface EndpointRow {
+  id: string;
+  org_id: string;
+  url: string;
+  events: string[];
+  description: string;
+  enabled: boolean;
+  disabled_reason: string;
+  disabled_at: Date | null;
+  secret: Buffer;
+  previous_secret: Buffer | null;
+  previous_secret_expires_at: Date | null;
+  secret_rotated_at: Date | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const ENDPOINT_COLUMNS = `id, org_id, url, events, description, enabled, disabled_reason, disabled_at,
+  secret, previous_secret, previous_secret_expires_at, secret_rotated_at, failing_since,
+  created_at, updated_at`;
+
+interface DeliveryRow {
+  id: string;
+  org_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  state: DeliveryState;
+  attempts: number;
+  round_attempts: number;
+  next_attempt_at: Date | null;
+  claim: string | null;
+  last_attempt_at: Date | null;
+  last_status_code: number;
+  notice: string;
+  created_at: Date;
+  finished_at: Date | null;
+  /** 0 for a delivery that was never sendable (its body was over the size cap). */
+  body_size: number;
+}
+
+const DELIVERY_COLUMNS = `id, org_id, endpoint_id, event_id, event_type, state, attempts,
+  round_attempts, next_attempt_at, claim, last_attempt_at, last_status_code, notice, created_at,
+  finished_at, length(body) AS body_size`;
+
+interface AttemptRow {
+  delivery_id: string;
+  number: number;
+  started_at: Date;
+  outcome: AttemptOutcome;
+  status_code: number;
+  error: string;
+  duration_ms: number;
+  response_body: string;
+}
+
+/** A delivery a worker holds: what it needs to send one attempt and to record it. */
+export interface ClaimedDelivery {
+  id: string;
+  orgId: string;
+  endpointId: string;
+  eventType: string;
+  url: string;
+  body: Buffer;
+  /** Secrets that sign now, current first. */
+  secrets: string[];
+  /** The attempt's number over every round, and within the current round. */
+  attempt: number;
+  roundAttempt: number;
+  attemptId: string;
+  claim: string;
+  startedAt: Date;
+}
+
+export interface ClaimCandidate {
+  id: string;
+  endpointId: string;
+}
+
+export interface ClaimInput {
+  now: Date;
+  /** When the claim lapses if its worker never records the attempt. */
+  leaseUntil: Date;
+  /** Candidates read at most. */
+  limit: number;
+  /** Endpoints not to claim for (at their concurrency cap in this worker). */
+  exclude: string[];
+  /** Chooses which candidates to claim; must not change anything (a transaction may re-run). */
+  pick(candidates: ClaimCandidate[]): string[];
+  /** Attempts per round. */
+  maxAttempts: number;
+}
+
+export interface AttemptRecord {
+  succeeded: boolean;
+  statusCode: number;
+  error: string;
+  durationMs: number;
+  responseBody: string;
+}
+
+export interface RecordInput {
+  now: Date;
+  /** When to try again after a failure; undefined when the round has no attempts left. */
+  retryAt: Date | undefined;
+  /** How long an endpoint may fail every attempt before it is disabled. */
+  failingDisableMs: number;
+}
+
+export type Recorded = 'succeeded' | 'retry' | 'failed' | 'lost';
+
+export interface EndpointChanges {
+  url?: string | undefined;
+  events?: string[] | undefined;
+  enabled?: boolean | undefined;
+  description?: string | undefined;
+}
+
+/** The body every receiver gets: exactly `{type, created_at, org_id, data}` (spec §6). */
+export function deliveryBody(event: Pick<SpoolEvent, 'type' | 'created_at' | 'org_id' | 'data'>) {
+  return Buffer.from(
+    JSON.stringify({
+      type: event.type,
+      created_at: event.created_at,
+      org_id: event.org_id,
+      data: event.data,
+    }),
+  );
+}
+
+function toEndpoint(row: EndpointRow, now: Date): WebhookEndpoint {
+  const graceOpen =
+    row.previous_secret !== null &&
+    row.previous_secret_expires_at !== null &&
+    row.previous_secret_expires_at.getTime() > now.getTime();
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+    disabledAt: row.disabled_at ?? undefined,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    secretRotatedAt: row.secret_rotated_at ?? undefined,
+    previousSecretExpiresAt: graceOpen ? (row.previous_secret_expires_at ?? undefined) : undefined,
+    failingSince: row.failing_since ?? undefined,
+  };
+}
+
+function toAttempt(row: AttemptRow): WebhookAttempt {
+  return {
+    number: row.number,
+    at: row.started_at,
+    outcome: row.outcome,
+    statusCode: row.status_code,
+    error: row.error,
+    durationMs: row.duration_ms,
+    responseBody: row.response_body,
+  };
+}
+
+function toDelivery(row: DeliveryRow, attempts: AttemptRow[], payload = ''): WebhookDelivery {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    state: row.state,
+    attemptCount: row.attempts,
+    // While an attempt is in flight the column holds the claim's lease, not a schedule.
+    nextAttemptAt: row.claim === null ? (row.next_attempt_at ?? undefined) : undefined,
+    lastAttemptAt: row.last_attempt_at ?? undefined,
+    lastStatusCode: row.last_status_code,
+    notice: row.notice,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at ?? undefined,
+    payload,
+    attempts: attempts.map(toAttempt),
+  };
+}
+
+const DISABLED_NOTICE: Record<DisabledReason, string> = {
+  operator: 'not sent again: the endpoint was disabled',
+  gone: 'not sent again: the endpoint answered 410 Gone and was disabled',
+  failing: 'not sent again: the endpoint was disabled after failing every attempt for 5 days',
+};
+
+const LAST_ATTEMPT_ABANDONED =
+  'no attempts left: the outcome of the last one is unknown, as the worker sending it stopped';
+
+/**
+ * Disables an endpoint and ends its pending deliveries as failed, except one whose attempt is in
+ * flight: its worker ends it when it records the outcome.
+ */
+async function disable(
+  tx: pg.PoolClient,
+  orgId: string,
+  endpointId: string,
+  reason: DisabledReason,
+  now: Date,
+): Promise<void> {
+  await tx.query(
+    `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $3, disabled_at = $4,
+       updated_at = $4
+     WHERE org_id = $1 AND id = $2`,
+    [orgId, endpointId, reason, now],
+  );
+  await tx.query(
+    `UPDATE webhook_deliveries
+     SET state = 'failed', next_attempt_at = NULL, claim = NULL, finished_at = $3, notice = $4
+     WHERE org_id = $1 AND endpoint_id = $2 AND state = 'pending'
+       AND (claim IS NULL OR next_attempt_at <= $3)`,
+    [orgId, endpointId, now, DISABLED_NOTICE[reason]],
+  );
+}
+
+async function attemptsOf(
+  q: pg.Pool | pg.PoolClient,
+  orgId: string,
+  deliveryIds: string[],
+): Promise<Map<string, AttemptRow[]>> {
+  const byDelivery = new Map<string, AttemptRow[]>();
+  if (deliveryIds.length === 0) return byDelivery;
+  const { rows } = await q.query<AttemptRow>(
+    `SELECT delivery_id, number, started_at, outcome, status_code, error, duration_ms, response_body
+     FROM webhook_attempts WHERE org_id = $1 AND delivery_id = ANY($2::UUID[])
+     ORDER BY delivery_id, number`,
+    [orgId, deliveryIds],
+  );
+  for (const row of rows) {
+    const list = byDelivery.get(row.delivery_id) ?? [];
+    list.push(row);
+    byDelivery.set(row.delivery_id, list);
+  }
+  return byDelivery;
+}
+
+export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) {
+  async function endpointRow(
+    q: pg.Pool | pg.PoolClient,
+    orgId: string,
+    endpointId: string,
+    lock = false,
+  ): Promise<EndpointRow> {
+    const { rows } = await q.query<EndpointRow>(
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND id = $2${
+        lock ? ' FOR UPDATE' : ''
+      }`,
+      [orgId, endpointId],
+    );
+    if (!rows[0]) throw notFound('no such webhook endpoint in this organization');
+    return rows[0];
+  }
+
+  async function enabledEndpoint(
+    tx: pg.PoolClient,
+    orgId: string,
+    endpointId: string,
+  ): Promise<EndpointRow> {
+    const row = await endpointRow(tx, orgId, endpointId);
+    if (!row.enabled) {
+      throw conflict('the webhook endpoint is disabled; enable it first');
+    }
+    return row;
+  }
+
+  async function deliveryRow(
+    q: pg.Pool | pg.PoolClient,
+    orgId: string,
+    endpointId: string,
+    deliveryId: string,
+  ): Promise<DeliveryRow> {
+    const { rows } = await q.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
+       WHERE org_id = $1 AND endpoint_id = $2 AND id = $3`,
+      [orgId, endpointId, deliveryId],
+    );
+    if (!rows[0]) throw notFound('no such delivery for this webhook endpoint');
+    return rows[0];
+  }
+
+  return {
+    async createEndpoint(input: {
+      orgId: string;
+      url: string;
+      events: string[];
+      description: string;
+      secret: string;
+    }): Promise<WebhookEndpoint> {
+      const id = randomUUID();
+      const sealed = box.seal(input.secret, id);
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        // SERIALIZABLE makes two concurrent creations conflict, so the limit holds under races.
+        const { rows: count } = await tx.query<{ n: string }>(
+          'SELECT count(*) AS n FROM webhook_endpoints WHERE org_id = $1',
+          [input.orgId],
+        );
+        if (Number(count[0]?.n ?? 0) >= MAX_ENDPOINTS_PER_ORG) {
+          throw conflict(
+            `an organization may have at most ${MAX_ENDPOINTS_PER_ORG} webhook endpoints; delete one first`,
+          );
+        }
+        const { rows } = await tx.query<EndpointRow>(
+          `INSERT INTO webhook_endpoints
+             (id, org_id, url, events, description, enabled, secret, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, true, $6, $7, $7)
+           RETURNING ${ENDPOINT_COLUMNS}`,
+          [id, input.orgId, input.url, input.events, input.description, sealed, now],
+        );
+        return toEndpoint(rows[0] as EndpointRow, now);
+      });
+    },
+
+    async listEndpoints(
+      orgId: string,
+      limit: number,
+      cursor: string,
+    ): Promise<{ items: WebhookEndpoint[]; nextCursor: string }> {
+      const after = decodeCursor(cursor);
+      const { rows } = await pool.query<EndpointRow>(
+        `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
+         WHERE org_id = $1 AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
+         ORDER BY created_at, id LIMIT $4`,
+        [orgId, after?.at ?? null, after?.id ?? null, limit + 1],
+      );
+      const now = clock.now();
+      const { items, nextCursor } = page(rows, limit, (r) => ({
+        at: r.created_at.toISOString(),
+        id: r.id,
+      }));
+      return { items: items.map((r) => toEndpoint(r, now)), nextCursor };
+    },
+
+    async getEndpoint(orgId: string, endpointId: string): Promise<WebhookEndpoint> {
+      return toEndpoint(await endpointRow(pool, orgId, endpointId), clock.now());
+    },
+
+    async updateEndpoint(
+      orgId: string,
+      endpointId: string,
+      changes: EndpointChanges,
+    ): Promise<WebhookEndpoint> {
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        const row = await endpointRow(tx, orgId, endpointId, true);
+        if (changes.enabled === false && row.enabled) {
+          await disable(tx, orgId, endpointId, 'operator', now);
+        }
+        const { rows } = await tx.query<EndpointRow>(
+          `UPDATE webhook_endpoints SET
+             url = COALESCE($3, url),
+             events = COALESCE($4, events),
+             description = COALESCE($5, description),
+             enabled = CASE WHEN $6::BOOL THEN true ELSE enabled END,
+             disabled_reason = CASE WHEN $6::BOOL THEN '' ELSE disabled_reason END,
+             disabled_at = CASE WHEN $6::BOOL THEN NULL ELSE disabled_at END,
+             failing_since = CASE WHEN $6::BOOL THEN NULL ELSE failing_since END,
+             updated_at = $7
+           WHERE org_id = $1 AND id = $2
+           RETURNING ${ENDPOINT_COLUMNS}`,
+          [
+            orgId,
+            endpointId,
+            changes.url ?? null,
+            changes.events ?? null,
+            changes.description ?? null,
+            changes.enabled === true && !row.enabled,
+            now,
+          ],
+        );
+        return toEndpoint(rows[0] as EndpointRow, now);
+      });
+    },
+
+    /** Deletes the endpoint with its deliveries and attempts. */
+    async deleteEndpoint(orgId: string, endpointId: string): Promise<void> {
+      await withTx(pool, async (tx) => {
+        await endpointRow(tx, orgId, endpointId, true);
+        await tx.query(
+          `DELETE FROM webhook_attempts WHERE org_id = $1 AND delivery_id IN
+             (SELECT id FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2)`,
+          [orgId, endpointId],
+        );
+        await tx.query('DELETE FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2', [
+          orgId,
+          endpointId,
+        ]);
+        await tx.query('DELETE FROM webhook_endpoints WHERE org_id = $1 AND id = $2', [
+          orgId,
+          endpointId,
+        ]);
+      });
+    },
+
+    /**
+     * Replaces the secret. The old one keeps signing alongside the new for `graceMs` (nothing
+     * when 0); only the most recent old secret is kept.
+     */
+    async rotateSecret(
+      orgId: string,
+      endpointId: string,
+      secret: string,
+      graceMs: number,
+    ): Promise<WebhookEndpoint> {
+      const sealed = box.seal(secret, endpointId);
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        const row = await endpointRow(tx, orgId, endpointId, true);
+        const keep = graceMs > 0;
+        const { rows } = await tx.query<EndpointRow>(
+          `UPDATE webhook_endpoints SET secret = $3, previous_secret = $4,
+             previous_secret_expires_at = $5, secret_rotated_at = $6, updated_at = $6
+           WHERE org_id = $1 AND id = $2
+           RETURNING ${ENDPOINT_COLUMNS}`,
+          [
+            orgId,
+            endpointId,
+            sealed,
+            keep ? row.secret : null,
+            keep ? new Date(now.getTime() + graceMs) : null,
+            now,
+          ],
+        );
+        return toEndpoint(rows[0] as EndpointRow, now);
+      });
+    },
+
+    /** Queues a `ping` to one endpoint, whatever event types it chose. */
+    async createTestDelivery(orgId: string, endpointId: string): Promise<WebhookDelivery> {
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        await enabledEndpoint(tx, orgId, endpointId);
+        const body = deliveryBody({
+          type: 'ping',
+          created_at: rfc3339(now),
+          org_id: orgId,
+          data: { endpoint_id: endpointId, sent_at: rfc3339(now) },
+        });
+        const { rows } = await tx.query<DeliveryRow>(
+          `INSERT INTO webhook_deliveries
+             (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
+              created_at)
+           VALUES ($1, $2, $3, $4, 'ping', $5, 'pending', $6, $6)
+           RETURNING ${DELIVERY_COLUMNS}`,
+          [randomUUID(), orgId, endpointId, randomUUID(), body, now],
+        );
+        return toDelivery(rows[0] as DeliveryRow, []);
+      });
+    },
+
+    /**
+     * Turns one event into a delivery for each enabled endpoint of its organization that chose its
+     * type. The unique (event, endpoint) index makes a redelivered event add nothing. A body over
+     * the size cap is recorded as a failed delivery that says why, and never sent.
+     */
+    async fanOut(event: SpoolEvent, maxPayloadBytes: number): Promise<number> {
+      const body = deliveryBody(event);
+      const tooLarge = body.length > maxPayloadBytes;
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        const { rows: endpoints } = await tx.query<{ id: string }>(
+          `SELECT id FROM webhook_endpoints
+           WHERE org_id = $1 AND enabled AND ($2 = ANY(events) OR '*' = ANY(events))`,
+          [event.org_id, event.type],
+        );
+        if (endpoints.length === 0) return 0;
+        const notice = tooLarge
+          ? `not sent: the body is ${body.length} bytes, more than the limit of ${maxPayloadBytes}`
+          : '';
+        const values: unknown[] = [];
+        const tuples = endpoints.map((endpoint) => {
+          const p = values.length;
+          values.push(
+            randomUUID(),
+            event.org_id,
+            endpoint.id,
+            event.id,
+            event.type,
+            tooLarge ? Buffer.alloc(0) : body,
+            tooLarge ? 'failed' : 'pending',
+            tooLarge ? null : now,
+            now,
+            notice,
+            tooLarge ? now : null,
+          );
+          return `(${Array.from({ length: 11 }, (_, i) => `$${p + i + 1}`).join(', ')})`;
+        });
+        const { rowCount } = await tx.query(
+          `INSERT INTO webhook_deliveries
+             (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
+              created_at, notice, finished_at)
+           VALUES ${tuples.join(', ')}
+           ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
+          values,
+        );
+        return tooLarge ? 0 : (rowCount ?? 0);
+      });
+    },
+
+    /** An endpoint's deliveries, newest first, each with its attempts. */
+    async listDeliveries(
+      orgId: string,
+      endpointId: string,
+      options: { limit: number; cursor: string; state: DeliveryState | undefined },
+    ): Promise<{ items: WebhookDelivery[]; nextCursor: string }> {
+      await endpointRow(pool, orgId, endpointId);
+      const before = decodeCursor(options.cursor);
+      const { rows } = await pool.query<DeliveryRow>(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
+         WHERE org_id = $1 AND endpoint_id = $2 AND ($3::TEXT IS NULL OR state = $3)
+           AND ($4::TIMESTAMPTZ IS NULL OR (created_at, id) < ($4, $5::UUID))
+         ORDER BY created_at DESC, id DESC LIMIT $6`,
+        [
+          orgId,
+          endpointId,
+          options.state ?? null,
+          before?.at ?? null,
+          before?.id ?? null,
+          options.limit + 1,
+        ],
+      );
+      const { items, nextCursor } = page(rows, options.limit, (r) => ({
+        at: r.created_at.toISOString(),
+        id: r.id,
+      }));
+      const attempts = await attemptsOf(
+        pool,
+        orgId,
+        items.map((r) => r.id),
+      );
+      return { items: items.map((r) => toDelivery(r, attempts.get(r.id) ?? [])), nextCursor };
+    },
+
+    async getDelivery(
+      orgId: string,
+      endpointId: string,
+      deliveryId: string,
+    ): Promise<WebhookDelivery> {
+      const row = await deliveryRow(pool, orgId, endpointId, deliveryId);
+      const { rows } = await pool.query<{ body: Buffer }>(
+        'SELECT body FROM webhook_deliveries WHERE org_id = $1 AND id = $2',
+        [orgId, deliveryId],
+      );
+      const attempts = await attemptsOf(pool, orgId, [deliveryId]);
+      return toDelivery(row, attempts.get(deliveryId) ?? [], rows[0]?.body.toString('utf8') ?? '');
+    },
+
+    /**
+     * Sends a delivery again now with a fresh round of attempts and the same delivery id, so a
+     * receiver that already has it can tell. A delivery whose attempt is in flight is left alone.
+     */
+    async resendDelivery(
+      orgId: string,
+      endpointId: string,
+      deliveryId: string,
+    ): Promise<WebhookDelivery> {
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        await enabledEndpoint(tx, orgId, endpointId);
+        const row = await deliveryRow(tx, orgId, endpointId, deliveryId);
+        if (Number(row.body_size) === 0) {
+          throw conflict(`this delivery cannot be sent: ${row.notice}`);
+        }
+        const inFlight =
+          row.claim !== null && (row.next_attempt_at?.getTime() ?? 0) > now.getTime();
+        const attempts = (await attemptsOf(tx, orgId, [deliveryId])).get(deliveryId) ?? [];
+        if (inFlight) return toDelivery(row, attempts);
+        const { rows } = await tx.query<DeliveryRow>(
+          `UPDATE webhook_deliveries SET state = 'pending', round_attempts = 0,
+             next_attempt_at = $3, notice = '', finished_at = NULL
+           WHERE org_id = $1 AND id = $2
+           RETURNING ${DELIVERY_COLUMNS}`,
+          [orgId, deliveryId, now],
+        );
+        return toDelivery(rows[0] as DeliveryRow, attempts);
+      });
+    },
+
+    /** Resends every failed delivery of the endpoint created at or after `since`. */
+    async resendFailed(orgId: string, endpointId: string, since: Date): Promise<number> {
+      return withTx(pool, async (tx) => {
+        const now = clock.now();
+        await enabledEndpoint(tx, orgId, endpointId);
+        const { rowCount } = await tx.query(
+          `UPDATE webhook_deliveries SET state = 'pending', round_attempts = 0,
+             next_attempt_at = $4, notice = '', finished_at = NULL
+           WHERE org_id = $1 AND endpoint_id = $2 AND state = 'failed' AND created_at >= $3
+             AND length(body) > 0`,
+          [orgId, endpointId, since, now],
+        );
+        return rowCount ?? 0;
+      });
+    },
+
+    /**
+     * Claims due deliveries for one worker round. In one short transaction: locks due rows that no
+     * other worker holds (SKIP LOCKED), lets the worker pick among them, pushes each picked row's
+     * `next_attempt_at` to the lease's end with the claim's id, and writes the attempt as
+     * `in_flight` before anything is sent. A row whose earlier claim lapsed (its worker died) has
+     * that attempt closed as `abandoned`; it counts as an attempt made.
+     */
+    async claimDue(input: ClaimInput): Promise<ClaimedDelivery[]> {
+      // An idle poll costs one indexed read rather than a transaction.
+      const { rows: due } = await pool.query(
+        `SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 LIMIT 1`,
+        [input.now],
+      );
+      if (due.length === 0) return [];
+      return withTx(pool, async (tx) => {
+        const { now } = input;
+        const { rows: candidates } = await tx.query<{
+          id: string;
+          org_id: string;
+          endpoint_id: string;
+          claim: string | null;
+          attempts: number;
+          round_attempts: number;
+        }>(
+          `SELECT id, org_id, endpoint_id, claim, attempts, round_attempts
+           FROM webhook_deliveries
+           WHERE state = 'pending' AND next_attempt_at <= $1
+             AND NOT (endpoint_id = ANY($2::UUID[]))
+           ORDER BY next_attempt_at LIMIT $3
+           FOR UPDATE SKIP LOCKED`,
+          [now, input.exclude, input.limit],
+        );
+        if (candidates.length === 0) return [];
+        const picked = new Set(
+          input.pick(candidates.map((c) => ({ id: c.id, endpointId: c.endpoint_id }))),
+        );
+        const rows = candidates.filter((c) => picked.has(c.id));
+        if (rows.length === 0) return [];
+
+        const lapsed = rows.filter((r) => r.claim !== null).map((r) => r.id);
+        if (lapsed.length > 0) {
+          await tx.query(
+            `UPDATE webhook_attempts SET outcome = 'abandoned',
+               error = 'no outcome recorded: the worker sending it stopped; it may have arrived'
+             WHERE delivery_id = ANY($1::UUID[]) AND outcome = 'in_flight'`,
+            [lapsed],
+          );
+        }
+        const { rows: endpoints } = await tx.query<EndpointRow>(
+          `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ANY($1::UUID[])`,
+          [[...new Set(rows.map((r) => r.endpoint_id))]],
+        );
+        const endpointById = new Map(endpoints.map((e) => [e.id, e]));
+
+        const ending: Array<{ id: string; notice: string }> = [];
+        const sending: typeof rows = [];
+        for (const row of rows) {
+          const endpoint = endpointById.get(row.endpoint_id);
+          if (!endpoint?.enabled) {
+            const reason = (endpoint?.disabled_reason || 'operator') as DisabledReason;
+            ending.push({ id: row.id, notice: DISABLED_NOTICE[reason] });
+          } else if (row.round_attempts >= input.maxAttempts) {
+            ending.push({ id: row.id, notice: LAST_ATTEMPT_ABANDONED });
+          } else {
+            sending.push(row);
+          }
+        }
+        for (const end of ending) {
+          await tx.query(
+            `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, claim = NULL,
+               finished_at = $2, notice = $3
+             WHERE id = $1`,
+            [end.id, now, end.notice],
+          );
+        }
+        if (sending.length === 0) return [];
+
+        const claim = randomUUID();
+        const { rows: claimed } = await tx.query<{
+          id: string;
+          org_id: string;
+          endpoint_id: string;
+          event_type: string;
+          body: Buffer;
+          attempts: number;
+          round_attempts: number;
+        }>(
+          `UPDATE webhook_deliveries SET attempts = attempts + 1,
+             round_attempts = round_attempts + 1, claim = $2, next_attempt_at = $3,
+             last_attempt_at = $4
+           WHERE id = ANY($1::UUID[])
+           RETURNING id, org_id, endpoint_id, event_type, body, attempts, round_attempts`,
+          [sending.map((r) => r.id), claim, input.leaseUntil, now],
+        );
+        const secretsOf = new Map<string, string[]>();
+        for (const endpoint of endpoints) {
+          const secrets = [box.open(endpoint.secret, endpoint.id)];
+          if (
+            endpoint.previous_secret &&
+            endpoint.previous_secret_expires_at &&
+            endpoint.previous_secret_expires_at.getTime() > now.getTime()
+          ) {
+            secrets.push(box.open(endpoint.previous_secret, endpoint.id));
+          }
+          secretsOf.set(endpoint.id, secrets);
+        }
+        const out: ClaimedDelivery[] = [];
+        const values: unknown[] = [];
+        const tuples: string[] = [];
+        for (const row of claimed) {
+          const endpoint = endpointById.get(row.endpoint_id) as EndpointRow;
+          const secrets = secretsOf.get(endpoint.id) as string[];
+          const attemptId = randomUUID();
+          const p = values.length;
+          values.push(attemptId, row.org_id, row.id, row.attempts, now);
+          tuples.push(`($${p + 1}, $${p + 2}, $${p + 3}, $${p + 4}, $${p + 5}, 'in_flight')`);
+          out.push({
+            id: row.id,
+            orgId: row.org_id,
+            endpointId: row.endpoint_id,
+            eventType: row.event_type,
+            url: endpoint.url,
+            body: row.body,
+            secrets,
+            attempt: row.attempts,
+            roundAttempt: row.round_attempts,
+            attemptId,
+            claim,
+            startedAt: now,
+          });
+        }
+        await tx.query(
+          `INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome)
+           VALUES ${tuples.join(', ')}`,
+          values,
+        );
+        return out;
+      });
+    },
+
+    /**
+     * Records an attempt's outcome and decides what follows: success ends the delivery; a failure
+     * schedules the next attempt, or ends it when the round has none left, when the endpoint
+     * answered 410 (the endpoint is disabled), or when the endpoint has failed every attempt for
+     * `failingDisableMs` (disabled too). When the claim lapsed meanwhile, only the attempt's row is
+     * written: whoever holds the delivery now decides.
+     */
+    async recordAttempt(
+      c: ClaimedDelivery,
+      result: AttemptRecord,
+      input: RecordInput,
+    ): Promise<Recorded> {
+      return withTx(pool, async (tx) => {
+        const { now } = input;
+        await tx.query(
+          `UPDATE webhook_attempts SET outcome = $3, status_code = $4, error = $5,
+             duration_ms = $6, response_body = $7
+           WHERE org_id = $1 AND id = $2`,
+          [
+            c.orgId,
+            c.attemptId,
+            result.succeeded ? 'succeeded' : 'failed',
+            result.statusCode,
+            result.error,
+            result.durationMs,
+            result.responseBody,
+          ],
+        );
+        const { rows: endpoints } = await tx.query<{
+          enabled: boolean;
+          failing_since: Date | null;
+        }>('SELECT enabled, failing_since FROM webhook_endpoints WHERE org_id = $1 AND id = $2', [
+          c.orgId,
+          c.endpointId,
+        ]);
+        const endpoint = endpoints[0];
+        if (!endpoint) return 'lost';
+
+        const finish = async (state: DeliveryState, notice: string | undefined) => {
+          const { rowCount } = await tx.query(
+            `UPDATE webhook_deliveries SET state = $4, next_attempt_at = $5, claim = NULL,
+               last_status_code = $6, finished_at = $7, notice = COALESCE($8, notice)
+             WHERE org_id = $1 AND id = $2 AND claim = $3`,
+            [
+              c.orgId,
+              c.id,
+              c.claim,
+              state,
+              state === 'pending' ? input.retryAt : null,
+              result.statusCode,
+              state === 'pending' ? null : now,
+              notice ?? null,
+            ],
+          );
+          return rowCount === 1;
+        };
+
+        if (result.succeeded) {
+          if (endpoint.failing_since) {
+            await tx.query(
+              'UPDATE webhook_endpoints SET failing_since = NULL WHERE org_id = $1 AND id = $2',
+              [c.orgId, c.endpointId],
+            );
+          }
+          return (await finish('succeeded', undefined)) ? 'succeeded' : 'lost';
+        }
+
+        const failingSince = endpoint.failing_since ?? c.startedAt;
+        if (!endpoint.failing_since) {
+          await tx.query(
+            'UPDATE webhook_endpoints SET failing_since = $3 WHERE org_id = $1 AND id = $2',
+            [c.orgId, c.endpointId, failingSince],
+          );
+        }
+        let notice: string | undefined;
+        if (endpoint.enabled && result.statusCode === 410) {
+          await disable(tx, c.orgId, c.endpointId, 'gone', now);
+          notice = 'the endpoint answered 410 Gone, so it was disabled';
+        } else if (
+          endpoint.enabled &&
+          now.getTime() - failingSince.getTime() >= input.failingDisableMs
+        ) {
+          await disable(tx, c.orgId, c.endpointId, 'failing', now);
+          notice = `every attempt to the endpoint since ${rfc3339(failingSince)} failed, so it was disabled`;
+        } else if (!endpoint.enabled) {
+          notice = DISABLED_NOTICE.operator;
+        }
+        if (notice === undefined && input.retryAt) {
+          return (await finish('pending', undefined)) ? 'retry' : 'lost';
+        }
+        return (await finish('failed', notice)) ? 'failed' : 'lost';
+      });
+    },
+  };
+}
+
+export type WebhookStore = ReturnType<typeof createWebhookStore>;

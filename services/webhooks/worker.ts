@@ -1,0 +1,256 @@
+/**
+ * The delivery worker: claims due deliveries from the database, sends each attempt outside any
+ * transaction, then records the outcome and the next attempt's time. The schedule lives in the
+ * database (`next_attempt_at`), so a restart loses nothing, and claims use `FOR UPDATE SKIP
+ * LOCKED`, so replicas never send the same attempt. Time comes from the injected clock; tests move
+ * a ManualClock and call {@link DeliveryWorker.runDue} instead of waiting for the poll.
+ */
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Sender } from './delivery.js';
+import type { ClaimCandidate, ClaimedDelivery, WebhookStore } from './store.js';
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/**
+ * Spec §6: waits between the 8 attempts: 30 s, 2 min, 10 min, 30 min, 2 h, 6 h, 12 h. A delivery
+ * makes one attempt more than there are waits.
+ */
+export const RETRY_WAITS_MS: readonly number[] = [
+  30 * SECOND,
+  2 * MINUTE,
+  10 * MINUTE,
+  30 * MINUTE,
+  2 * HOUR,
+  6 * HOUR,
+  12 * HOUR,
+];
+
+/** Each wait is lengthened by up to this fraction, at random, so retries do not arrive in step. */
+export const RETRY_JITTER = 0.1;
+
+/** The longest `Retry-After` honoured; a larger one counts as this. */
+export const MAX_RETRY_AFTER_MS = 7 * DAY;
+
+/** An endpoint that fails every attempt this long is disabled. */
+export const FAILING_DISABLE_MS = 5 * DAY;
+
+/**
+ * A receiver's `Retry-After` (seconds, or an HTTP date) as milliseconds from `now`; undefined when
+ * absent or unreadable.
+ */
+export function retryAfterMs(value: string | undefined, now: Date): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Math.min(Number(text) * SECOND, MAX_RETRY_AFTER_MS);
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.min(Math.max(0, at - now.getTime()), MAX_RETRY_AFTER_MS);
+}
+
+/**
+ * The wait after the `roundAttempt`-th attempt of a round failed, with jitter, and never shorter
+ * than the receiver's `Retry-After`; undefined when that was the last attempt.
+ */
+export function retryDelayMs(
+  roundAttempt: number,
+  waits: readonly number[],
+  options: { jitter: number; random: () => number; retryAfterMs?: number | undefined },
+): number | undefined {
+  const base = waits[roundAttempt - 1];
+  if (base === undefined) return undefined;
+  const jittered = base + Math.floor(base * options.jitter * options.random());
+  return Math.max(jittered, options.retryAfterMs ?? 0);
+}
+
+export interface WorkerOptions {
+  store: WebhookStore;
+  sender: Sender;
+  clock: Clock;
+  logger: Logger;
+  /** Waits between attempts; attempts per round are one more. */
+  retryWaitsMs: readonly number[];
+  jitter: number;
+  /** Attempts in flight at once in this worker. */
+  concurrency: number;
+  /** Attempts in flight at once to one endpoint in this worker. */
+  endpointConcurrency: number;
+  /**
+   * How long a claim holds a delivery; a claim whose worker died lapses after it and the attempt
+   * is made again. Must outlast the send timeout and the recording.
+   */
+  leaseMs: number;
+  /** How often to look for due deliveries nobody kicked the worker for. */
+  pollMs: number;
+  failingDisableMs?: number;
+  random?: () => number;
+}
+
+export interface WorkerStats {
+  /** Attempts this worker sent. */
+  attempts: number;
+}
+
+export class DeliveryWorker {
+  readonly stats: WorkerStats = { attempts: 0 };
+  readonly #options: WorkerOptions & { failingDisableMs: number; random: () => number };
+  readonly #inFlight = new Map<string, number>();
+  readonly #sends = new Set<Promise<void>>();
+  #total = 0;
+  #serial: Promise<unknown> = Promise.resolve();
+  #kickQueued = false;
+  #settled: Array<() => void> = [];
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(options: WorkerOptions) {
+    this.#options = {
+      failingDisableMs: FAILING_DISABLE_MS,
+      random: Math.random,
+      ...options,
+    };
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.kick(), this.#options.pollMs);
+    this.#timer.unref();
+    this.kick();
+  }
+
+  /** Asks for a claim round now (after new deliveries, or when an attempt finished). */
+  kick(): void {
+    if (this.#stopped || this.#kickQueued) return;
+    this.#kickQueued = true;
+    void this.#exclusive(async () => {
+      this.#kickQueued = false;
+      while ((await this.#claimRound()) > 0) {
+        // keep claiming while there is room and work
+      }
+    });
+  }
+
+  /**
+   * Sends every attempt that is due now, and resolves when none is due and none is in flight (in
+   * this worker). Deliveries another replica holds are that replica's to finish.
+   */
+  async runDue(): Promise<void> {
+    for (;;) {
+      const claimed = await this.#exclusive(() => this.#claimRound());
+      if (claimed > 0) continue;
+      if (this.#total === 0) return;
+      await new Promise<void>((resolve) => this.#settled.push(resolve));
+    }
+  }
+
+  /** Stops claiming and waits for the attempts in flight to be sent and recorded. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    await this.#serial;
+    await Promise.allSettled([...this.#sends]);
+  }
+
+  /** Claim rounds run one at a time, so the in-flight counts they read are exact. */
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#serial.then(fn);
+    this.#serial = run.catch(() => undefined);
+    return run;
+  }
+
+  async #claimRound(): Promise<number> {
+    const o = this.#options;
+    if (this.#stopped) return 0;
+    const room = o.concurrency - this.#total;
+    if (room <= 0) return 0;
+    const full = [...this.#inFlight].filter(([, n]) => n >= o.endpointConcurrency).map(([e]) => e);
+    const now = o.clock.now();
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await o.store.claimDue({
+        now,
+        leaseUntil: new Date(now.getTime() + o.leaseMs),
+        limit: Math.min(room * 4, 1000),
+        exclude: full,
+        maxAttempts: o.retryWaitsMs.length + 1,
+        pick: (candidates) => this.#pick(candidates, room),
+      });
+    } catch (err) {
+      o.logger.warn({ err }, 'claiming webhook deliveries failed; will retry');
+      return 0;
+    }
+    for (const c of claimed) {
+      this.#inFlight.set(c.endpointId, (this.#inFlight.get(c.endpointId) ?? 0) + 1);
+      this.#total++;
+      const send = this.#attempt(c).finally(() => {
+        this.#sends.delete(send);
+        const left = (this.#inFlight.get(c.endpointId) ?? 1) - 1;
+        if (left === 0) this.#inFlight.delete(c.endpointId);
+        else this.#inFlight.set(c.endpointId, left);
+        this.#total--;
+        for (const resolve of this.#settled.splice(0)) resolve();
+        this.kick();
+      });
+      this.#sends.add(send);
+    }
+    return claimed.length;
+  }
+
+  /** Up to `room` candidates, no endpoint past its cap: one slow receiver cannot take every slot. */
+  #pick(candidates: ClaimCandidate[], room: number): string[] {
+    const cap = this.#options.endpointConcurrency;
+    const taken = new Map<string, number>();
+    const out: string[] = [];
+    for (const c of candidates) {
+      if (out.length >= room) break;
+      const n = (this.#inFlight.get(c.endpointId) ?? 0) + (taken.get(c.endpointId) ?? 0);
+      if (n >= cap) continue;
+      taken.set(c.endpointId, (taken.get(c.endpointId) ?? 0) + 1);
+      out.push(c.id);
+    }
+    return out;
+  }
+
+  async #attempt(c: ClaimedDelivery): Promise<void> {
+    const o = this.#options;
+    const result = await o.sender.send({
+      url: c.url,
+      deliveryId: c.id,
+      attempt: c.attempt,
+      body: c.body,
+      secrets: c.secrets,
+      at: c.startedAt,
+    });
+    this.stats.attempts++;
+    const now = o.clock.now();
+    const delay = result.succeeded
+      ? undefined
+      : retryDelayMs(c.roundAttempt, o.retryWaitsMs, {
+          jitter: o.jitter,
+          random: o.random,
+          retryAfterMs: retryAfterMs(result.retryAfter, now),
+        });
+    try {
+      const recorded = await o.store.recordAttempt(c, result, {
+        now,
+        retryAt: delay === undefined ? undefined : new Date(now.getTime() + delay),
+        failingDisableMs: o.failingDisableMs,
+      });
+      o.logger.debug(
+        {
+          deliveryId: c.id,
+          endpointId: c.endpointId,
+          attempt: c.attempt,
+          status: result.statusCode,
+          recorded,
+        },
+        'webhook attempt',
+      );
+    } catch (err) {
+      // The claim lapses and the attempt is made again; its row says it was abandoned.
+      o.logger.error({ err, deliveryId: c.id }, 'could not record a webhook attempt');
+    }
+  }
+}

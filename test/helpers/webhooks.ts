@@ -1,0 +1,124 @@
+/**
+ * The webhook admin API as tests use it: thin typed calls on `/admin/v1/orgs/{org}/webhooks`,
+ * each failing loudly on an unexpected status.
+ */
+import { type Answer, call } from './system.js';
+
+export interface EndpointView {
+  id: string;
+  org_id: string;
+  url: string;
+  events: string[];
+  description: string;
+  enabled: boolean;
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  failing_since: string | null;
+  secret_rotated_at: string | null;
+  previous_secret_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AttemptView {
+  number: number;
+  at: string;
+  outcome: string;
+  status_code: number | null;
+  error: string;
+  duration_ms: number;
+  response_body: string;
+}
+
+export interface DeliveryView {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  state: 'pending' | 'succeeded' | 'failed';
+  attempt_count: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_status_code: number | null;
+  notice: string;
+  created_at: string;
+  finished_at: string | null;
+  attempts: AttemptView[];
+  payload?: string;
+}
+
+export interface WebhookAdmin {
+  raw<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<Answer<T>>;
+  create(url: string, events?: string[]): Promise<{ endpoint: EndpointView; secret: string }>;
+  get(id: string): Promise<EndpointView>;
+  update(id: string, changes: Record<string, unknown>): Promise<EndpointView>;
+  rotate(id: string, graceSeconds?: number): Promise<{ endpoint: EndpointView; secret: string }>;
+  ping(id: string): Promise<DeliveryView>;
+  deliveries(id: string, query?: string): Promise<DeliveryView[]>;
+  delivery(id: string, deliveryId: string): Promise<DeliveryView>;
+  resend(id: string, deliveryId: string): Promise<DeliveryView>;
+  resendFailed(id: string, since: string): Promise<number>;
+  remove(id: string): Promise<void>;
+}
+
+export function webhookAdmin(base: string, token: string, orgId: string): WebhookAdmin {
+  const raw = <T>(method: string, path: string, body?: unknown) =>
+    call<T>(base, method, `/admin/v1/orgs/${orgId}/webhooks${path}`, {
+      token,
+      ...(body === undefined ? {} : { body }),
+    });
+  const expect = async <T>(status: number, p: Promise<Answer<T>>): Promise<T> => {
+    const res = await p;
+    if (res.status !== status) {
+      throw new Error(`expected ${status}, got ${res.status}: ${JSON.stringify(res.body)}`);
+    }
+    return res.body;
+  };
+  return {
+    raw,
+    create: (url, events = ['*']) =>
+      expect(201, raw<{ endpoint: EndpointView; secret: string }>('POST', '', { url, events })),
+    get: async (id) =>
+      (await expect(200, raw<{ endpoint: EndpointView }>('GET', `/${id}`))).endpoint,
+    update: async (id, changes) =>
+      (await expect(200, raw<{ endpoint: EndpointView }>('PATCH', `/${id}`, changes))).endpoint,
+    rotate: (id, graceSeconds) =>
+      expect(
+        200,
+        raw<{ endpoint: EndpointView; secret: string }>(
+          'POST',
+          `/${id}/rotate`,
+          graceSeconds === undefined ? {} : { grace_seconds: graceSeconds },
+        ),
+      ),
+    ping: async (id) =>
+      (await expect(202, raw<{ delivery: DeliveryView }>('POST', `/${id}/test`))).delivery,
+    deliveries: async (id, query = '') =>
+      (
+        await expect(
+          200,
+          raw<{ items: DeliveryView[] }>('GET', `/${id}/deliveries${query ? `?${query}` : ''}`),
+        )
+      ).items,
+    delivery: async (id, deliveryId) =>
+      (await expect(200, raw<{ delivery: DeliveryView }>('GET', `/${id}/deliveries/${deliveryId}`)))
+        .delivery,
+    resend: async (id, deliveryId) =>
+      (
+        await expect(
+          202,
+          raw<{ delivery: DeliveryView }>('POST', `/${id}/deliveries/${deliveryId}/resend`),
+        )
+      ).delivery,
+    resendFailed: async (id, since) =>
+      (await expect(202, raw<{ resent: number }>('POST', `/${id}/resend-failed`, { since })))
+        .resent,
+    remove: async (id) => {
+      await expect(204, raw('DELETE', `/${id}`));
+    },
+  };
+}
