@@ -1,7 +1,8 @@
 /**
  * The agent's end of the station link (docs/station-link.md): one `StationLink.Connect` stream at
  * a time, opened with the device token, re-opened with capped exponential backoff and full jitter
- * whenever it ends, except when the server refuses the token.
+ * whenever it ends, except when the server refuses the token. Given several server addresses, it
+ * tries them in turn (see {@link splitServers}).
  */
 import {
   type ChannelCredentials,
@@ -37,8 +38,25 @@ export class TokenRefusedError extends Error {
   }
 }
 
+/**
+ * The addresses in a `--server` value: a comma-separated list of `host:port` (a region's own load
+ * balancer first, then others to fall back on). A gRPC target URI (`dns:///…`, `ipv4:a:1,b:2`) is
+ * one address, since grpc-js resolves its list itself.
+ */
+export function splitServers(server: string): string[] {
+  if (/^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(server)) return [server];
+  return server
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
 export interface LinkOptions {
-  /** `host:port` of the stations service's link listener. */
+  /**
+   * The stations service's link listener: `host:port`, or several separated by commas. The first
+   * is used at start and after a link that was up ends; each attempt that fails before the
+   * server's welcome moves on to the next, so an agent returns to its first choice when it can.
+   */
   server: string;
   token: string;
   logger: Logger;
@@ -76,7 +94,9 @@ interface Outcome {
 }
 
 export function startLink(options: LinkOptions): Link {
-  const { server, token, logger, clock, backoff } = options;
+  const { token, logger, clock, backoff } = options;
+  const servers = splitServers(options.server);
+  if (servers.length === 0) throw new Error('the agent needs the server address (HOST:PORT)');
   const credentials = options.credentials ?? grpcCredentials.createInsecure();
   const welcomeTimeoutMs = options.welcomeTimeoutMs ?? DEFAULT_WELCOME_TIMEOUT_MS;
   const random = options.random ?? Math.random;
@@ -86,7 +106,7 @@ export function startLink(options: LinkOptions): Link {
   let up = false;
   let wake: (() => void) | undefined;
 
-  const connectOnce = (): Promise<Outcome> =>
+  const connectOnce = (server: string): Promise<Outcome> =>
     new Promise((resolve) => {
       // A channel per attempt, with its own subchannels: the agent's backoff is the only one.
       const client = new StationLinkClient(server, credentials, {
@@ -180,8 +200,10 @@ export function startLink(options: LinkOptions): Link {
 
   const done = (async () => {
     let attempt = 0;
+    let next = 0;
     while (!stopping) {
-      const outcome = await connectOnce();
+      const server = servers[next % servers.length] as string;
+      const outcome = await connectOnce(server);
       if (stopping) return;
       if (outcome.code === GrpcStatus.UNAUTHENTICATED) {
         throw new TokenRefusedError(server, outcome.details);
@@ -192,6 +214,7 @@ export function startLink(options: LinkOptions): Link {
       ) {
         attempt = 0;
       }
+      next = outcome.welcomedAt === undefined ? next + 1 : 0;
       const delay = backoffDelay(attempt, backoff, random);
       attempt += 1;
       logger.warn(
@@ -200,6 +223,7 @@ export function startLink(options: LinkOptions): Link {
           code: GrpcStatus[outcome.code] ?? outcome.code,
           details: outcome.details,
           retry_in_ms: delay,
+          ...(servers.length > 1 ? { next_server: servers[next % servers.length] } : {}),
         },
         'station link down; reconnecting',
       );

@@ -2,6 +2,8 @@
  * `spool agent`: the station agent. It holds the station's link to Spool, reports its printers and
  * prints the jobs it is sent (docs/station-link.md).
  */
+import { readFile } from 'node:fs/promises';
+import { credentials } from '@grpc/grpc-js';
 import { parsePrinterSpec, runAgent } from '../agent/index.js';
 import { type Env, logLevel, optionalStr, readConfig, str } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
@@ -25,6 +27,10 @@ export interface AgentFlags {
   token?: string;
   printer: string[];
   stateDir?: string;
+  /** Speak TLS to the server (a load balancer that terminates TLS), trusting the system's CAs. */
+  tls?: boolean;
+  /** A PEM file of CA certificates to trust instead; implies TLS. */
+  ca?: string;
 }
 
 export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void> {
@@ -34,6 +40,8 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
   if (flags.printer.length === 0) throw new Error('give at least one --printer NAME=BACKEND');
   const printers = flags.printer.map((spec) => parsePrinterSpec(spec));
   const logger = createLogger({ name: 'agent', level: config.logLevel });
+  const tls = flags.tls || flags.ca !== undefined;
+  const ca = flags.ca === undefined ? undefined : await readFile(flags.ca);
   const agent = await runAgent({
     server: flags.server,
     token,
@@ -41,8 +49,12 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     stateDir: flags.stateDir ?? config.stateDir,
     logger,
     ...(config.cupsServer ? { cups: { server: config.cupsServer } } : {}),
+    ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
   });
-  logger.info({ server: flags.server, printers: printers.map((p) => p.name) }, 'agent started');
+  logger.info(
+    { server: flags.server, tls, printers: printers.map((p) => p.name) },
+    'agent started',
+  );
   onShutdown(logger, () => agent.stop());
   // Resolves after SIGTERM; rejects when the server refuses the token, which retrying cannot fix.
   await agent.done;

@@ -3,6 +3,8 @@
  * DESIGN §2. Subjects carry the organization (and the station where it applies) so that one
  * organization's or one station's traffic can be selected with a subject filter.
  */
+
+import { readFile } from 'node:fs/promises';
 import {
   JetStreamApiCodes,
   JetStreamApiError,
@@ -10,7 +12,7 @@ import {
   jetstreamManager,
   type StreamConfig,
 } from '@nats-io/jetstream';
-import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection, nanos } from '@nats-io/transport-node';
 import type { Logger } from './logger.js';
 
 export type { NatsConnection };
@@ -51,12 +53,16 @@ export async function connectBus(options: {
   url: string;
   name: string;
   logger: Logger;
+  /** A NATS credentials file (user JWT and NKey seed), as `nsc` or the NATS operator writes it. */
+  credsFile?: string | undefined;
 }): Promise<NatsConnection> {
+  const creds = options.credsFile ? await readFile(options.credsFile) : undefined;
   const nc = await connect({
     servers: options.url.split(','),
     name: options.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    ...(creds ? { authenticator: credsAuthenticator(new Uint8Array(creds)) } : {}),
   });
   void (async () => {
     for await (const s of nc.status()) {

@@ -128,11 +128,42 @@ export function url(name: string, protocols: string[], options: Options<string>)
   });
 }
 
-/** A `host:port` address, as gRPC clients take it. */
+/** `host:port` with a port from 1 to 65535; IPv6 hosts in brackets. */
+function isHostPort(value: string): boolean {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]]+):(\d{1,5})$/.exec(value);
+  return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65535;
+}
+
+function isIpv4Port(value: string): boolean {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3}):\d{1,5}$/.exec(value);
+  if (!m || m.slice(1, 5).some((octet) => Number(octet) > 255)) return false;
+  return isHostPort(value);
+}
+
+/** Whether the part after `scheme:` of a gRPC target URI is well formed. */
+const TARGET_CHECKS: Record<string, (rest: string) => boolean> = {
+  // dns:host:port, dns:///host:port, dns://resolver:53/host:port
+  dns: (rest) => isHostPort(rest.replace(/^\/\/[^/]*\//, '')),
+  ipv4: (rest) => rest.split(',').every(isIpv4Port),
+  ipv6: (rest) => rest.split(',').every((a) => a.startsWith('[') && isHostPort(a)),
+  unix: (rest) => /^(\/\/)?\/\S+$/.test(rest),
+};
+
+/**
+ * A gRPC target as grpc-js takes it: `host:port`, or a target URI naming the resolver, so that a
+ * client can spread its calls over every replica (`round_robin`): `dns:///host:port` (in
+ * Kubernetes, a headless Service: `dns:///spool-jobs.ns.svc:50051`), `dns://resolver/host:port`,
+ * `ipv4:10.0.0.1:50051,10.0.0.2:50051`, `ipv6:[::1]:50051,…` or `unix:/path`.
+ */
 export function address(name: string, options: Options<string>): Variable<string> {
   return variable(name, options, (raw) => {
-    const m = /^(.+):(\d{1,5})$/.exec(raw);
-    if (!m || Number(m[2]) > 65535) throw new Error('must be host:port');
+    const target = /^(dns|ipv4|ipv6|unix):(.*)$/.exec(raw);
+    const ok = target ? TARGET_CHECKS[target[1] as string]?.(target[2] as string) : isHostPort(raw);
+    if (!ok) {
+      throw new Error(
+        'must be host:port, or a gRPC target such as dns:///host:port or ipv4:10.0.0.1:50051,10.0.0.2:50051',
+      );
+    }
     return raw;
   });
 }

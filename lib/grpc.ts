@@ -26,6 +26,20 @@ const CODE_KEY = 'spool-error-code';
 const PARAM_KEY = 'spool-error-param';
 const RETRY_AFTER_KEY = 'spool-retry-after';
 
+/**
+ * Servers end each client connection after about this long (GOAWAY; calls and streams in flight
+ * carry on), so that clients resolving `dns:///` names re-resolve and spread their calls over
+ * replicas that started since they connected, such as those a HorizontalPodAutoscaler added.
+ */
+export const MAX_CONNECTION_AGE_MS = 5 * 60_000;
+
+/**
+ * The health service name a liveness probe asks for: SERVING for as long as the process answers.
+ * The server's own status ("") turns NOT_SERVING while it drains or while a dependency is down,
+ * which should take the replica out of rotation (readiness), not restart it.
+ */
+export const LIVENESS_SERVICE = 'liveness';
+
 /** The async form of a generated `…Server` interface: each method returns its response. */
 export type AsyncServer<S> = {
   [K in keyof S as string extends K ? never : K]: S[K] extends handleUnaryCall<infer Req, infer Res>
@@ -121,8 +135,9 @@ export async function startGrpcServer(options: {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS,
   });
-  const health = new HealthImplementation({ '': 'SERVING' });
+  const health = new HealthImplementation({ '': 'SERVING', [LIVENESS_SERVICE]: 'SERVING' });
   health.addToServer(server);
   const services: GrpcService[] = [];
   const add = (service: GrpcService) => {
@@ -200,6 +215,12 @@ export interface ClientOptions {
 /**
  * Creates a promise client around a ts-proto generated grpc-js client constructor. Errors arrive as
  * SpoolError with the catalogue code the service sent.
+ *
+ * The client spreads calls over every address its target resolves to (`round_robin`). Calls wait
+ * for a connection within their deadline rather than fail at once when none is up (as when the
+ * replica that was up drains in a rolling update before the client has reconnected to the one
+ * that replaced it): a call only goes out once a connection is ready, so waiting makes nothing run
+ * twice. Re-resolution and reconnection are kept quick for the same reason.
  */
 export function createClient<C extends Client>(
   Ctor: new (
@@ -213,6 +234,9 @@ export function createClient<C extends Client>(
     'grpc.keepalive_time_ms': 30_000,
     'grpc.max_send_message_length': 64 * 1024 * 1024,
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+    'grpc.dns_min_time_between_resolutions_ms': 2_000,
+    // In-cluster peers: try a lost replica again every few seconds, well within a call's deadline.
+    'grpc.max_reconnect_backoff_ms': 3_000,
   });
   const defaultDeadline = options.deadlineMs ?? 5_000;
   const proxy: Record<string, unknown> = {
@@ -228,10 +252,12 @@ export function createClient<C extends Client>(
           deadline: Date.now() + (overrides.deadlineMs ?? defaultDeadline),
         };
         if (overrides.parent) callOptions.parent = overrides.parent;
+        const metadata = overrides.metadata?.clone() ?? new Metadata();
+        metadata.setOptions({ waitForReady: true });
         (method as UnaryMethod<unknown, unknown>).call(
           client,
           request,
-          overrides.metadata ?? new Metadata(),
+          metadata,
           callOptions,
           (err, res) => (err ? reject(fromServiceError(err, options.service)) : resolve(res)),
         );

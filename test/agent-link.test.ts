@@ -15,11 +15,12 @@ import {
   runAgent,
 } from '../agent/index.js';
 import { INTERRUPTED_DETAIL, Journal } from '../agent/journal.js';
-import { BACKOFF_RESET_AFTER_MS, startLink } from '../agent/link.js';
+import { BACKOFF_RESET_AFTER_MS, splitServers, startLink } from '../agent/link.js';
 import type { BackendSpec } from '../agent/printer-spec.js';
 import { ManualClock } from '../lib/clock.js';
 import { silentLogger } from '../lib/logger.js';
 import { FakeLink, GOOD_TOKEN } from './helpers/fake-link.js';
+import { spawnSpool } from './helpers/spool.js';
 
 const FAST_BACKOFF = { initialMs: 10, maxMs: 50 };
 
@@ -583,4 +584,77 @@ test('reconnect waits grow while links keep failing and start over after a link 
   }
   await link.nextConnection();
   t.deepEqual(waits(), [7, 15, 31, 7, 15]);
+});
+
+test('--server takes a comma list of addresses; a gRPC target URI is one address', (t) => {
+  t.deepEqual(splitServers('link-eu.example.com:443, link-us.example.com:443'), [
+    'link-eu.example.com:443',
+    'link-us.example.com:443',
+  ]);
+  t.deepEqual(splitServers('localhost:7070'), ['localhost:7070']);
+  t.deepEqual(splitServers('ipv4:127.0.0.1:7070,127.0.0.1:7071'), [
+    'ipv4:127.0.0.1:7070,127.0.0.1:7071',
+  ]);
+  t.deepEqual(splitServers('dns:///spool-link.example.com:443'), [
+    'dns:///spool-link.example.com:443',
+  ]);
+});
+
+test('with several servers the agent moves on from one that is down, and returns to the first after a link ends', async (t) => {
+  const first = await FakeLink.start();
+  const second = await FakeLink.start();
+  t.teardown(() => Promise.all([first.stop(), second.stop()]).then(() => undefined));
+  const s = await station(t, first);
+  await s.start({ server: `${first.address},${second.address}` });
+  await first.nextConnection();
+
+  // The first server goes away: the agent tries it once more, then the second.
+  await first.stop();
+  const onSecond = await second.nextConnection();
+  t.truthy(onSecond.messages[0]?.hello);
+
+  // The first is back; when the link to the second ends, the agent goes back to the first.
+  await first.restart();
+  onSecond.end(GrpcStatus.UNAVAILABLE, 'the server is shutting down');
+  const backOnFirst = await first.nextConnection();
+  t.truthy(backOnFirst.messages[0]?.hello);
+  t.is(second.connections.length, 1);
+});
+
+test('spool agent --ca speaks TLS to a server whose certificate that CA signed', async (t) => {
+  const fixtures = join(import.meta.dirname, 'fixtures', 'tls');
+  const link = await FakeLink.start({
+    tls: {
+      key: await readFile(join(fixtures, 'localhost.key')),
+      cert: await readFile(join(fixtures, 'localhost.crt')),
+    },
+  });
+  t.teardown(() => link.stop());
+  const dir = await mkdtemp(join(tmpdir(), 'spool-agent-tls-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const port = link.address.split(':')[1] as string;
+  const agent = spawnSpool(
+    [
+      'agent',
+      '--server',
+      `localhost:${port}`,
+      '--ca',
+      join(fixtures, 'localhost.crt'),
+      '--token',
+      GOOD_TOKEN,
+      '--printer',
+      `desk=file:${join(dir, 'out')}`,
+      '--state-dir',
+      join(dir, 'state'),
+    ],
+    { LOG_LEVEL: 'info' },
+  );
+  t.teardown(() => agent.stop());
+  const conn = await link.nextConnection(20_000);
+  t.deepEqual(
+    conn.messages[0]?.hello?.printers.map((p) => p.name),
+    ['desk'],
+  );
+  await agent.waitFor(/station link up/);
+  t.is(await agent.stop(), 0);
 });

@@ -32,3 +32,48 @@ test('a database URL of another scheme is refused', (t) => {
   ) as ConfigError;
   t.regex(err.message, /DATABASE_URL must be a URL with scheme postgres or postgresql/);
 });
+
+test('service addresses take host:port or a gRPC target naming several replicas', (t) => {
+  const base = {
+    NATS_URL: 'nats://nats:4222',
+    SPOOL_ADMIN_TOKEN: 'operator',
+    JOBS_ADDR: 'spool-jobs:50051',
+    WEBHOOKS_ADDR: 'spool-webhooks:50051',
+  };
+  for (const accepted of [
+    'localhost:50051',
+    '[::1]:50051',
+    'dns:///spool-accounts.spool.svc.cluster.local:50051',
+    'dns://10.96.0.10:53/spool-accounts.spool.svc:50051',
+    'ipv4:127.0.0.1:50051,127.0.0.1:50052',
+    'ipv6:[::1]:50051,[::1]:50052',
+    'unix:/run/spool/accounts.sock',
+  ]) {
+    const config = readConfig(
+      { ...base, ACCOUNTS_ADDR: accepted, STATIONS_ADDR: accepted },
+      gatewayConfig,
+    );
+    t.is(config.accountsAddr, accepted);
+  }
+  for (const refused of [
+    'spool-accounts',
+    'spool-accounts:0',
+    'spool-accounts:70000',
+    'dns:///spool-accounts',
+    'ipv4:127.0.0.1:50051,localhost:50052',
+    'ipv4:300.0.0.1:50051',
+    'ipv6:::1:50051',
+    'http://spool-accounts:50051',
+  ]) {
+    const err = t.throws(() =>
+      readConfig({ ...base, ACCOUNTS_ADDR: refused, STATIONS_ADDR: 'x:1' }, gatewayConfig),
+    ) as ConfigError;
+    t.deepEqual(
+      err.problems,
+      [
+        `ACCOUNTS_ADDR must be host:port, or a gRPC target such as dns:///host:port or ipv4:10.0.0.1:50051,10.0.0.2:50051 (got ${JSON.stringify(refused)})`,
+      ],
+      refused,
+    );
+  }
+});

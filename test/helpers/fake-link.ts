@@ -28,6 +28,8 @@ export interface FakeLinkOptions {
   tokens?: string[];
   /** Answer every `received` and `result` with `accepted` (default true); may change later. */
   autoAccept?: boolean;
+  /** Serve TLS with this key pair instead of plaintext. */
+  tls?: { key: Buffer; cert: Buffer };
 }
 
 export interface OfferSpec {
@@ -230,8 +232,10 @@ export class FakeLink {
   #port = 0;
   #taken = 0;
   readonly #waiters = new Set<() => void>();
+  readonly #tls: FakeLinkOptions['tls'];
 
   private constructor(options: FakeLinkOptions) {
+    this.#tls = options.tls;
     this.tokens = new Set(options.tokens ?? [GOOD_TOKEN]);
     this.autoAccept = options.autoAccept ?? true;
   }
@@ -303,7 +307,11 @@ export class FakeLink {
     this.#port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(
         `127.0.0.1:${this.#port}`,
-        ServerCredentials.createInsecure(),
+        this.#tls
+          ? ServerCredentials.createSsl(null, [
+              { private_key: this.#tls.key, cert_chain: this.#tls.cert },
+            ])
+          : ServerCredentials.createInsecure(),
         (err, port) => (err ? reject(err) : resolve(port)),
       );
     });

@@ -1,0 +1,511 @@
+/**
+ * The Helm chart (charts/spool): rendered with `helm template` for the default values and for the
+ * production-like values in ci/production-values.yaml, linted with `helm lint`, and the rendered
+ * objects checked against what Spool's processes need (cli/config.ts) and how they drain.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { parseAllDocuments } from 'yaml';
+import * as configs from '../cli/config.js';
+import type { Variable } from '../lib/config.js';
+import { LIVENESS_SERVICE } from '../lib/grpc.js';
+import { CHART_DIR, helm } from './helpers/helm.js';
+
+const PRODUCTION = join(CHART_DIR, 'ci', 'production-values.yaml');
+const COMPONENTS = ['gateway', 'accounts', 'jobs', 'stations', 'webhooks'] as const;
+const SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
+/** Variables whose values are secret: they must come from a Secret, never be written inline. */
+const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PRIVATE|_KEY$|DATABASE_URL|CREDENTIALS/;
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
+}
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+  grpc?: { port: number; service?: string };
+  periodSeconds?: number;
+}
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  command?: string[];
+  env?: EnvVar[];
+  ports?: Array<{ name: string; containerPort: number }>;
+  startupProbe?: Probe;
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  securityContext?: Record<string, unknown>;
+  volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+}
+interface PodSpec {
+  containers: Container[];
+  securityContext?: Record<string, unknown>;
+  terminationGracePeriodSeconds?: number;
+  automountServiceAccountToken?: boolean;
+  volumes?: Array<{ name: string; emptyDir?: unknown; secret?: { secretName: string } }>;
+}
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+}
+
+async function render(args: string[] = [], release = 'spool'): Promise<K8sObject[]> {
+  const res = await helm(['template', release, CHART_DIR, '--namespace', 'print', ...args]);
+  if (res.code !== 0) throw new Error(`helm template failed:\n${res.stderr}`);
+  return parseAllDocuments(res.stdout)
+    .map((doc) => doc.toJSON() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}
+
+function find(objects: K8sObject[], kind: string, name: string): K8sObject {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) {
+    const names = objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ');
+    throw new Error(`no ${kind}/${name} among ${names}`);
+  }
+  return found;
+}
+
+function podSpec(o: K8sObject): PodSpec {
+  if (o.kind === 'Pod') return o.spec as unknown as PodSpec;
+  return (o.spec as { template: { spec: PodSpec } }).template.spec;
+}
+
+function withPods(objects: K8sObject[]): K8sObject[] {
+  return objects.filter((o) => ['Deployment', 'Job', 'Pod'].includes(o.kind));
+}
+
+function env(container: Container): Map<string, EnvVar> {
+  return new Map((container.env ?? []).map((e) => [e.name, e]));
+}
+
+function only<T>(items: T[] | undefined, what: string): T {
+  if (items?.length !== 1) throw new Error(`expected one ${what}, got ${items?.length ?? 0}`);
+  return items[0] as T;
+}
+
+/** The variables a config spec of cli/config.ts requires (those without a default). */
+function required(spec: Record<string, Variable<unknown>>): string[] {
+  return Object.values(spec)
+    .filter((v) => v.fallback === undefined)
+    .map((v) => v.name);
+}
+
+async function valuesFile(t: ExecutionContext, yaml: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'spool-chart-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'values.yaml');
+  await writeFile(file, yaml);
+  return file;
+}
+
+for (const [label, args] of [
+  ['the default values', []],
+  ['the production-like values', ['-f', PRODUCTION]],
+] as const) {
+  test(`helm lint passes with ${label}`, async (t) => {
+    const res = await helm(['lint', '--strict', CHART_DIR, ...args]);
+    t.is(res.code, 0, res.stdout + res.stderr);
+    t.regex(res.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  });
+
+  test(`${label} render a Deployment, PodDisruptionBudget and Service per component`, async (t) => {
+    const objects = await render([...args]);
+    for (const component of COMPONENTS) {
+      const name = `spool-${component}`;
+      const deployment = find(objects, 'Deployment', name);
+      const container = only(podSpec(deployment).containers, 'container');
+      t.deepEqual(container.args, ['serve', component], name);
+      t.is(deployment.metadata.labels?.['app.kubernetes.io/component'], component);
+      t.is(deployment.metadata.labels?.['app.kubernetes.io/name'], 'spool');
+      t.is(deployment.metadata.labels?.['app.kubernetes.io/instance'], 'spool');
+      find(objects, 'PodDisruptionBudget', name);
+      find(objects, 'Service', name);
+      const spread = podSpec(deployment) as unknown as {
+        topologySpreadConstraints?: Array<{ topologyKey: string }>;
+      };
+      t.deepEqual(
+        spread.topologySpreadConstraints?.map((c) => c.topologyKey),
+        ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'],
+      );
+    }
+  });
+
+  test(`${label}: the gateway is probed over HTTP and every service with gRPC health`, async (t) => {
+    const objects = await render([...args]);
+    const gateway = only(
+      podSpec(find(objects, 'Deployment', 'spool-gateway')).containers,
+      'container',
+    );
+    const http = gateway.ports?.find((p) => p.name === 'http');
+    t.is(http?.containerPort, Number(env(gateway).get('PORT')?.value));
+    t.deepEqual(gateway.readinessProbe?.httpGet, { path: '/readyz', port: 'http' });
+    t.deepEqual(gateway.livenessProbe?.httpGet, { path: '/healthz', port: 'http' });
+    t.deepEqual(gateway.startupProbe?.httpGet, { path: '/healthz', port: 'http' });
+    for (const service of SERVICES) {
+      const container = only(
+        podSpec(find(objects, 'Deployment', `spool-${service}`)).containers,
+        'container',
+      );
+      const grpcPort = container.ports?.find((p) => p.name === 'grpc')?.containerPort;
+      t.is(grpcPort, Number(env(container).get('GRPC_PORT')?.value), service);
+      // Readiness (and startup) ask for the server's status, which drains and follows the
+      // database and NATS; liveness only for the process answering.
+      t.deepEqual(container.readinessProbe?.grpc, { port: grpcPort }, service);
+      t.deepEqual(container.startupProbe?.grpc, { port: grpcPort }, service);
+      t.deepEqual(container.livenessProbe?.grpc, { port: grpcPort, service: LIVENESS_SERVICE });
+      t.is(container.readinessProbe?.httpGet, undefined);
+    }
+  });
+
+  test(`${label}: every pod runs restricted: non-root, read-only root, no privilege escalation`, async (t) => {
+    const objects = await render([...args]);
+    const pods = withPods(objects);
+    t.true(pods.length >= COMPONENTS.length + 2, 'Deployments, the migration Job, the test Pod');
+    for (const o of pods) {
+      const spec = podSpec(o);
+      const where = `${o.kind}/${o.metadata.name}`;
+      t.is(spec.securityContext?.runAsNonRoot, true, where);
+      t.deepEqual(spec.securityContext?.seccompProfile, { type: 'RuntimeDefault' }, where);
+      t.is(spec.automountServiceAccountToken, false, where);
+      for (const c of spec.containers) {
+        t.like(
+          c.securityContext,
+          {
+            runAsNonRoot: true,
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          },
+          where,
+        );
+        t.not(c.securityContext?.runAsUser, 0, where);
+        if (o.kind !== 'Pod') {
+          // tsx keeps its cache in the temporary directory; the root file system is read-only.
+          const tmp = c.volumeMounts?.find((m) => m.mountPath === '/tmp');
+          t.truthy(tmp, `${where} mounts a writable /tmp`);
+          t.truthy(spec.volumes?.find((v) => v.name === tmp?.name)?.emptyDir);
+        }
+      }
+    }
+  });
+
+  test(`${label}: secrets are referenced from the Secret, never written into the manifests`, async (t) => {
+    const objects = await render([...args]);
+    t.deepEqual(
+      objects.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name),
+      [],
+      'no Secret is rendered unless secrets.create is set',
+    );
+    const secretName = args.length > 0 ? 'spool-secrets' : 'spool';
+    for (const o of withPods(objects)) {
+      for (const c of podSpec(o).containers) {
+        for (const variable of c.env ?? []) {
+          if (variable.name === 'NATS_CREDS') continue; // a file path; the file is a Secret volume
+          if (!SECRET_NAME.test(variable.name)) continue;
+          t.is(variable.value, undefined, `${o.metadata.name}: ${variable.name} is inline`);
+          t.is(variable.valueFrom?.secretKeyRef?.name, secretName, variable.name);
+        }
+      }
+    }
+    const jobs = only(podSpec(find(objects, 'Deployment', 'spool-jobs')).containers, 'container');
+    t.deepEqual(env(jobs).get('DATABASE_URL')?.valueFrom?.secretKeyRef, {
+      name: secretName,
+      key: 'database-url',
+    });
+    const gateway = only(
+      podSpec(find(objects, 'Deployment', 'spool-gateway')).containers,
+      'container',
+    );
+    t.deepEqual(env(gateway).get('SPOOL_ADMIN_TOKEN')?.valueFrom?.secretKeyRef, {
+      name: secretName,
+      key: 'admin-token',
+    });
+    t.false(env(gateway).has('DATABASE_URL'), 'the gateway never touches the database');
+  });
+
+  test(`${label}: each component gets every variable its spool serve requires`, async (t) => {
+    const objects = await render([...args]);
+    const specs: Record<string, Record<string, Variable<unknown>> | undefined> = {
+      gateway: configs.gatewayConfig,
+      accounts: configs.accountsConfig,
+      jobs: configs.jobsConfig,
+      stations: configs.stationsConfig,
+      // The webhooks service's configuration, once cli/config.ts declares it.
+      webhooks: (configs as Record<string, unknown>).webhooksConfig as
+        | Record<string, Variable<unknown>>
+        | undefined,
+    };
+    for (const component of COMPONENTS) {
+      const spec = specs[component];
+      if (!spec) continue;
+      const container = only(
+        podSpec(find(objects, 'Deployment', `spool-${component}`)).containers,
+        'container',
+      );
+      const names = env(container);
+      for (const name of required(spec)) t.true(names.has(name), `${component} lacks ${name}`);
+    }
+    const migrate = only(podSpec(find(objects, 'Job', 'spool-migrate')).containers, 'container');
+    for (const name of required(configs.migrateConfig)) t.true(env(migrate).has(name), name);
+  });
+
+  test(`${label}: pods have longer to stop than the services take to drain`, async (t) => {
+    const objects = await render([...args]);
+    for (const component of COMPONENTS) {
+      const spec = podSpec(find(objects, 'Deployment', `spool-${component}`));
+      const vars = env(only(spec.containers, 'container'));
+      const graceMs = Number(vars.get('SHUTDOWN_GRACE_MS')?.value);
+      const delayMs = Number(vars.get('SHUTDOWN_DELAY_MS')?.value ?? 0);
+      t.true(graceMs > 0, component);
+      t.true(
+        (spec.terminationGracePeriodSeconds ?? 30) * 1000 > graceMs + delayMs,
+        `${component}: ${spec.terminationGracePeriodSeconds} s for ${graceMs + delayMs} ms`,
+      );
+    }
+  });
+}
+
+test('the migration Job runs spool migrate before install and upgrade, with the database URL from the Secret', async (t) => {
+  const objects = await render();
+  const job = find(objects, 'Job', 'spool-migrate');
+  t.like(job.metadata.annotations, {
+    'helm.sh/hook': 'pre-install,pre-upgrade',
+    'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+  });
+  const container = only(podSpec(job).containers, 'container');
+  t.deepEqual(container.args, ['migrate']);
+  t.is(
+    container.image,
+    only(podSpec(find(objects, 'Deployment', 'spool-jobs')).containers, 'c').image,
+  );
+  t.deepEqual(env(container).get('DATABASE_URL')?.valueFrom?.secretKeyRef, {
+    name: 'spool',
+    key: 'database-url',
+  });
+  t.is((podSpec(job) as unknown as { restartPolicy: string }).restartPolicy, 'Never');
+});
+
+test('with secrets.create the chart makes the Secret as a hook before the migration, and still references it', async (t) => {
+  const objects = await render([
+    '--set',
+    'secrets.create=true',
+    '--set',
+    'secrets.values.databaseUrl=postgresql://spool@cockroachdb-public:26257/spool',
+  ]);
+  const secret = find(objects, 'Secret', 'spool');
+  t.like(secret.metadata.annotations, {
+    'helm.sh/hook': 'pre-install,pre-upgrade',
+    'helm.sh/hook-weight': '-10',
+  });
+  t.true(Number(secret.metadata.annotations?.['helm.sh/hook-weight']) < 0, 'before the Job (0)');
+  t.is(
+    Buffer.from(secret.data?.['database-url'] ?? '', 'base64').toString(),
+    'postgresql://spool@cockroachdb-public:26257/spool',
+  );
+  t.regex(
+    Buffer.from(secret.data?.['admin-token'] ?? '', 'base64').toString(),
+    /^[A-Za-z0-9]{48}$/,
+    'an operator token is generated',
+  );
+  t.is(
+    Buffer.from(
+      Buffer.from(secret.data?.['webhook-secret-key'] ?? '', 'base64').toString(),
+      'base64',
+    ).length,
+    32,
+    'and the 32-byte key webhook signing secrets are encrypted under',
+  );
+  const gateway = only(
+    podSpec(find(objects, 'Deployment', 'spool-gateway')).containers,
+    'container',
+  );
+  t.is(env(gateway).get('SPOOL_ADMIN_TOKEN')?.value, undefined);
+  t.is(env(gateway).get('SPOOL_ADMIN_TOKEN')?.valueFrom?.secretKeyRef?.name, 'spool');
+});
+
+test('services are headless and every component calls them by dns:/// so calls spread over replicas', async (t) => {
+  const objects = await render();
+  const gateway = env(
+    only(podSpec(find(objects, 'Deployment', 'spool-gateway')).containers, 'container'),
+  );
+  for (const service of SERVICES) {
+    const svc = find(objects, 'Service', `spool-${service}`);
+    const spec = svc.spec as {
+      clusterIP?: string;
+      ports: Array<{ port: number; appProtocol: string }>;
+    };
+    t.is(spec.clusterIP, 'None', service);
+    t.is(
+      gateway.get(`${service.toUpperCase()}_ADDR`)?.value,
+      `dns:///spool-${service}.print.svc.cluster.local:${spec.ports[0]?.port}`,
+    );
+    t.is(spec.ports[0]?.appProtocol, 'kubernetes.io/h2c');
+  }
+});
+
+test('the station link has its own HTTP/2 Service for agents: a LoadBalancer, or a NodePort', async (t) => {
+  const link = find(await render(), 'Service', 'spool-stations-link');
+  t.like(link.spec, {
+    type: 'LoadBalancer',
+    ports: [{ name: 'link', port: 7070, targetPort: 'link', appProtocol: 'kubernetes.io/h2c' }],
+    selector: { 'app.kubernetes.io/component': 'stations' },
+  });
+  const nodePort = find(
+    await render([
+      '--set',
+      'stations.link.service.type=NodePort',
+      '--set',
+      'stations.link.service.nodePort=30070',
+    ]),
+    'Service',
+    'spool-stations-link',
+  );
+  t.like(nodePort.spec, { type: 'NodePort', ports: [{ nodePort: 30070 }] });
+  const stations = only(
+    podSpec(find(await render(), 'Deployment', 'spool-stations')).containers,
+    'container',
+  );
+  t.is(
+    stations.ports?.find((p) => p.name === 'link')?.containerPort,
+    Number(env(stations).get('STATION_PORT')?.value),
+  );
+});
+
+test('the production-like values add an Ingress, autoscalers, NetworkPolicies, a ServiceMonitor and NATS credentials', async (t) => {
+  const objects = await render(['-f', PRODUCTION]);
+  const ingress = find(objects, 'Ingress', 'spool-gateway');
+  t.like(ingress.spec, {
+    ingressClassName: 'nginx',
+    rules: [
+      {
+        host: 'api.print.example.net',
+        http: {
+          paths: [{ backend: { service: { name: 'spool-gateway', port: { name: 'http' } } } }],
+        },
+      },
+    ],
+  });
+  for (const name of ['spool-gateway', 'spool-jobs', 'spool-stations']) {
+    const hpa = find(objects, 'HorizontalPodAutoscaler', name);
+    t.like(hpa.spec, { scaleTargetRef: { kind: 'Deployment', name } });
+    t.false('replicas' in (find(objects, 'Deployment', name).spec ?? {}), `${name}: HPA owns it`);
+  }
+  t.is(objects.filter((o) => o.kind === 'NetworkPolicy').length, COMPONENTS.length);
+  find(objects, 'ServiceMonitor', 'spool-gateway');
+  const stations = podSpec(find(objects, 'Deployment', 'spool-stations'));
+  const container = only(stations.containers, 'container');
+  t.is(env(container).get('NATS_CREDS')?.value, '/etc/spool/nats/nats.creds');
+  const creds = stations.volumes?.find((v) => v.name === 'nats-creds');
+  t.is(creds?.secret?.secretName, 'spool-secrets');
+  t.deepEqual(
+    container.volumeMounts?.find((m) => m.name === 'nats-creds'),
+    { name: 'nats-creds', mountPath: '/etc/spool/nats', readOnly: true },
+  );
+  t.like(find(objects, 'PodDisruptionBudget', 'spool-accounts').spec, { minAvailable: 2 });
+});
+
+test('a wrong value fails at install with the schema naming it', async (t) => {
+  const file = await valuesFile(t, 'gateway:\n  replicas: "two"\n');
+  const res = await helm(['template', 'spool', CHART_DIR, '-f', file]);
+  t.not(res.code, 0);
+  t.regex(res.stderr, /values don't meet the specifications of the schema/);
+  t.regex(res.stderr, /at '\/gateway\/replicas': got string, want integer/);
+
+  const typo = await helm(['template', 'spool', CHART_DIR, '--set', 'jobs.replica=3']);
+  t.regex(typo.stderr, /at '\/jobs': additional properties 'replica' not allowed/);
+
+  const noUrl = await helm(['template', 'spool', CHART_DIR, '--set', 'secrets.create=true']);
+  t.regex(noUrl.stderr, /at '\/secrets\/values\/databaseUrl'/);
+});
+
+test('a termination grace period shorter than the drain is refused with the time needed', async (t) => {
+  const res = await helm([
+    'template',
+    'spool',
+    CHART_DIR,
+    '--set',
+    'gateway.terminationGracePeriodSeconds=10',
+  ]);
+  t.not(res.code, 0);
+  t.regex(
+    res.stderr,
+    /gateway\.terminationGracePeriodSeconds is 10, but draining takes up to 15 s .*give at least 25/,
+  );
+});
+
+test('names stay within 63 characters and labels follow app.kubernetes.io for a long release name', async (t) => {
+  // Helm's longest release name (53); with the chart name it is beyond 63.
+  const release = 'print-platform-production-europe-west-and-more-region';
+  const objects = await render([], release);
+  const names = objects.map((o) => `${o.kind}/${o.metadata.name}`);
+  t.is(new Set(names).size, names.length, 'names are distinct');
+  for (const o of objects) {
+    t.true(o.metadata.name.length <= 63, o.metadata.name);
+    t.regex(o.metadata.name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+    t.like(o.metadata.labels, {
+      'app.kubernetes.io/name': 'spool',
+      'app.kubernetes.io/instance': release,
+      'app.kubernetes.io/managed-by': 'Helm',
+    });
+  }
+});
+
+test('helm test has a pod that checks the gateway and its way to the accounts service', async (t) => {
+  const objects = await render();
+  const pod = find(objects, 'Pod', 'spool-test');
+  t.is(pod.metadata.annotations?.['helm.sh/hook'], 'test');
+  const container = only(podSpec(pod).containers, 'container');
+  t.is(env(container).get('SPOOL_URL')?.value, 'http://spool-gateway.print.svc.cluster.local:80');
+  t.deepEqual(env(container).get('SPOOL_ADMIN_TOKEN')?.valueFrom?.secretKeyRef, {
+    name: 'spool',
+    key: 'admin-token',
+  });
+});
+
+test('NOTES.txt tells the operator how to create the first organization and connect agents', async (t) => {
+  const res = await helm([
+    'install',
+    'spool',
+    CHART_DIR,
+    '--namespace',
+    'print',
+    '--dry-run=client',
+  ]);
+  t.is(res.code, 0, res.stderr);
+  const notes = res.stdout.slice(res.stdout.indexOf('NOTES:'));
+  t.regex(notes, /kubectl -n print exec deploy\/spool-gateway -- spool admin org create --name/);
+  t.regex(notes, /spool agent --server <link address>:7070/);
+  t.regex(notes, /image\.repository is still the placeholder/);
+});
+
+test('docs/deploy.md names the objects and Secret keys the chart makes', async (t) => {
+  const doc = await readFile(join(CHART_DIR, '..', '..', 'docs', 'deploy.md'), 'utf8');
+  const objects = await render(['-f', PRODUCTION]);
+  const named = [...doc.matchAll(/\b(deploy|job)\/([a-z0-9-]+)/g)];
+  t.true(named.length >= 3);
+  for (const [, kind, name] of named) {
+    find(objects, kind === 'deploy' ? 'Deployment' : 'Job', name as string);
+  }
+  const referenced = new Set(
+    withPods(objects).flatMap((o) =>
+      podSpec(o).containers.flatMap((c) =>
+        (c.env ?? []).flatMap((e) =>
+          e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.key] : [],
+        ),
+      ),
+    ),
+  );
+  referenced.add('nats.creds');
+  const table = /\| Key \| Variable \|[^\n]*\n\|[-| ]+\n((?:\|[^\n]*\n)+)/.exec(doc)?.[1] ?? '';
+  const documented = new Set([...table.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]));
+  t.deepEqual([...documented].sort(), [...referenced].sort());
+});
