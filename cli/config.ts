@@ -2,7 +2,18 @@
  * The environment variables each `spool` command reads, declared once. README's configuration table
  * lists the same variables.
  */
-import { address, bool, int, logLevel, optionalStr, port, str, url } from '../lib/config.js';
+import {
+  address,
+  bool,
+  int,
+  logLevel,
+  optionalStr,
+  port,
+  str,
+  url,
+  type Variable,
+} from '../lib/config.js';
+import { parseSecretKey } from '../services/webhooks/crypto.js';
 
 const common = {
   logLevel: logLevel(),
@@ -22,6 +33,7 @@ const database = {
 
 const nats = {
   natsUrl: str('NATS_URL', { description: 'NATS server URL(s), comma separated' }),
+  natsCreds: optionalStr('NATS_CREDS', 'path of a NATS credentials (.creds) file'),
 };
 
 const grpcServer = {
@@ -46,6 +58,18 @@ const gatewayOnly = {
     min: 100,
     max: 120_000,
   }),
+  publicRateLimit: int('PUBLIC_RATE_LIMIT', {
+    description: 'requests a client address may make to /v1/public a minute, across replicas',
+    default: 30,
+    min: 1,
+    max: 1_000_000,
+  }),
+  keyRateLimit: int('KEY_RATE_LIMIT', {
+    description: 'requests an API key may make a minute to one gateway replica; 0 for no limit',
+    default: 6_000,
+    min: 0,
+    max: 10_000_000,
+  }),
   keyCacheTtlMs: int('KEY_CACHE_TTL_MS', {
     description: 'how long a gateway trusts a looked-up API key',
     default: 30_000,
@@ -63,6 +87,93 @@ const documents = {
   }),
 };
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** A comma list of durations such as `30s,2m,10m`, in milliseconds. */
+function durations(name: string, description: string, fallback: string): Variable<number[]> {
+  const parse = (raw: string) =>
+    raw.split(',').map((part) => {
+      const m = /^\s*(\d+)(ms|s|m|h)\s*$/.exec(part);
+      if (!m) throw new Error('must be a comma list of durations such as 30s,2m,1h or 500ms');
+      return Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+    });
+  return { name, description, parse, fallback: () => parse(fallback) };
+}
+
+function secretKey(required: boolean): Variable<Buffer | undefined> {
+  const description = 'base64 of the 32-byte key webhook secrets are encrypted under';
+  return {
+    name: 'WEBHOOK_SECRET_KEY',
+    description: required
+      ? description
+      : `${description}; generated into SPOOL_DATA_DIR when unset`,
+    parse: parseSecretKey,
+    ...(required ? {} : { fallback: () => undefined }),
+  };
+}
+
+/** How the webhooks service delivers; the defaults are the specification's. */
+const webhookTuning = {
+  webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', {
+    description: 'milliseconds a webhook receiver has to answer',
+    default: 15_000,
+    min: 100,
+    max: 60_000,
+  }),
+  webhookRetryWaitsMs: durations(
+    'WEBHOOK_RETRY_WAITS',
+    'waits between webhook attempts',
+    '30s,2m,10m,30m,2h,6h,12h',
+  ),
+  webhookGraceSeconds: int('WEBHOOK_SECRET_GRACE_SECONDS', {
+    description: 'seconds a rotated-out webhook secret keeps signing',
+    default: 86_400,
+    min: 0,
+    max: 604_800,
+  }),
+  webhookMaxPayloadBytes: int('WEBHOOK_MAX_PAYLOAD_BYTES', {
+    description: 'largest webhook body sent',
+    default: 256 * 1024,
+    min: 1024,
+    max: 16 * 1024 * 1024,
+  }),
+  webhookConcurrency: int('WEBHOOK_CONCURRENCY', {
+    description: 'webhook attempts in flight at once per replica',
+    default: 64,
+    min: 1,
+    max: 10_000,
+  }),
+  webhookEndpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', {
+    description: 'webhook attempts in flight at once to one endpoint per replica',
+    default: 4,
+    min: 1,
+    max: 1_000,
+  }),
+  webhookPollMs: int('WEBHOOK_POLL_MS', {
+    description: 'how often the webhook worker looks for due deliveries',
+    default: 1_000,
+    min: 10,
+    max: 60_000,
+  }),
+  webhookLeaseMs: int('WEBHOOK_LEASE_MS', {
+    description: 'how long a claimed webhook attempt is held (0: the timeout plus 30 s)',
+    default: 0,
+    min: 0,
+    max: 3_600_000,
+  }),
+};
+
+const sealing = {
+  serverPrivateKey: optionalStr(
+    'SPOOL_SERVER_PRIVATE_KEY',
+    'the X25519 private key sealed content is opened with (base64url, 32 bytes)',
+  ),
+  serverPreviousKeys: optionalStr(
+    'SPOOL_SERVER_PREVIOUS_KEYS',
+    'earlier private keys still accepted after a rotation, comma separated',
+  ),
+};
+
 export const migrateConfig = { ...common, ...database };
 
 export const accountsConfig = { ...common, ...database, ...nats, ...grpcServer };
@@ -73,7 +184,13 @@ export const jobsConfig = {
   ...nats,
   ...grpcServer,
   ...documents,
+  ...sealing,
   stationsAddr: address('STATIONS_ADDR', { description: 'host:port of the stations service' }),
+  accountsAddr: address('ACCOUNTS_ADDR', { description: 'host:port of the accounts service' }),
+  fetchAllowInsecure: bool('SPOOL_FETCH_ALLOW_INSECURE', {
+    description: 'let content URIs use http:// and private addresses (never in production)',
+    default: false,
+  }),
 };
 
 export const stationsConfig = {
@@ -89,16 +206,36 @@ export const stationsConfig = {
   jobsAddr: address('JOBS_ADDR', { description: 'host:port of the jobs service' }),
 };
 
+export const webhooksConfig = {
+  ...common,
+  ...database,
+  ...nats,
+  ...grpcServer,
+  ...webhookTuning,
+  secretKey: secretKey(true),
+  allowInsecure: bool('SPOOL_WEBHOOKS_ALLOW_INSECURE', {
+    description: 'allow http:// webhook URLs and private addresses',
+    default: false,
+  }),
+};
+
 export const gatewayConfig = {
   ...common,
   ...nats,
   ...gatewayOnly,
   host: str('HOST', { description: 'address the HTTP server binds', default: '0.0.0.0' }),
   port: port('PORT', { description: 'HTTP port', default: 8080 }),
+  shutdownDelayMs: int('SHUTDOWN_DELAY_MS', {
+    description: 'milliseconds to keep serving after SIGTERM with /readyz answering 503',
+    default: 0,
+    min: 0,
+    max: 120_000,
+  }),
   ...documents,
   accountsAddr: address('ACCOUNTS_ADDR', { description: 'host:port of the accounts service' }),
   jobsAddr: address('JOBS_ADDR', { description: 'host:port of the jobs service' }),
   stationsAddr: address('STATIONS_ADDR', { description: 'host:port of the stations service' }),
+  webhooksAddr: address('WEBHOOKS_ADDR', { description: 'host:port of the webhooks service' }),
   adminToken: str('SPOOL_ADMIN_TOKEN', { description: 'the operator token for /admin/v1' }),
 };
 
@@ -106,12 +243,15 @@ export const devConfig = {
   ...common,
   ...gatewayOnly,
   ...documents,
+  ...sealing,
   host: str('HOST', { description: 'address the HTTP server binds', default: '127.0.0.1' }),
   port: port('PORT', { description: 'HTTP port', default: 8080 }),
   stationPort: port('STATION_PORT', { description: 'station link port', default: 7070 }),
   databaseUrl: optionalStr('DATABASE_URL', 'PostgreSQL URL; embedded PGlite when unset'),
   natsUrl: optionalStr('NATS_URL', 'NATS URL; a child nats-server when unset'),
   adminToken: optionalStr('SPOOL_ADMIN_TOKEN', 'operator token; generated when unset'),
+  ...webhookTuning,
+  webhookSecretKey: secretKey(false),
   dataDir: str('SPOOL_DATA_DIR', {
     description: 'where spool dev keeps its state',
     default: '.spool',

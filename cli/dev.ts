@@ -11,8 +11,11 @@ import { generateCredential } from '../lib/credentials.js';
 import { createLogger } from '../lib/logger.js';
 import { startNatsServer } from '../lib/nats-server.js';
 import { startPgliteServer } from '../lib/pglite-server.js';
+import { generateServerKeyPair, serverKeysFrom } from '../lib/sealing.js';
+import type { ServerKeys } from '../services/jobs/server.js';
+import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
 import { devConfig } from './config.js';
-import { onShutdown } from './serve.js';
+import { onShutdown, webhookSettings } from './serve.js';
 import { startSystem } from './system.js';
 
 async function operatorToken(configured: string | undefined, file: string): Promise<string> {
@@ -26,6 +29,41 @@ async function operatorToken(configured: string | undefined, file: string): Prom
   const token = generateCredential('session').replace(/^svc_sess_/, 'spool_op_');
   await writeFile(file, `${token}\n`, { mode: 0o600 });
   return token;
+}
+
+/**
+ * The key webhook secrets are encrypted under: `WEBHOOK_SECRET_KEY`, or the one kept in the data
+ * folder, made on first start (a new key would make the stored secrets unreadable).
+ */
+async function webhookSecretKey(configured: Buffer | undefined, file: string): Promise<Buffer> {
+  if (configured) return configured;
+  try {
+    return parseSecretKey(await readFile(file, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new Error(`${file} does not hold a webhook secret key: remove it to make a new one`);
+    }
+  }
+  const key = generateSecretKey();
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
+  return parseSecretKey(key);
+}
+
+/** The sealing key pair: from configuration, or made once and kept in `.spool/server-key`. */
+async function devServerKeys(
+  configured: string | undefined,
+  previous: string | undefined,
+  dataDir: string,
+): Promise<ServerKeys> {
+  if (configured) return serverKeysFrom(configured, previous);
+  const file = join(dataDir, 'server-key');
+  try {
+    return serverKeysFrom((await readFile(file, 'utf8')).trim());
+  } catch {
+    const pair = await generateServerKeyPair();
+    await writeFile(file, `${pair.privateKey}\n`, { mode: 0o600 });
+    return serverKeysFrom(pair.privateKey);
+  }
 }
 
 export async function runDev(env: Env): Promise<void> {
@@ -57,6 +95,10 @@ export async function runDev(env: Env): Promise<void> {
 
   const tokenFile = join(dataDir, 'admin-token');
   const token = await operatorToken(config.adminToken, tokenFile);
+  const secretKey = await webhookSecretKey(
+    config.webhookSecretKey,
+    join(dataDir, 'webhook-secret-key'),
+  );
 
   const system = await startSystem({
     databaseUrl,
@@ -71,6 +113,13 @@ export async function runDev(env: Env): Promise<void> {
     trustProxy: config.trustProxy,
     grpcDeadlineMs: config.grpcDeadlineMs,
     keyCacheTtlMs: config.keyCacheTtlMs,
+    publicRateLimit: config.publicRateLimit,
+    keyRateLimit: config.keyRateLimit,
+    // On a laptop, documents may come from local servers (DESIGN §5).
+    fetchAllowInsecure: true,
+    serverKeys: await devServerKeys(config.serverPrivateKey, config.serverPreviousKeys, dataDir),
+    // On a laptop, receivers are local: http:// and private addresses are allowed (DESIGN §5).
+    webhooks: webhookSettings(config, secretKey, true),
   });
   stops.unshift(() => system.stop(config.shutdownGraceMs));
   const gateway = await system.startGateway(config.host, config.port);

@@ -2,13 +2,16 @@
  * The `spool` command: `dev`, `serve`, `migrate` and `admin`. This is the one place that reads
  * `process.env`; everything below takes the environment as an argument.
  */
+import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { TokenRefusedError } from '../agent/index.js';
 import { ConfigError } from '../lib/config.js';
 import { AdminError, adminClient } from './admin.js';
 import { runAgentCommand } from './agent.js';
 import { runDev } from './dev.js';
+import { sealFile } from './seal.js';
 import { COMPONENTS, type Component, runMigrate, serve } from './serve.js';
+import { addWebhookCommands } from './webhook-commands.js';
 
 const env = process.env;
 
@@ -44,8 +47,10 @@ program
   .description('run the station agent: hold the link to Spool and print the jobs it sends')
   .requiredOption(
     '--server <host:port>',
-    'the station link address of Spool (port 7070 in spool dev)',
+    'the station link address of Spool (port 7070 in spool dev); several, comma separated, are tried in turn',
   )
+  .option('--tls', 'speak TLS to the server (a load balancer terminating TLS), trusting system CAs')
+  .option('--ca <file>', 'PEM file of the CA certificates to trust (implies --tls)')
   .option('--token <token>', 'the station device token, svc_dev_… (or SPOOL_DEVICE_TOKEN)')
   .option(
     '--printer <name=backend>',
@@ -54,9 +59,31 @@ program
     [],
   )
   .option('--state-dir <dir>', 'where the journal is kept (or SPOOL_AGENT_STATE_DIR; .spool-agent)')
-  .action((opts: { server: string; token?: string; printer: string[]; stateDir?: string }) =>
-    runAgentCommand(opts, env),
+  .action(
+    (opts: {
+      server: string;
+      token?: string;
+      printer: string[];
+      stateDir?: string;
+      tls?: boolean;
+      ca?: string;
+    }) => runAgentCommand(opts, env),
   );
+
+program
+  .command('seal')
+  .description("seal a document to the server's public key; prints a job's content object")
+  .argument('<file>', 'the document')
+  .addOption(
+    new Option(
+      '--content-type <type>',
+      'what the document is (default: from its extension)',
+    ).choices(['application/pdf', 'text/plain', 'application/octet-stream']),
+  )
+  .option('--public-key <key>', 'seal to this key instead of fetching it from SPOOL_URL')
+  .action(async (file: string, opts: { contentType?: string; publicKey?: string }) => {
+    process.stdout.write(`${JSON.stringify(await sealFile(file, opts, env))}\n`);
+  });
 
 program
   .command('migrate')
@@ -173,6 +200,73 @@ station
       `/orgs/${encodeURIComponent(opts.org)}/stations/${encodeURIComponent(opts.id)}/token`,
     ),
   );
+
+const template = adminCommand.command('template').description('templates');
+template
+  .command('create')
+  .requiredOption('--org <org>', 'organization id')
+  .requiredOption('--name <name>', 'the template name')
+  .addOption(
+    new Option('--kind <kind>', 'what the body is')
+      .choices(['text', 'zpl', 'escpos'])
+      .makeOptionMandatory(),
+  )
+  .requiredOption('--body-file <file>', 'a file with the body, using {{field}} placeholders')
+  .option(
+    '--field <name[=default]>',
+    'a field; with =default it is optional; repeatable',
+    collect,
+    [],
+  )
+  .action(
+    async (opts: { org: string; name: string; kind: string; bodyFile: string; field: string[] }) =>
+      admin('POST', `/orgs/${encodeURIComponent(opts.org)}/templates`, {
+        name: opts.name,
+        kind: opts.kind,
+        body: await readFile(opts.bodyFile, 'utf8'),
+        fields: opts.field.map((f) => {
+          const eq = f.indexOf('=');
+          return eq < 0 ? { name: f } : { name: f.slice(0, eq), default: f.slice(eq + 1) };
+        }),
+      }),
+  );
+
+const settings = adminCommand.command('settings').description('installation-wide settings');
+settings.command('get').action(() => admin('GET', '/settings'));
+settings
+  .command('set')
+  .option('--job-document-retention-days <days>', 'days a job document is kept after it finishes')
+  .option('--upload-retention-days <days>', 'days an upload is kept')
+  .option('--notice <text>', 'a notice on the public status page ("" for none)')
+  .option('--pricing-file <file>', 'a JSON file of the public prices in cents ("" to withdraw)')
+  .option('--downloads-file <file>', 'a JSON file of the latest agent release per platform')
+  .action(
+    async (opts: {
+      jobDocumentRetentionDays?: string;
+      uploadRetentionDays?: string;
+      notice?: string;
+      pricingFile?: string;
+      downloadsFile?: string;
+    }) => {
+      const jsonFile = async (file: string | undefined, name: string) =>
+        file === undefined
+          ? {}
+          : { [name]: file === '' ? null : JSON.parse(await readFile(file, 'utf8')) };
+      return admin('PATCH', '/settings', {
+        ...(opts.jobDocumentRetentionDays === undefined
+          ? {}
+          : { job_document_retention_days: Number(opts.jobDocumentRetentionDays) }),
+        ...(opts.uploadRetentionDays === undefined
+          ? {}
+          : { upload_retention_days: Number(opts.uploadRetentionDays) }),
+        ...(opts.notice === undefined ? {} : { notice: opts.notice === '' ? null : opts.notice }),
+        ...(await jsonFile(opts.pricingFile, 'pricing')),
+        ...(await jsonFile(opts.downloadsFile, 'downloads')),
+      });
+    },
+  );
+
+addWebhookCommands(adminCommand, admin);
 
 try {
   await program.parseAsync(process.argv);

@@ -5,6 +5,7 @@
 
 import { closeBackends, connectBackends } from '../gateway/clients.js';
 import { createGateway } from '../gateway/index.js';
+import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
 import { connectBus, ensureStreams } from '../lib/bus.js';
@@ -12,21 +13,26 @@ import { systemClock } from '../lib/clock.js';
 import { type Env, readConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { createClient, startGrpcServer } from '../lib/grpc.js';
+import { createHealthClient } from '../lib/health-client.js';
+import { watchHealth } from '../lib/health-watch.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
+import { serverKeysFrom } from '../lib/sealing.js';
 import { createAccounts } from '../services/accounts/index.js';
 import { createJobs } from '../services/jobs/index.js';
 import { createStations } from '../services/stations/index.js';
+import { createWebhooks, type WebhooksSettings } from '../services/webhooks/index.js';
 import {
   accountsConfig,
   gatewayConfig,
   jobsConfig,
   migrateConfig,
   stationsConfig,
+  webhooksConfig,
 } from './config.js';
 import { ALL_MIGRATIONS } from './system.js';
 
-export const COMPONENTS = ['gateway', 'accounts', 'jobs', 'stations'] as const;
+export const COMPONENTS = ['gateway', 'accounts', 'jobs', 'stations', 'webhooks'] as const;
 export type Component = (typeof COMPONENTS)[number];
 
 /** Runs `stop` once on SIGTERM or SIGINT, then exits. */
@@ -64,7 +70,12 @@ async function serveAccounts(env: Env): Promise<void> {
   const config = readConfig(env, accountsConfig);
   const logger = createLogger({ name: 'accounts', level: config.logLevel });
   const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-accounts' });
-  const nc = await connectBus({ url: config.natsUrl, name: 'spool-accounts', logger });
+  const nc = await connectBus({
+    url: config.natsUrl,
+    credsFile: config.natsCreds,
+    name: 'spool-accounts',
+    logger,
+  });
   await ensureStreams(nc);
   const accounts = createAccounts({ pool, nc, logger, clock: systemClock });
   const grpc = await startGrpcServer({
@@ -72,8 +83,16 @@ async function serveAccounts(env: Env): Promise<void> {
     port: config.grpcPort,
     services: [accounts.grpc],
   });
+  const stopWatch = watchHealth({
+    health: grpc.health,
+    services: [accounts.grpc.name],
+    pool,
+    nc,
+    logger,
+  });
   logger.info({ port: grpc.port }, 'accounts serving gRPC');
   onShutdown(logger, async () => {
+    stopWatch();
     await grpc.shutdown(config.shutdownGraceMs);
     await accounts.stop();
     await nc.drain();
@@ -84,14 +103,33 @@ async function serveAccounts(env: Env): Promise<void> {
 async function serveGateway(env: Env): Promise<void> {
   const config = readConfig(env, gatewayConfig);
   const logger = createLogger({ name: 'gateway', level: config.logLevel });
-  const nc = await connectBus({ url: config.natsUrl, name: 'spool-gateway', logger });
+  const nc = await connectBus({
+    url: config.natsUrl,
+    credsFile: config.natsCreds,
+    name: 'spool-gateway',
+    logger,
+  });
   const backends = connectBackends(
-    { accounts: config.accountsAddr, jobs: config.jobsAddr, stations: config.stationsAddr },
+    {
+      accounts: config.accountsAddr,
+      jobs: config.jobsAddr,
+      stations: config.stationsAddr,
+      webhooks: config.webhooksAddr,
+    },
     config.grpcDeadlineMs,
   );
+  const health = {
+    accounts: createHealthClient(config.accountsAddr),
+    jobs: createHealthClient(config.jobsAddr),
+    stations: createHealthClient(config.stationsAddr),
+    webhooks: createHealthClient(config.webhooksAddr),
+  };
   const gateway = createGateway({
     nc,
     backends,
+    health,
+    publicRateLimit: config.publicRateLimit,
+    keyRateLimit: config.keyRateLimit,
     logger,
     clock: systemClock,
     operatorToken: config.adminToken,
@@ -103,8 +141,9 @@ async function serveGateway(env: Env): Promise<void> {
   const port = await gateway.listen(config.host, config.port);
   logger.info({ port }, 'gateway listening');
   onShutdown(logger, async () => {
-    await gateway.close(config.shutdownGraceMs);
+    await gateway.close(config.shutdownGraceMs, config.shutdownDelayMs);
     closeBackends(backends);
+    for (const client of Object.values(health)) client.close();
     await nc.drain();
   });
 }
@@ -113,11 +152,20 @@ async function serveJobs(env: Env): Promise<void> {
   const config = readConfig(env, jobsConfig);
   const logger = createLogger({ name: 'jobs', level: config.logLevel });
   const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-jobs' });
-  const nc = await connectBus({ url: config.natsUrl, name: 'spool-jobs', logger });
+  const nc = await connectBus({
+    url: config.natsUrl,
+    credsFile: config.natsCreds,
+    name: 'spool-jobs',
+    logger,
+  });
   await ensureStreams(nc);
   const stations = createClient(StationsServiceClient, {
     service: 'stations',
     address: config.stationsAddr,
+  });
+  const accounts = createClient(AccountsServiceClient, {
+    service: 'accounts',
+    address: config.accountsAddr,
   });
   const jobs = await createJobs({
     pool,
@@ -125,18 +173,32 @@ async function serveJobs(env: Env): Promise<void> {
     logger,
     clock: systemClock,
     stations,
+    accounts,
     maxDocumentBytes: config.maxDocumentBytes,
+    ...(config.serverPrivateKey
+      ? { serverKeys: serverKeysFrom(config.serverPrivateKey, config.serverPreviousKeys) }
+      : {}),
+    fetchAllowInsecure: config.fetchAllowInsecure,
   });
   const grpc = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
     services: [jobs.grpc],
   });
+  const stopWatch = watchHealth({
+    health: grpc.health,
+    services: [jobs.grpc.name],
+    pool,
+    nc,
+    logger,
+  });
   logger.info({ port: grpc.port }, 'jobs serving gRPC');
   onShutdown(logger, async () => {
+    stopWatch();
     await grpc.shutdown(config.shutdownGraceMs);
     await jobs.stop();
     stations.close();
+    accounts.close();
     await nc.drain();
     await pool.end();
   });
@@ -146,7 +208,12 @@ async function serveStations(env: Env): Promise<void> {
   const config = readConfig(env, stationsConfig);
   const logger = createLogger({ name: 'stations', level: config.logLevel });
   const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-stations' });
-  const nc = await connectBus({ url: config.natsUrl, name: 'spool-stations', logger });
+  const nc = await connectBus({
+    url: config.natsUrl,
+    credsFile: config.natsCreds,
+    name: 'spool-stations',
+    logger,
+  });
   await ensureStreams(nc);
   const jobs = createClient(JobsServiceClient, { service: 'jobs', address: config.jobsAddr });
   const stations = await createStations({ pool, nc, logger, clock: systemClock, jobs });
@@ -154,6 +221,13 @@ async function serveStations(env: Env): Promise<void> {
     host: config.grpcHost,
     port: config.grpcPort,
     services: [stations.grpc],
+  });
+  const stopWatch = watchHealth({
+    health: grpc.health,
+    services: [stations.grpc.name],
+    pool,
+    nc,
+    logger,
   });
   const link = await startGrpcServer({
     host: config.stationHost,
@@ -165,6 +239,7 @@ async function serveStations(env: Env): Promise<void> {
     'stations serving gRPC and the station link',
   );
   onShutdown(logger, async () => {
+    stopWatch();
     // Agents reconnect to another replica; their jobs stay queued meanwhile.
     stations.links.closeAll();
     await link.shutdown(1_000);
@@ -176,11 +251,81 @@ async function serveStations(env: Env): Promise<void> {
   });
 }
 
+/** The webhooks service's settings from its variables (`spool serve webhooks` and `spool dev`). */
+export function webhookSettings(
+  values: {
+    webhookTimeoutMs: number;
+    webhookRetryWaitsMs: number[];
+    webhookGraceSeconds: number;
+    webhookMaxPayloadBytes: number;
+    webhookConcurrency: number;
+    webhookEndpointConcurrency: number;
+    webhookPollMs: number;
+    webhookLeaseMs: number;
+  },
+  secretKey: Buffer,
+  allowInsecure: boolean,
+): WebhooksSettings {
+  return {
+    secretKey,
+    allowInsecure,
+    timeoutMs: values.webhookTimeoutMs,
+    retryWaitsMs: values.webhookRetryWaitsMs,
+    rotationGraceMs: values.webhookGraceSeconds * 1000,
+    maxPayloadBytes: values.webhookMaxPayloadBytes,
+    concurrency: values.webhookConcurrency,
+    endpointConcurrency: values.webhookEndpointConcurrency,
+    pollMs: values.webhookPollMs,
+    ...(values.webhookLeaseMs > 0 ? { leaseMs: values.webhookLeaseMs } : {}),
+  };
+}
+
+async function serveWebhooks(env: Env): Promise<void> {
+  const config = readConfig(env, webhooksConfig);
+  const logger = createLogger({ name: 'webhooks', level: config.logLevel });
+  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-webhooks' });
+  const nc = await connectBus({
+    url: config.natsUrl,
+    credsFile: config.natsCreds,
+    name: 'spool-webhooks',
+    logger,
+  });
+  await ensureStreams(nc);
+  const webhooks = await createWebhooks({
+    pool,
+    nc,
+    logger,
+    clock: systemClock,
+    settings: webhookSettings(config, config.secretKey as Buffer, config.allowInsecure),
+  });
+  const grpc = await startGrpcServer({
+    host: config.grpcHost,
+    port: config.grpcPort,
+    services: [webhooks.grpc],
+  });
+  const stopWatch = watchHealth({
+    health: grpc.health,
+    services: [webhooks.grpc.name],
+    pool,
+    nc,
+    logger,
+  });
+  logger.info({ port: grpc.port, allowInsecure: config.allowInsecure }, 'webhooks serving gRPC');
+  onShutdown(logger, async () => {
+    stopWatch();
+    await grpc.shutdown(config.shutdownGraceMs);
+    await webhooks.stop();
+    await nc.drain();
+    await pool.end();
+  });
+}
+
 const SERVERS: Record<Component, (env: Env) => Promise<void>> = {
   gateway: serveGateway,
   accounts: serveAccounts,
   jobs: serveJobs,
   stations: serveStations,
+  webhooks: serveWebhooks,
 };
 
 export async function serve(component: Component, env: Env): Promise<void> {

@@ -4,22 +4,40 @@
  * as when each runs as its own deployable.
  */
 
+import { randomBytes } from 'node:crypto';
 import { closeBackends, connectBackends } from '../gateway/clients.js';
 import { createGateway, type Gateway } from '../gateway/index.js';
+import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
 import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { createPool, type Pool } from '../lib/db.js';
 import { createClient, type GrpcServerHandle, startGrpcServer } from '../lib/grpc.js';
+import { createHealthClient } from '../lib/health-client.js';
+import { watchHealth } from '../lib/health-watch.js';
 import type { Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import { migrations as accountsMigrations, createAccounts } from '../services/accounts/index.js';
 import { createJobs, migrations as jobsMigrations } from '../services/jobs/index.js';
+import type { ServerKeys } from '../services/jobs/server.js';
+import type { Sweeper } from '../services/jobs/sweeper.js';
 import { createStations, migrations as stationsMigrations } from '../services/stations/index.js';
+import {
+  createWebhooks,
+  WEBHOOK_DEFAULTS,
+  type WebhooksPart,
+  type WebhooksSettings,
+  migrations as webhooksMigrations,
+} from '../services/webhooks/index.js';
 
 /** Every service's migrations, in the order they apply. */
-export const ALL_MIGRATIONS = [accountsMigrations, stationsMigrations, jobsMigrations];
+export const ALL_MIGRATIONS = [
+  accountsMigrations,
+  stationsMigrations,
+  jobsMigrations,
+  webhooksMigrations,
+];
 
 export const DEFAULT_MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
 
@@ -36,9 +54,22 @@ export interface SystemOptions {
   trustProxy?: boolean;
   grpcDeadlineMs?: number;
   keyCacheTtlMs?: number;
+  /** How often the jobs sweeper runs; tests call it directly and set this high. */
+  sweepIntervalMs?: number;
+  settingsTtlMs?: number;
+  /** Public requests a client address may make a minute (default 30). */
+  publicRateLimit?: number;
+  /** Requests an API key may make a minute per gateway (default 6000; 0 for none). */
+  keyRateLimit?: number;
+  /** The key pair for sealed content. */
+  serverKeys?: ServerKeys;
+  /** Let content URIs reach http:// and non-public addresses (spool dev and tests). */
+  fetchAllowInsecure?: boolean;
   /** Host and port of the station link (port 0: any free port). */
   linkHost?: string;
   linkPort?: number;
+  /** The webhooks service's settings; by default the specification's, with a random secret key. */
+  webhooks?: Partial<WebhooksSettings>;
 }
 
 export interface GatewayReplica {
@@ -49,6 +80,10 @@ export interface GatewayReplica {
 
 export interface System {
   pool: Pool;
+  /** The jobs service's sweeper, for tests that move the clock and sweep. */
+  sweeper: Sweeper;
+  /** The webhooks service, whose worker tests drive with `runDue()` after moving the clock. */
+  webhooks: WebhooksPart;
   nc: NatsConnection;
   /** Where the services answer gRPC. */
   servicesAddress: string;
@@ -80,6 +115,11 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     address: servicesAddress,
     deadlineMs,
   });
+  const accountsClient = createClient(AccountsServiceClient, {
+    service: 'accounts',
+    address: servicesAddress,
+    deadlineMs,
+  });
   const stationsClient = createClient(StationsServiceClient, {
     service: 'stations',
     address: servicesAddress,
@@ -93,10 +133,30 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     logger,
     clock,
     stations: stationsClient,
+    accounts: accountsClient,
     maxDocumentBytes,
+    ...(options.serverKeys ? { serverKeys: options.serverKeys } : {}),
+    fetchAllowInsecure: options.fetchAllowInsecure ?? false,
+    ...(options.sweepIntervalMs === undefined ? {} : { sweepIntervalMs: options.sweepIntervalMs }),
+    ...(options.settingsTtlMs === undefined ? {} : { settingsTtlMs: options.settingsTtlMs }),
   });
   const stations = await createStations({ pool, nc, logger, clock, jobs: jobsClient });
-  for (const part of [accounts.grpc, jobs.grpc, stations.grpc]) grpc.add(part);
+  const webhooks = await createWebhooks({
+    pool,
+    nc,
+    logger,
+    clock,
+    settings: { ...WEBHOOK_DEFAULTS, secretKey: randomBytes(32), ...options.webhooks },
+  });
+  const parts = [accounts.grpc, jobs.grpc, stations.grpc, webhooks.grpc];
+  for (const part of parts) grpc.add(part);
+  const stopWatch = watchHealth({
+    health: grpc.health,
+    services: parts.map((p) => p.name),
+    pool,
+    nc,
+    logger,
+  });
   const link = await startGrpcServer({
     host: options.linkHost ?? '127.0.0.1',
     port: options.linkPort ?? 0,
@@ -107,14 +167,22 @@ export async function startSystem(options: SystemOptions): Promise<System> {
   return {
     pool,
     nc,
+    sweeper: jobs.sweeper,
+    webhooks,
     servicesAddress,
     linkAddress: `${options.linkHost ?? '127.0.0.1'}:${link.port}`,
     async startGateway(host = '127.0.0.1', port = 0) {
       const gatewayNc = await connectBus({ url: options.natsUrl, name: 'spool-gateway', logger });
       const backends = connectBackends(
-        { accounts: servicesAddress, jobs: servicesAddress, stations: servicesAddress },
+        {
+          accounts: servicesAddress,
+          jobs: servicesAddress,
+          stations: servicesAddress,
+          webhooks: servicesAddress,
+        },
         deadlineMs,
       );
+      const health = createHealthClient(servicesAddress);
       const gateway = createGateway({
         nc: gatewayNc,
         backends,
@@ -124,6 +192,11 @@ export async function startSystem(options: SystemOptions): Promise<System> {
         bodyLimit: options.bodyLimit ?? 1024 * 1024,
         maxDocumentBytes,
         trustProxy: options.trustProxy ?? false,
+        health: { accounts: health, jobs: health, stations: health, webhooks: health },
+        ...(options.publicRateLimit === undefined
+          ? {}
+          : { publicRateLimit: options.publicRateLimit }),
+        ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
         ...(options.keyCacheTtlMs === undefined ? {} : { keyCacheTtlMs: options.keyCacheTtlMs }),
       });
       const bound = await gateway.listen(host, port);
@@ -134,6 +207,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
           replicas.delete(replica);
           await gateway.close(1_000);
           closeBackends(backends);
+          health.close();
           await gatewayNc.drain();
         },
       };
@@ -142,12 +216,14 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     },
     async stop(graceMs = 10_000) {
       await Promise.all([...replicas].map((r) => r.stop()));
+      stopWatch();
       stations.links.closeAll();
       await link.shutdown(Math.min(graceMs, 1_000));
       await grpc.shutdown(graceMs);
-      await Promise.all([accounts.stop(), jobs.stop(), stations.stop()]);
+      await Promise.all([accounts.stop(), jobs.stop(), stations.stop(), webhooks.stop()]);
       jobsClient.close();
       stationsClient.close();
+      accountsClient.close();
       await nc.drain();
       await pool.end();
     },

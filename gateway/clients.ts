@@ -2,22 +2,26 @@
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
+import { WebhooksServiceClient } from '../gen/spool/v1/webhooks.js';
 import { type AsyncClient, createClient } from '../lib/grpc.js';
 
 export type AccountsClient = AsyncClient<AccountsServiceClient>;
 export type JobsClient = AsyncClient<JobsServiceClient>;
 export type StationsClient = AsyncClient<StationsServiceClient>;
+export type WebhooksClient = AsyncClient<WebhooksServiceClient>;
 
 export interface Backends {
   accounts: AccountsClient;
   jobs: JobsClient;
   stations: StationsClient;
+  webhooks: WebhooksClient;
 }
 
 export interface BackendAddresses {
   accounts: string;
   jobs: string;
   stations: string;
+  webhooks: string;
 }
 
 export function connectBackends(addresses: BackendAddresses, deadlineMs = 5_000): Backends {
@@ -33,6 +37,11 @@ export function connectBackends(addresses: BackendAddresses, deadlineMs = 5_000)
       address: addresses.stations,
       deadlineMs,
     }),
+    webhooks: createClient(WebhooksServiceClient, {
+      service: 'webhooks',
+      address: addresses.webhooks,
+      deadlineMs,
+    }),
   };
 }
 
@@ -40,4 +49,5 @@ export function closeBackends(backends: Backends): void {
   backends.accounts.close();
   backends.jobs.close();
   backends.stations.close();
+  backends.webhooks.close();
 }

@@ -4,12 +4,15 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { createApp } from './app.js';
 import type { Backends } from './clients.js';
 import { followRevocations, KeyCache } from './key-cache.js';
+import { kvCounter, localCounter, RATE_LIMIT_BUCKET, rateLimit } from './rate-limit.js';
+import { createStatusChecker, type StatusSources } from './status.js';
 
 export interface GatewayOptions {
   nc: NatsConnection;
@@ -21,6 +24,12 @@ export interface GatewayOptions {
   maxDocumentBytes: number;
   trustProxy: boolean;
   keyCacheTtlMs?: number;
+  /** Health clients of the services, for the public status. */
+  health: StatusSources['health'];
+  /** Public requests a client address may make a minute, across replicas (spec §8: 30). */
+  publicRateLimit?: number;
+  /** Requests an API key may make a minute on one replica; 0 for no limit. */
+  keyRateLimit?: number;
 }
 
 export interface Gateway {
@@ -28,8 +37,11 @@ export interface Gateway {
   cache: KeyCache;
   /** Listens on host:port (0 for any free port) and resolves the port. */
   listen(host: string, port: number): Promise<number>;
-  /** Turns readiness false, stops accepting, and waits for requests in flight up to `graceMs`. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Turns readiness false and keeps serving for `delayMs` (while load balancers take the replica
+   * out), then stops accepting and waits for requests in flight up to `graceMs`.
+   */
+  close(graceMs?: number, delayMs?: number): Promise<void>;
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
@@ -45,7 +57,36 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const stopFollowing = followRevocations(options.nc, cache, logger);
   let draining = false;
+  const status = createStatusChecker({
+    health: options.health,
+    nc: options.nc,
+    clock: options.clock,
+    notice: async () =>
+      (await options.backends.accounts.getSettings({}, { deadlineMs: 1_000 })).settings
+        ?.statusNotice ?? '',
+  });
+  const publicLimit = rateLimit({
+    counter: kvCounter(() =>
+      new Kvm(options.nc).create(RATE_LIMIT_BUCKET, { history: 1, ttl: 2 * 60_000 }),
+    ),
+    limit: options.publicRateLimit ?? 30,
+    windowMs: 60_000,
+    clock: options.clock,
+    identify: (ctx) => `ip_${ctx.ip}`,
+    logger,
+  });
+  const keyLimit = rateLimit({
+    counter: localCounter(),
+    limit: options.keyRateLimit ?? 6_000,
+    windowMs: 60_000,
+    clock: options.clock,
+    identify: (ctx) => ctx.state.key?.id,
+    logger,
+  });
   const app = createApp({
+    status,
+    publicLimit,
+    keyLimit,
     backends: options.backends,
     cache,
     clock: options.clock,
@@ -56,7 +97,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     trustProxy: options.trustProxy,
     ready: async () => !draining && !options.nc.isClosed(),
   });
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  const server = createServer((req, res) => {
+    // While draining, each answer closes its connection, so keep-alive clients reconnect elsewhere.
+    if (draining) res.setHeader('Connection', 'close');
+    return handle(req, res);
+  });
   server.keepAliveTimeout = 65_000;
 
   return {
@@ -70,8 +116,9 @@ export function createGateway(options: GatewayOptions): Gateway {
           resolve((server.address() as AddressInfo).port);
         });
       }),
-    async close(graceMs = 10_000) {
+    async close(graceMs = 10_000, delayMs = 0) {
       draining = true;
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       stopFollowing();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {

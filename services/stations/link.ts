@@ -11,13 +11,13 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Subscription } from '@nats-io/transport-node';
 import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
-import type {
-  AgentMessage,
-  JobReceived,
-  JobResult,
-  PrinterReport,
+import {
+  type AgentMessage,
+  type JobReceived,
+  type JobResult,
+  type PrinterReport,
   PrintOptions,
-  ServerMessage,
+  type ServerMessage,
 } from '../../gen/spool/v1/stations.js';
 import { type NatsConnection, subjects } from '../../lib/bus.js';
 import { credentialKind, hashCredential } from '../../lib/credentials.js';
@@ -93,19 +93,6 @@ function bearerToken(call: Call): string | undefined {
   const value = call.metadata.get('authorization')[0];
   if (typeof value !== 'string') return undefined;
   return /^Bearer\s+(\S+)$/i.exec(value)?.[1];
-}
-
-function offerOptions(options: PrintOptions): PrintOptions {
-  return {
-    copies: options.copies ?? 0,
-    duplex: options.duplex ?? '',
-    color: options.color ?? '',
-    paper: options.paper ?? '',
-    tray: options.tray ?? '',
-    pages: options.pages ?? '',
-    fitToPage: options.fitToPage ?? false,
-    rotate: options.rotate ?? 0,
-  };
 }
 
 class Session {
@@ -222,7 +209,7 @@ class Session {
       this.#offer({
         ...jobJson(job),
         sha256: job.sha256,
-        options: offerOptions(job.options ?? ({} as PrintOptions)),
+        options: PrintOptions.fromPartial(job.options ?? {}),
       });
     }
   }
@@ -300,7 +287,7 @@ class Session {
         contentType: job.content_type,
         size: job.size,
         sha256: job.sha256,
-        options: offerOptions(job.options),
+        options: PrintOptions.fromPartial(job.options),
       },
     });
     let offset = 0;

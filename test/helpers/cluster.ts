@@ -9,7 +9,10 @@ import { runSpool, type SpoolProcess, spawnSpool } from './spool.js';
 
 export const CLUSTER_OPERATOR_TOKEN = 'cluster-operator-token';
 
-type Component = 'accounts' | 'jobs' | 'stations' | 'gateway';
+type Component = 'accounts' | 'jobs' | 'stations' | 'webhooks' | 'gateway';
+
+/** The key the cluster's webhooks service encrypts secrets under. */
+export const CLUSTER_WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface Cluster {
   db: TestDatabase;
@@ -30,10 +33,16 @@ const READY: Record<Component, RegExp> = {
   accounts: /accounts serving gRPC/,
   jobs: /jobs serving gRPC/,
   stations: /stations serving gRPC/,
+  webhooks: /webhooks serving gRPC/,
   gateway: /gateway listening/,
 };
 
-export async function startCluster(): Promise<Cluster> {
+export interface ClusterOptions {
+  /** Extra environment of the webhooks service, such as a short WEBHOOK_RETRY_WAITS. */
+  webhooksEnv?: Record<string, string>;
+}
+
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const [db, nats] = await Promise.all([createTestDatabase(), startTestNats()]);
   const migrated = await runSpool(['migrate'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
   if (migrated.code !== 0) throw new Error(`spool migrate failed: ${migrated.stderr}`);
@@ -41,6 +50,7 @@ export async function startCluster(): Promise<Cluster> {
     accounts: await freePort(),
     jobs: await freePort(),
     stations: await freePort(),
+    webhooks: await freePort(),
     link: await freePort(),
     http: await freePort(),
   };
@@ -52,6 +62,7 @@ export async function startCluster(): Promise<Cluster> {
       DATABASE_URL: db.url,
       GRPC_PORT: String(ports.jobs),
       STATIONS_ADDR: `127.0.0.1:${ports.stations}`,
+      ACCOUNTS_ADDR: `127.0.0.1:${ports.accounts}`,
     },
     stations: {
       ...common,
@@ -61,6 +72,15 @@ export async function startCluster(): Promise<Cluster> {
       STATION_PORT: String(ports.link),
       JOBS_ADDR: `127.0.0.1:${ports.jobs}`,
     },
+    webhooks: {
+      ...common,
+      DATABASE_URL: db.url,
+      GRPC_PORT: String(ports.webhooks),
+      WEBHOOK_SECRET_KEY: CLUSTER_WEBHOOK_SECRET_KEY,
+      // Test receivers listen on loopback over http.
+      SPOOL_WEBHOOKS_ALLOW_INSECURE: '1',
+      ...options.webhooksEnv,
+    },
     gateway: {
       NATS_URL: nats.url,
       HOST: '127.0.0.1',
@@ -68,6 +88,7 @@ export async function startCluster(): Promise<Cluster> {
       ACCOUNTS_ADDR: `127.0.0.1:${ports.accounts}`,
       JOBS_ADDR: `127.0.0.1:${ports.jobs}`,
       STATIONS_ADDR: `127.0.0.1:${ports.stations}`,
+      WEBHOOKS_ADDR: `127.0.0.1:${ports.webhooks}`,
       SPOOL_ADMIN_TOKEN: CLUSTER_OPERATOR_TOKEN,
     },
   };
@@ -79,7 +100,7 @@ export async function startCluster(): Promise<Cluster> {
     await proc.waitFor(READY[component]);
     return proc;
   };
-  await Promise.all((['accounts', 'jobs', 'stations'] as const).map(start));
+  await Promise.all((['accounts', 'jobs', 'stations', 'webhooks'] as const).map(start));
   await start('gateway');
   return {
     db,

@@ -5,7 +5,11 @@
 import { type GatewayReplica, type System, startSystem } from '../../cli/system.js';
 import { type Clock, ManualClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/logger.js';
+import { generateServerKeyPair, serverKeysFrom } from '../../lib/sealing.js';
+import type { ServerKeys } from '../../services/jobs/server.js';
+import type { WebhooksSettings } from '../../services/webhooks/index.js';
 import { startTestNats, type TestNats } from './nats.js';
+import { checkAgainstOpenApi } from './openapi.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
 
 export const OPERATOR_TOKEN = 'test-operator-token';
@@ -24,7 +28,16 @@ export interface TestSystem {
 }
 
 export async function startTestSystem(
-  options: { clock?: Clock; bodyLimit?: number } = {},
+  options: {
+    clock?: Clock;
+    bodyLimit?: number;
+    maxDocumentBytes?: number;
+    /** Webhook settings; test receivers are on loopback, so insecure targets are allowed. */
+    webhooks?: Partial<WebhooksSettings>;
+    trustProxy?: boolean;
+    serverKeys?: ServerKeys;
+    keyRateLimit?: number;
+  } = {},
 ): Promise<TestSystem> {
   const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
   const clock = (options.clock as ManualClock | undefined) ?? new ManualClock(new Date());
@@ -34,7 +47,19 @@ export async function startTestSystem(
     logger: silentLogger,
     clock,
     operatorToken: OPERATOR_TOKEN,
+    // Tests move the clock and call the sweeper themselves.
+    sweepIntervalMs: 60 * 60 * 1000,
+    settingsTtlMs: 0,
+    // Test servers for content URIs are on loopback.
+    fetchAllowInsecure: true,
+    serverKeys: options.serverKeys ?? serverKeysFrom((await generateServerKeyPair()).privateKey),
+    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+    ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
+    webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+    ...(options.maxDocumentBytes === undefined
+      ? {}
+      : { maxDocumentBytes: options.maxDocumentBytes }),
   });
   const gateway = await system.startGateway();
   return {
@@ -74,7 +99,13 @@ export async function call<T = Record<string, unknown>>(
   }
   const res = await fetch(`${base}${path}`, { method, headers, ...(body ? { body } : {}) });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : {}) as T };
+  const json = (res.headers.get('content-type') ?? '').includes('json');
+  if (json && text) checkAgainstOpenApi(method, path, res.status, JSON.parse(text));
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: (json && text ? JSON.parse(text) : json ? {} : text) as T,
+  };
 }
 
 export interface KeyAnswer {
