@@ -8,11 +8,16 @@ import { createGateway } from '../gateway/index.js';
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
-import { connectBus, ensureStreams } from '../lib/bus.js';
+import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
 import { systemClock } from '../lib/clock.js';
 import { type Env, readConfig } from '../lib/config.js';
-import { createPool } from '../lib/db.js';
-import { createClient, startGrpcServer } from '../lib/grpc.js';
+import { createPool, type Pool } from '../lib/db.js';
+import {
+  createClient,
+  type GrpcServerHandle,
+  type GrpcService,
+  startGrpcServer,
+} from '../lib/grpc.js';
 import { createHealthClient } from '../lib/health-client.js';
 import { watchHealth } from '../lib/health-watch.js';
 import { createLogger, type Logger } from '../lib/logger.js';
@@ -66,38 +71,74 @@ export async function runMigrate(env: Env): Promise<void> {
   }
 }
 
-async function serveAccounts(env: Env): Promise<void> {
-  const config = readConfig(env, accountsConfig);
-  const logger = createLogger({ name: 'accounts', level: config.logLevel });
-  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-accounts' });
+/** What every service's process shares: configuration read, the connections made. */
+interface ServiceConfig {
+  logLevel: string;
+  shutdownGraceMs: number;
+  databaseUrl: string;
+  natsUrl: string;
+  natsCreds: string | undefined;
+  grpcHost: string;
+  grpcPort: number;
+}
+
+interface ServicePart {
+  grpc: GrpcService;
+  /** Runs once the gRPC server is up (another listener, say); what it returns is logged. */
+  afterStart?(): Promise<Record<string, unknown>>;
+  /** Runs first on SIGTERM, before the gRPC server drains. */
+  beforeShutdown?(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs one service as its own process: opens the pool and the NATS connection, builds the part,
+ * serves it over gRPC with health that follows the database and NATS, and drains on SIGTERM.
+ */
+async function serveService(
+  name: string,
+  config: ServiceConfig,
+  build: (deps: { pool: Pool; nc: NatsConnection; logger: Logger }) => Promise<ServicePart>,
+): Promise<void> {
+  const logger = createLogger({ name, level: config.logLevel });
+  const pool = createPool({ url: config.databaseUrl, applicationName: `spool-${name}` });
   const nc = await connectBus({
     url: config.natsUrl,
     credsFile: config.natsCreds,
-    name: 'spool-accounts',
+    name: `spool-${name}`,
     logger,
   });
   await ensureStreams(nc);
-  const accounts = createAccounts({ pool, nc, logger, clock: systemClock });
+  const part = await build({ pool, nc, logger });
   const grpc = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
-    services: [accounts.grpc],
+    services: [part.grpc],
   });
   const stopWatch = watchHealth({
     health: grpc.health,
-    services: [accounts.grpc.name],
+    services: [part.grpc.name],
     pool,
     nc,
     logger,
   });
-  logger.info({ port: grpc.port }, 'accounts serving gRPC');
+  const extra = (await part.afterStart?.()) ?? {};
+  logger.info({ port: grpc.port, ...extra }, `${name} serving gRPC`);
   onShutdown(logger, async () => {
     stopWatch();
+    await part.beforeShutdown?.();
     await grpc.shutdown(config.shutdownGraceMs);
-    await accounts.stop();
+    await part.stop();
     await nc.drain();
     await pool.end();
   });
+}
+
+async function serveAccounts(env: Env): Promise<void> {
+  const config = readConfig(env, accountsConfig);
+  await serveService('accounts', config, async ({ pool, nc, logger }) =>
+    createAccounts({ pool, nc, logger, clock: systemClock }),
+  );
 }
 
 async function serveGateway(env: Env): Promise<void> {
@@ -150,15 +191,6 @@ async function serveGateway(env: Env): Promise<void> {
 
 async function serveJobs(env: Env): Promise<void> {
   const config = readConfig(env, jobsConfig);
-  const logger = createLogger({ name: 'jobs', level: config.logLevel });
-  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-jobs' });
-  const nc = await connectBus({
-    url: config.natsUrl,
-    credsFile: config.natsCreds,
-    name: 'spool-jobs',
-    logger,
-  });
-  await ensureStreams(nc);
   const stations = createClient(StationsServiceClient, {
     service: 'stations',
     address: config.stationsAddr,
@@ -167,87 +199,57 @@ async function serveJobs(env: Env): Promise<void> {
     service: 'accounts',
     address: config.accountsAddr,
   });
-  const jobs = await createJobs({
-    pool,
-    nc,
-    logger,
-    clock: systemClock,
-    stations,
-    accounts,
-    maxDocumentBytes: config.maxDocumentBytes,
-    ...(config.serverPrivateKey
-      ? { serverKeys: serverKeysFrom(config.serverPrivateKey, config.serverPreviousKeys) }
-      : {}),
-    fetchAllowInsecure: config.fetchAllowInsecure,
-  });
-  const grpc = await startGrpcServer({
-    host: config.grpcHost,
-    port: config.grpcPort,
-    services: [jobs.grpc],
-  });
-  const stopWatch = watchHealth({
-    health: grpc.health,
-    services: [jobs.grpc.name],
-    pool,
-    nc,
-    logger,
-  });
-  logger.info({ port: grpc.port }, 'jobs serving gRPC');
-  onShutdown(logger, async () => {
-    stopWatch();
-    await grpc.shutdown(config.shutdownGraceMs);
-    await jobs.stop();
-    stations.close();
-    accounts.close();
-    await nc.drain();
-    await pool.end();
+  await serveService('jobs', config, async ({ pool, nc, logger }) => {
+    const jobs = await createJobs({
+      pool,
+      nc,
+      logger,
+      clock: systemClock,
+      stations,
+      accounts,
+      maxDocumentBytes: config.maxDocumentBytes,
+      ...(config.serverPrivateKey
+        ? { serverKeys: serverKeysFrom(config.serverPrivateKey, config.serverPreviousKeys) }
+        : {}),
+      fetchAllowInsecure: config.fetchAllowInsecure,
+    });
+    return {
+      grpc: jobs.grpc,
+      async stop() {
+        await jobs.stop();
+        stations.close();
+        accounts.close();
+      },
+    };
   });
 }
 
 async function serveStations(env: Env): Promise<void> {
   const config = readConfig(env, stationsConfig);
-  const logger = createLogger({ name: 'stations', level: config.logLevel });
-  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-stations' });
-  const nc = await connectBus({
-    url: config.natsUrl,
-    credsFile: config.natsCreds,
-    name: 'spool-stations',
-    logger,
-  });
-  await ensureStreams(nc);
   const jobs = createClient(JobsServiceClient, { service: 'jobs', address: config.jobsAddr });
-  const stations = await createStations({ pool, nc, logger, clock: systemClock, jobs });
-  const grpc = await startGrpcServer({
-    host: config.grpcHost,
-    port: config.grpcPort,
-    services: [stations.grpc],
-  });
-  const stopWatch = watchHealth({
-    health: grpc.health,
-    services: [stations.grpc.name],
-    pool,
-    nc,
-    logger,
-  });
-  const link = await startGrpcServer({
-    host: config.stationHost,
-    port: config.stationPort,
-    services: [stations.link],
-  });
-  logger.info(
-    { port: grpc.port, stationPort: link.port },
-    'stations serving gRPC and the station link',
-  );
-  onShutdown(logger, async () => {
-    stopWatch();
-    // Agents reconnect to another replica; their jobs stay queued meanwhile.
-    stations.links.closeAll();
-    await link.shutdown(1_000);
-    await grpc.shutdown(config.shutdownGraceMs);
-    await stations.stop();
-    jobs.close();
-    await nc.drain();
-    await pool.end();
+  await serveService('stations', config, async ({ pool, nc, logger }) => {
+    const stations = await createStations({ pool, nc, logger, clock: systemClock, jobs });
+    let link: GrpcServerHandle | undefined;
+    return {
+      grpc: stations.grpc,
+      async afterStart() {
+        link = await startGrpcServer({
+          host: config.stationHost,
+          port: config.stationPort,
+          services: [stations.link],
+        });
+        return { stationPort: link.port };
+      },
+      async beforeShutdown() {
+        // Agents reconnect to another replica; their jobs stay queued meanwhile.
+        stations.links.closeAll();
+        await link?.shutdown(1_000);
+      },
+      async stop() {
+        await stations.stop();
+        jobs.close();
+      },
+    };
   });
 }
 
@@ -282,41 +284,15 @@ export function webhookSettings(
 
 async function serveWebhooks(env: Env): Promise<void> {
   const config = readConfig(env, webhooksConfig);
-  const logger = createLogger({ name: 'webhooks', level: config.logLevel });
-  const pool = createPool({ url: config.databaseUrl, applicationName: 'spool-webhooks' });
-  const nc = await connectBus({
-    url: config.natsUrl,
-    credsFile: config.natsCreds,
-    name: 'spool-webhooks',
-    logger,
-  });
-  await ensureStreams(nc);
-  const webhooks = await createWebhooks({
-    pool,
-    nc,
-    logger,
-    clock: systemClock,
-    settings: webhookSettings(config, config.secretKey as Buffer, config.allowInsecure),
-  });
-  const grpc = await startGrpcServer({
-    host: config.grpcHost,
-    port: config.grpcPort,
-    services: [webhooks.grpc],
-  });
-  const stopWatch = watchHealth({
-    health: grpc.health,
-    services: [webhooks.grpc.name],
-    pool,
-    nc,
-    logger,
-  });
-  logger.info({ port: grpc.port, allowInsecure: config.allowInsecure }, 'webhooks serving gRPC');
-  onShutdown(logger, async () => {
-    stopWatch();
-    await grpc.shutdown(config.shutdownGraceMs);
-    await webhooks.stop();
-    await nc.drain();
-    await pool.end();
+  await serveService('webhooks', config, async ({ pool, nc, logger }) => {
+    logger.info({ allowInsecure: config.allowInsecure }, 'webhook targets');
+    return createWebhooks({
+      pool,
+      nc,
+      logger,
+      clock: systemClock,
+      settings: webhookSettings(config, config.secretKey as Buffer, config.allowInsecure),
+    });
   });
 }
 
