@@ -100,8 +100,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     await proc.waitFor(READY[component]);
     return proc;
   };
-  await Promise.all((['accounts', 'jobs', 'stations', 'webhooks'] as const).map(start));
-  await start('gateway');
+  try {
+    await Promise.all((['accounts', 'jobs', 'stations', 'webhooks'] as const).map(start));
+    await start('gateway');
+  } catch (err) {
+    // Leave nothing running behind a cluster that did not start.
+    await Promise.all([...processes.values()].map((p) => p.stop()));
+    await nats.stop();
+    await db.drop();
+    throw err;
+  }
   return {
     db,
     nats,
