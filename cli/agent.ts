@@ -48,7 +48,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     printers,
     stateDir: flags.stateDir ?? config.stateDir,
     logger,
-    ...(config.cupsServer ? { cups: { server: config.cupsServer } } : {}),
+    cups: { env, ...(config.cupsServer ? { server: config.cupsServer } : {}) },
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
   });
   logger.info(

@@ -62,7 +62,7 @@ async function startAgent(t: ExecutionContext<unknown>, cups: TestCups, spec: st
     logger: silentLogger,
     backoff: { initialMs: 10, maxMs: 50 },
     statusIntervalMs: 100,
-    cups: { server: cups.server, jobPollMs: 50 },
+    cups: { server: cups.server, jobPollMs: 50, env: process.env },
   });
   t.teardown(async () => {
     await agent.stop();
@@ -169,7 +169,7 @@ test.serial('printer status and capabilities come from lpstat and lpoptions', as
   const cups = cupsOr(t);
   if (!cups) return;
   const queue = await cups.addQueue();
-  const backend = createCupsBackend(queue.name, { server: cups.server });
+  const backend = createCupsBackend(queue.name, { server: cups.server, env: process.env });
   const ready = await backend.status();
   t.is(ready.status, 'ready');
   t.true(ready.capabilities.paperSizes.includes('A4'), ready.capabilities.paperSizes.join(' '));
@@ -197,7 +197,11 @@ test.serial('the cups backend passes the print options to lp', async (t) => {
   const cups = cupsOr(t);
   if (!cups) return;
   const queue = await cups.addQueue();
-  const backend = createCupsBackend(queue.name, { server: cups.server, jobPollMs: 50 });
+  const backend = createCupsBackend(queue.name, {
+    server: cups.server,
+    jobPollMs: 50,
+    env: process.env,
+  });
   await backend.print({
     id: 'job-3',
     attempt: 1,

@@ -28,6 +28,11 @@ export interface CupsOptions {
   commandTimeoutMs?: number;
   /** How long printer capabilities (`lpoptions`) are kept before they are read again (default 60 s). */
   capabilitiesTtlMs?: number;
+  /**
+   * The environment the CUPS commands run in (PATH, CUPS_SERVER…); they always get the C locale,
+   * whose output the parsers read. Unset, they inherit the agent's.
+   */
+  env?: Record<string, string | undefined>;
   logger?: Logger;
 }
 
@@ -58,7 +63,7 @@ function commandRunner(options: CupsOptions): Run {
         {
           timeout,
           maxBuffer: 4 * 1024 * 1024,
-          env: { ...process.env, LC_ALL: 'C', LANG: 'C' },
+          ...(options.env ? { env: { ...options.env, LC_ALL: 'C', LANG: 'C' } } : {}),
         },
         (error, stdout, stderr) => {
           if (!error) {
