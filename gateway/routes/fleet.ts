@@ -4,12 +4,9 @@ import type { Backends } from '../clients.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, printerView } from '../views.js';
+import { orgOf, param } from './context.js';
 
 type Handler = Middleware<GatewayState>;
-
-function orgOf(ctx: Parameters<Handler>[0]): string {
-  return ctx.state.key?.orgId ?? '';
-}
 
 export function fleetHandlers(backends: Backends): Record<string, Handler> {
   const { stations } = backends;
@@ -33,7 +30,7 @@ export function fleetHandlers(backends: Backends): Record<string, Handler> {
 
     'GET /v1/orgs/:org/locations/:id': async (ctx) => {
       rejectUnknownParams(ctx.query, []);
-      const id = (ctx as unknown as { params: Record<string, string> }).params.id ?? '';
+      const id = param(ctx, 'id');
       const { location } = await stations.getLocation({ orgId: orgOf(ctx), locationId: id });
       ctx.body = { location: locationView(location) };
     },

@@ -12,6 +12,7 @@ import type { Backends } from '../clients.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { eventView, jobView, templateView, uploadView } from '../views.js';
+import { actorOf, orgOf, param } from './context.js';
 
 const Text = (max: number, description: string) => Type.String({ maxLength: max, description });
 
@@ -253,18 +254,6 @@ export interface JobRouteDeps {
 
 type Handler = Middleware<GatewayState>;
 
-function actor(ctx: Parameters<Handler>[0]): string {
-  return `api_key:${ctx.state.key?.id ?? ''}`;
-}
-
-function orgOf(ctx: Parameters<Handler>[0]): string {
-  return ctx.state.key?.orgId ?? '';
-}
-
-function param(ctx: Parameters<Handler>[0], name: string): string {
-  return (ctx as unknown as { params: Record<string, string> }).params[name] ?? '';
-}
-
 export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
   const { jobs } = deps.backends;
   return {
@@ -279,7 +268,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
       }
       const { job } = await jobs.createJob({
         orgId: orgOf(ctx),
-        actor: actor(ctx),
+        actor: actorOf(ctx),
         live: key?.live ?? false,
         printerId: req.printer_id,
         title: req.title ?? '',
@@ -334,7 +323,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
       const { job } = await jobs.cancelJob({
         orgId: orgOf(ctx),
         jobId: param(ctx, 'id'),
-        actor: actor(ctx),
+        actor: actorOf(ctx),
       });
       ctx.body = { job: jobView(job) };
     },
@@ -344,7 +333,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
       const { job } = await jobs.reprintJob({
         orgId: orgOf(ctx),
         jobId: param(ctx, 'id'),
-        actor: actor(ctx),
+        actor: actorOf(ctx),
         live: ctx.state.key?.live ?? false,
       });
       ctx.status = 201;
@@ -390,7 +379,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
       const { job } = await jobs.retryJob({
         orgId: orgOf(ctx),
         jobId: param(ctx, 'id'),
-        actor: actor(ctx),
+        actor: actorOf(ctx),
       });
       ctx.body = { job: jobView(job) };
     },

@@ -22,30 +22,27 @@ export interface V1Route {
   path: string;
   /** The scope a key needs; null where any valid key will do. */
   scope: Scope | null;
-  /** The service that answers it. */
-  service: 'accounts' | 'jobs' | 'stations';
 }
 
 export const V1_ROUTES: readonly V1Route[] = [
-  { method: 'GET', path: '/v1/key', scope: null, service: 'accounts' },
-  { method: 'POST', path: '/v1/orgs/:org/jobs', scope: 'jobs:write', service: 'jobs' },
-  { method: 'GET', path: '/v1/orgs/:org/jobs', scope: 'jobs:read', service: 'jobs' },
-  { method: 'GET', path: '/v1/orgs/:org/jobs/:id', scope: 'jobs:read', service: 'jobs' },
-  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/cancel', scope: 'jobs:write', service: 'jobs' },
-  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/retry', scope: 'jobs:write', service: 'jobs' },
-  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/reprint', scope: 'jobs:write', service: 'jobs' },
-  { method: 'GET', path: '/v1/orgs/:org/printers', scope: 'printers:read', service: 'stations' },
-  { method: 'GET', path: '/v1/orgs/:org/locations', scope: 'locations:read', service: 'stations' },
+  { method: 'GET', path: '/v1/key', scope: null },
+  { method: 'POST', path: '/v1/orgs/:org/jobs', scope: 'jobs:write' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs', scope: 'jobs:read' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs/:id', scope: 'jobs:read' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/cancel', scope: 'jobs:write' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/retry', scope: 'jobs:write' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/reprint', scope: 'jobs:write' },
+  { method: 'GET', path: '/v1/orgs/:org/printers', scope: 'printers:read' },
+  { method: 'GET', path: '/v1/orgs/:org/locations', scope: 'locations:read' },
   {
     method: 'GET',
     path: '/v1/orgs/:org/locations/:id',
     scope: 'locations:read',
-    service: 'stations',
   },
-  { method: 'GET', path: '/v1/orgs/:org/templates', scope: 'jobs:write', service: 'jobs' },
-  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/content', scope: 'jobs:read', service: 'jobs' },
-  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/preview', scope: 'jobs:read', service: 'jobs' },
-  { method: 'POST', path: '/v1/orgs/:org/uploads', scope: 'jobs:write', service: 'jobs' },
+  { method: 'GET', path: '/v1/orgs/:org/templates', scope: 'jobs:write' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/content', scope: 'jobs:read' },
+  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/preview', scope: 'jobs:read' },
+  { method: 'POST', path: '/v1/orgs/:org/uploads', scope: 'jobs:write' },
 ];
 
 export interface V1Deps {

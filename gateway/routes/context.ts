@@ -1,0 +1,20 @@
+/** What `/v1` handlers read off an authenticated request. */
+import type { Context } from 'koa';
+import type { GatewayState } from '../state.js';
+
+type Ctx = Context & { state: GatewayState };
+
+/** The organization of the request's API key (already checked against the path). */
+export function orgOf(ctx: Ctx): string {
+  return ctx.state.key?.orgId ?? '';
+}
+
+/** The request's `actor` in job events: `api_key:<id>`. */
+export function actorOf(ctx: Ctx): string {
+  return `api_key:${ctx.state.key?.id ?? ''}`;
+}
+
+/** A path parameter. */
+export function param(ctx: Ctx, name: string): string {
+  return (ctx as unknown as { params?: Record<string, string> }).params?.[name] ?? '';
+}
