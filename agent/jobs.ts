@@ -16,6 +16,16 @@ import {
   type Welcome,
 } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
+import {
+  contextFrom,
+  inSpan,
+  recordError,
+  type Span,
+  SpanKind,
+  spoolAttributes,
+  type TraceCarrier,
+  traceCarrier,
+} from '../lib/tracing.js';
 import type { Backend, PrintJob } from './backends/backend.js';
 import { messageOf } from './backends/backend.js';
 import { type Journal, type JournalEntry, journalKey } from './journal.js';
@@ -39,8 +49,11 @@ interface Assembly {
 interface QueuedJob {
   key: string;
   printer: string;
+  printerId: string;
   backend: Backend;
   job: PrintJob;
+  /** The offer's trace context: the print span continues it. */
+  trace: TraceCarrier;
 }
 
 /** One printer's jobs, printed one at a time in the order they came. */
@@ -178,7 +191,7 @@ export class JobRunner {
 
     if (entry === undefined) {
       const recorded = await this.#journal.record(jobId, attempt, 'received', { printer });
-      this.#sendReceived(recorded);
+      this.#sendReceived(recorded, offer.traceContext);
       log.info({ printer }, 'job received');
       await this.#queue(key, printer, offer, document, log);
       return;
@@ -220,7 +233,7 @@ export class JobRunner {
     if (!backend) {
       const detail = `the station has no printer named ${JSON.stringify(printer)}`;
       log.warn({ printer }, 'job for a printer the station does not have');
-      await this.#finish(offer.jobId, offer.attempt, false, detail);
+      await this.#finish(offer.jobId, offer.attempt, false, detail, offer.traceContext);
       return;
     }
     const job: PrintJob = {
@@ -237,7 +250,14 @@ export class JobRunner {
       this.#queues.set(printer, queue);
     }
     this.#active.add(key);
-    queue.pending.push({ key, printer, backend, job });
+    queue.pending.push({
+      key,
+      printer,
+      printerId: offer.printerId,
+      backend,
+      job,
+      trace: offer.traceContext,
+    });
     log.debug({ printer, queued: queue.pending.length }, 'job queued');
     if (!queue.running) queue.running = this.#drain(queue);
   }
@@ -249,7 +269,21 @@ export class JobRunner {
     queue.running = undefined;
   }
 
-  async #print({ key, printer, backend, job }: QueuedJob): Promise<void> {
+  /** Prints one job in a span that continues the offer's trace; its result carries the span. */
+  #print(queued: QueuedJob): Promise<void> {
+    const { job, printer } = queued;
+    const attributes = {
+      ...spoolAttributes({ jobId: job.id, attempt: job.attempt, printerId: queued.printerId }),
+      'spool.printer.name': printer,
+    };
+    return inSpan(
+      'print job',
+      { kind: SpanKind.CONSUMER, parent: contextFrom(queued.trace), attributes },
+      (span) => this.#printInSpan(queued, span),
+    );
+  }
+
+  async #printInSpan({ key, printer, backend, job }: QueuedJob, span: Span): Promise<void> {
     const log = this.#logger.child({ job_id: job.id, attempt: job.attempt, printer });
     try {
       // Journaled before the backend sees the job: after a crash this attempt is never printed again.
@@ -260,25 +294,34 @@ export class JobRunner {
       } catch (error) {
         if (this.#abort.signal.aborted) {
           log.warn('the agent stopped while the job was printing; it will be reported interrupted');
+          recordError(span, new Error('interrupted: the agent stopped while printing'));
           return;
         }
         failure = messageOf(error) || 'the printer failed';
+        recordError(span, new Error(failure));
       }
-      await this.#finish(job.id, job.attempt, failure === undefined, failure ?? '');
+      await this.#finish(job.id, job.attempt, failure === undefined, failure ?? '', traceCarrier());
       if (failure === undefined) log.info('job printed');
       else log.warn({ detail: failure }, 'job failed');
     } catch (err) {
+      recordError(span, err);
       log.error({ err }, 'could not journal a job');
     } finally {
       this.#active.delete(key);
     }
   }
 
-  async #finish(jobId: string, attempt: number, printed: boolean, detail: string): Promise<void> {
+  async #finish(
+    jobId: string,
+    attempt: number,
+    printed: boolean,
+    detail: string,
+    trace: TraceCarrier,
+  ): Promise<void> {
     const entry = await this.#journal.record(jobId, attempt, printed ? 'printed' : 'failed', {
       detail,
     });
-    this.#sendResult(entry);
+    this.#sendResult(entry, trace);
   }
 
   async #withdrawn({ jobId, attempt }: JobWithdrawn): Promise<void> {
@@ -316,17 +359,20 @@ export class JobRunner {
     await this.#journal.accept(jobId, attempt, kind);
   }
 
-  #sendReceived(entry: JournalEntry): boolean {
-    return this.#send({ received: { jobId: entry.jobId, attempt: entry.attempt } });
+  #sendReceived(entry: JournalEntry, trace: TraceCarrier = {}): boolean {
+    return this.#send({
+      received: { jobId: entry.jobId, attempt: entry.attempt, traceContext: trace },
+    });
   }
 
-  #sendResult(entry: JournalEntry): boolean {
+  #sendResult(entry: JournalEntry, trace: TraceCarrier = {}): boolean {
     return this.#send({
       result: {
         jobId: entry.jobId,
         attempt: entry.attempt,
         printed: entry.state === 'printed',
         detail: entry.detail,
+        traceContext: trace,
       },
     });
   }

@@ -39,6 +39,10 @@ const nats = {
 const grpcServer = {
   grpcHost: str('GRPC_HOST', { description: 'address the gRPC server binds', default: '0.0.0.0' }),
   grpcPort: port('GRPC_PORT', { description: 'port of the gRPC server', default: 50051 }),
+  metricsPort: port('METRICS_PORT', {
+    description: 'port serving GET /metrics (Prometheus text), on GRPC_HOST; 0: not served',
+    default: 0,
+  }),
 };
 
 const gatewayOnly = {

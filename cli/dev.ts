@@ -12,6 +12,7 @@ import { createLogger } from '../lib/logger.js';
 import { startNatsServer } from '../lib/nats-server.js';
 import { startPgliteServer } from '../lib/pglite-server.js';
 import { generateServerKeyPair, serverKeysFrom } from '../lib/sealing.js';
+import { telemetry } from '../lib/telemetry.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
 import { devConfig } from './config.js';
@@ -120,8 +121,10 @@ export async function runDev(env: Env): Promise<void> {
     serverKeys: await devServerKeys(config.serverPrivateKey, config.serverPreviousKeys, dataDir),
     // On a laptop, receivers are local: http:// and private addresses are allowed (DESIGN §5).
     webhooks: webhookSettings(config, secretKey, true),
+    metricsHandler: telemetry().metricsHandler,
   });
   stops.unshift(() => system.stop(config.shutdownGraceMs));
+  stops.push(() => telemetry().shutdown());
   const gateway = await system.startGateway(config.host, config.port);
 
   process.stdout.write(

@@ -23,6 +23,7 @@ import { watchHealth } from '../lib/health-watch.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import { serverKeysFrom } from '../lib/sealing.js';
+import { serveMetrics, telemetry } from '../lib/telemetry.js';
 import { createAccounts } from '../services/accounts/index.js';
 import { createJobs } from '../services/jobs/index.js';
 import { createStations } from '../services/stations/index.js';
@@ -71,6 +72,12 @@ export async function runMigrate(env: Env): Promise<void> {
   }
 }
 
+/** Serves this process's metrics on `port` when it is not 0 and telemetry is on. */
+async function startMetricsListener(host: string, port: number) {
+  const handler = telemetry().metricsHandler;
+  return port > 0 && handler ? serveMetrics(handler, host, port) : undefined;
+}
+
 /** What every service's process shares: configuration read, the connections made. */
 interface ServiceConfig {
   logLevel: string;
@@ -80,6 +87,7 @@ interface ServiceConfig {
   natsCreds: string | undefined;
   grpcHost: string;
   grpcPort: number;
+  metricsPort: number;
 }
 
 interface ServicePart {
@@ -123,7 +131,11 @@ async function serveService(
     logger,
   });
   const extra = (await part.afterStart?.()) ?? {};
-  logger.info({ port: grpc.port, ...extra }, `${name} serving gRPC`);
+  const metricsServer = await startMetricsListener(config.grpcHost, config.metricsPort);
+  logger.info(
+    { port: grpc.port, ...extra, ...(metricsServer ? { metricsPort: metricsServer.port } : {}) },
+    `${name} serving gRPC`,
+  );
   onShutdown(logger, async () => {
     stopWatch();
     await part.beforeShutdown?.();
@@ -131,6 +143,8 @@ async function serveService(
     await part.stop();
     await nc.drain();
     await pool.end();
+    metricsServer?.server.close();
+    await telemetry().shutdown();
   });
 }
 
@@ -178,6 +192,7 @@ async function serveGateway(env: Env): Promise<void> {
     maxDocumentBytes: config.maxDocumentBytes,
     trustProxy: config.trustProxy,
     keyCacheTtlMs: config.keyCacheTtlMs,
+    metricsHandler: telemetry().metricsHandler,
   });
   const port = await gateway.listen(config.host, config.port);
   logger.info({ port }, 'gateway listening');
@@ -186,6 +201,7 @@ async function serveGateway(env: Env): Promise<void> {
     closeBackends(backends);
     for (const client of Object.values(health)) client.close();
     await nc.drain();
+    await telemetry().shutdown();
   });
 }
 

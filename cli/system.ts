@@ -5,6 +5,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { closeBackends, connectBackends } from '../gateway/clients.js';
 import { createGateway, type Gateway } from '../gateway/index.js';
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
@@ -70,6 +71,8 @@ export interface SystemOptions {
   linkPort?: number;
   /** The webhooks service's settings; by default the specification's, with a random secret key. */
   webhooks?: Partial<WebhooksSettings>;
+  /** Answers the gateways' `GET /metrics` (lib/telemetry.ts). */
+  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
 }
 
 export interface GatewayReplica {
@@ -198,6 +201,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
           : { publicRateLimit: options.publicRateLimit }),
         ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
         ...(options.keyCacheTtlMs === undefined ? {} : { keyCacheTtlMs: options.keyCacheTtlMs }),
+        metricsHandler: options.metricsHandler,
       });
       const bound = await gateway.listen(host, port);
       const replica: GatewayReplica = {

@@ -4,6 +4,7 @@
  * over gRPC.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa, { type Middleware } from 'koa';
 import type { Clock } from '../lib/clock.js';
 import { SpoolError } from '../lib/errors.js';
@@ -18,6 +19,7 @@ import { v1Router } from './routes/v1.js';
 import { webhooksAdminRouter } from './routes/webhooks-admin.js';
 import type { GatewayState } from './state.js';
 import type { PublicStatus } from './status.js';
+import { telemetryMiddleware } from './telemetry.js';
 
 export interface AppDeps {
   backends: Backends;
@@ -39,12 +41,15 @@ export interface AppDeps {
   keyLimit: Middleware<GatewayState>;
   /** Whether this replica should receive traffic; false while starting or draining. */
   ready(): Promise<boolean>;
+  /** Answers `GET /metrics` with the process's metrics; without it the path is not found. */
+  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
 }
 
 export function createApp(deps: AppDeps): Koa<GatewayState> {
   const app = new Koa<GatewayState>({ proxy: deps.trustProxy });
   app.silent = true;
 
+  app.use(telemetryMiddleware());
   app.use(async (ctx, next) => {
     ctx.state.requestId = randomUUID();
     ctx.set('Request-Id', ctx.state.requestId);
@@ -63,6 +68,11 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
       const ready = await deps.ready();
       ctx.status = ready ? 200 : 503;
       ctx.body = { status: ready ? 'ready' : 'not ready' };
+      return;
+    }
+    if (ctx.path === '/metrics' && deps.metricsHandler) {
+      ctx.respond = false;
+      deps.metricsHandler(ctx.req, ctx.res);
       return;
     }
     if (ctx.path === '/v1/openapi.json') {

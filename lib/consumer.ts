@@ -2,8 +2,10 @@
  * A durable JetStream pull consumer shared by every replica of a service (JetStream spreads the
  * messages among them), with explicit acks: a message is acknowledged only after its handler
  * finished, retried a second later when the handler threw, and terminated when it cannot be read.
- * The loop survives server restarts by consuming again.
+ * The loop survives server restarts by consuming again. Each message is handled in a span that
+ * continues the trace its headers carry, and the consumer's lag is a metric.
  */
+
 import {
   AckPolicy,
   type ConsumerConfig,
@@ -12,8 +14,11 @@ import {
   jetstream,
   jetstreamManager,
 } from '@nats-io/jetstream';
+import type { ObservableResult } from '@opentelemetry/api';
 import type { NatsConnection } from './bus.js';
 import type { Logger } from './logger.js';
+import { spoolMetrics } from './metrics.js';
+import { contextFromHeaders, inSpan, natsAttributes, natsSpanName, SpanKind } from './tracing.js';
 
 export interface DurableConsumer {
   stop(): Promise<void>;
@@ -45,6 +50,16 @@ export async function startDurableConsumer<T>(
   });
   const consumer = await jetstream(options.nc).consumers.get(options.stream, options.durable);
   const { logger } = options;
+  const { consumerLag } = spoolMetrics();
+  const observeLag = async (result: ObservableResult) => {
+    const info = await consumer.info().catch(() => undefined);
+    if (!info) return;
+    result.observe(info.num_pending, {
+      'messaging.destination.name': options.stream,
+      'messaging.consumer.group.name': options.durable,
+    });
+  };
+  consumerLag.addCallback(observeLag);
   let messages: ConsumerMessages | undefined;
   let stopped = false;
   const loop = (async () => {
@@ -63,8 +78,22 @@ export async function startDurableConsumer<T>(
             msg.term();
             continue;
           }
+          const parsed = value;
           try {
-            if ((await options.handle(value)) === 'term') msg.term();
+            const verdict = await inSpan(
+              natsSpanName('process', msg.subject),
+              {
+                kind: SpanKind.CONSUMER,
+                parent: contextFromHeaders(msg.headers),
+                attributes: {
+                  ...natsAttributes('process', msg.subject),
+                  'messaging.consumer.group.name': options.durable,
+                  'messaging.message.delivery_count': msg.info.deliveryCount,
+                },
+              },
+              () => options.handle(parsed),
+            );
+            if (verdict === 'term') msg.term();
             else msg.ack();
           } catch (err) {
             logger.warn({ err, subject: msg.subject }, 'message not handled; will retry');
@@ -80,6 +109,7 @@ export async function startDurableConsumer<T>(
   })();
   return {
     async stop() {
+      consumerLag.removeCallback(observeLag);
       stopped = true;
       await messages?.close();
       await loop;

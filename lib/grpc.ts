@@ -3,6 +3,8 @@
  * that throw {@link SpoolError}, the mapping of those errors to a gRPC status and back, promise
  * clients with a default deadline, the standard `grpc.health.v1` service, and graceful shutdown.
  */
+
+import { performance } from 'node:perf_hooks';
 import {
   type CallOptions,
   type Client,
@@ -21,6 +23,7 @@ import {
 import { HealthImplementation } from 'grpc-health-check';
 import { codeForGrpcStatus, isErrorCode, isSpoolError, SpoolError } from './errors.js';
 import type { Logger } from './logger.js';
+import { spoolMetrics } from './metrics.js';
 
 const CODE_KEY = 'spool-error-code';
 const PARAM_KEY = 'spool-error-param';
@@ -91,14 +94,32 @@ export function adaptServer<S extends UntypedServiceImplementation>(
   logger: Logger,
 ): S {
   const out: Record<string, handleUnaryCall<unknown, unknown>> = {};
+  const { rpcServerDuration } = spoolMetrics();
   for (const [name, fn] of Object.entries(impl) as [
     string,
     (req: unknown, call: ServerUnaryCall<unknown, unknown>) => Promise<unknown>,
   ][]) {
     out[name] = (call, callback) => {
+      const started = performance.now();
+      const done = (code: GrpcStatus) => {
+        const [service = '', method = name] = call.getPath().slice(1).split('/');
+        rpcServerDuration.record((performance.now() - started) / 1000, {
+          'rpc.system': 'grpc',
+          'rpc.service': service,
+          'rpc.method': method,
+          'rpc.grpc.status_code': code,
+        });
+      };
       fn(call.request, call).then(
-        (res) => callback(null, res),
-        (err: unknown) => callback(toServiceError(err, logger, name)),
+        (res) => {
+          done(GrpcStatus.OK);
+          callback(null, res);
+        },
+        (err: unknown) => {
+          const error = toServiceError(err, logger, name);
+          done(error.code ?? GrpcStatus.UNKNOWN);
+          callback(error);
+        },
       );
     };
   }

@@ -1,7 +1,10 @@
 /**
  * Structured JSON logging with pino. Secrets never reach a log line: the redact paths below cover
- * the places they could appear, and code logs key ids, never keys.
+ * the places they could appear, and code logs key ids, never keys, and never document content or
+ * webhook signatures. A line written inside a traced operation carries its `trace_id` and
+ * `span_id`, so logs and traces meet.
  */
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { type Logger, type LoggerOptions, pino } from 'pino';
 
 export type { Logger };
@@ -16,7 +19,26 @@ export const REDACT_PATHS = [
   '*.token',
   'password',
   '*.password',
+  'signature',
+  '*.signature',
+  'headers["service-signature"]',
+  'headers["webhook-signature"]',
+  'data',
+  '*.data',
 ];
+
+/** The active span's ids, for every log line written inside one. */
+function traceFields(): Record<string, string> {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const ctx = span.spanContext();
+  if (!isSpanContextValid(ctx)) return {};
+  return {
+    trace_id: ctx.traceId,
+    span_id: ctx.spanId,
+    trace_flags: `0${ctx.traceFlags.toString(16)}`,
+  };
+}
 
 export interface LoggerConfig {
   level: string;
@@ -31,6 +53,7 @@ export function createLogger(config: LoggerConfig, destination?: pino.Destinatio
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    mixin: traceFields,
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -11,6 +11,15 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import type pg from 'pg';
 import type { NatsConnection } from './bus.js';
 import type { Logger } from './logger.js';
+import {
+  contextFrom,
+  injectHeaders,
+  inSpan,
+  natsAttributes,
+  natsSpanName,
+  SpanKind,
+  traceCarrier,
+} from './tracing.js';
 
 export interface OutboxMessage {
   subject: string;
@@ -24,7 +33,10 @@ function checkTable(table: string): string {
   return table;
 }
 
-/** Adds messages to the outbox inside the caller's transaction. */
+/**
+ * Adds messages to the outbox inside the caller's transaction. Each row keeps the active trace
+ * context, so the relay's publish, whenever it happens, continues the trace that caused it.
+ */
 export async function enqueue(
   tx: pg.PoolClient,
   table: string,
@@ -37,7 +49,7 @@ export async function enqueue(
       randomUUID(),
       m.subject,
       Buffer.from(JSON.stringify(m.payload)),
-      JSON.stringify(m.headers ?? {}),
+      JSON.stringify({ ...traceCarrier(), ...m.headers }),
     );
     const p = i * 4;
     return `($${p + 1}, $${p + 2}, $${p + 3}, $${p + 4})`;
@@ -46,6 +58,13 @@ export async function enqueue(
     `INSERT INTO ${checkTable(table)} (id, subject, payload, headers) VALUES ${rows.join(', ')}`,
     values,
   );
+}
+
+interface OutboxRow {
+  id: string;
+  subject: string;
+  payload: Buffer;
+  headers: Record<string, string>;
 }
 
 export interface RelayOptions {
@@ -110,25 +129,38 @@ export class OutboxRelay {
     while (this.#running) await this.#running;
   }
 
+  /** Publishes one row in a span that continues the trace the row was written in. */
+  #publish(row: OutboxRow): Promise<unknown> {
+    const parent = contextFrom(row.headers);
+    return inSpan(
+      natsSpanName('publish', row.subject),
+      {
+        kind: SpanKind.PRODUCER,
+        parent,
+        attributes: natsAttributes('publish', row.subject, row.id),
+      },
+      () => {
+        const h = natsHeaders();
+        for (const [k, v] of Object.entries(row.headers)) h.set(k, v);
+        injectHeaders(h);
+        return this.#js.publish(row.subject, row.payload, { msgID: row.id, headers: h });
+      },
+    );
+  }
+
   async #drain(): Promise<void> {
     const { pool, table, batchSize, logger } = this.#options;
     try {
       for (;;) {
-        const { rows } = await pool.query<{
-          id: string;
-          subject: string;
-          payload: Buffer;
-          headers: Record<string, string>;
-        }>(`SELECT id, subject, payload, headers FROM ${table} ORDER BY created_at LIMIT $1`, [
-          batchSize,
-        ]);
+        const { rows } = await pool.query<OutboxRow>(
+          `SELECT id, subject, payload, headers FROM ${table} ORDER BY created_at LIMIT $1`,
+          [batchSize],
+        );
         if (rows.length === 0) return;
         const published = await Promise.all(
           rows.map(async (row) => {
-            const h = natsHeaders();
-            for (const [k, v] of Object.entries(row.headers)) h.set(k, v);
             try {
-              await this.#js.publish(row.subject, row.payload, { msgID: row.id, headers: h });
+              await this.#publish(row);
               return row.id;
             } catch (err) {
               logger.warn({ err, subject: row.subject }, 'outbox publish failed; will retry');

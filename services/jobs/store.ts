@@ -13,8 +13,10 @@ import { withTx } from '../../lib/db.js';
 import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { jobJson } from '../../lib/job-view.js';
+import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { enqueue, type OutboxMessage } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
+import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import {
   FINISHED_STATUSES,
   type JobStatus,
@@ -50,13 +52,14 @@ interface JobRow {
   expire_at: Date | null;
   reprint_of: string | null;
   document_deleted_at: Date | null;
+  trace_context: TraceCarrier;
   created_at: Date;
   updated_at: Date;
 }
 
 const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
-  expire_at, reprint_of, document_deleted_at, created_at, updated_at`;
+  expire_at, reprint_of, document_deleted_at, trace_context, created_at, updated_at`;
 
 function toJob(row: JobRow): Job {
   return {
@@ -78,6 +81,7 @@ function toJob(row: JobRow): Job {
     expireAt: row.expire_at ?? undefined,
     reprintOf: row.reprint_of ?? '',
     contentDeleted: row.document_deleted_at !== null,
+    traceContext: row.trace_context,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -86,7 +90,12 @@ function toJob(row: JobRow): Job {
 /** What a station is sent: the job as the stations service needs it to make an offer. */
 export interface DispatchOffer {
   kind: 'offer';
-  job: ReturnType<typeof jobJson> & { sha256: string; options: PrintOptions };
+  job: ReturnType<typeof jobJson> & {
+    sha256: string;
+    options: PrintOptions;
+    /** The job's own trace context, for offers that do not come through this message. */
+    trace_context: TraceCarrier;
+  };
 }
 
 export interface DispatchWithdraw {
@@ -106,6 +115,7 @@ function dispatchMessage(job: Job, kind: 'offer' | 'withdraw'): OutboxMessage {
             ...jobJson(job),
             sha256: job.sha256,
             options: job.options ?? PrintOptions.fromPartial({}),
+            trace_context: job.traceContext,
           },
         }
       : { kind, job_id: job.id, attempt: job.attempt };
@@ -147,6 +157,25 @@ export interface JobFilters {
 export interface Applied {
   job: Job;
   changed: boolean;
+}
+
+/** A change made inside a transaction, observed (counted, timed) once the transaction commits. */
+interface Change extends Applied {
+  before: JobRow;
+}
+
+/** Counts a committed transition and times the hops it ends. */
+function observe({ before, job, changed }: Change): void {
+  if (!changed) return;
+  const m = spoolMetrics();
+  m.jobTransitions.add(1, { 'spool.job.from': before.status, 'spool.job.to': job.status });
+  // A queued job's last change was its becoming queued.
+  if (before.status === 'queued' && job.status === 'sent') {
+    m.dispatchDuration.record(secondsBetween(before.updated_at, job.updatedAt as Date));
+  }
+  if (job.status === 'printed') {
+    m.timeToPrint.record(secondsBetween(before.created_at, job.updatedAt as Date));
+  }
 }
 
 interface TemplateRow {
@@ -241,15 +270,15 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
     row: JobRow,
     trigger: Trigger,
     how: { actor: string; detail?: string; attempt?: number },
-  ): Promise<Applied> {
+  ): Promise<Change> {
     const current = toJob(row);
     const fromApi = trigger === 'cancel' || trigger === 'retry';
     if (how.attempt !== undefined && how.attempt !== current.attempt) {
-      return { job: current, changed: false };
+      return { job: current, changed: false, before: row };
     }
     const t = transition(row.status, trigger);
     if (!t) {
-      if (!fromApi) return { job: current, changed: false };
+      if (!fromApi) return { job: current, changed: false, before: row };
       throw conflict(
         `a ${row.status} job cannot be ${trigger === 'cancel' ? 'cancelled' : 'retried'}; ` +
           `only ${statusesFor(trigger).join(', ')} jobs can`,
@@ -286,7 +315,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
     if (t.dispatch === 'withdraw') messages.push(dispatchMessage(current, 'withdraw'));
     if (t.dispatch === 'offer') messages.push(dispatchMessage(job, 'offer'));
     await enqueue(tx, OUTBOX_TABLE, messages);
-    return { job, changed: true };
+    return { job, changed: true, before: row };
   }
 
   /** Applies `trigger` to due jobs of `status` (`time` passed), at most `limit`, each once. */
@@ -296,20 +325,19 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
     trigger: Trigger,
     limit: number,
   ): Promise<Job[]> {
-    return withTx(pool, async (tx) => {
+    const changes = await withTx(pool, async (tx) => {
       // SKIP LOCKED lets several replicas sweep at once, each taking other jobs.
       const { rows } = await tx.query<JobRow>(
         `SELECT ${JOB_COLUMNS} FROM jobs WHERE status = $1 AND ${column} <= $2
          ORDER BY ${column} LIMIT $3 FOR UPDATE SKIP LOCKED`,
         [status, clock.now(), limit],
       );
-      const moved: Job[] = [];
-      for (const row of rows) {
-        const applied = await applyInTx(tx, row, trigger, { actor: 'system' });
-        if (applied.changed) moved.push(applied.job);
-      }
-      return moved;
+      const changes: Change[] = [];
+      for (const row of rows) changes.push(await applyInTx(tx, row, trigger, { actor: 'system' }));
+      return changes;
     });
+    changes.forEach(observe);
+    return changes.filter((c) => c.changed).map((c) => c.job);
   }
 
   function filterSql(orgId: string, f: JobFilters, withStatus: boolean) {
@@ -339,7 +367,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
 
   return {
     async create(job: NewJob): Promise<Job> {
-      return withTx(pool, async (tx) => {
+      const created = await withTx(pool, async (tx) => {
         const now = clock.now();
         if (!job.live) await countTestPrint(tx, job.orgId, now);
         const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
@@ -353,9 +381,9 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         const { rows } = await tx.query<JobRow>(
           `INSERT INTO jobs (id, org_id, printer_id, station_id, status, reference, title, live,
              options, content_type, size, sha256, attempt, created_by, schedule_at, expire_after,
-             expire_at, reprint_of, created_at, updated_at)
+             expire_at, reprint_of, trace_context, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $14, $15, $16, $17,
-             $18, $18)
+             $18, $19, $19)
            RETURNING ${JOB_COLUMNS}`,
           [
             job.id,
@@ -375,6 +403,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
             expireAfter,
             expireAt,
             job.reprintOf ?? null,
+            JSON.stringify(traceCarrier()),
             now,
           ],
         );
@@ -388,6 +417,11 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         await enqueue(tx, OUTBOX_TABLE, messages);
         return created;
       });
+      spoolMetrics().jobTransitions.add(1, {
+        'spool.job.from': 'new',
+        'spool.job.to': created.status,
+      });
+      return created;
     },
 
     async get(orgId: string, jobId: string): Promise<{ job: Job; events: JobEvent[] }> {
@@ -451,7 +485,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
       trigger: Trigger,
       how: { actor: string; detail?: string; attempt?: number },
     ): Promise<Applied> {
-      return withTx(pool, async (tx) => {
+      const change = await withTx(pool, async (tx) => {
         const { rows } = await tx.query<JobRow>(
           `SELECT ${JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND id = $2`,
           [orgId, jobId],
@@ -459,6 +493,8 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         if (!rows[0]) throw notFound('no such job');
         return applyInTx(tx, rows[0], trigger, how);
       });
+      observe(change);
+      return { job: change.job, changed: change.changed };
     },
 
     /** Queues scheduled jobs whose time has come. */

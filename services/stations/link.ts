@@ -9,7 +9,8 @@ import { once } from 'node:events';
 import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
-import type { Subscription } from '@nats-io/transport-node';
+import { headers as natsHeaders, type Subscription } from '@nats-io/transport-node';
+import { type Context, context, type ObservableResult } from '@opentelemetry/api';
 import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
 import {
   type AgentMessage,
@@ -24,6 +25,18 @@ import { credentialKind, hashCredential } from '../../lib/credentials.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import { jobJson } from '../../lib/job-view.js';
 import type { Logger } from '../../lib/logger.js';
+import { spoolMetrics } from '../../lib/metrics.js';
+import {
+  contextFrom,
+  contextFromHeaders,
+  injectHeaders,
+  inSpan,
+  natsAttributes,
+  natsSpanName,
+  SpanKind,
+  spoolAttributes,
+  traceCarrier,
+} from '../../lib/tracing.js';
 import type { StationReport } from '../jobs/reports.js';
 import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
 import type { LinkStation, StationStore } from './store.js';
@@ -70,6 +83,9 @@ export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
   })();
   const timer = setInterval(resyncAll, deps.resyncMs ?? 60_000);
   timer.unref();
+  const { stationsConnected } = spoolMetrics();
+  const observeLinks = (result: ObservableResult) => result.observe(sessions.size);
+  stationsConnected.addCallback(observeLinks);
   return {
     get size() {
       return sessions.size;
@@ -84,6 +100,7 @@ export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
     },
     closeAll() {
       clearInterval(timer);
+      stationsConnected.removeCallback(observeLinks);
       for (const s of sessions) s.close(GrpcStatus.UNAVAILABLE, 'the server is shutting down');
     },
   };
@@ -187,7 +204,7 @@ class Session {
       this.#deps.nc.subscribe(subjects.dispatch(station.orgId, station.id), {
         callback: (_err, msg) => {
           try {
-            this.#dispatch(msg.json<DispatchMessage>());
+            this.#dispatch(msg.json<DispatchMessage>(), contextFromHeaders(msg.headers));
           } catch (err) {
             this.#logger.warn({ err }, 'unreadable dispatch message');
           }
@@ -210,6 +227,7 @@ class Session {
         ...jobJson(job),
         sha256: job.sha256,
         options: PrintOptions.fromPartial(job.options ?? {}),
+        trace_context: job.traceContext,
       });
     }
   }
@@ -231,15 +249,16 @@ class Session {
       );
   }
 
-  #dispatch(message: DispatchMessage): void {
+  #dispatch(message: DispatchMessage, trace: Context): void {
     if (message.kind === 'offer') {
-      this.#offer(message.job);
+      this.#offer(message.job, trace);
       return;
     }
     this.#enqueueSend({ withdrawn: { jobId: message.job_id, attempt: message.attempt } });
   }
 
-  #offer(job: OfferedJob): void {
+  /** Offers a job; its push continues `trace`, or else the job's own trace. */
+  #offer(job: OfferedJob, trace = contextFrom(job.trace_context)): void {
     const key = `${job.id}#${job.attempt}`;
     if (this.#offered.has(key) || this.#closed) return;
     this.#offered.add(key);
@@ -255,7 +274,7 @@ class Session {
       return;
     }
     this.#out = this.#out
-      .then(() => this.#sendJob(job, printerName))
+      .then(() => this.#push(job, printerName, trace))
       .catch((err: unknown) => {
         this.#offered.delete(key);
         this.#logger.warn(
@@ -263,6 +282,20 @@ class Session {
           'could not send a job; it is sent again on reconnect',
         );
       });
+  }
+
+  #push(job: OfferedJob, printerName: string, trace: Context): Promise<void> {
+    const station = this.#station as LinkStation;
+    const attributes = spoolAttributes({
+      orgId: station.orgId,
+      stationId: station.id,
+      jobId: job.id,
+      printerId: job.printer_id,
+      attempt: job.attempt,
+    });
+    return inSpan('push job', { kind: SpanKind.PRODUCER, parent: trace, attributes }, () =>
+      this.#sendJob(job, printerName),
+    );
   }
 
   async #sendJob(job: OfferedJob, printerName: string): Promise<void> {
@@ -288,6 +321,7 @@ class Session {
         size: job.size,
         sha256: job.sha256,
         options: PrintOptions.fromPartial(job.options),
+        traceContext: traceCarrier(),
       },
     });
     let offset = 0;
@@ -327,21 +361,31 @@ class Session {
 
   async #acceptReport(kind: 'received' | 'result', body: JobReceived | JobResult): Promise<void> {
     const result = kind === 'result' ? (body as JobResult) : undefined;
-    await this.#report({
-      kind,
-      job_id: body.jobId,
-      attempt: body.attempt,
-      ...(result ? { printed: result.printed, detail: result.detail } : {}),
-    });
+    await context.with(contextFrom(body.traceContext), () =>
+      this.#report({
+        kind,
+        job_id: body.jobId,
+        attempt: body.attempt,
+        ...(result ? { printed: result.printed, detail: result.detail } : {}),
+      }),
+    );
     this.#enqueueSend({ accepted: { jobId: body.jobId, attempt: body.attempt, kind } });
   }
 
-  /** Publishes a report and waits for JetStream to store it. */
+  /** Publishes a report, continuing the active trace, and waits for JetStream to store it. */
   async #report(report: Omit<StationReport, 'org_id' | 'station_id'>): Promise<void> {
     const station = this.#station as LinkStation;
     const full: StationReport = { ...report, org_id: station.orgId, station_id: station.id };
-    await this.#deps.js.publish(subjects.reports(station.orgId, station.id), JSON.stringify(full), {
-      msgID: `${report.job_id}.${report.attempt}.${report.kind}`,
+    const subject = subjects.reports(station.orgId, station.id);
+    const msgID = `${report.job_id}.${report.attempt}.${report.kind}`;
+    const attributes = {
+      ...natsAttributes('publish', subject, msgID),
+      ...spoolAttributes({ orgId: station.orgId, stationId: station.id, jobId: report.job_id }),
+    };
+    await inSpan(natsSpanName('publish', subject), { kind: SpanKind.PRODUCER, attributes }, () => {
+      const headers = natsHeaders();
+      injectHeaders(headers);
+      return this.#deps.js.publish(subject, JSON.stringify(full), { msgID, headers });
     });
   }
 

@@ -17,6 +17,7 @@ import { conflict, notFound } from '../../lib/errors.js';
 import type { SpoolEvent } from '../../lib/events.js';
 import { decodeCursor, page } from '../../lib/paging.js';
 import { rfc3339 } from '../../lib/time.js';
+import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import type { SecretBox } from './crypto.js';
 
 /** Spec §8: at most 20 endpoints per organization. */
@@ -102,6 +103,8 @@ export interface ClaimedDelivery {
   attemptId: string;
   claim: string;
   startedAt: Date;
+  /** The trace context of the event's cause. */
+  traceContext: TraceCarrier;
 }
 
 export interface ClaimCandidate {
@@ -504,6 +507,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
         const notice = tooLarge
           ? `not sent: the body is ${body.length} bytes, more than the limit of ${maxPayloadBytes}`
           : '';
+        // Each attempt continues the trace of whatever caused the event.
+        const trace = JSON.stringify(traceCarrier());
         const values: unknown[] = [];
         const tuples = endpoints.map((endpoint) => {
           const p = values.length;
@@ -519,13 +524,14 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             now,
             notice,
             tooLarge ? now : null,
+            trace,
           );
-          return `(${Array.from({ length: 11 }, (_, i) => `$${p + i + 1}`).join(', ')})`;
+          return `(${Array.from({ length: 12 }, (_, i) => `$${p + i + 1}`).join(', ')})`;
         });
         const { rowCount } = await tx.query(
           `INSERT INTO webhook_deliveries
              (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
-              created_at, notice, finished_at)
+              created_at, notice, finished_at, trace_context)
            VALUES ${tuples.join(', ')}
            ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
           values,
@@ -715,12 +721,14 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           body: Buffer;
           attempts: number;
           round_attempts: number;
+          trace_context: TraceCarrier;
         }>(
           `UPDATE webhook_deliveries SET attempts = attempts + 1,
              round_attempts = round_attempts + 1, claim = $2, next_attempt_at = $3,
              last_attempt_at = $4
            WHERE id = ANY($1::UUID[])
-           RETURNING id, org_id, endpoint_id, event_type, body, attempts, round_attempts`,
+           RETURNING id, org_id, endpoint_id, event_type, body, attempts, round_attempts,
+             trace_context`,
           [sending.map((r) => r.id), claim, input.leaseUntil, now],
         );
         const secretsOf = new Map<string, string[]>();
@@ -758,6 +766,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             attemptId,
             claim,
             startedAt: now,
+            traceContext: row.trace_context,
           });
         }
         await tx.query(

@@ -7,7 +7,9 @@
  */
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { Sender } from './delivery.js';
+import { spoolMetrics } from '../../lib/metrics.js';
+import { contextFrom, inSpan, recordError, type Span, SpanKind } from '../../lib/tracing.js';
+import type { AttemptResult, Sender } from './delivery.js';
 import type { ClaimCandidate, ClaimedDelivery, WebhookStore } from './store.js';
 
 const SECOND = 1000;
@@ -213,7 +215,23 @@ export class DeliveryWorker {
     return out;
   }
 
-  async #attempt(c: ClaimedDelivery): Promise<void> {
+  /** Sends one attempt in a span that joins the trace of the event's cause, and records it. */
+  #attempt(c: ClaimedDelivery): Promise<void> {
+    const attributes = {
+      'spool.org.id': c.orgId,
+      'spool.webhook.endpoint_id': c.endpointId,
+      'spool.webhook.delivery_id': c.id,
+      'spool.webhook.event_type': c.eventType,
+      'spool.webhook.attempt': c.attempt,
+    };
+    return inSpan(
+      'deliver webhook',
+      { kind: SpanKind.PRODUCER, parent: contextFrom(c.traceContext), attributes },
+      (span) => this.#attemptInSpan(c, span),
+    );
+  }
+
+  async #attemptInSpan(c: ClaimedDelivery, span: Span): Promise<void> {
     const o = this.#options;
     const result = await o.sender.send({
       url: c.url,
@@ -224,6 +242,11 @@ export class DeliveryWorker {
       at: c.startedAt,
     });
     this.stats.attempts++;
+    const outcome = attemptOutcome(result);
+    spoolMetrics().webhookAttempts.add(1, { 'spool.webhook.outcome': outcome });
+    span.setAttributes({ 'spool.webhook.outcome': outcome });
+    if (result.statusCode > 0) span.setAttribute('http.response.status_code', result.statusCode);
+    if (!result.succeeded) recordError(span, new Error(result.error || outcome));
     const now = o.clock.now();
     const delay = result.succeeded
       ? undefined
@@ -253,4 +276,10 @@ export class DeliveryWorker {
       o.logger.error({ err, deliveryId: c.id }, 'could not record a webhook attempt');
     }
   }
+}
+
+/** How an attempt ended, for the attempts metric: succeeded, http_error or unreachable. */
+function attemptOutcome(result: AttemptResult): string {
+  if (result.succeeded) return 'succeeded';
+  return result.statusCode > 0 ? 'http_error' : 'unreachable';
 }

@@ -22,6 +22,8 @@ export interface Cluster {
   /** Where agents connect. */
   linkAddress: string;
   processes: Map<Component, SpoolProcess>;
+  /** Where each component serves its Prometheus metrics. */
+  metricsUrls: Record<Component, string>;
   /** Starts (or starts again, on the same ports) one component and waits until it serves. */
   start(component: Component): Promise<SpoolProcess>;
   /** Starts another stations-service replica on ports of its own; resolves its link address. */
@@ -40,6 +42,8 @@ const READY: Record<Component, RegExp> = {
 export interface ClusterOptions {
   /** Extra environment of the webhooks service, such as a short WEBHOOK_RETRY_WAITS. */
   webhooksEnv?: Record<string, string>;
+  /** Extra environment of every component, such as OTEL_* variables. */
+  env?: Record<string, string>;
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
@@ -54,13 +58,30 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     link: await freePort(),
     http: await freePort(),
   };
-  const common = { NATS_URL: nats.url, GRPC_HOST: '127.0.0.1', LOG_LEVEL: 'info' };
+  const metricsPorts = {
+    accounts: await freePort(),
+    jobs: await freePort(),
+    stations: await freePort(),
+    webhooks: await freePort(),
+  };
+  const common = {
+    NATS_URL: nats.url,
+    GRPC_HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...options.env,
+  };
   const env: Record<Component, Record<string, string>> = {
-    accounts: { ...common, DATABASE_URL: db.url, GRPC_PORT: String(ports.accounts) },
+    accounts: {
+      ...common,
+      DATABASE_URL: db.url,
+      GRPC_PORT: String(ports.accounts),
+      METRICS_PORT: String(metricsPorts.accounts),
+    },
     jobs: {
       ...common,
       DATABASE_URL: db.url,
       GRPC_PORT: String(ports.jobs),
+      METRICS_PORT: String(metricsPorts.jobs),
       STATIONS_ADDR: `127.0.0.1:${ports.stations}`,
       ACCOUNTS_ADDR: `127.0.0.1:${ports.accounts}`,
     },
@@ -68,6 +89,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       ...common,
       DATABASE_URL: db.url,
       GRPC_PORT: String(ports.stations),
+      METRICS_PORT: String(metricsPorts.stations),
       STATION_HOST: '127.0.0.1',
       STATION_PORT: String(ports.link),
       JOBS_ADDR: `127.0.0.1:${ports.jobs}`,
@@ -76,12 +98,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       ...common,
       DATABASE_URL: db.url,
       GRPC_PORT: String(ports.webhooks),
+      METRICS_PORT: String(metricsPorts.webhooks),
       WEBHOOK_SECRET_KEY: CLUSTER_WEBHOOK_SECRET_KEY,
       // Test receivers listen on loopback over http.
       SPOOL_WEBHOOKS_ALLOW_INSECURE: '1',
       ...options.webhooksEnv,
     },
     gateway: {
+      ...options.env,
       NATS_URL: nats.url,
       HOST: '127.0.0.1',
       PORT: String(ports.http),
@@ -116,12 +140,20 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     url: `http://127.0.0.1:${ports.http}`,
     linkAddress: `127.0.0.1:${ports.link}`,
     processes,
+    metricsUrls: {
+      gateway: `http://127.0.0.1:${ports.http}/metrics`,
+      accounts: `http://127.0.0.1:${metricsPorts.accounts}/metrics`,
+      jobs: `http://127.0.0.1:${metricsPorts.jobs}/metrics`,
+      stations: `http://127.0.0.1:${metricsPorts.stations}/metrics`,
+      webhooks: `http://127.0.0.1:${metricsPorts.webhooks}/metrics`,
+    },
     start,
     async startStationsReplica() {
       const link = await freePort();
       const proc = spawnSpool(['serve', 'stations'], {
         ...env.stations,
         GRPC_PORT: String(await freePort()),
+        METRICS_PORT: String(await freePort()),
         STATION_PORT: String(link),
       });
       extras.push(proc);

@@ -45,6 +45,8 @@ export interface OfferSpec {
   /** Overrides, to offer a document that does not match. */
   sha256?: string;
   size?: number;
+  /** W3C trace context the offer carries. */
+  traceContext?: Record<string, string>;
 }
 
 export function printerIdFor(name: string): string {
@@ -156,6 +158,7 @@ export class FakeConnection {
         contentType: spec.contentType ?? 'text/plain',
         size: spec.size ?? document.length,
         sha256: spec.sha256 ?? createHash('sha256').update(document).digest('hex'),
+        traceContext: spec.traceContext ?? {},
         options: {
           copies: 1,
           duplex: '',

@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import { type ClientDuplexStream, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import {
-  type AgentMessage,
+  AgentMessage,
+  type DeepPartial,
   type JobOffer,
   type PrinterReport,
   type ServerMessage,
@@ -25,7 +26,8 @@ export interface LinkClient {
   jobs: ReceivedJob[];
   withdrawn: Array<{ jobId: string; attempt: number }>;
   accepted: Array<{ jobId: string; attempt: number; kind: string }>;
-  send(message: AgentMessage): void;
+  /** Sends a message; fields left out take their protobuf defaults. */
+  send(message: DeepPartial<AgentMessage>): void;
   /** Waits until `predicate` holds over the client's state. */
   until(predicate: () => boolean, timeoutMs?: number): Promise<void>;
   /** Resolves with the status the server ended the stream with. */
@@ -107,8 +109,8 @@ export async function connectLink(
       check();
     });
   const link: LinkClient = Object.assign(state, {
-    send: (message: AgentMessage) => {
-      call.write(message);
+    send: (message: DeepPartial<AgentMessage>) => {
+      call.write(AgentMessage.fromPartial(message));
     },
     until,
     ended,

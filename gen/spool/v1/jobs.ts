@@ -54,6 +54,13 @@ export interface Job {
   reprintOf: string;
   /** The document is past retention: content, preview and reprint answer 410. */
   contentDeleted: boolean;
+  /** The W3C trace context (traceparent, tracestate) of the request that created the job. */
+  traceContext: { [key: string]: string };
+}
+
+export interface Job_TraceContextEntry {
+  key: string;
+  value: string;
 }
 
 export interface JobEvent {
@@ -347,6 +354,7 @@ function createBaseJob(): Job {
     expireAt: undefined,
     reprintOf: "",
     contentDeleted: false,
+    traceContext: {},
   };
 }
 
@@ -412,6 +420,9 @@ export const Job: MessageFns<Job> = {
     if (message.contentDeleted !== false) {
       writer.uint32(160).bool(message.contentDeleted);
     }
+    globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
+      Job_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(170).fork()).join();
+    });
     return writer;
   },
 
@@ -588,6 +599,17 @@ export const Job: MessageFns<Job> = {
             message.contentDeleted = reader.bool();
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            const entry21 = Job_TraceContextEntry.decode(reader, reader.uint32());
+            if (entry21.value !== undefined) {
+              message.traceContext[entry21.key] = entry21.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -666,6 +688,33 @@ export const Job: MessageFns<Job> = {
         : isSet(object.content_deleted)
         ? globalThis.Boolean(object.content_deleted)
         : false,
+      traceContext: isObject(object.traceContext)
+        ? (globalThis.Object.entries(object.traceContext) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.trace_context)
+        ? (globalThis.Object.entries(object.trace_context) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -731,6 +780,15 @@ export const Job: MessageFns<Job> = {
     if (message.contentDeleted !== false) {
       obj.contentDeleted = message.contentDeleted;
     }
+    if (message.traceContext) {
+      const entries = globalThis.Object.entries(message.traceContext) as [string, string][];
+      if (entries.length > 0) {
+        obj.traceContext = {};
+        entries.forEach(([k, v]) => {
+          obj.traceContext[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -761,6 +819,100 @@ export const Job: MessageFns<Job> = {
     message.expireAt = object.expireAt ?? undefined;
     message.reprintOf = object.reprintOf ?? "";
     message.contentDeleted = object.contentDeleted ?? false;
+    message.traceContext = (globalThis.Object.entries(object.traceContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseJob_TraceContextEntry(): Job_TraceContextEntry {
+  return { key: "", value: "" };
+}
+
+export const Job_TraceContextEntry: MessageFns<Job_TraceContextEntry> = {
+  encode(message: Job_TraceContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Job_TraceContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJob_TraceContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Job_TraceContextEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: Job_TraceContextEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Job_TraceContextEntry>): Job_TraceContextEntry {
+    return Job_TraceContextEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Job_TraceContextEntry>): Job_TraceContextEntry {
+    const message = createBaseJob_TraceContextEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };

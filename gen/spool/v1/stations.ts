@@ -177,6 +177,13 @@ export interface PrintersChanged {
 export interface JobReceived {
   jobId: string;
   attempt: number;
+  /** W3C trace context (traceparent, tracestate) of the agent's work on the job, when traced. */
+  traceContext: { [key: string]: string };
+}
+
+export interface JobReceived_TraceContextEntry {
+  key: string;
+  value: string;
 }
 
 export interface JobResult {
@@ -185,6 +192,13 @@ export interface JobResult {
   printed: boolean;
   /** Why a job failed (out of paper, backend error…). */
   detail: string;
+  /** W3C trace context (traceparent, tracestate) of the agent's print, when traced. */
+  traceContext: { [key: string]: string };
+}
+
+export interface JobResult_TraceContextEntry {
+  key: string;
+  value: string;
 }
 
 export interface AgentMessage {
@@ -234,6 +248,13 @@ export interface JobOffer {
     | undefined;
   /** Counts from 1 and grows each time the job is retried: a job and attempt print at most once. */
   attempt: number;
+  /** W3C trace context (traceparent, tracestate) of the offer: the agent's print continues it. */
+  traceContext: { [key: string]: string };
+}
+
+export interface JobOffer_TraceContextEntry {
+  key: string;
+  value: string;
 }
 
 export interface DocumentChunk {
@@ -2732,7 +2753,7 @@ export const PrintersChanged: MessageFns<PrintersChanged> = {
 };
 
 function createBaseJobReceived(): JobReceived {
-  return { jobId: "", attempt: 0 };
+  return { jobId: "", attempt: 0, traceContext: {} };
 }
 
 export const JobReceived: MessageFns<JobReceived> = {
@@ -2743,6 +2764,9 @@ export const JobReceived: MessageFns<JobReceived> = {
     if (message.attempt !== 0) {
       writer.uint32(16).uint32(message.attempt);
     }
+    globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
+      JobReceived_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
     return writer;
   },
 
@@ -2775,6 +2799,17 @@ export const JobReceived: MessageFns<JobReceived> = {
             message.attempt = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = JobReceived_TraceContextEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.traceContext[entry3.key] = entry3.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2795,6 +2830,33 @@ export const JobReceived: MessageFns<JobReceived> = {
         ? globalThis.String(object.job_id)
         : "",
       attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+      traceContext: isObject(object.traceContext)
+        ? (globalThis.Object.entries(object.traceContext) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.trace_context)
+        ? (globalThis.Object.entries(object.trace_context) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -2806,6 +2868,15 @@ export const JobReceived: MessageFns<JobReceived> = {
     if (message.attempt !== 0) {
       obj.attempt = Math.round(message.attempt);
     }
+    if (message.traceContext) {
+      const entries = globalThis.Object.entries(message.traceContext) as [string, string][];
+      if (entries.length > 0) {
+        obj.traceContext = {};
+        entries.forEach(([k, v]) => {
+          obj.traceContext[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -2816,12 +2887,106 @@ export const JobReceived: MessageFns<JobReceived> = {
     const message = createBaseJobReceived();
     message.jobId = object.jobId ?? "";
     message.attempt = object.attempt ?? 0;
+    message.traceContext = (globalThis.Object.entries(object.traceContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseJobReceived_TraceContextEntry(): JobReceived_TraceContextEntry {
+  return { key: "", value: "" };
+}
+
+export const JobReceived_TraceContextEntry: MessageFns<JobReceived_TraceContextEntry> = {
+  encode(message: JobReceived_TraceContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JobReceived_TraceContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJobReceived_TraceContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): JobReceived_TraceContextEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: JobReceived_TraceContextEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<JobReceived_TraceContextEntry>): JobReceived_TraceContextEntry {
+    return JobReceived_TraceContextEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobReceived_TraceContextEntry>): JobReceived_TraceContextEntry {
+    const message = createBaseJobReceived_TraceContextEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
 
 function createBaseJobResult(): JobResult {
-  return { jobId: "", attempt: 0, printed: false, detail: "" };
+  return { jobId: "", attempt: 0, printed: false, detail: "", traceContext: {} };
 }
 
 export const JobResult: MessageFns<JobResult> = {
@@ -2838,6 +3003,9 @@ export const JobResult: MessageFns<JobResult> = {
     if (message.detail !== "") {
       writer.uint32(34).string(message.detail);
     }
+    globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
+      JobResult_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
     return writer;
   },
 
@@ -2886,6 +3054,17 @@ export const JobResult: MessageFns<JobResult> = {
             message.detail = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = JobResult_TraceContextEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.traceContext[entry5.key] = entry5.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2908,6 +3087,33 @@ export const JobResult: MessageFns<JobResult> = {
       attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
       printed: isSet(object.printed) ? globalThis.Boolean(object.printed) : false,
       detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      traceContext: isObject(object.traceContext)
+        ? (globalThis.Object.entries(object.traceContext) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.trace_context)
+        ? (globalThis.Object.entries(object.trace_context) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -2925,6 +3131,15 @@ export const JobResult: MessageFns<JobResult> = {
     if (message.detail !== "") {
       obj.detail = message.detail;
     }
+    if (message.traceContext) {
+      const entries = globalThis.Object.entries(message.traceContext) as [string, string][];
+      if (entries.length > 0) {
+        obj.traceContext = {};
+        entries.forEach(([k, v]) => {
+          obj.traceContext[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -2937,6 +3152,100 @@ export const JobResult: MessageFns<JobResult> = {
     message.attempt = object.attempt ?? 0;
     message.printed = object.printed ?? false;
     message.detail = object.detail ?? "";
+    message.traceContext = (globalThis.Object.entries(object.traceContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseJobResult_TraceContextEntry(): JobResult_TraceContextEntry {
+  return { key: "", value: "" };
+}
+
+export const JobResult_TraceContextEntry: MessageFns<JobResult_TraceContextEntry> = {
+  encode(message: JobResult_TraceContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JobResult_TraceContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJobResult_TraceContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): JobResult_TraceContextEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: JobResult_TraceContextEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<JobResult_TraceContextEntry>): JobResult_TraceContextEntry {
+    return JobResult_TraceContextEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobResult_TraceContextEntry>): JobResult_TraceContextEntry {
+    const message = createBaseJobResult_TraceContextEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -3499,6 +3808,7 @@ function createBaseJobOffer(): JobOffer {
     sha256: "",
     options: undefined,
     attempt: 0,
+    traceContext: {},
   };
 }
 
@@ -3531,6 +3841,9 @@ export const JobOffer: MessageFns<JobOffer> = {
     if (message.attempt !== 0) {
       writer.uint32(72).uint32(message.attempt);
     }
+    globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
+      JobOffer_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(82).fork()).join();
+    });
     return writer;
   },
 
@@ -3619,6 +3932,17 @@ export const JobOffer: MessageFns<JobOffer> = {
             message.attempt = reader.uint32();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            const entry10 = JobOffer_TraceContextEntry.decode(reader, reader.uint32());
+            if (entry10.value !== undefined) {
+              message.traceContext[entry10.key] = entry10.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3658,6 +3982,33 @@ export const JobOffer: MessageFns<JobOffer> = {
       sha256: isSet(object.sha256) ? globalThis.String(object.sha256) : "",
       options: isSet(object.options) ? PrintOptions.fromJSON(object.options) : undefined,
       attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+      traceContext: isObject(object.traceContext)
+        ? (globalThis.Object.entries(object.traceContext) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.trace_context)
+        ? (globalThis.Object.entries(object.trace_context) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -3690,6 +4041,15 @@ export const JobOffer: MessageFns<JobOffer> = {
     if (message.attempt !== 0) {
       obj.attempt = Math.round(message.attempt);
     }
+    if (message.traceContext) {
+      const entries = globalThis.Object.entries(message.traceContext) as [string, string][];
+      if (entries.length > 0) {
+        obj.traceContext = {};
+        entries.forEach(([k, v]) => {
+          obj.traceContext[k] = v;
+        });
+      }
+    }
     return obj;
   },
 
@@ -3709,6 +4069,100 @@ export const JobOffer: MessageFns<JobOffer> = {
       ? PrintOptions.fromPartial(object.options)
       : undefined;
     message.attempt = object.attempt ?? 0;
+    message.traceContext = (globalThis.Object.entries(object.traceContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseJobOffer_TraceContextEntry(): JobOffer_TraceContextEntry {
+  return { key: "", value: "" };
+}
+
+export const JobOffer_TraceContextEntry: MessageFns<JobOffer_TraceContextEntry> = {
+  encode(message: JobOffer_TraceContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JobOffer_TraceContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJobOffer_TraceContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): JobOffer_TraceContextEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: JobOffer_TraceContextEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<JobOffer_TraceContextEntry>): JobOffer_TraceContextEntry {
+    return JobOffer_TraceContextEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<JobOffer_TraceContextEntry>): JobOffer_TraceContextEntry {
+    const message = createBaseJobOffer_TraceContextEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };

@@ -1,0 +1,88 @@
+/**
+ * Spool's metrics, through the OpenTelemetry metrics API (served as Prometheus text by
+ * lib/telemetry.ts). Names follow the semantic conventions where one exists (HTTP, RPC) and sit
+ * under `spool.` otherwise; README.md lists them with their Prometheus names.
+ *
+ * The instruments are made on first use, from the meter provider registered by then: the
+ * metrics API has no proxy, so an instrument made before telemetry starts would stay a no-op.
+ */
+import {
+  type Counter,
+  type Histogram,
+  metrics,
+  type ObservableGauge,
+  type ObservableUpDownCounter,
+} from '@opentelemetry/api';
+
+/** Bucket boundaries, in seconds, for request and hop latencies. */
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Bucket boundaries, in seconds, for waits that can last as long as a printer is away. */
+const WAIT_BUCKETS_S = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+
+export interface SpoolMetrics {
+  /** Gateway requests, by `http.request.method`, `http.route`, `http.response.status_code`. */
+  httpServerDuration: Histogram;
+  /** gRPC calls served, by `rpc.service`, `rpc.method`, `rpc.grpc.status_code`. */
+  rpcServerDuration: Histogram;
+  /** Job transitions, by `spool.job.from` and `spool.job.to`. */
+  jobTransitions: Counter;
+  /** From a job's `queued` to the station's `received` (`sent`). */
+  dispatchDuration: Histogram;
+  /** From a job's creation to `printed`. */
+  timeToPrint: Histogram;
+  /** Messages not yet delivered to a durable consumer, by `messaging.destination.name` (the stream) and `messaging.consumer.group.name`. */
+  consumerLag: ObservableGauge;
+  /** Webhook delivery attempts, by `spool.webhook.outcome`. */
+  webhookAttempts: Counter;
+  /** Station links held by this process. */
+  stationsConnected: ObservableUpDownCounter;
+}
+
+let made: SpoolMetrics | undefined;
+
+export function spoolMetrics(): SpoolMetrics {
+  if (made) return made;
+  const meter = metrics.getMeter('spool');
+  made = {
+    httpServerDuration: meter.createHistogram('http.server.request.duration', {
+      description: 'Duration of HTTP requests served by the gateway',
+      unit: 's',
+      advice: { explicitBucketBoundaries: LATENCY_BUCKETS_S },
+    }),
+    rpcServerDuration: meter.createHistogram('rpc.server.duration', {
+      description: 'Duration of gRPC calls served',
+      unit: 's',
+      advice: { explicitBucketBoundaries: LATENCY_BUCKETS_S },
+    }),
+    jobTransitions: meter.createCounter('spool.job.transitions', {
+      description: 'Job status transitions',
+    }),
+    dispatchDuration: meter.createHistogram('spool.job.dispatch.duration', {
+      description: 'Time from a job being queued to its station acknowledging it (sent)',
+      unit: 's',
+      advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
+    }),
+    timeToPrint: meter.createHistogram('spool.job.print.duration', {
+      description: 'Time from a job being created to its station reporting it printed',
+      unit: 's',
+      advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
+    }),
+    consumerLag: meter.createObservableGauge('spool.consumer.lag', {
+      description: 'Messages of a stream not yet delivered to its durable consumer',
+      unit: '{message}',
+    }),
+    webhookAttempts: meter.createCounter('spool.webhook.attempts', {
+      description: 'Webhook delivery attempts by outcome',
+    }),
+    stationsConnected: meter.createObservableUpDownCounter('spool.stations.connected', {
+      description: 'Station links held by this process',
+      unit: '{station}',
+    }),
+  };
+  return made;
+}
+
+/** Seconds between two instants, for the histograms above. */
+export function secondsBetween(from: Date, to: Date): number {
+  return Math.max(0, (to.getTime() - from.getTime()) / 1000);
+}

@@ -1,0 +1,115 @@
+/**
+ * OpenTelemetry for one Spool process. It starts before any application module is imported (see
+ * bin/spool.js), because the pg and gRPC instrumentations hook those modules as they load.
+ *
+ * - Traces go out over OTLP when the standard variables ask for them (`OTEL_TRACES_EXPORTER`, or
+ *   an `OTEL_EXPORTER_OTLP_ENDPOINT`); the SDK reads the rest of `OTEL_*` itself. Without them no
+ *   module is hooked and the API's no-op tracer is all that runs.
+ * - Metrics are always kept in the process and served in the Prometheus text format; see
+ *   {@link Telemetry.metricsHandler}. `OTEL_SDK_DISABLED=true` turns both off.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { register } from 'node:module';
+import { metrics } from '@opentelemetry/api';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import type { Env } from './config.js';
+
+export interface Telemetry {
+  /** Whether spans are recorded and exported. */
+  readonly tracing: boolean;
+  /** Answers a scrape with every metric of this process; undefined when telemetry is disabled. */
+  readonly metricsHandler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Flushes spans not yet exported, then stops. */
+  shutdown(): Promise<void>;
+}
+
+const disabled: Telemetry = {
+  tracing: false,
+  metricsHandler: undefined,
+  shutdown: async () => {},
+};
+
+let active: Telemetry = disabled;
+
+/** The telemetry this process started, or a disabled one. */
+export function telemetry(): Telemetry {
+  return active;
+}
+
+/** Whether the environment asks for traces to be exported. */
+export function tracingRequested(env: Env): boolean {
+  if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true') return false;
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim();
+  if (exporter) return exporter !== 'none';
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
+/**
+ * Starts telemetry for a process named `serviceName` (`OTEL_SERVICE_NAME` wins). Call it once,
+ * before importing the modules it instruments.
+ */
+export async function startTelemetry(env: Env, serviceName: string): Promise<Telemetry> {
+  if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true') return disabled;
+  const name = env.OTEL_SERVICE_NAME || serviceName;
+  const prometheus = new PrometheusExporter({ preventServerStart: true });
+  const metricsHandler = prometheus.getMetricsRequestHandler.bind(prometheus);
+
+  if (!tracingRequested(env)) {
+    const provider = new MeterProvider({
+      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: name }),
+      readers: [prometheus],
+    });
+    metrics.setGlobalMeterProvider(provider);
+    active = { tracing: false, metricsHandler, shutdown: () => provider.shutdown() };
+    return active;
+  }
+
+  // ESM modules are hooked through import-in-the-middle, whose loader must be in place before
+  // they are imported; the SDK and instrumentations themselves are loaded after it.
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  const [{ NodeSDK }, { GrpcInstrumentation }, { PgInstrumentation }, { UndiciInstrumentation }] =
+    await Promise.all([
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/instrumentation-grpc'),
+      import('@opentelemetry/instrumentation-pg'),
+      import('@opentelemetry/instrumentation-undici'),
+    ]);
+  const sdk = new NodeSDK({
+    serviceName: name,
+    metricReaders: [prometheus],
+    instrumentations: [
+      // Health checks every few seconds would bury the traces worth reading.
+      new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
+      // Queries outside any operation (the outbox relay's polls) start no trace of their own.
+      new PgInstrumentation({ requireParentSpan: true }),
+      new UndiciInstrumentation({ requireParentforSpans: true }),
+    ],
+  });
+  sdk.start();
+  active = { tracing: true, metricsHandler, shutdown: () => sdk.shutdown() };
+  return active;
+}
+
+/**
+ * Serves `GET /metrics` on its own port, for processes without an HTTP server of their own (the
+ * gRPC services and the agent). Resolves with the bound port.
+ */
+export async function serveMetrics(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  host: string,
+  port: number,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') return handler(req, res);
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  return { server, port: typeof address === 'object' && address ? address.port : port };
+}
