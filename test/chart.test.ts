@@ -65,6 +65,27 @@ async function render(args: string[] = [], release = 'spool'): Promise<K8sObject
     .filter((o): o is K8sObject => o !== null);
 }
 
+interface ServicePort {
+  name: string;
+  port: number;
+  targetPort: string | number;
+  appProtocol?: string;
+}
+interface ServiceSpec {
+  clusterIP?: string;
+  selector: Record<string, string>;
+  ports: ServicePort[];
+}
+interface ServiceMonitorSpec {
+  selector: { matchLabels: Record<string, string> };
+  namespaceSelector?: { matchNames?: string[] };
+  endpoints: Array<{ port: string; path: string; interval?: string; scrapeTimeout?: string }>;
+}
+interface NetworkPolicyRule {
+  ports: Array<{ port: string | number; protocol: string }>;
+  from?: unknown[];
+}
+
 function find(objects: K8sObject[], kind: string, name: string): K8sObject {
   const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
   if (!found) {
@@ -77,6 +98,29 @@ function find(objects: K8sObject[], kind: string, name: string): K8sObject {
 function podSpec(o: K8sObject): PodSpec {
   if (o.kind === 'Pod') return o.spec as unknown as PodSpec;
   return (o.spec as { template: { spec: PodSpec } }).template.spec;
+}
+
+/** Whether `labels` carry every label of a matchLabels selector. */
+function matches(selector: Record<string, string>, labels: Record<string, string> | undefined) {
+  return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+}
+
+/**
+ * What a ServiceMonitor scrapes, as the Prometheus Operator resolves it: each Service its selector
+ * picks that has a port named as an endpoint's, with that endpoint's path.
+ */
+function scrapeTargets(objects: K8sObject[], monitor: K8sObject) {
+  const spec = monitor.spec as unknown as ServiceMonitorSpec;
+  return objects
+    .filter((o) => o.kind === 'Service' && matches(spec.selector.matchLabels, o.metadata.labels))
+    .flatMap((svc) =>
+      spec.endpoints.flatMap((endpoint) => {
+        const port = (svc.spec as unknown as ServiceSpec).ports.find(
+          (p) => p.name === endpoint.port,
+        );
+        return port ? [{ service: svc.metadata.name, port, path: endpoint.path }] : [];
+      }),
+    );
 }
 
 function withPods(objects: K8sObject[]): K8sObject[] {
@@ -164,6 +208,37 @@ for (const [label, args] of [
       t.deepEqual(container.livenessProbe?.grpc, { port: grpcPort, service: LIVENESS_SERVICE });
       t.is(container.readinessProbe?.httpGet, undefined);
     }
+  });
+
+  test(`${label}: every service serves /metrics on a metrics port (METRICS_PORT), which its Service exposes`, async (t) => {
+    const objects = await render([...args]);
+    for (const service of SERVICES) {
+      const container = only(
+        podSpec(find(objects, 'Deployment', `spool-${service}`)).containers,
+        'container',
+      );
+      const metricsPort = Number(env(container).get('METRICS_PORT')?.value);
+      t.is(metricsPort, 9464, `${service}: METRICS_PORT`);
+      t.is(container.ports?.find((p) => p.name === 'metrics')?.containerPort, metricsPort, service);
+      const ports = container.ports?.map((p) => p.containerPort) ?? [];
+      t.is(new Set(ports).size, ports.length, `${service}: container ports are distinct`);
+      const spec = find(objects, 'Service', `spool-${service}`).spec as unknown as ServiceSpec;
+      t.is(spec.ports[0]?.name, 'grpc', `${service}: gRPC stays the Service's first port`);
+      t.like(
+        spec.ports.find((p) => p.name === 'metrics'),
+        { port: metricsPort, targetPort: 'metrics', appProtocol: 'http' },
+        service,
+      );
+    }
+    const gateway = only(
+      podSpec(find(objects, 'Deployment', 'spool-gateway')).containers,
+      'container',
+    );
+    t.false(env(gateway).has('METRICS_PORT'), 'the gateway serves /metrics on its own port');
+    t.deepEqual(
+      gateway.ports?.map((p) => p.name),
+      ['http'],
+    );
   });
 
   test(`${label}: every pod runs restricted: non-root, read-only root, no privilege escalation`, async (t) => {
@@ -380,6 +455,160 @@ test('the station link has its own HTTP/2 Service for agents: a LoadBalancer, or
   );
 });
 
+for (const [label, args] of [
+  ['serviceMonitor.enabled', ['--set', 'serviceMonitor.enabled=true']],
+  ['the production-like values', ['-f', PRODUCTION]],
+] as const) {
+  test(`with ${label}, a ServiceMonitor per component scrapes its /metrics: the gateway on http, each service on metrics`, async (t) => {
+    const objects = await render([...args]);
+    t.is(objects.filter((o) => o.kind === 'ServiceMonitor').length, COMPONENTS.length);
+    for (const component of COMPONENTS) {
+      const name = `spool-${component}`;
+      const monitor = find(objects, 'ServiceMonitor', name);
+      const spec = monitor.spec as unknown as ServiceMonitorSpec;
+      t.deepEqual(spec.selector.matchLabels, {
+        'app.kubernetes.io/name': 'spool',
+        'app.kubernetes.io/instance': 'spool',
+        'app.kubernetes.io/component': component,
+      });
+      t.deepEqual(spec.namespaceSelector?.matchNames, ['print']);
+      const portName = component === 'gateway' ? 'http' : 'metrics';
+      // Exactly one target: the component's own Service (the station link's has no such port).
+      const targets = scrapeTargets(objects, monitor);
+      t.deepEqual(
+        targets.map((target) => [target.service, target.port.name, target.path]),
+        [[name, portName, '/metrics']],
+        name,
+      );
+      // The Service port leads to the container port the process serves /metrics on.
+      const svc = find(objects, 'Service', name).spec as unknown as ServiceSpec;
+      const deployment = find(objects, 'Deployment', name);
+      const template = (
+        deployment.spec as { template: { metadata: { labels: Record<string, string> } } }
+      ).template;
+      t.true(
+        matches(svc.selector, template.metadata.labels),
+        `${name}: the Service selects its pods`,
+      );
+      const container = only(podSpec(deployment).containers, 'container');
+      const served = Number(
+        env(container).get(component === 'gateway' ? 'PORT' : 'METRICS_PORT')?.value,
+      );
+      t.is(
+        container.ports?.find((p) => p.name === targets[0]?.port.targetPort)?.containerPort,
+        served,
+        `${name}: ${portName} is the port /metrics is served on`,
+      );
+    }
+  });
+}
+
+test('without serviceMonitor.enabled there is no ServiceMonitor (the CRD may be missing)', async (t) => {
+  const objects = await render();
+  t.deepEqual(
+    objects.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name),
+    [],
+  );
+});
+
+test("metrics.port 0 turns the services' metrics off, and a port another one uses is refused", async (t) => {
+  const objects = await render([
+    '--set',
+    'metrics.port=0',
+    '--set',
+    'serviceMonitor.enabled=true',
+    '--set',
+    'networkPolicy.enabled=true',
+  ]);
+  for (const service of SERVICES) {
+    const container = only(
+      podSpec(find(objects, 'Deployment', `spool-${service}`)).containers,
+      'container',
+    );
+    t.false(env(container).has('METRICS_PORT'), service);
+    t.false(
+      container.ports?.some((p) => p.name === 'metrics'),
+      service,
+    );
+    const spec = find(objects, 'Service', `spool-${service}`).spec as unknown as ServiceSpec;
+    t.deepEqual(
+      spec.ports.map((p) => p.name),
+      ['grpc'],
+    );
+    const policy = find(objects, 'NetworkPolicy', `spool-${service}`).spec as {
+      ingress: NetworkPolicyRule[];
+    };
+    t.false(policy.ingress.some((rule) => rule.ports.some((p) => p.port === 'metrics')));
+  }
+  t.deepEqual(
+    objects.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name),
+    ['spool-gateway'],
+    "the gateway's /metrics is on its http port either way",
+  );
+
+  const link = await helm(['template', 'spool', CHART_DIR, '--set', 'metrics.port=7070']);
+  t.not(link.code, 0);
+  t.regex(link.stderr, /metrics\.port 7070 is also stations\.link\.port/);
+  const grpc = await helm(['template', 'spool', CHART_DIR, '--set', 'metrics.port=50051']);
+  t.not(grpc.code, 0);
+  t.regex(grpc.stderr, /metrics\.port 50051 is also accounts\.grpcPort/);
+});
+
+test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or from networkPolicy.metricsFrom', async (t) => {
+  const metricsRule = (objects: K8sObject[], name: string) =>
+    (find(objects, 'NetworkPolicy', name).spec as { ingress: NetworkPolicyRule[] }).ingress.filter(
+      (rule) => rule.ports.some((p) => p.port === 'metrics'),
+    );
+  const open = await render(['--set', 'networkPolicy.enabled=true']);
+  for (const service of SERVICES) {
+    const rules = metricsRule(open, `spool-${service}`);
+    t.is(rules.length, 1, service);
+    t.is(rules[0]?.from, undefined, `${service}: no metricsFrom, so from anywhere`);
+  }
+
+  const production = await render(['-f', PRODUCTION]);
+  const monitoring = {
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+  };
+  for (const service of SERVICES) {
+    const rules = metricsRule(production, `spool-${service}`);
+    t.deepEqual(
+      rules.map((rule) => rule.from),
+      [[monitoring]],
+      service,
+    );
+  }
+  // The gateway's /metrics is on its http port: the ingress controller and Prometheus reach it.
+  const gateway = find(production, 'NetworkPolicy', 'spool-gateway').spec as {
+    ingress: NetworkPolicyRule[];
+  };
+  const fromHttp = gateway.ingress
+    .filter((rule) => rule.ports.some((p) => p.port === 'http'))
+    .flatMap((rule) => rule.from ?? []);
+  t.deepEqual(fromHttp, [
+    { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
+    monitoring,
+  ]);
+});
+
+test('the Ingress routes only /v1 and /admin/v1 to the gateway, so its /metrics stays in the cluster', async (t) => {
+  for (const args of [
+    ['--set', 'ingress.enabled=true'],
+    ['-f', PRODUCTION],
+  ]) {
+    const ingress = find(await render(args), 'Ingress', 'spool-gateway');
+    const rules = (ingress.spec as { rules: Array<{ http: { paths: Array<{ path: string }> } }> })
+      .rules;
+    for (const rule of rules) {
+      t.deepEqual(
+        rule.http.paths.map((p) => p.path),
+        ['/v1', '/admin/v1'],
+        args.join(' '),
+      );
+    }
+  }
+});
+
 test('the production-like values add an Ingress, autoscalers, NetworkPolicies, a ServiceMonitor and NATS credentials', async (t) => {
   const objects = await render(['-f', PRODUCTION]);
   const ingress = find(objects, 'Ingress', 'spool-gateway');
@@ -400,7 +629,11 @@ test('the production-like values add an Ingress, autoscalers, NetworkPolicies, a
     t.false('replicas' in (find(objects, 'Deployment', name).spec ?? {}), `${name}: HPA owns it`);
   }
   t.is(objects.filter((o) => o.kind === 'NetworkPolicy').length, COMPONENTS.length);
-  find(objects, 'ServiceMonitor', 'spool-gateway');
+  for (const component of COMPONENTS) {
+    t.like(find(objects, 'ServiceMonitor', `spool-${component}`).metadata.labels, {
+      release: 'kube-prometheus-stack',
+    });
+  }
   const stations = podSpec(find(objects, 'Deployment', 'spool-stations'));
   const container = only(stations.containers, 'container');
   t.is(env(container).get('NATS_CREDS')?.value, '/etc/spool/nats/nats.creds');

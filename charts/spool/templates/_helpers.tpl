@@ -115,6 +115,26 @@ Call with (dict "root" $ "service" "jobs").
 {{- end }}
 
 {{/*
+The port a gRPC service serves GET /metrics on (metrics.port; 0: none), refused when it is one
+of the component's other ports. Call with (dict "root" $ "component" "jobs").
+*/}}
+{{- define "spool.metricsPort" -}}
+{{- $port := int .root.Values.metrics.port }}
+{{- $values := index .root.Values .component }}
+{{- if and (gt $port 0) (ne .component "gateway") }}
+{{- if eq $port (int $values.grpcPort) }}
+{{- fail (printf "metrics.port %d is also %s.grpcPort; give them different ports" $port .component) }}
+{{- end }}
+{{- if and (eq .component "stations") (eq $port (int $values.link.port)) }}
+{{- fail (printf "metrics.port %d is also stations.link.port; give them different ports" $port) }}
+{{- end }}
+{{- $port }}
+{{- else }}
+{{- 0 }}
+{{- end }}
+{{- end }}
+
+{{/*
 Seconds Kubernetes waits between SIGTERM and SIGKILL: the component's whole drain (the gateway's
 delay, then the shutdown grace) and 10 s to close connections. A value set in a component's
 terminationGracePeriodSeconds must leave that much time.
@@ -192,6 +212,11 @@ Call with (dict "root" $ "component" "jobs").
   value: {{ $root.Values.bindAddress | quote }}
 - name: GRPC_PORT
   value: {{ $values.grpcPort | int | toString | quote }}
+{{- $metricsPort := include "spool.metricsPort" . | int }}
+{{- if gt $metricsPort 0 }}
+- name: METRICS_PORT
+  value: {{ $metricsPort | toString | quote }}
+{{- end }}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
