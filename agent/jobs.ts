@@ -5,6 +5,7 @@
  * `result`, sending again whatever the server has not accepted.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import {
   type AgentMessage,
   type DocumentChunk,
@@ -16,6 +17,7 @@ import {
   type Welcome,
 } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
+import { spoolMetrics } from '../lib/metrics.js';
 import {
   contextFrom,
   inSpan,
@@ -289,6 +291,7 @@ export class JobRunner {
       // Journaled before the backend sees the job: after a crash this attempt is never printed again.
       await this.#journal.record(job.id, job.attempt, 'printing', { printer });
       let failure: string | undefined;
+      const started = performance.now();
       try {
         await backend.print(job, this.#abort.signal);
       } catch (error) {
@@ -300,6 +303,9 @@ export class JobRunner {
         failure = messageOf(error) || 'the printer failed';
         recordError(span, new Error(failure));
       }
+      const metrics = spoolMetrics();
+      metrics.agentPrintDuration.record((performance.now() - started) / 1000);
+      metrics.agentPrints.add(1, { 'spool.print.outcome': failure ? 'failed' : 'printed' });
       await this.#finish(job.id, job.attempt, failure === undefined, failure ?? '', traceCarrier());
       if (failure === undefined) log.info('job printed');
       else log.warn({ detail: failure }, 'job failed');

@@ -5,8 +5,9 @@
 import { readFile } from 'node:fs/promises';
 import { credentials } from '@grpc/grpc-js';
 import { parsePrinterSpec, runAgent } from '../agent/index.js';
-import { type Env, logLevel, optionalStr, readConfig, str } from '../lib/config.js';
+import { type Env, logLevel, optionalStr, port, readConfig, str } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
+import { serveMetrics, telemetry } from '../lib/telemetry.js';
 import { onShutdown } from './serve.js';
 
 const agentConfig = {
@@ -19,6 +20,14 @@ const agentConfig = {
   stateDir: str('SPOOL_AGENT_STATE_DIR', {
     description: 'where the agent keeps its journal',
     default: '.spool-agent',
+  }),
+  metricsHost: str('METRICS_HOST', {
+    description: 'address the agent serves GET /metrics on',
+    default: '127.0.0.1',
+  }),
+  metricsPort: port('METRICS_PORT', {
+    description: 'port the agent serves GET /metrics on; 0: not served',
+    default: 0,
   }),
 };
 
@@ -51,11 +60,25 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     cups: { env, ...(config.cupsServer ? { server: config.cupsServer } : {}) },
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
   });
+  const handler = telemetry().metricsHandler;
+  const metrics =
+    config.metricsPort > 0 && handler
+      ? await serveMetrics(handler, config.metricsHost, config.metricsPort)
+      : undefined;
   logger.info(
-    { server: flags.server, tls, printers: printers.map((p) => p.name) },
+    {
+      server: flags.server,
+      tls,
+      printers: printers.map((p) => p.name),
+      ...(metrics ? { metricsPort: metrics.port } : {}),
+    },
     'agent started',
   );
-  onShutdown(logger, () => agent.stop());
+  onShutdown(logger, async () => {
+    await agent.stop();
+    metrics?.server.close();
+    await telemetry().shutdown();
+  });
   // Resolves after SIGTERM; rejects when the server refuses the token, which retrying cannot fix.
   await agent.done;
 }

@@ -36,6 +36,10 @@ export interface SpoolMetrics {
   webhookAttempts: Counter;
   /** Station links held by this process. */
   stationsConnected: ObservableUpDownCounter;
+  /** The agent's prints, by `spool.print.outcome` (`printed`, `failed`). */
+  agentPrints: Counter;
+  /** How long the agent's backend took to print a job. */
+  agentPrintDuration: Histogram;
 }
 
 let made: SpoolMetrics | undefined;
@@ -77,6 +81,14 @@ export function spoolMetrics(): SpoolMetrics {
     stationsConnected: meter.createObservableUpDownCounter('spool.stations.connected', {
       description: 'Station links held by this process',
       unit: '{station}',
+    }),
+    agentPrints: meter.createCounter('spool.agent.prints', {
+      description: 'Jobs the agent handed to a printer, by outcome',
+    }),
+    agentPrintDuration: meter.createHistogram('spool.agent.print.duration', {
+      description: 'Time the printer backend took to print a job',
+      unit: 's',
+      advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
     }),
   };
   return made;

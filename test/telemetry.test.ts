@@ -10,6 +10,7 @@ import test from 'ava';
 import { SCOPES } from '../lib/credentials.js';
 import { CLUSTER_OPERATOR_TOKEN, type Cluster, startCluster } from './helpers/cluster.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp.js';
+import { freePort } from './helpers/ports.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
 import { type SpoolProcess, spawnSpool } from './helpers/spool.js';
 import { call, eventually } from './helpers/system.js';
@@ -20,6 +21,7 @@ interface World {
   otlp: OtlpReceiver;
   receiver: Receiver;
   agent: SpoolProcess;
+  agentMetricsUrl: string;
   orgId: string;
   jobId: string;
   dirs: string[];
@@ -64,6 +66,7 @@ test.before(async () => {
   ]);
   const out = await mkdtemp(join(tmpdir(), 'spool-otel-out-'));
   const state = await mkdtemp(join(tmpdir(), 'spool-otel-agent-'));
+  const agentMetricsPort = await freePort();
   const agent = spawnSpool(
     [
       'agent',
@@ -76,7 +79,7 @@ test.before(async () => {
       '--printer',
       `desk=file:${out}`,
     ],
-    { LOG_LEVEL: 'info', ...otelEnv(otlp.endpoint) },
+    { LOG_LEVEL: 'info', METRICS_PORT: String(agentMetricsPort), ...otelEnv(otlp.endpoint) },
   );
   const printers = await eventually(
     () =>
@@ -97,7 +100,16 @@ test.before(async () => {
     },
   });
   const jobId = job.body.job.id;
-  world = { cluster, otlp, receiver, agent, orgId, jobId, dirs: [out, state] };
+  world = {
+    cluster,
+    otlp,
+    receiver,
+    agent,
+    agentMetricsUrl: `http://127.0.0.1:${agentMetricsPort}/metrics`,
+    orgId,
+    jobId,
+    dirs: [out, state],
+  };
   await receiver.until((r) => r.some((q) => q.body.toString().includes(jobId)), 20_000);
 });
 
@@ -248,7 +260,7 @@ test('log lines written inside a traced operation carry its trace id', async (t)
 });
 
 test('every process serves its metrics in the Prometheus format', async (t) => {
-  const { cluster } = started();
+  const { cluster, agentMetricsUrl } = started();
   const scrape = async (url: string) => {
     const res = await fetch(url);
     t.is(res.status, 200, url);
@@ -288,4 +300,8 @@ test('every process serves its metrics in the Prometheus format', async (t) => {
     /spool_webhook_attempts_total\{[^}]*spool_webhook_outcome="succeeded"[^}]*\} 1/,
   );
   t.regex(webhooks, /spool_consumer_lag\{[^}]*messaging_destination_name="EVENTS"[^}]*\} 0/);
+
+  const agent = await scrape(agentMetricsUrl);
+  t.regex(agent, /spool_agent_prints_total\{[^}]*spool_print_outcome="printed"[^}]*\} 1/);
+  t.regex(agent, /spool_agent_print_duration_count\{[^}]*\} 1/);
 });
