@@ -11,6 +11,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import type pg from 'pg';
 import type { NatsConnection } from './bus.js';
 import type { Logger } from './logger.js';
+import { WriteBatch } from './sql.js';
 import {
   contextFrom,
   injectHeaders,
@@ -43,20 +44,25 @@ export async function enqueue(
   messages: OutboxMessage[],
 ): Promise<void> {
   if (messages.length === 0) return;
-  const values: unknown[] = [];
-  const rows = messages.map((m, i) => {
-    values.push(
+  const batch = new WriteBatch();
+  addToOutbox(batch, table, messages);
+  await tx.query(batch.text(), batch.values);
+}
+
+/** Adds the INSERT of `messages` to a batch of writes, as {@link enqueue} does on its own. */
+export function addToOutbox(batch: WriteBatch, table: string, messages: OutboxMessage[]): void {
+  if (messages.length === 0) return;
+  const trace = traceCarrier();
+  const rows = messages.map((m) =>
+    batch.row([
       randomUUID(),
       m.subject,
       Buffer.from(JSON.stringify(m.payload)),
-      JSON.stringify({ ...traceCarrier(), ...m.headers }),
-    );
-    const p = i * 4;
-    return `($${p + 1}, $${p + 2}, $${p + 3}, $${p + 4})`;
-  });
-  await tx.query(
+      JSON.stringify({ ...trace, ...m.headers }),
+    ]),
+  );
+  batch.add(
     `INSERT INTO ${checkTable(table)} (id, subject, payload, headers) VALUES ${rows.join(', ')}`,
-    values,
   );
 }
 

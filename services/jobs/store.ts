@@ -14,8 +14,9 @@ import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { jobJson } from '../../lib/job-view.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
-import { enqueue, type OutboxMessage } from '../../lib/outbox.js';
+import { addToOutbox, type OutboxMessage } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
+import { WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import {
   FINISHED_STATUSES,
@@ -231,37 +232,28 @@ function secondsToMidnightUtc(now: Date): number {
 }
 
 export function createJobStore(pool: pg.Pool, clock: Clock) {
-  /** Records the job's change; `version` is the job's version after the change. */
-  async function insertEvent(
-    tx: pg.PoolClient,
+  /** Adds the record of a job's change; `version` is the job's version after the change. */
+  function addEvent(
+    batch: WriteBatch,
     job: Job,
     version: number,
     at: Date,
     detail: string,
     actor: string,
-  ): Promise<void> {
-    await tx.query(
-      `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [randomUUID(), job.id, job.orgId, version, at, job.status, detail, actor],
+  ): void {
+    const row = batch.row([
+      randomUUID(),
+      job.id,
+      job.orgId,
+      version,
+      at,
+      job.status,
+      detail,
+      actor,
+    ]);
+    batch.add(
+      `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor) VALUES ${row}`,
     );
-  }
-
-  /** Counts a test-key job against the organization's day; refuses the one over the limit. */
-  async function countTestPrint(tx: pg.PoolClient, orgId: string, now: Date): Promise<void> {
-    const day = now.toISOString().slice(0, 10);
-    const { rows } = await tx.query<{ n: number }>(
-      `INSERT INTO test_print_counts (org_id, day, n) VALUES ($1, $2, 1)
-       ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + 1 RETURNING n`,
-      [orgId, day],
-    );
-    if ((rows[0]?.n ?? 0) > DAILY_TEST_LIMIT) {
-      throw new SpoolError(
-        'rate_limited',
-        `the daily test limit of ${DAILY_TEST_LIMIT} test-key prints for this organization is reached; it resets at 00:00 UTC`,
-        { retryAfter: secondsToMidnightUtc(now) },
-      );
-    }
   }
 
   /** Moves a locked job by `trigger`, inside `tx`. */
@@ -300,21 +292,35 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
       t.to === 'queued' && row.expire_after > 0 && trigger !== 'due'
         ? new Date(now.getTime() + row.expire_after * 1000)
         : row.expire_at;
-    const updated = await tx.query<JobRow>(
-      `UPDATE jobs SET status = $3, status_detail = $4, attempt = $5, updated_at = $6,
-         version = version + 1, finished_at = $7, expire_at = $8,
-         schedule_at = CASE WHEN $3 = 'scheduled' THEN schedule_at ELSE NULL END
-       WHERE org_id = $1 AND id = $2 RETURNING ${JOB_COLUMNS}`,
-      [row.org_id, row.id, t.to, statusDetail, attempt, now, finished ? now : null, expireAt],
+    // The row as the UPDATE leaves it, so that the change, its event and its messages go to the
+    // database in one statement.
+    const after: JobRow = {
+      ...row,
+      status: t.to,
+      status_detail: statusDetail,
+      attempt,
+      updated_at: now,
+      version: row.version + 1,
+      expire_at: expireAt,
+      schedule_at: t.to === 'scheduled' ? row.schedule_at : null,
+    };
+    const job = toJob(after);
+    const batch = new WriteBatch();
+    const [org, id] = [batch.param(row.org_id), batch.param(row.id)];
+    batch.add(
+      `UPDATE jobs SET status = ${batch.param(t.to)}, status_detail = ${batch.param(statusDetail)},
+         attempt = ${batch.param(attempt)}, updated_at = ${batch.param(now)},
+         version = version + 1, finished_at = ${batch.param(finished ? now : null)},
+         expire_at = ${batch.param(expireAt)}, schedule_at = ${batch.param(after.schedule_at)}
+       WHERE org_id = ${org} AND id = ${id}`,
     );
-    const updatedRow = updated.rows[0] as JobRow;
-    const job = toJob(updatedRow);
-    await insertEvent(tx, job, updatedRow.version, now, detail || trigger, how.actor);
+    addEvent(batch, job, after.version, now, detail || trigger, how.actor);
     const messages: OutboxMessage[] = [];
     if (t.event) messages.push(eventMessage(row.org_id, t.event, { job: jobJson(job) }, now));
     if (t.dispatch === 'withdraw') messages.push(dispatchMessage(current, 'withdraw'));
     if (t.dispatch === 'offer') messages.push(dispatchMessage(job, 'offer'));
-    await enqueue(tx, OUTBOX_TABLE, messages);
+    addToOutbox(batch, OUTBOX_TABLE, messages);
+    await tx.query(batch.text(), batch.values);
     return { job, changed: true, before: row };
   }
 
@@ -369,7 +375,6 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
     async create(job: NewJob): Promise<Job> {
       const created = await withTx(pool, async (tx) => {
         const now = clock.now();
-        if (!job.live) await countTestPrint(tx, job.orgId, now);
         const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
         const status: JobStatus = job.hold ? 'held' : scheduled ? 'scheduled' : 'queued';
         const expireAfter = job.expireAfter ?? 0;
@@ -378,43 +383,96 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
           expireAfter > 0 && status !== 'held'
             ? new Date(waitFrom.getTime() + expireAfter * 1000)
             : null;
-        const { rows } = await tx.query<JobRow>(
+        // The row as the INSERT writes it, so that the job, its event, its messages and a test
+        // print's count go to the database in one statement.
+        const row: JobRow = {
+          id: job.id,
+          org_id: job.orgId,
+          printer_id: job.printerId,
+          station_id: job.stationId,
+          status,
+          status_detail: '',
+          reference: job.reference,
+          title: job.title,
+          live: job.live,
+          options: JSON.parse(JSON.stringify(job.options)),
+          content_type: job.contentType,
+          size: String(job.size),
+          sha256: job.sha256,
+          attempt: 1,
+          version: 1,
+          schedule_at: scheduled ? (job.scheduleAt as Date) : null,
+          expire_after: expireAfter,
+          expire_at: expireAt,
+          reprint_of: job.reprintOf ?? null,
+          document_deleted_at: null,
+          trace_context: traceCarrier(),
+          created_at: now,
+          updated_at: now,
+        };
+        const created = toJob(row);
+        const batch = new WriteBatch();
+        const counted = job.live
+          ? undefined
+          : batch.add(
+              `INSERT INTO test_print_counts (org_id, day, n)
+               VALUES (${batch.param(job.orgId)}, ${batch.param(now.toISOString().slice(0, 10))}, 1)
+               ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + 1 RETURNING n`,
+            );
+        const values = batch.row([
+          row.id,
+          row.org_id,
+          row.printer_id,
+          row.station_id,
+          row.status,
+          row.reference,
+          row.title,
+          row.live,
+          JSON.stringify(row.options),
+          row.content_type,
+          job.size,
+          row.sha256,
+          row.attempt,
+          job.actor,
+          row.schedule_at,
+          row.expire_after,
+          row.expire_at,
+          row.reprint_of,
+          JSON.stringify(row.trace_context),
+          now,
+          now,
+        ]);
+        batch.add(
           `INSERT INTO jobs (id, org_id, printer_id, station_id, status, reference, title, live,
              options, content_type, size, sha256, attempt, created_by, schedule_at, expire_after,
              expire_at, reprint_of, trace_context, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $14, $15, $16, $17,
-             $18, $19, $19)
-           RETURNING ${JOB_COLUMNS}`,
-          [
-            job.id,
-            job.orgId,
-            job.printerId,
-            job.stationId,
-            status,
-            job.reference,
-            job.title,
-            job.live,
-            JSON.stringify(job.options),
-            job.contentType,
-            job.size,
-            job.sha256,
-            job.actor,
-            scheduled ? job.scheduleAt : null,
-            expireAfter,
-            expireAt,
-            job.reprintOf ?? null,
-            JSON.stringify(traceCarrier()),
-            now,
-          ],
+           VALUES ${values}`,
         );
-        const created = toJob(rows[0] as JobRow);
-        const detail = job.reprintOf ? `reprint of ${job.reprintOf}` : 'created';
-        await insertEvent(tx, created, 1, now, detail, job.actor);
+        addEvent(
+          batch,
+          created,
+          1,
+          now,
+          job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
+          job.actor,
+        );
         const messages = [
           eventMessage(created.orgId, 'job.created', { job: jobJson(created) }, now),
         ];
         if (status === 'queued') messages.push(dispatchMessage(created, 'offer'));
-        await enqueue(tx, OUTBOX_TABLE, messages);
+        addToOutbox(batch, OUTBOX_TABLE, messages);
+        const { rows } = await tx.query<{ n: number }>(
+          batch.text(counted ? `SELECT n FROM ${counted}` : 'SELECT 0 AS n'),
+          batch.values,
+        );
+        // Over the limit, the throw rolls the whole transaction back, count included.
+        if ((rows[0]?.n ?? 0) > DAILY_TEST_LIMIT) {
+          throw new SpoolError(
+            'rate_limited',
+            `the daily test limit of ${DAILY_TEST_LIMIT} test-key prints for this organization is reached; it resets at 00:00 UTC`,
+            { retryAfter: secondsToMidnightUtc(now) },
+          );
+        }
         return created;
       });
       spoolMetrics().jobTransitions.add(1, {
