@@ -2,10 +2,10 @@
  * A durable JetStream pull consumer shared by every replica of a service (JetStream spreads the
  * messages among them), with explicit acks: a message is acknowledged only after its handler
  * finished, retried a second later when the handler threw, and terminated when it cannot be read.
- * The loop survives server restarts by consuming again. Each message is handled in a span that
- * continues the trace its headers carry, and the consumer's lag is a metric.
+ * Handlers may run several at once, those of one key in the order their messages came. The loop
+ * survives server restarts by consuming again. Each message is handled in a span that continues
+ * the trace its headers carry, and the consumer's lag is a metric.
  */
-
 import {
   AckPolicy,
   type ConsumerConfig,
@@ -35,6 +35,10 @@ export interface DurableConsumerOptions<T> {
   parse(msg: JsMsg): T | undefined;
   /** Handles one message; `'term'` drops it for good, a throw retries it later. */
   handle(value: T): Promise<'ack' | 'term'>;
+  /** Messages handled at once by this process (default 1: one after another). */
+  concurrency?: number;
+  /** Messages of the same key are handled one after another, in the order they came. */
+  keyOf?(value: T): string;
 }
 
 export async function startDurableConsumer<T>(
@@ -62,6 +66,48 @@ export async function startDurableConsumer<T>(
   consumerLag.addCallback(observeLag);
   let messages: ConsumerMessages | undefined;
   let stopped = false;
+  const concurrency = options.concurrency ?? 1;
+  const inFlight = new Set<Promise<void>>();
+  /** The last message in flight of each key, which the next one of that key waits for. */
+  const lastOfKey = new Map<string, Promise<void>>();
+
+  /** Handles one message in a span continuing its trace, then acks, terms or naks it. */
+  const handleOne = async (msg: JsMsg, value: T): Promise<void> => {
+    try {
+      const verdict = await inSpan(
+        natsSpanName('process', msg.subject),
+        {
+          kind: SpanKind.CONSUMER,
+          parent: contextFromHeaders(msg.headers),
+          attributes: {
+            ...natsAttributes('process', msg.subject),
+            'messaging.consumer.group.name': options.durable,
+            'messaging.message.delivery_count': msg.info.deliveryCount,
+          },
+        },
+        () => options.handle(value),
+      );
+      if (verdict === 'term') msg.term();
+      else msg.ack();
+    } catch (err) {
+      logger.warn({ err, subject: msg.subject }, 'message not handled; will retry');
+      msg.nak(1_000);
+    }
+  };
+
+  const dispatch = (msg: JsMsg, value: T): Promise<void> => {
+    const key = options.keyOf?.(value);
+    const before = key === undefined ? undefined : lastOfKey.get(key);
+    const run = before ? before.then(() => handleOne(msg, value)) : handleOne(msg, value);
+    inFlight.add(run);
+    if (key !== undefined) lastOfKey.set(key, run);
+    void run.then(() => {
+      inFlight.delete(run);
+      if (key !== undefined && lastOfKey.get(key) === run) lastOfKey.delete(key);
+    });
+    return run;
+  };
+
   const loop = (async () => {
     while (!stopped) {
       try {
@@ -78,27 +124,8 @@ export async function startDurableConsumer<T>(
             msg.term();
             continue;
           }
-          const parsed = value;
-          try {
-            const verdict = await inSpan(
-              natsSpanName('process', msg.subject),
-              {
-                kind: SpanKind.CONSUMER,
-                parent: contextFromHeaders(msg.headers),
-                attributes: {
-                  ...natsAttributes('process', msg.subject),
-                  'messaging.consumer.group.name': options.durable,
-                  'messaging.message.delivery_count': msg.info.deliveryCount,
-                },
-              },
-              () => options.handle(parsed),
-            );
-            if (verdict === 'term') msg.term();
-            else msg.ack();
-          } catch (err) {
-            logger.warn({ err, subject: msg.subject }, 'message not handled; will retry');
-            msg.nak(1_000);
-          }
+          dispatch(msg, value);
+          while (inFlight.size >= concurrency) await Promise.race(inFlight);
         }
       } catch (err) {
         if (stopped) break;
@@ -106,6 +133,7 @@ export async function startDurableConsumer<T>(
         await new Promise((r) => setTimeout(r, 1_000));
       }
     }
+    await Promise.all(inFlight);
   })();
   return {
     async stop() {

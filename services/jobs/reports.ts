@@ -11,6 +11,9 @@ import type { Applied, JobStore } from './store.js';
 
 export const REPORTS_CONSUMER = 'jobs-reports';
 
+/** Reports a jobs-service process applies at once. */
+const REPORTS_IN_FLIGHT = 32;
+
 /** A station's report, as the stations service publishes it to `reports.<org>.<station>`. */
 export interface StationReport {
   kind: 'received' | 'result';
@@ -44,6 +47,9 @@ export async function startReportReader(deps: {
     config: { filter_subject: 'reports.>' },
     logger: deps.logger,
     parse: (msg) => msg.json<StationReport>(),
+    // Reports of different jobs are independent; those of one job apply in the order they came.
+    concurrency: REPORTS_IN_FLIGHT,
+    keyOf: (report) => report.job_id,
     async handle(report) {
       try {
         const applied = await deps.store.apply(report.org_id, report.job_id, triggerOf(report), {

@@ -15,6 +15,9 @@ import type { WebhookStore } from './store.js';
 
 export const FANOUT_CONSUMER = 'webhooks-fanout';
 
+/** Events a webhooks-service process fans out at once. */
+const FANOUT_IN_FLIGHT = 32;
+
 export interface Fanout {
   stop(): Promise<void>;
 }
@@ -59,6 +62,8 @@ export async function startFanout(deps: {
     },
     logger: deps.logger,
     parse: (msg) => parseEvent(msg.json()),
+    // Events fan out independently of each other: the deliveries they add are unordered.
+    concurrency: FANOUT_IN_FLIGHT,
     async handle(event) {
       const added = await deps.store.fanOut(event, deps.maxPayloadBytes);
       if (added > 0) deps.onDeliveries();
