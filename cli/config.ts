@@ -149,7 +149,7 @@ const webhookTuning = {
   }),
   webhookEndpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', {
     description: 'webhook attempts in flight at once to one endpoint per replica',
-    default: 4,
+    default: 16,
     min: 1,
     max: 1_000,
   }),

@@ -57,7 +57,7 @@ export const WEBHOOK_DEFAULTS = {
   rotationGraceMs: 24 * 60 * 60 * 1000,
   maxPayloadBytes: 256 * 1024,
   concurrency: 64,
-  endpointConcurrency: 4,
+  endpointConcurrency: 16,
   pollMs: 1_000,
 } satisfies Omit<WebhooksSettings, 'secretKey'>;
 
