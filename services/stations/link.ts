@@ -44,6 +44,9 @@ import type { LinkStation, StationStore } from './store.js';
 /** How long an agent has to say hello after connecting. */
 const HELLO_TIMEOUT_MS = 10_000;
 
+/** Links of one process re-reading their pending jobs at once. */
+const RESYNC_IN_FLIGHT = 16;
+
 export interface LinkDeps {
   store: StationStore;
   nc: NatsConnection;
@@ -75,13 +78,31 @@ export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
   // Dispatch messages reach a link over core NATS, which keeps nothing for a subscriber that was
   // away: after the connection comes back, and every so often besides, each link asks the jobs
   // service for its station's pending jobs (offers already made on the link are not repeated).
-  const resyncAll = () => {
-    for (const s of sessions) s.resync();
+  // A round walks the links a few at a time, spread over half the period when it is the
+  // periodic backstop, so that 10,000 links do not ask the jobs service all in one instant.
+  const resyncMs = deps.resyncMs ?? 60_000;
+  let round: Promise<void> | undefined;
+  const resyncAll = (spreadMs: number) => {
+    if (round) return;
+    round = (async () => {
+      const links = [...sessions];
+      const gapMs = spreadMs / Math.max(1, links.length);
+      const inFlight = new Set<Promise<void>>();
+      for (const s of links) {
+        const p: Promise<void> = s.resync().finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        if (inFlight.size >= RESYNC_IN_FLIGHT) await Promise.race(inFlight);
+        if (gapMs >= 1) await new Promise((r) => setTimeout(r, gapMs));
+      }
+      await Promise.all(inFlight);
+    })().finally(() => {
+      round = undefined;
+    });
   };
   void (async () => {
-    for await (const s of deps.nc.status()) if (s.type === 'reconnect') resyncAll();
+    for await (const s of deps.nc.status()) if (s.type === 'reconnect') resyncAll(0);
   })();
-  const timer = setInterval(resyncAll, deps.resyncMs ?? 60_000);
+  const timer = setInterval(() => resyncAll(resyncMs / 2), resyncMs);
   timer.unref();
   const { stationsConnected } = spoolMetrics();
   const observeLinks = (result: ObservableResult) => result.observe(sessions.size);
@@ -233,9 +254,9 @@ class Session {
   }
 
   /** Checks the token still holds (a revocation message may have been missed), then re-offers. */
-  resync(): void {
-    if (!this.#opened || this.#closed || !this.#tokenHash) return;
-    this.#deps.store
+  resync(): Promise<void> {
+    if (!this.#opened || this.#closed || !this.#tokenHash) return Promise.resolve();
+    return this.#deps.store
       .stationByTokenHash(this.#tokenHash)
       .then((found) => {
         if (!found || found.revoked) {
