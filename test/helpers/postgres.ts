@@ -35,17 +35,16 @@ export const POSTGRES_STOP_TIMEOUT_MS = 10_000;
 const START_ATTEMPTS = 5;
 
 /**
- * Settings for a disposable cluster: durability off because the data dies with the test run, and
- * SERIALIZABLE by default because production (CockroachDB) runs every transaction that way.
+ * Settings for a disposable cluster: SERIALIZABLE by default because production (CockroachDB)
+ * runs every transaction that way, and durability off (unless asked for) because the data dies
+ * with the test run.
  */
 const SERVER_SETTINGS = [
   'listen_addresses=127.0.0.1',
-  'fsync=off',
-  'synchronous_commit=off',
-  'full_page_writes=off',
   'default_transaction_isolation=serializable',
   'max_connections=300',
 ];
+const NOT_DURABLE = ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'];
 
 /** A running private PostgreSQL cluster. */
 export interface PostgresServer {
@@ -63,6 +62,8 @@ export interface StartPostgresOptions {
   binDir?: string;
   /** Defaults to {@link POSTGRES_START_TIMEOUT_MS}. */
   startTimeoutMs?: number;
+  /** Keep PostgreSQL's durability (fsync on every commit), as benchmarks need; off by default. */
+  durable?: boolean;
 }
 
 /** A database of its own for one test file. */
@@ -162,7 +163,9 @@ async function launchPostgres(options: StartPostgresOptions): Promise<Launched> 
     const deadline = Date.now() + (options.startTimeoutMs ?? POSTGRES_START_TIMEOUT_MS);
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
-      const child = spawnPostgres(bins.postgres, dataDir, baseDir, port, logFile, user);
+      const child = spawnPostgres(bins.postgres, dataDir, baseDir, port, logFile, user, {
+        durable: options.durable ?? false,
+      });
       const outcome = await waitUntilReady(child, baseDir, port, deadline);
       if (outcome === 'ready') {
         return {
@@ -351,6 +354,7 @@ function spawnPostgres(
   port: number,
   logFile: string,
   user: RunAs | undefined,
+  { durable }: { durable: boolean },
 ): ChildProcess {
   // Its log goes to a file rather than a pipe: nothing has to drain it, and nothing holds the
   // event loop open when the shared cluster is unref'd. Truncated per attempt, so a retry after a
@@ -358,7 +362,8 @@ function spawnPostgres(
   const log = openSync(logFile, 'w');
   try {
     const args = ['-D', dataDir, '-p', String(port), '-k', socketDir];
-    for (const setting of SERVER_SETTINGS) args.push('-c', setting);
+    const settings = [...SERVER_SETTINGS, ...(durable ? [] : NOT_DURABLE)];
+    for (const setting of settings) args.push('-c', setting);
     const child = spawn(binary, args, {
       cwd: socketDir,
       stdio: ['ignore', log, log],

@@ -1,0 +1,116 @@
+/**
+ * The harness's child processes (load generator, simulated agents, ceilings, the BullMQ peer) are
+ * Node processes forked with tsx, driven by request/answer messages over the IPC channel. A child
+ * exits when its parent goes away, so nothing outlives a run.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+// biome-ignore lint/suspicious/noExplicitAny: handler tables are typed by each child module
+type Handlers = Record<string, (params: any) => Promise<unknown>>;
+
+interface Request {
+  id: number;
+  method: string;
+  params: unknown;
+}
+
+type Answer = { id: number; result: unknown } | { id: number; error: string };
+
+/** A running child and the calls it answers, typed by its handler table. */
+export interface Child<H extends Handlers> {
+  readonly pid: number;
+  readonly name: string;
+  call<K extends keyof H & string>(
+    method: K,
+    ...params: Parameters<H[K]>
+  ): Promise<Awaited<ReturnType<H[K]>>>;
+  /** Ends the child (SIGTERM, then SIGKILL after two seconds) and waits for it. */
+  stop(): Promise<void>;
+}
+
+/** Forks `bench/<file>` under tsx and resolves once it says it is ready. */
+export async function startChild<H extends Handlers>(
+  file: string,
+  options: { env?: NodeJS.ProcessEnv } = {},
+): Promise<Child<H>> {
+  const path = fileURLToPath(new URL(file, import.meta.url));
+  const child: ChildProcess = fork(path, [], {
+    execArgv: ['--import', import.meta.resolve('tsx')],
+    env: { ...process.env, NODE_OPTIONS: '', ...options.env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    serialization: 'advanced',
+  });
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  let nextId = 1;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.on('message', (message: Answer | { ready: true }) => {
+    if ('ready' in message) return;
+    const waiter = pending.get(message.id);
+    if (!waiter) return;
+    pending.delete(message.id);
+    if ('error' in message) waiter.reject(new Error(`${file}: ${message.error}`));
+    else waiter.resolve(message.result);
+  });
+  child.once('exit', (code, signal) => {
+    for (const waiter of pending.values()) {
+      waiter.reject(new Error(`${file} exited (${code ?? signal}) before it answered`));
+    }
+    pending.clear();
+  });
+  await new Promise<void>((resolve, reject) => {
+    const onMessage = (m: unknown) => {
+      if ((m as { ready?: boolean }).ready) {
+        child.off('exit', onExit);
+        resolve();
+      }
+    };
+    const onExit = (code: number | null) => reject(new Error(`${file} exited (${code}) at start`));
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+  return {
+    pid: child.pid ?? -1,
+    name: file,
+    call(method, ...params) {
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+        child.send({ id, method, params: params[0] } satisfies Request);
+      });
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 2_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** In a child: answers the parent's calls with `handlers`, then tells the parent it is ready. */
+export function serve(handlers: Handlers): void {
+  if (!process.send) throw new Error('this module runs as a child of bench/run.ts');
+  process.on('message', (message: Request) => {
+    const handler = handlers[message.method];
+    const answer = (a: Answer) => process.send?.(a);
+    if (!handler) {
+      answer({ id: message.id, error: `no method ${message.method}` });
+      return;
+    }
+    handler(message.params).then(
+      (result) => answer({ id: message.id, result }),
+      (err: unknown) =>
+        answer({
+          id: message.id,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        }),
+    );
+  });
+  // The parent is gone: so is the work it asked for.
+  process.on('disconnect', () => process.exit(0));
+  process.on('SIGTERM', () => process.exit(0));
+  process.send({ ready: true });
+}

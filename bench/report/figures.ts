@@ -1,0 +1,81 @@
+/**
+ * A figure of the table: a scenario's value over repeated runs, beside the ceiling or peer it is
+ * judged against (the ratio is taken run by run, each run paired with the reference measured just
+ * before it), and the target it meets or not.
+ */
+import { ratios, type Spread, spread } from '../stats.js';
+
+export interface Reference {
+  label: string;
+  unit: string;
+  value: Spread;
+}
+
+export interface Target {
+  /** How the target reads, e.g. `≥ 0.6 × ceiling` or `≤ 25 ms`. */
+  text: string;
+  met: boolean;
+  /** Runs that met it on their own, out of all. */
+  runsMet: number;
+  runs: number;
+}
+
+export interface Figure {
+  scenario: string;
+  label: string;
+  unit: string;
+  value: Spread;
+  reference?: Reference;
+  /** value / reference, run by run. */
+  ratio?: Spread;
+  target?: Target;
+  /** Anything that qualifies the figure (runs that failed, a check that did not pass). */
+  note?: string;
+}
+
+export function figure(
+  scenario: string,
+  label: string,
+  unit: string,
+  values: number[],
+  reference?: { label: string; unit: string; values: number[] },
+): Figure {
+  const f: Figure = { scenario, label, unit, value: spread(values) };
+  if (reference) {
+    f.reference = { label: reference.label, unit: reference.unit, value: spread(reference.values) };
+    f.ratio = spread(ratios(values, reference.values));
+  }
+  return f;
+}
+
+/** A target on the ratio: met when the median ratio is at least `min`. */
+export function ratioAtLeast(f: Figure, min: number): Figure {
+  const runs = f.ratio?.runs ?? [];
+  f.target = {
+    text: `≥ ${min} × ${f.reference?.label ?? 'reference'}`,
+    met: (f.ratio?.median ?? Number.NaN) >= min,
+    runsMet: runs.filter((r) => r >= min).length,
+    runs: runs.length,
+  };
+  return f;
+}
+
+/** A target on the value: met when the median is at most `max`. */
+export function valueAtMost(f: Figure, max: number, text: string): Figure {
+  f.target = {
+    text,
+    met: f.value.median <= max,
+    runsMet: f.value.runs.filter((v) => v <= max).length,
+    runs: f.value.runs.length,
+  };
+  return f;
+}
+
+/** Also requires `ok` (a check every run passed) for the target to be met. */
+export function requireCheck(f: Figure, ok: boolean, what: string): Figure {
+  if (f.target && !ok) {
+    f.target.met = false;
+    f.note = [f.note, `${what}: not every run passed`].filter(Boolean).join('; ');
+  }
+  return f;
+}

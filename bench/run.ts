@@ -1,0 +1,238 @@
+/**
+ * `npm run bench`: starts Spool (`spool dev`, or uses the one given), the servers it runs on, the
+ * Redis of the BullMQ peer and the processes that make the load; measures the ceilings, the peer
+ * and each scenario in turn, repeated; prints one table and writes it, with the machine's
+ * description, to `bench/results/latest.{md,json,svg}`. docs/performance.md says what each figure
+ * means.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from '../test/helpers/ports.js';
+import { Admin } from './admin.js';
+import type { AgentsApi } from './agents.js';
+import type { CeilingsApi } from './ceilings.js';
+import { Checks } from './checks.js';
+import { epochMs } from './clock.js';
+import type { Context } from './context.js';
+import { type Child, startChild } from './ipc.js';
+import type { LoadApi } from './load.js';
+import { currentCommit, describeMachine } from './machine.js';
+import { type Options, parseOptions, USAGE } from './options.js';
+import type { BullmqApi } from './peer/bullmq.js';
+import { renderChart, type Series } from './report/chart.js';
+import type { Figure } from './report/figures.js';
+import { type Results, resultsMarkdown, tableMarkdown } from './report/markdown.js';
+import { runE2e, WINDOW } from './scenarios/e2e.js';
+import { runFanout } from './scenarios/fanout.js';
+import { runFixedRate } from './scenarios/fixed-rate.js';
+import { runFleet } from './scenarios/fleet.js';
+import { INGEST_CONCURRENCY, PG_CONCURRENCY, runIngest } from './scenarios/ingest.js';
+import { startServers } from './servers.js';
+import { ENDPOINTS_PER_ORG, setUpOrgs } from './setup.js';
+
+async function redisVersion(redis: { host: string; port: number }): Promise<string> {
+  const client = new Redis({ host: redis.host, port: redis.port, lazyConnect: true });
+  try {
+    await client.connect();
+    return /redis_version:(\S+)/.exec(await client.info('server'))?.[1] ?? '?';
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function measure(
+  ctx: Context,
+): Promise<{ figures: Figure[]; series: Series[]; details: Record<string, unknown> }> {
+  const { options } = ctx;
+  const wants = (s: Options['only'][number]) => options.only.includes(s);
+  const figures: Figure[] = [];
+  const series: Series[] = [];
+  const details: Record<string, unknown> = {};
+  const needsOrgs = options.only.some((s) => s !== 'fleet');
+  const orgs = needsOrgs ? await setUpOrgs(ctx) : undefined;
+
+  let ingestRate: number | undefined;
+  let e2eRate: number | undefined;
+  let insertRate: number[] | undefined;
+  if (orgs && wants('ingest')) {
+    const ingest = await runIngest(ctx, orgs);
+    figures.push(...ingest.figures);
+    details.ingest = ingest.details;
+    ingestRate = ingest.rate;
+    insertRate = ingest.insertRate;
+  }
+  if (orgs && wants('e2e')) {
+    const e2e = await runE2e(ctx, orgs);
+    figures.push(...e2e.figures);
+    details.e2e = e2e.details;
+    e2eRate = e2e.figures[0]?.value.median;
+    series.push(
+      { label: 'end to end: POST → printed', samples: e2e.samples.printed },
+      { label: 'end to end: POST → webhook', samples: e2e.samples.webhook },
+      { label: 'end to end: BullMQ add → processed', samples: e2e.samples.peer },
+    );
+  }
+  if (orgs && wants('fixed-rate')) {
+    if (ingestRate === undefined) {
+      ctx.log('fixed rate: probing the ingest maximum');
+      const probe = await ctx.load.call('closedLoop', {
+        target: orgs.ingest,
+        concurrency: INGEST_CONCURRENCY,
+        durationMs: 3_000,
+      });
+      ingestRate = probe.ok / (probe.elapsedMs / 1000);
+      await ctx.checks.quiesce();
+    }
+    const fixed = await runFixedRate(ctx, orgs, Math.max(1, Math.round(ingestRate / 2)));
+    if (e2eRate !== undefined && e2eRate < fixed.rate) {
+      // Past the end-to-end maximum, jobs queue: their latency is mostly the wait in the queue.
+      for (const f of fixed.figures.filter((f) => f.label.includes('→'))) {
+        f.note = `${fixed.rate}/s is above the end-to-end maximum (${Math.round(e2eRate)} jobs/s): jobs queue`;
+      }
+    }
+    figures.push(...fixed.figures);
+    details.fixedRate = fixed.details;
+    series.push(
+      { label: `${fixed.rate}/s: POST`, samples: fixed.samples.post },
+      { label: `${fixed.rate}/s: POST → printed`, samples: fixed.samples.printed },
+      { label: `${fixed.rate}/s: POST → webhook`, samples: fixed.samples.webhook },
+      { label: `${fixed.rate}/s: BullMQ add → processed`, samples: fixed.samples.peer },
+    );
+  }
+  if (orgs && wants('fanout')) {
+    const fanout = await runFanout(ctx, orgs);
+    figures.push(...fanout.figures);
+    details.fanout = fanout.details;
+  }
+  if (wants('fleet')) {
+    const fleet = await runFleet(ctx, {
+      ...(orgs ? { smallFleet: orgs.e2e } : {}),
+      ...(insertRate ? { insertRate } : {}),
+    });
+    figures.push(...fleet.figures);
+    details.fleet = fleet.details;
+    series.push(
+      { label: 'fleet: dispatch, links quiet', samples: fleet.samples.steady },
+      { label: 'fleet: dispatch across the minute resync', samples: fleet.samples.resync },
+    );
+  }
+  return { figures, series, details };
+}
+
+async function main(): Promise<void> {
+  let options: Options | 'help';
+  try {
+    options = parseOptions(process.argv.slice(2), process.env);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (options === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const started = epochMs();
+  const commit = currentCommit();
+  const log = (line: string) =>
+    process.stdout.write(`[${((epochMs() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
+
+  const servers = await startServers(options, log);
+  const children: Array<Child<never>> = [];
+  let checks: Checks | undefined;
+  let admin: Admin | undefined;
+  try {
+    const receiverPorts: number[] = [];
+    for (let i = 0; i < ENDPOINTS_PER_ORG; i++) receiverPorts.push(await freePort());
+    const [load, agents, ceilings, bullWorker, bullProducer] = await Promise.all([
+      startChild<LoadApi>('load.ts'),
+      startChild<AgentsApi>('agents.ts'),
+      startChild<CeilingsApi>('ceilings.ts'),
+      startChild<BullmqApi>('peer/bullmq.ts'),
+      startChild<BullmqApi>('peer/bullmq.ts'),
+    ]);
+    children.push(
+      ...([load, agents, ceilings, bullWorker, bullProducer] as unknown as Array<Child<never>>),
+    );
+    await load.call('listen', { ports: receiverPorts });
+    checks = await Checks.open(servers.databaseUrl, servers.natsUrl, log);
+    admin = new Admin(servers.spoolUrl, servers.adminToken);
+    const ctx: Context = {
+      options,
+      servers,
+      admin,
+      checks,
+      load,
+      agents,
+      ceilings,
+      bullWorker,
+      bullProducer,
+      receiverPorts,
+      runMs: options.seconds * 1000,
+      log,
+    };
+    const { figures, series, details } = await measure(ctx);
+
+    const versions = await checks.serverVersions();
+    const machine = describeMachine(
+      {
+        postgres: versions.postgres,
+        natsServer: versions.nats,
+        redis: await redisVersion(servers.redis),
+      },
+      commit,
+    );
+    const results: Results = {
+      machine,
+      settings: {
+        'Spool under test': options.spoolUrl
+          ? `given (${options.spoolUrl})`
+          : '`spool dev`, KEY_RATE_LIMIT=0, other settings default',
+        repeats: options.repeats,
+        'seconds per run': options.seconds,
+        'ingest connections': INGEST_CONCURRENCY,
+        'SERIALIZABLE ceiling connections': PG_CONCURRENCY,
+        'end-to-end window': WINDOW,
+        agents: options.agents,
+        'fleet links': options.fleetStations,
+        postgres: servers.postgresSettings,
+        redis: 'appendonly yes, appendfsync always, no snapshots',
+        'nats-server': 'JetStream, file store, default sync',
+      },
+      figures,
+      details,
+      durationS: (epochMs() - started) / 1000,
+    };
+    await mkdir(options.out, { recursive: true });
+    const chartFile = 'latest.svg';
+    await writeFile(
+      join(options.out, chartFile),
+      renderChart(
+        figures,
+        series,
+        `Spool benchmark, ${machine.date.slice(0, 10)}, ${machine.cpus} cores: ${machine.cpuModel}`,
+      ),
+    );
+    await writeFile(join(options.out, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+    await writeFile(join(options.out, 'latest.md'), resultsMarkdown(results, chartFile));
+    process.stdout.write(`\n${tableMarkdown(figures)}\n\n`);
+    log(`written to ${join(options.out, 'latest.{md,json,svg}')}`);
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+    await admin?.close();
+    await checks?.close();
+    await servers.stop();
+  }
+  log('done');
+}
+
+main().then(
+  () => process.exit(process.exitCode ?? 0),
+  (err: unknown) => {
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  },
+);

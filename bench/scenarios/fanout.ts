@@ -1,0 +1,89 @@
+/**
+ * Webhook fan-out: an organization with 20 endpoints (each on its own origin, as customers' are)
+ * subscribed to `job.created`; a burst of jobs is posted and every event becomes 20 deliveries.
+ * Rate: deliveries received ÷ (first delivery → last). Paired run by run with the undici + HMAC
+ * ceiling sending the same kind of body to the same receivers with the same limits.
+ */
+import type { Context, Orgs } from '../context.js';
+import { PATHS } from '../context.js';
+import { type Figure, figure, ratioAtLeast, requireCheck } from '../report/figures.js';
+import { ENDPOINTS_PER_ORG } from '../setup.js';
+
+const SETTLE_MS = 120_000;
+
+export interface FanoutResult {
+  figures: Figure[];
+  details: Record<string, unknown>;
+}
+
+export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult> {
+  const { load, checks, runMs } = ctx;
+  const urls = ctx.receiverPorts
+    .slice(0, ENDPOINTS_PER_ORG)
+    .map((port) => `http://127.0.0.1:${port}${PATHS.ceiling}`);
+  const rows = {
+    ceiling: [] as number[],
+    rate: [] as number[],
+    jobs: [] as number[],
+    deliveries: [] as number[],
+    duplicates: [] as number[],
+    missing: [] as number[],
+  };
+  // The first run's burst is a guess; later ones last about a run's length at the rate seen.
+  let jobs = 100;
+  for (let run = 1; run <= ctx.options.repeats; run++) {
+    const ceiling = await ctx.ceilings.call('undiciHmacRate', {
+      urls,
+      inFlight: 64,
+      connectionsPerOrigin: 4,
+      durationMs: runMs,
+    });
+    await load.call('discard', { path: PATHS.ceiling });
+    await checks.quiesce();
+    const burst = await load.call('burst', { target: orgs.fanout, count: jobs, concurrency: 16 });
+    const ok = burst.jobs.filter((j) => j.id).length;
+    const expected = ok * ENDPOINTS_PER_ORG;
+    const arrivals = await load.call('collect', {
+      path: PATHS.fanout,
+      count: expected,
+      timeoutMs: SETTLE_MS,
+    });
+    const times = arrivals.map((a) => a.at).sort((a, b) => a - b);
+    const first = times[0] ?? 0;
+    const last = times[times.length - 1] ?? 0;
+    const rate = arrivals.length / Math.max(0.001, (last - first) / 1000);
+    const unique = new Set(arrivals.map((a) => a.deliveryId)).size;
+    rows.ceiling.push(ceiling.rate);
+    rows.rate.push(rate);
+    rows.jobs.push(ok);
+    rows.deliveries.push(arrivals.length);
+    rows.duplicates.push(arrivals.length - unique);
+    rows.missing.push(Math.max(0, expected - unique));
+    ctx.log(
+      `fan-out ${run}: ${rate.toFixed(0)} deliveries/s (${arrivals.length} of ${expected} for ${ok} jobs, ` +
+        `${arrivals.length - unique} duplicates); undici + HMAC ${ceiling.rate.toFixed(0)} req/s`,
+    );
+    jobs = Math.min(1_000, Math.max(50, Math.round((rate * (runMs / 1000)) / ENDPOINTS_PER_ORG)));
+    await checks.quiesce();
+  }
+  const complete = rows.missing.every((m) => m === 0);
+  const f = requireCheck(
+    ratioAtLeast(
+      figure(
+        'webhook fan-out',
+        `deliveries, ${ENDPOINTS_PER_ORG} endpoints`,
+        'deliveries/s',
+        rows.rate,
+        {
+          label: 'undici request() + HMAC-SHA256',
+          unit: 'req/s',
+          values: rows.ceiling,
+        },
+      ),
+      0.5,
+    ),
+    complete,
+    'every delivery arrived',
+  );
+  return { figures: [f], details: rows };
+}
