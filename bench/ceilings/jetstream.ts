@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, nanos } from '@nats-io/transport-node';
 import { epochMs } from '../clock.js';
-import type { RateResult } from './pg-insert.js';
+import { type RateResult, rateResult } from './pg-insert.js';
 
 const STREAM = 'BENCH_CEILING';
 const PAYLOAD = new Uint8Array(1024).fill(120);
@@ -48,11 +48,5 @@ export async function jetstreamPublishRate(p: {
   const elapsedMs = epochMs() - started;
   await jsm.streams.delete(STREAM).catch(() => undefined);
   await nc.close();
-  return {
-    ops: latencies.length,
-    errors,
-    elapsedMs,
-    rate: latencies.length / (elapsedMs / 1000),
-    latencies,
-  };
+  return rateResult(latencies, errors, elapsedMs);
 }

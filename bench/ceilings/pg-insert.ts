@@ -17,6 +17,17 @@ export interface RateResult {
   latencies: number[];
 }
 
+/** The result of a run that made `latencies.length` operations in `elapsedMs`. */
+export function rateResult(latencies: number[], errors: number, elapsedMs: number): RateResult {
+  return {
+    ops: latencies.length,
+    errors,
+    elapsedMs,
+    rate: latencies.length / (elapsedMs / 1000),
+    latencies,
+  };
+}
+
 const ROW = JSON.stringify({
   copies: 1,
   duplex: 'one_sided',
@@ -71,11 +82,5 @@ export async function pgInsertRate(p: {
   );
   const elapsedMs = epochMs() - started;
   await pool.end();
-  return {
-    ops: latencies.length,
-    errors,
-    elapsedMs,
-    rate: latencies.length / (elapsedMs / 1000),
-    latencies,
-  };
+  return rateResult(latencies, errors, elapsedMs);
 }

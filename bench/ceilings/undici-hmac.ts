@@ -7,7 +7,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { epochMs } from '../clock.js';
-import type { RateResult } from './pg-insert.js';
+import { type RateResult, rateResult } from './pg-insert.js';
 
 /** A job event as the webhooks service stores and sends it. */
 export function sampleEventBody(): Buffer {
@@ -92,11 +92,5 @@ export async function undiciHmacRate(p: {
   );
   const elapsedMs = epochMs() - started;
   await agent.close();
-  return {
-    ops: latencies.length,
-    errors,
-    elapsedMs,
-    rate: latencies.length / (elapsedMs / 1000),
-    latencies,
-  };
+  return rateResult(latencies, errors, elapsedMs);
 }
