@@ -21,6 +21,7 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
+import { isRetryable } from './db.js';
 import { codeForGrpcStatus, isErrorCode, isSpoolError, SpoolError } from './errors.js';
 import type { Logger } from './logger.js';
 import { spoolMetrics } from './metrics.js';
@@ -62,6 +63,19 @@ export function toServiceError(
     if (err.param !== undefined) metadata.set(PARAM_KEY, err.param);
     if (err.retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(err.retryAfter));
     return { code: err.grpcStatus, details: err.message, metadata };
+  }
+  // A statement outside withTx (a read) that lost a serialization conflict: nothing was changed,
+  // and the same call a moment later goes through.
+  if (isRetryable(err)) {
+    logger.warn(
+      { err, method },
+      'serialization conflict outside a transaction; answering unavailable',
+    );
+    return toServiceError(
+      new SpoolError('unavailable', 'the database is busy; try again', { retryAfter: 1 }),
+      logger,
+      method,
+    );
   }
   logger.error({ err, method }, 'unhandled error in gRPC handler');
   const metadata = new Metadata();

@@ -91,6 +91,18 @@ test.serial('an unexpected error crosses as internal without its detail', async 
   t.false(err.message.includes('secret'));
 });
 
+test.serial(
+  'a serialization conflict outside a transaction answers unavailable, to be retried',
+  async (t) => {
+    next = async () => {
+      throw Object.assign(new Error('could not serialize access'), { code: '40001' });
+    };
+    const err = (await t.throwsAsync(t.context.client.createOrg({ name: 'x' }))) as SpoolError;
+    t.is(err.code, 'unavailable');
+    t.is(err.retryAfter, 1);
+  },
+);
+
 test('a call past its deadline answers unavailable', async (t) => {
   const err = (await t.throwsAsync(
     t.context.client.getOrg({ orgId: 'slow' }, { deadlineMs: 50 }),
