@@ -1,7 +1,8 @@
 /**
  * Tracing, metrics and logs with real processes: every component a `spool serve` process and
  * `spool agent` printing to a file, all exporting spans over OTLP to a receiver in the test. One
- * job is followed from the gateway's POST to its `job.printed` webhook.
+ * job is followed from the gateway's POST to its `job.printed` webhook. The tests run one after
+ * another, in this order: the metrics count that one job, and the last test adds another.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,7 @@ interface World {
   agent: SpoolProcess;
   agentMetricsUrl: string;
   orgId: string;
+  key: string;
   jobId: string;
   dirs: string[];
 }
@@ -107,6 +109,7 @@ test.before(async () => {
     agent,
     agentMetricsUrl: `http://127.0.0.1:${agentMetricsPort}/metrics`,
     orgId,
+    key: key.body.secret,
     jobId,
     dirs: [out, state],
   };
@@ -147,87 +150,90 @@ function inOrder(line: ReceivedSpan[], names: string[]): boolean {
   return i === names.length;
 }
 
-test('one trace follows a job from the POST through the agent’s print to the webhook attempt', async (t) => {
-  const { otlp, jobId } = started();
-  const isAttempt = (s: ReceivedSpan) =>
-    s.name === 'deliver webhook' && s.attributes['spool.webhook.event_type'] === 'job.printed';
-  const isPrint = (s: ReceivedSpan) =>
-    s.name === 'print job' && s.attributes['spool.job.id'] === jobId;
-  // Each process exports on its own schedule: wait until both lines of descent are complete.
-  const complete = (all: ReceivedSpan[]) =>
-    [all.find(isAttempt), all.find(isPrint)].every((span) => {
-      if (!span) return false;
-      try {
-        return lineage(all, span).length > 1;
-      } catch {
-        return false;
-      }
-    });
-  const spans = await otlp.until(complete);
+test.serial(
+  'one trace follows a job from the POST through the agent’s print to the webhook attempt',
+  async (t) => {
+    const { otlp, jobId } = started();
+    const isAttempt = (s: ReceivedSpan) =>
+      s.name === 'deliver webhook' && s.attributes['spool.webhook.event_type'] === 'job.printed';
+    const isPrint = (s: ReceivedSpan) =>
+      s.name === 'print job' && s.attributes['spool.job.id'] === jobId;
+    // Each process exports on its own schedule: wait until both lines of descent are complete.
+    const complete = (all: ReceivedSpan[]) =>
+      [all.find(isAttempt), all.find(isPrint)].every((span) => {
+        if (!span) return false;
+        try {
+          return lineage(all, span).length > 1;
+        } catch {
+          return false;
+        }
+      });
+    const spans = await otlp.until(complete);
 
-  const post = spans.find(
-    (s) => s.service === 'spool-gateway' && s.name === 'POST /v1/orgs/:org/jobs',
-  );
-  if (!post) return t.fail('no gateway span for the POST');
-  t.is(post.kind, 2, 'the gateway span is a server span');
-  t.is(post.parentSpanId, '', 'the POST starts the trace');
-  t.is(post.attributes['http.route'], '/v1/orgs/:org/jobs');
-  t.is(post.attributes['http.response.status_code'], 201);
+    const post = spans.find(
+      (s) => s.service === 'spool-gateway' && s.name === 'POST /v1/orgs/:org/jobs',
+    );
+    if (!post) return t.fail('no gateway span for the POST');
+    t.is(post.kind, 2, 'the gateway span is a server span');
+    t.is(post.parentSpanId, '', 'the POST starts the trace');
+    t.is(post.attributes['http.route'], '/v1/orgs/:org/jobs');
+    t.is(post.attributes['http.response.status_code'], 201);
 
-  const print = spans.find(isPrint);
-  if (!print) return t.fail('no print span from the agent');
-  t.is(print.service, 'spool-agent');
-  t.is(print.traceId, post.traceId, 'the agent’s print is in the POST’s trace');
-  const toPrint = lineage(spans, print);
-  t.is(toPrint[0], post, 'the print descends from the POST');
-  t.true(
-    inOrder(toPrint, [
-      'POST /v1/orgs/:org/jobs',
-      'grpc.spool.v1.JobsService/CreateJob',
-      'publish dispatch',
-      'push job',
-      'print job',
-    ]),
-    toPrint.map((s) => `${s.service}: ${s.name}`).join(' → '),
-  );
+    const print = spans.find(isPrint);
+    if (!print) return t.fail('no print span from the agent');
+    t.is(print.service, 'spool-agent');
+    t.is(print.traceId, post.traceId, 'the agent’s print is in the POST’s trace');
+    const toPrint = lineage(spans, print);
+    t.is(toPrint[0], post, 'the print descends from the POST');
+    t.true(
+      inOrder(toPrint, [
+        'POST /v1/orgs/:org/jobs',
+        'grpc.spool.v1.JobsService/CreateJob',
+        'publish dispatch',
+        'push job',
+        'print job',
+      ]),
+      toPrint.map((s) => `${s.service}: ${s.name}`).join(' → '),
+    );
 
-  const attempt = spans.find(isAttempt) as ReceivedSpan;
-  t.is(attempt.service, 'spool-webhooks');
-  t.is(attempt.traceId, post.traceId, 'the webhook attempt is in the POST’s trace');
-  const toAttempt = lineage(spans, attempt);
-  t.is(toAttempt[0], post);
-  t.true(
-    inOrder(toAttempt, [
-      'POST /v1/orgs/:org/jobs',
-      'push job',
-      'print job',
-      'publish reports',
-      'process reports',
-      'publish events',
-      'process events',
-      'deliver webhook',
-    ]),
-    toAttempt.map((s) => `${s.service}: ${s.name}`).join(' → '),
-  );
-  t.true(
-    spans.some((s) => s.parentSpanId === attempt.spanId && s.kind === 3),
-    'the attempt’s HTTP request is a client span below it',
-  );
-  t.is(attempt.attributes['http.response.status_code'], 200);
-  t.is(attempt.attributes['spool.webhook.outcome'], 'succeeded');
+    const attempt = spans.find(isAttempt) as ReceivedSpan;
+    t.is(attempt.service, 'spool-webhooks');
+    t.is(attempt.traceId, post.traceId, 'the webhook attempt is in the POST’s trace');
+    const toAttempt = lineage(spans, attempt);
+    t.is(toAttempt[0], post);
+    t.true(
+      inOrder(toAttempt, [
+        'POST /v1/orgs/:org/jobs',
+        'push job',
+        'print job',
+        'publish reports',
+        'process reports',
+        'publish events',
+        'process events',
+        'deliver webhook',
+      ]),
+      toAttempt.map((s) => `${s.service}: ${s.name}`).join(' → '),
+    );
+    t.true(
+      spans.some((s) => s.parentSpanId === attempt.spanId && s.kind === 3),
+      'the attempt’s HTTP request is a client span below it',
+    );
+    t.is(attempt.attributes['http.response.status_code'], 200);
+    t.is(attempt.attributes['spool.webhook.outcome'], 'succeeded');
 
-  // The database work of the POST is in the trace too.
-  t.true(
-    spans.some(
-      (s) =>
-        s.traceId === post.traceId &&
-        s.service === 'spool-jobs' &&
-        s.attributes['db.system.name'] === 'postgresql',
-    ),
-  );
-});
+    // The database work of the POST is in the trace too.
+    t.true(
+      spans.some(
+        (s) =>
+          s.traceId === post.traceId &&
+          s.service === 'spool-jobs' &&
+          s.attributes['db.system.name'] === 'postgresql',
+      ),
+    );
+  },
+);
 
-test('a request that brings its own traceparent continues the caller’s trace', async (t) => {
+test.serial('a request that brings its own traceparent continues the caller’s trace', async (t) => {
   const { cluster, otlp } = started();
   const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
   const callerSpan = '00f067aa0ba902b7';
@@ -241,7 +247,7 @@ test('a request that brings its own traceparent continues the caller’s trace',
   t.is(span.parentSpanId, callerSpan);
 });
 
-test('log lines written inside a traced operation carry its trace id', async (t) => {
+test.serial('log lines written inside a traced operation carry its trace id', async (t) => {
   const { otlp, agent, jobId } = started();
   const spans = await otlp.until((all) =>
     all.some((s) => s.name === 'print job' && s.attributes['spool.job.id'] === jobId),
@@ -259,7 +265,7 @@ test('log lines written inside a traced operation carry its trace id', async (t)
   t.is(line?.span_id, print.spanId);
 });
 
-test('every process serves its metrics in the Prometheus format', async (t) => {
+test.serial('every process serves its metrics in the Prometheus format', async (t) => {
   const { cluster, agentMetricsUrl } = started();
   const scrape = async (url: string) => {
     const res = await fetch(url);
@@ -305,3 +311,71 @@ test('every process serves its metrics in the Prometheus format', async (t) => {
   t.regex(agent, /spool_agent_prints_total\{[^}]*spool_print_outcome="printed"[^}]*\} 1/);
   t.regex(agent, /spool_agent_print_duration_count\{[^}]*\} 1/);
 });
+
+test.serial(
+  'a job that waited for its station is printed in the POST’s trace when the station comes back',
+  async (t) => {
+    const { cluster, otlp, orgId, key, dirs } = started();
+    const station = await call<{ station: { id: string }; token: string }>(
+      cluster.url,
+      'POST',
+      `/admin/v1/orgs/${orgId}/stations`,
+      { token: CLUSTER_OPERATOR_TOKEN, body: { name: 'Back office' } },
+    );
+    const out = await mkdtemp(join(tmpdir(), 'spool-otel-out-'));
+    const state = await mkdtemp(join(tmpdir(), 'spool-otel-agent-'));
+    dirs.push(out, state);
+    const args = ['agent', '--server', cluster.linkAddress, '--token', station.body.token];
+    const start = () =>
+      spawnSpool([...args, '--state-dir', state, '--printer', `back=file:${out}`], {
+        LOG_LEVEL: 'info',
+        ...otelEnv(otlp.endpoint),
+      });
+    const printers = (online: boolean) =>
+      eventually(
+        () =>
+          call<{ printers: Array<{ id: string; station_online: boolean }> }>(
+            cluster.url,
+            'GET',
+            `/v1/orgs/${orgId}/printers?station_id=${station.body.station.id}`,
+            { token: key },
+          ),
+        (r) => r.body.printers.some((p) => p.station_online === online),
+        20_000,
+      );
+    const first = start();
+    const printer = (await printers(true)).body.printers[0]?.id;
+    await first.stop();
+    await printers(false);
+
+    // No link holds the station: the job waits, and its dispatch message reaches no one.
+    const job = await call<{ job: { id: string } }>(cluster.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+      token: key,
+      body: { printer_id: printer, content: { type: 'text', data: 'Printed after a wait' } },
+    });
+    const second = start();
+    t.teardown(() => second.stop());
+
+    const isPrint = (s: ReceivedSpan) =>
+      s.name === 'print job' && s.attributes['spool.job.id'] === job.body.job.id;
+    const spans = await otlp.until((all) => {
+      const print = all.find(isPrint);
+      if (!print) return false;
+      try {
+        return lineage(all, print)[0]?.parentSpanId === '';
+      } catch {
+        return false;
+      }
+    });
+    const toPrint = lineage(spans, spans.find(isPrint) as ReceivedSpan);
+    t.is(toPrint[0]?.name, 'POST /v1/orgs/:org/jobs');
+    t.true(
+      inOrder(toPrint, ['POST /v1/orgs/:org/jobs', 'push job', 'print job']),
+      toPrint.map((s) => `${s.service}: ${s.name}`).join(' → '),
+    );
+    t.false(
+      toPrint.some((s) => s.name === 'publish dispatch'),
+      'the offer came from the pending jobs, continuing the trace kept with the job',
+    );
+  },
+);
