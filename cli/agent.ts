@@ -60,11 +60,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     cups: { env, ...(config.cupsServer ? { server: config.cupsServer } : {}) },
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
   });
-  const handler = telemetry().metricsHandler;
-  const metrics =
-    config.metricsPort > 0 && handler
-      ? await serveMetrics(handler, config.metricsHost, config.metricsPort)
-      : undefined;
+  const metrics = await serveMetrics(config.metricsHost, config.metricsPort);
   logger.info(
     {
       server: flags.server,

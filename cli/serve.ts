@@ -72,12 +72,6 @@ export async function runMigrate(env: Env): Promise<void> {
   }
 }
 
-/** Serves this process's metrics on `port` when it is not 0 and telemetry is on. */
-async function startMetricsListener(host: string, port: number) {
-  const handler = telemetry().metricsHandler;
-  return port > 0 && handler ? serveMetrics(handler, host, port) : undefined;
-}
-
 /** What every service's process shares: configuration read, the connections made. */
 interface ServiceConfig {
   logLevel: string;
@@ -131,7 +125,7 @@ async function serveService(
     logger,
   });
   const extra = (await part.afterStart?.()) ?? {};
-  const metricsServer = await startMetricsListener(config.grpcHost, config.metricsPort);
+  const metricsServer = await serveMetrics(config.grpcHost, config.metricsPort);
   logger.info(
     { port: grpc.port, ...extra, ...(metricsServer ? { metricsPort: metricsServer.port } : {}) },
     `${name} serving gRPC`,

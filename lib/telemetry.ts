@@ -18,8 +18,6 @@ import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Env } from './config.js';
 
 export interface Telemetry {
-  /** Whether spans are recorded and exported. */
-  readonly tracing: boolean;
   /** Answers a scrape with every metric of this process; undefined when telemetry is disabled. */
   readonly metricsHandler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** Flushes spans not yet exported, then stops. */
@@ -27,7 +25,6 @@ export interface Telemetry {
 }
 
 const disabled: Telemetry = {
-  tracing: false,
   metricsHandler: undefined,
   shutdown: async () => {},
 };
@@ -40,7 +37,7 @@ export function telemetry(): Telemetry {
 }
 
 /** Whether the environment asks for traces to be exported. */
-export function tracingRequested(env: Env): boolean {
+function tracingRequested(env: Env): boolean {
   if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true') return false;
   const exporter = env.OTEL_TRACES_EXPORTER?.trim();
   if (exporter) return exporter !== 'none';
@@ -63,7 +60,7 @@ export async function startTelemetry(env: Env, serviceName: string): Promise<Tel
       readers: [prometheus],
     });
     metrics.setGlobalMeterProvider(provider);
-    active = { tracing: false, metricsHandler, shutdown: () => provider.shutdown() };
+    active = { metricsHandler, shutdown: () => provider.shutdown() };
     return active;
   }
 
@@ -89,19 +86,21 @@ export async function startTelemetry(env: Env, serviceName: string): Promise<Tel
     ],
   });
   sdk.start();
-  active = { tracing: true, metricsHandler, shutdown: () => sdk.shutdown() };
+  active = { metricsHandler, shutdown: () => sdk.shutdown() };
   return active;
 }
 
 /**
  * Serves `GET /metrics` on its own port, for processes without an HTTP server of their own (the
- * gRPC services and the agent). Resolves with the bound port.
+ * gRPC services and the agent). Serves nothing, and resolves undefined, when `port` is 0 or
+ * telemetry is disabled.
  */
 export async function serveMetrics(
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
   host: string,
   port: number,
-): Promise<{ server: Server; port: number }> {
+): Promise<{ server: Server; port: number } | undefined> {
+  const handler = active.metricsHandler;
+  if (port === 0 || !handler) return undefined;
   const server = createServer((req, res) => {
     if (req.method === 'GET' && req.url?.split('?')[0] === '/metrics') return handler(req, res);
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics\n');
