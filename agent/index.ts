@@ -44,6 +44,8 @@ export interface AgentOptions {
   backoff?: BackoffOptions;
   /** How often printer statuses are read (default 5 s). */
   statusIntervalMs?: number;
+  /** How long one status read may take before the printer reads `unknown` (default 15 s). */
+  statusTimeoutMs?: number;
   /** How `cups:` printers reach CUPS (server, poll interval, command timeout). */
   cups?: Omit<CupsOptions, 'logger'>;
   /** How long {@link Agent.stop} lets a job that is printing finish (default 10 s). */
@@ -98,6 +100,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       logger,
       cups: options.cups,
       statusIntervalMs: options.statusIntervalMs,
+      statusTimeoutMs: options.statusTimeoutMs,
       createBackend: options.createBackend,
     });
     await printers.refresh();

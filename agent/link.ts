@@ -93,6 +93,18 @@ interface Outcome {
   welcomedAt: Date | undefined;
 }
 
+/**
+ * An HTTP/1 server (Spool's HTTP port, say) answers the HTTP/2 preface with something grpc-js
+ * cannot parse, and the attempt ends UNAVAILABLE with "Protocol error".
+ */
+function looksLikeHttp(outcome: Outcome): boolean {
+  return (
+    outcome.welcomedAt === undefined &&
+    outcome.code === GrpcStatus.UNAVAILABLE &&
+    /Protocol error/i.test(outcome.details)
+  );
+}
+
 export function startLink(options: LinkOptions): Link {
   const { token, logger, clock, backoff } = options;
   const servers = splitServers(options.server);
@@ -198,6 +210,9 @@ export function startLink(options: LinkOptions): Link {
       };
     });
 
+  // Servers already reported as not speaking the link, so the error is logged once, not per retry.
+  const notLink = new Set<string>();
+
   const done = (async () => {
     let attempt = 0;
     let next = 0;
@@ -213,6 +228,13 @@ export function startLink(options: LinkOptions): Link {
         clock.now().getTime() - outcome.welcomedAt.getTime() >= BACKOFF_RESET_AFTER_MS
       ) {
         attempt = 0;
+      }
+      if (looksLikeHttp(outcome) && !notLink.has(server)) {
+        notLink.add(server);
+        logger.error(
+          { server },
+          `${server} looks like an HTTP server, not Spool's station link; the station port is STATION_PORT, 7070 by default (the agent keeps retrying)`,
+        );
       }
       next = outcome.welcomedAt === undefined ? next + 1 : 0;
       const delay = backoffDelay(attempt, backoff, random);

@@ -2,15 +2,20 @@
  * The station's printers: one backend per `--printer` (and per queue a `cups:*` finds), their
  * last known status, and the poll that notices when a status or the set of printers changes.
  */
-import type { PrinterReport } from '../gen/spool/v1/stations.js';
+import type { PrinterCapabilities, PrinterReport } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
 import {
+  AS_IS_CAPABILITIES,
   type Backend,
   messageOf,
-  NO_CAPABILITIES,
   type PrinterStatus,
 } from './backends/backend.js';
-import { type CupsOptions, createCupsBackend, discoverCupsQueues } from './backends/cups.js';
+import {
+  CUPS_CAPABILITIES,
+  type CupsOptions,
+  createCupsBackend,
+  discoverCupsQueues,
+} from './backends/cups.js';
 import { createFileBackend } from './backends/file.js';
 import { createRawBackend } from './backends/raw.js';
 import {
@@ -43,6 +48,12 @@ export class PrinterSet {
   readonly #createBackend: (spec: BackendSpec) => Backend;
   /** Backends by printer name, in report order. */
   #backends = new Map<string, Backend>();
+  /**
+   * The capabilities each printer last reported. A status read that fails or times out says
+   * nothing of what the printer can do, so it reports these again: reporting none would make the
+   * server refuse `copies` or `paper` while a printer is briefly unreachable.
+   */
+  #capabilities = new Map<string, PrinterCapabilities>();
   /** The queues each `cups:*` spec found last time. */
   readonly #discovered = new Map<PrinterSpec, string[]>();
   #reports: PrinterReport[] = [];
@@ -97,26 +108,27 @@ export class PrinterSet {
 
   async #refresh(): Promise<boolean> {
     const next = new Map<string, Backend>();
-    const add = (name: string, make: () => Backend) => {
+    const capabilities = new Map<string, PrinterCapabilities>();
+    const add = (name: string, spec: BackendSpec) => {
       if (next.has(name)) {
         this.#logger.warn({ printer: name }, 'two printers have the same name; keeping the first');
         return;
       }
-      next.set(name, this.#backends.get(name) ?? make());
+      next.set(name, this.#backends.get(name) ?? this.#createBackend(spec));
+      capabilities.set(name, this.#capabilities.get(name) ?? baseCapabilities(spec));
     };
     for (const spec of this.#specs) {
       const { backend } = spec;
       if (backend.kind === 'cups' && backend.queue === ALL_CUPS_QUEUES) {
         for (const queue of await this.#discover(spec)) {
-          add(discoveredPrinterName(spec.name, queue), () =>
-            this.#createBackend({ kind: 'cups', queue }),
-          );
+          add(discoveredPrinterName(spec.name, queue), { kind: 'cups', queue });
         }
       } else {
-        add(spec.name, () => this.#createBackend(backend));
+        add(spec.name, backend);
       }
     }
     this.#backends = next;
+    this.#capabilities = capabilities;
     const reports = await Promise.all(
       [...next].map(
         async ([name, backend]): Promise<PrinterReport> => ({
@@ -144,27 +156,34 @@ export class PrinterSet {
   }
 
   async #status(name: string, backend: Backend): Promise<PrinterStatus> {
+    const known = this.#capabilities.get(name) ?? AS_IS_CAPABILITIES;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<PrinterStatus>((resolve) => {
-      timer = setTimeout(
-        () =>
-          resolve({
-            status: 'unknown',
-            detail: `no status in ${this.#statusTimeoutMs} ms`,
-            capabilities: NO_CAPABILITIES,
-          }),
-        this.#statusTimeoutMs,
-      );
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), this.#statusTimeoutMs);
     });
     try {
-      return await Promise.race([backend.status(), timeout]);
+      const status = await Promise.race([backend.status(), timeout]);
+      if (status === undefined) {
+        return {
+          status: 'unknown',
+          detail: `no status in ${this.#statusTimeoutMs} ms`,
+          capabilities: known,
+        };
+      }
+      this.#capabilities.set(name, status.capabilities);
+      return status;
     } catch (err) {
       this.#logger.warn({ err: messageOf(err), printer: name }, 'reading a printer status failed');
-      return { status: 'unknown', detail: messageOf(err), capabilities: NO_CAPABILITIES };
+      return { status: 'unknown', detail: messageOf(err), capabilities: known };
     } finally {
       clearTimeout(timer);
     }
   }
+}
+
+/** What a printer can do before its backend has said: what every printer of its kind can do. */
+function baseCapabilities(spec: BackendSpec): PrinterCapabilities {
+  return spec.kind === 'cups' ? CUPS_CAPABILITIES : AS_IS_CAPABILITIES;
 }
 
 function defaultBackend(spec: BackendSpec, cups: CupsOptions): Backend {

@@ -16,6 +16,7 @@ import { telemetry } from '../lib/telemetry.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
 import { devConfig } from './config.js';
+import { checkPortsFree } from './ports.js';
 import { onShutdown, webhookSettings } from './serve.js';
 import { startSystem } from './system.js';
 
@@ -69,6 +70,11 @@ async function devServerKeys(
 
 export async function runDev(env: Env): Promise<void> {
   const config = readConfig(env, devConfig);
+  // Before the database and NATS start: a taken port found at bind time comes after all that.
+  await checkPortsFree([
+    { host: config.host, port: config.port, variable: 'PORT' },
+    { host: config.host, port: config.stationPort, variable: 'STATION_PORT' },
+  ]);
   const logger = createLogger({ name: 'spool-dev', level: config.logLevel });
   const dataDir = resolve(config.dataDir);
   await mkdir(dataDir, { recursive: true });

@@ -26,7 +26,7 @@ import { serverKeysFrom } from '../lib/sealing.js';
 import { serveMetrics, telemetry } from '../lib/telemetry.js';
 import { createAccounts } from '../services/accounts/index.js';
 import { createJobs } from '../services/jobs/index.js';
-import { createStations } from '../services/stations/index.js';
+import { createStations, startLinkServer } from '../services/stations/index.js';
 import { createWebhooks, type WebhooksSettings } from '../services/webhooks/index.js';
 import {
   accountsConfig,
@@ -36,6 +36,7 @@ import {
   stationsConfig,
   webhooksConfig,
 } from './config.js';
+import { checkPortsFree } from './ports.js';
 import { ALL_MIGRATIONS } from './system.js';
 
 export const COMPONENTS = ['gateway', 'accounts', 'jobs', 'stations', 'webhooks'] as const;
@@ -102,6 +103,10 @@ async function serveService(
   config: ServiceConfig,
   build: (deps: { pool: Pool; nc: NatsConnection; logger: Logger }) => Promise<ServicePart>,
 ): Promise<void> {
+  await checkPortsFree([
+    { host: config.grpcHost, port: config.grpcPort, variable: 'GRPC_PORT' },
+    { host: config.grpcHost, port: config.metricsPort, variable: 'METRICS_PORT' },
+  ]);
   const logger = createLogger({ name, level: config.logLevel });
   const pool = createPool({ url: config.databaseUrl, applicationName: `spool-${name}` });
   const nc = await connectBus({
@@ -151,6 +156,7 @@ async function serveAccounts(env: Env): Promise<void> {
 
 async function serveGateway(env: Env): Promise<void> {
   const config = readConfig(env, gatewayConfig);
+  await checkPortsFree([{ host: config.host, port: config.port, variable: 'PORT' }]);
   const logger = createLogger({ name: 'gateway', level: config.logLevel });
   const nc = await connectBus({
     url: config.natsUrl,
@@ -237,17 +243,16 @@ async function serveJobs(env: Env): Promise<void> {
 async function serveStations(env: Env): Promise<void> {
   const config = readConfig(env, stationsConfig);
   const jobs = createClient(JobsServiceClient, { service: 'jobs', address: config.jobsAddr });
+  await checkPortsFree([
+    { host: config.stationHost, port: config.stationPort, variable: 'STATION_PORT' },
+  ]);
   await serveService('stations', config, async ({ pool, nc, logger }) => {
     const stations = await createStations({ pool, nc, logger, clock: systemClock, jobs });
     let link: GrpcServerHandle | undefined;
     return {
       grpc: stations.grpc,
       async afterStart() {
-        link = await startGrpcServer({
-          host: config.stationHost,
-          port: config.stationPort,
-          services: [stations.link],
-        });
+        link = await startLinkServer(stations, config.stationHost, config.stationPort);
         return { stationPort: link.port };
       },
       async beforeShutdown() {

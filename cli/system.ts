@@ -23,7 +23,11 @@ import { migrations as accountsMigrations, createAccounts } from '../services/ac
 import { createJobs, migrations as jobsMigrations } from '../services/jobs/index.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import type { Sweeper } from '../services/jobs/sweeper.js';
-import { createStations, migrations as stationsMigrations } from '../services/stations/index.js';
+import {
+  createStations,
+  startLinkServer,
+  migrations as stationsMigrations,
+} from '../services/stations/index.js';
 import {
   createWebhooks,
   WEBHOOK_DEFAULTS,
@@ -160,11 +164,11 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     nc,
     logger,
   });
-  const link = await startGrpcServer({
-    host: options.linkHost ?? '127.0.0.1',
-    port: options.linkPort ?? 0,
-    services: [stations.link],
-  });
+  const link = await startLinkServer(
+    stations,
+    options.linkHost ?? '127.0.0.1',
+    options.linkPort ?? 0,
+  );
   const replicas = new Set<GatewayReplica>();
 
   return {

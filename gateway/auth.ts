@@ -79,13 +79,26 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
-/** Guards `/admin/v1` with the operator token, compared in constant time. */
+/**
+ * Guards `/admin/v1` with the operator token, compared in constant time. A missing token and a
+ * wrong one answer differently, since their fixes differ: send one, or send the right one.
+ */
 export function requireOperator(token: string): Middleware<GatewayState> {
   const expected = digest(token);
   return async (ctx, next) => {
-    const presented = bearer(ctx.get('authorization'));
-    if (!presented || !timingSafeEqual(digest(presented), expected)) {
-      throw unauthorized('send the operator token as Authorization: Bearer <token>');
+    const header = ctx.get('authorization');
+    const presented = bearer(header);
+    if (!presented) {
+      throw unauthorized(
+        header === ''
+          ? 'no operator token: send it as Authorization: Bearer <token>'
+          : 'the Authorization header is not a bearer token: send Authorization: Bearer <operator token>',
+      );
+    }
+    if (!timingSafeEqual(digest(presented), expected)) {
+      throw unauthorized(
+        "wrong operator token: it is not this Spool's SPOOL_ADMIN_TOKEN (spool dev prints its token and writes it to .spool/admin-token)",
+      );
     }
     await next();
   };

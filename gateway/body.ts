@@ -40,11 +40,59 @@ export function validate<T extends TSchema>(schema: T, value: unknown): Static<T
   if (!first || first.path === '')
     throw new SpoolError('invalid', 'the body must be a JSON object');
   const param = paramOf(first.path);
-  const missing = first.type === ValueErrorType.ObjectRequiredProperty;
-  const message = missing
-    ? `${param} is required`
-    : `${param} is invalid: ${first.schema.description ?? first.message.toLowerCase()}`;
+  if (first.type === ValueErrorType.ObjectRequiredProperty) {
+    throw new SpoolError('invalid', `${param} is required`, { param });
+  }
+  const description = first.schema.description as string | undefined;
+  const expected = expectation(first.schema);
+  let message: string;
+  if (expected === undefined) {
+    message = `${param} is invalid: ${description ?? first.message.toLowerCase()}`;
+  } else {
+    // The description says what a number means; leave it out where it only repeats the range, and
+    // for a choice, whose list says it all.
+    const said =
+      description === undefined ||
+      expected.choice ||
+      (expected.range !== undefined && description.includes(expected.range));
+    message = `${param} must be ${expected.text}${said ? '' : ` (${description})`}`;
+  }
   throw new SpoolError('invalid', message, { param });
+}
+
+/**
+ * What a schema accepts, in words a user can act on, for the schemas whose TypeBox messages do
+ * not say it: a union of literals ("expected union value") lists its choices, and a number states
+ * its whole range (TypeBox names only the bound that was crossed).
+ */
+function expectation(
+  schema: TSchema,
+): { text: string; range?: string; choice?: boolean } | undefined {
+  const choices = (schema.anyOf as TSchema[] | undefined)?.map((s) => s.const);
+  if (choices && choices.length > 0 && choices.every((c) => typeof c === 'string')) {
+    return { text: `one of: ${choices.join(', ')}`, choice: true };
+  }
+  if (schema.type !== 'integer' && schema.type !== 'number') return undefined;
+  const noun = schema.type === 'integer' ? 'an integer' : 'a number';
+  const { minimum, maximum, exclusiveMinimum, exclusiveMaximum } = schema as {
+    minimum?: number;
+    maximum?: number;
+    exclusiveMinimum?: number;
+    exclusiveMaximum?: number;
+  };
+  let range: string | undefined;
+  if (minimum !== undefined && maximum !== undefined) {
+    range = `from ${minimum} to ${maximum}`;
+  } else {
+    const bounds = [
+      minimum === undefined ? undefined : `at least ${minimum}`,
+      exclusiveMinimum === undefined ? undefined : `greater than ${exclusiveMinimum}`,
+      maximum === undefined ? undefined : `at most ${maximum}`,
+      exclusiveMaximum === undefined ? undefined : `less than ${exclusiveMaximum}`,
+    ].filter((b) => b !== undefined);
+    if (bounds.length > 0) range = bounds.join(' and ');
+  }
+  return range === undefined ? { text: noun } : { text: `${noun} ${range}`, range };
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;.*)?$/i;

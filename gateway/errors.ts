@@ -6,6 +6,7 @@
 import type { Middleware } from 'koa';
 import { isSpoolError, SpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
+import { isTransient, unavailable } from '../lib/transient.js';
 import type { GatewayState } from './state.js';
 
 export function errorEnvelope(err: SpoolError, requestId: string) {
@@ -29,6 +30,9 @@ export function errorMiddleware(logger: Logger): Middleware<GatewayState> {
         err = thrown;
         if (err.code === 'internal')
           logger.error({ err, requestId: ctx.state.requestId }, err.message);
+      } else if (isTransient(thrown)) {
+        logger.warn({ err: thrown, requestId: ctx.state.requestId }, 'a dependency is unavailable');
+        err = unavailable(thrown);
       } else {
         logger.error({ err: thrown, requestId: ctx.state.requestId }, 'unhandled error');
         err = new SpoolError('internal', 'internal error');

@@ -1,13 +1,18 @@
 /**
  * `Idempotency-Key` on the API's POSTs (DESIGN §4): the same key with the same request within
- * 24 hours answers what the first answered, without doing the work again; the same key with
- * another request is a 409 naming the key; a request whose twin is still running is a 409 too, so
- * concurrent retries create one job. Answers below 500 are kept; a 5xx releases the key so that
- * the client's retry does the work.
+ * 24 hours, from any key of the organization, answers what the first answered, without doing the
+ * work again; the same key with another request is a 409 naming the key; a request whose twin is
+ * still running is a 409 too, so concurrent retries create one job. "The same request" compares
+ * the parsed JSON body, so whitespace and the order of fields do not matter.
+ *
+ * Answers below 500 are kept; a 5xx releases the key so that the client's retry does the work. A
+ * request that creates a job hands its claim to the jobs service, which completes it in the job's
+ * own transaction: a retry then finds the job even when the answer was lost on its way back.
  */
 import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { conflict, invalid, isSpoolError } from '../lib/errors.js';
+import stringify from 'safe-stable-stringify';
+import { invalid, isSpoolError, SpoolError } from '../lib/errors.js';
 import { readRaw } from './body.js';
 import type { JobsClient } from './clients.js';
 import { errorEnvelope } from './errors.js';
@@ -24,10 +29,7 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
     }
     const orgId = ctx.state.key?.orgId ?? '';
     const raw = await readRaw(ctx, bodyLimit);
-    const fingerprint = createHash('sha256')
-      .update(`${ctx.method} ${ctx.path}\n${ctx.get('content-type')}\n`)
-      .update(raw)
-      .digest('hex');
+    const fingerprint = requestFingerprint(ctx.method, ctx.path, ctx.get('content-type'), raw);
     const claim = await jobs.claimIdempotencyKey({ orgId, key, fingerprint });
     if (claim.state === 'completed') {
       ctx.status = claim.status;
@@ -36,11 +38,14 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
       return;
     }
     if (claim.state === 'in_progress') {
-      throw conflict(
+      throw new SpoolError(
+        'conflict',
         `a request with the Idempotency-Key ${JSON.stringify(key)} is still in progress; try again`,
-        'Idempotency-Key',
+        { param: 'Idempotency-Key', retryAfter: 1 },
       );
     }
+    const held = { key, claim: claim.claim };
+    ctx.state.idempotency = held;
     let status: number;
     let answer: unknown;
     try {
@@ -49,26 +54,72 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
       answer = ctx.body;
     } catch (err) {
       if (!isSpoolError(err) || err.httpStatus >= 500) {
-        await jobs.releaseIdempotencyKey({ orgId, key }).catch(() => undefined);
+        await jobs.releaseIdempotencyKey({ orgId, ...held }).catch(() => undefined);
         throw err;
       }
       await jobs.completeIdempotencyKey({
         orgId,
-        key,
+        ...held,
         status: err.httpStatus,
         body: Buffer.from(JSON.stringify(errorEnvelope(err, ctx.state.requestId))),
       });
       throw err;
     }
     if (status >= 500) {
-      await jobs.releaseIdempotencyKey({ orgId, key }).catch(() => undefined);
+      await jobs.releaseIdempotencyKey({ orgId, ...held }).catch(() => undefined);
       return;
     }
-    await jobs.completeIdempotencyKey({
-      orgId,
-      key,
-      status,
-      body: Buffer.from(JSON.stringify(answer ?? {})),
-    });
+    // The work is done, so its answer goes out even if recording it fails: a job's creation has
+    // recorded it already, and any other claim goes stale and lets a retry through.
+    await jobs
+      .completeIdempotencyKey({
+        orgId,
+        ...held,
+        status,
+        body: Buffer.from(JSON.stringify(withoutSecret(answer ?? {}))),
+      })
+      .catch(() => undefined);
   };
+}
+
+/**
+ * The answer as its key's record keeps it: a secret shown once (a webhook endpoint's signing
+ * secret) is never stored outside its service's encryption, so a replay answers without it.
+ */
+function withoutSecret(answer: unknown): unknown {
+  if (typeof answer !== 'object' || answer === null || !('secret' in answer)) return answer;
+  const { secret: _shownOnce, ...rest } = answer as Record<string, unknown>;
+  return rest;
+}
+
+/** What makes two requests with one key the same request: method, path, media type and body. */
+export function requestFingerprint(
+  method: string,
+  path: string,
+  contentType: string,
+  raw: Buffer,
+): string {
+  return createHash('sha256')
+    .update(`${method} ${path}\n${mediaType(contentType)}\n`)
+    .update(canonical(raw))
+    .digest('hex');
+}
+
+/** `application/json; charset=utf-8` → `application/json`. */
+function mediaType(contentType: string): string {
+  return (contentType.split(';')[0] ?? '').trim().toLowerCase();
+}
+
+/**
+ * The body as compared between twins: JSON in one canonical form (keys sorted, no insignificant
+ * white space), anything else (including JSON that does not parse, which the route refuses
+ * anyway) as its bytes.
+ */
+function canonical(raw: Buffer): Buffer | string {
+  if (raw.length === 0) return raw;
+  try {
+    return stringify(JSON.parse(raw.toString('utf8'))) ?? '';
+  } catch {
+    return raw;
+  }
 }

@@ -28,6 +28,12 @@ export function createPool(options: PoolOptions): pg.Pool {
   });
   // An idle client that loses its connection emits here; without a listener the process would die.
   pool.on('error', () => {});
+  // So does a client checked out when its connection drops (the database restarts mid-query):
+  // the pool listens only while a client is idle, so each client gets its own listener. The query
+  // in flight fails on its own, and the broken client is discarded when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return pool;
 }
 

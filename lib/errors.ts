@@ -13,6 +13,7 @@ export const ERROR_CATALOGUE = {
   unauthorized: { http: 401, grpc: GrpcStatus.UNAUTHENTICATED },
   forbidden: { http: 403, grpc: GrpcStatus.PERMISSION_DENIED },
   not_found: { http: 404, grpc: GrpcStatus.NOT_FOUND },
+  method_not_allowed: { http: 405, grpc: GrpcStatus.UNIMPLEMENTED },
   conflict: { http: 409, grpc: GrpcStatus.FAILED_PRECONDITION },
   content_deleted: { http: 410, grpc: GrpcStatus.FAILED_PRECONDITION },
   payload_too_large: { http: 413, grpc: GrpcStatus.OUT_OF_RANGE },
@@ -70,7 +71,8 @@ export class SpoolError extends Error {
     this.name = 'SpoolError';
     this.code = code;
     this.param = options.param;
-    this.retryAfter = options.retryAfter;
+    // Every 503 tells the client when to try again.
+    this.retryAfter = options.retryAfter ?? (code === 'unavailable' ? 1 : undefined);
   }
 
   get httpStatus(): number {

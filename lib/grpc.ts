@@ -21,10 +21,10 @@ import {
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { isRetryable } from './db.js';
 import { codeForGrpcStatus, isErrorCode, isSpoolError, SpoolError } from './errors.js';
 import type { Logger } from './logger.js';
 import { spoolMetrics } from './metrics.js';
+import { isTransient, unavailable } from './transient.js';
 
 const CODE_KEY = 'spool-error-code';
 const PARAM_KEY = 'spool-error-param';
@@ -64,18 +64,12 @@ export function toServiceError(
     if (err.retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(err.retryAfter));
     return { code: err.grpcStatus, details: err.message, metadata };
   }
-  // A statement outside withTx (a read) that lost a serialization conflict: nothing was changed,
-  // and the same call a moment later goes through.
-  if (isRetryable(err)) {
-    logger.warn(
-      { err, method },
-      'serialization conflict outside a transaction; answering unavailable',
-    );
-    return toServiceError(
-      new SpoolError('unavailable', 'the database is busy; try again', { retryAfter: 1 }),
-      logger,
-      method,
-    );
+  // A dependency down or busy (the database restarting or dropping a connection, NATS away, a
+  // read outside withTx that lost a serialization conflict): the same call a moment later may go
+  // through, so the caller is told to retry rather than shown a bug.
+  if (isTransient(err)) {
+    logger.warn({ err, method }, 'a dependency is unavailable; answering unavailable');
+    return toServiceError(unavailable(err), logger, method);
   }
   logger.error({ err, method }, 'unhandled error in gRPC handler');
   const metadata = new Metadata();
@@ -97,9 +91,13 @@ export function fromServiceError(err: ServiceError, service: string): SpoolError
   }
   const code = codeForGrpcStatus(err.code);
   // A status without our code comes from the transport (a service down, a deadline passed).
-  const message =
-    code === 'unavailable' ? `the ${service} service is unavailable` : 'internal error';
-  return new SpoolError(code, message, { cause: err });
+  if (code === 'unavailable') {
+    return new SpoolError(code, `the ${service} service is unavailable; try again`, {
+      retryAfter: 1,
+      cause: err,
+    });
+  }
+  return new SpoolError(code, 'internal error', { cause: err });
 }
 
 /** Wraps async handlers as grpc-js callbacks, mapping thrown errors to a status. */
@@ -165,12 +163,20 @@ export async function startGrpcServer(options: {
   host: string;
   port: number;
   services?: GrpcService[];
+  /**
+   * Milliseconds after which a client connection is ended ({@link MAX_CONNECTION_AGE_MS} by
+   * default); `null` keeps connections for as long as the client holds them, as long-lived streams
+   * that mean something while open (station links) need.
+   */
+  maxConnectionAgeMs?: number | null;
 }): Promise<GrpcServerHandle> {
+  const maxAge =
+    options.maxConnectionAgeMs === undefined ? MAX_CONNECTION_AGE_MS : options.maxConnectionAgeMs;
   const server = new Server({
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
-    'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS,
+    ...(maxAge === null ? {} : { 'grpc.max_connection_age_ms': maxAge }),
   });
   const health = new HealthImplementation({ '': 'SERVING', [LIVENESS_SERVICE]: 'SERVING' });
   health.addToServer(server);

@@ -341,6 +341,7 @@ test('capabilities are read from lpoptions', (t) => {
     duplex: true,
     color: true,
     copies: true,
+    pageOptions: true,
   });
   t.deepEqual(
     parseCapabilities(
@@ -351,6 +352,7 @@ test('capabilities are read from lpoptions', (t) => {
       duplex: false,
       color: false,
       copies: true,
+      pageOptions: true,
     },
   );
 });

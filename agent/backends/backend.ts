@@ -47,12 +47,22 @@ export interface Backend {
   outcome?(job: Pick<PrintJob, 'id' | 'attempt'>): Promise<'printed' | 'not_printed'>;
 }
 
-export const NO_CAPABILITIES: PrinterCapabilities = {
+/**
+ * What a printer that takes the document as it is (a file, a raw socket) can do: nothing to the
+ * page, but any number of copies, which the backend makes by printing the document again.
+ */
+export const AS_IS_CAPABILITIES: PrinterCapabilities = {
   paperSizes: [],
   duplex: false,
   color: false,
-  copies: false,
+  copies: true,
+  pageOptions: false,
 };
+
+/** How many copies a job asks for: at least one. */
+export function copiesOf(job: Pick<PrintJob, 'options'>): number {
+  return Math.max(1, job.options.copies || 1);
+}
 
 /** The message of anything thrown, for a failure detail. */
 export function messageOf(error: unknown): string {

@@ -102,6 +102,18 @@ export async function discoverCupsQueues(options: CupsOptions = {}): Promise<str
   ].sort();
 }
 
+/**
+ * What any CUPS queue can do whatever its driver says: CUPS counts copies and applies the page
+ * options itself. Paper sizes, duplex and color come from the queue's options when it has them.
+ */
+export const CUPS_CAPABILITIES: PrinterCapabilities = {
+  paperSizes: [],
+  duplex: false,
+  color: false,
+  copies: true,
+  pageOptions: true,
+};
+
 export function createCupsBackend(queue: string, options: CupsOptions = {}): Backend {
   const run = commandRunner(options);
   const ippServer = ippServerFor(options);
@@ -196,8 +208,9 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
     try {
       value = parseCapabilities(await run('lpoptions', ['-p', queue, '-l']));
     } catch {
-      // Driverless queues and some servers answer no PPD options; CUPS still handles copies.
-      value = { paperSizes: [], duplex: false, color: false, copies: true };
+      // Driverless queues and some servers answer no PPD options; CUPS still handles copies and
+      // the page options.
+      value = CUPS_CAPABILITIES;
     }
     capabilities = { at: now, value };
     return value;
@@ -401,5 +414,5 @@ export function parseCapabilities(lpoptionsOutput: string): PrinterCapabilities 
   const color = colorChoices.some(
     (c) => /rgb|cmy|colou?r/i.test(c) && !/^(gray|grey|mono)/i.test(c),
   );
-  return { paperSizes, duplex, color, copies: true };
+  return { paperSizes, duplex, color, copies: true, pageOptions: true };
 }

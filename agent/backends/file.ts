@@ -1,15 +1,17 @@
 /**
- * `file:DIR`: each job's document is written to `DIR/<job_id>-<attempt>.<ext>`. For trying Spool
- * without a printer, and for tests.
+ * `file:DIR`: each job's document is written to `DIR/<job_id>-<attempt>.<ext>`, and each further
+ * copy a job asks for to `DIR/<job_id>-<attempt>-copy<n>.<ext>`. For trying Spool without a
+ * printer, and for tests.
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  AS_IS_CAPABILITIES,
   type Backend,
+  copiesOf,
   messageOf,
-  NO_CAPABILITIES,
   type PrinterStatus,
   type PrintJob,
 } from './backend.js';
@@ -19,36 +21,50 @@ const EXTENSIONS: Record<string, string> = {
   'text/plain': 'txt',
 };
 
-/** The file name a job is written to: `<job_id>-<attempt>.<pdf|txt|bin>`. */
-export function fileNameFor(job: Pick<PrintJob, 'id' | 'attempt' | 'contentType'>): string {
+/**
+ * The file name a job is written to: `<job_id>-<attempt>.<pdf|txt|bin>`, or for its copy number
+ * `copy` (from 2) `<job_id>-<attempt>-copy<copy>.<ext>`.
+ */
+export function fileNameFor(
+  job: Pick<PrintJob, 'id' | 'attempt' | 'contentType'>,
+  copy = 1,
+): string {
   const type = job.contentType.split(';')[0]?.trim().toLowerCase() ?? '';
   // Job ids come from the server; keep them from naming a path outside DIR all the same.
   const id = job.id.replace(/[^A-Za-z0-9._-]/g, '_');
-  return `${id}-${job.attempt}.${EXTENSIONS[type] ?? 'bin'}`;
+  const suffix = copy > 1 ? `-copy${copy}` : '';
+  return `${id}-${job.attempt}${suffix}.${EXTENSIONS[type] ?? 'bin'}`;
 }
 
 export function createFileBackend(dir: string): Backend {
   // DIR is made when the agent starts; a DIR removed later is reported, not quietly made again.
   let made = false;
+
+  async function write(job: PrintJob, copy: number): Promise<void> {
+    const name = fileNameFor(job, copy);
+    const target = join(dir, name);
+    // Written beside the target and renamed over it, so DIR never holds half a document.
+    const temp = join(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      await mkdir(dir, { recursive: true });
+      const handle = await open(temp, 'wx', 0o644);
+      try {
+        await handle.writeFile(job.document);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, target);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw new Error(`file: could not write ${target}: ${messageOf(error)}`);
+    }
+  }
+
   return {
     async print(job: PrintJob): Promise<void> {
-      const target = join(dir, fileNameFor(job));
-      // Written beside the target and renamed over it, so DIR never holds half a document.
-      const temp = join(dir, `.${fileNameFor(job)}.${randomBytes(6).toString('hex')}.tmp`);
-      try {
-        await mkdir(dir, { recursive: true });
-        const handle = await open(temp, 'wx', 0o644);
-        try {
-          await handle.writeFile(job.document);
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-        await rename(temp, target);
-      } catch (error) {
-        await rm(temp, { force: true });
-        throw new Error(`file: could not write ${target}: ${messageOf(error)}`);
-      }
+      // The first copy last: its file tells `outcome` that the whole job came out.
+      for (let copy = copiesOf(job); copy >= 1; copy -= 1) await write(job, copy);
     },
 
     async outcome(job) {
@@ -65,12 +81,12 @@ export function createFileBackend(dir: string): Backend {
         }
         if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
         await access(dir, constants.W_OK);
-        return { status: 'ready', detail: '', capabilities: NO_CAPABILITIES };
+        return { status: 'ready', detail: '', capabilities: AS_IS_CAPABILITIES };
       } catch (error) {
         return {
           status: 'error',
           detail: `cannot write to ${dir}: ${messageOf(error)}`,
-          capabilities: NO_CAPABILITIES,
+          capabilities: AS_IS_CAPABILITIES,
         };
       }
     },

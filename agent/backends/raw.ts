@@ -3,7 +3,13 @@
  * (AppSocket/JetDirect). The printer interprets them; print options are not applied.
  */
 import { connect } from 'node:net';
-import { type Backend, NO_CAPABILITIES, type PrinterStatus, type PrintJob } from './backend.js';
+import {
+  AS_IS_CAPABILITIES,
+  type Backend,
+  copiesOf,
+  type PrinterStatus,
+  type PrintJob,
+} from './backend.js';
 
 export interface RawBackendOptions {
   host: string;
@@ -78,19 +84,24 @@ export function createRawBackend(options: RawBackendOptions): Backend {
     async print(job: PrintJob, signal?: AbortSignal): Promise<void> {
       busy += 1;
       try {
-        await send(job.document, signal);
+        // A raw printer takes the bytes as they are, so each copy is the document sent again.
+        for (let copy = 1; copy <= copiesOf(job); copy += 1) await send(job.document, signal);
       } finally {
         busy -= 1;
       }
     },
 
     async status(): Promise<PrinterStatus> {
-      if (busy > 0) return { status: 'printing', detail: '', capabilities: NO_CAPABILITIES };
+      if (busy > 0) return { status: 'printing', detail: '', capabilities: AS_IS_CAPABILITIES };
       // Without a status protocol (SNMP, PJL) all the agent can know is whether the port answers.
       const problem = await probe(host, port, Math.min(connectTimeoutMs, PROBE_TIMEOUT_MS));
       return problem === undefined
-        ? { status: 'ready', detail: '', capabilities: NO_CAPABILITIES }
-        : { status: 'offline', detail: `raw ${where}: ${problem}`, capabilities: NO_CAPABILITIES };
+        ? { status: 'ready', detail: '', capabilities: AS_IS_CAPABILITIES }
+        : {
+            status: 'offline',
+            detail: `raw ${where}: ${problem}`,
+            capabilities: AS_IS_CAPABILITIES,
+          };
     },
   };
 }

@@ -278,6 +278,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         scheduleAt,
         hold: req.hold ?? false,
         expireAfter: req.expire_after ?? 0,
+        idempotency: ctx.state.idempotency,
       });
       ctx.status = 201;
       ctx.body = { job: jobView(job) };
@@ -335,6 +336,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         jobId: param(ctx, 'id'),
         actor: actorOf(ctx),
         live: ctx.state.key?.live ?? false,
+        idempotency: ctx.state.idempotency,
       });
       ctx.status = 201;
       ctx.body = { job: jobView(job) };

@@ -15,6 +15,8 @@ import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { createFetcher } from './fetch.js';
+import { createIdempotencyStore } from './idempotency.js';
+import { createPrinterWaits, startPrinterWaitReader } from './printer-waits.js';
 import { startReportReader } from './reports.js';
 import { createJobsServer, type ServerKeys } from './server.js';
 import { createJobStore, OUTBOX_TABLE } from './store.js';
@@ -54,26 +56,32 @@ export interface JobsPart {
 export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const logger = deps.logger.child({ service: 'jobs' });
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
-  const store = createJobStore(deps.pool, deps.clock);
+  // Each change's messages leave as soon as its transaction commits, without a read back.
+  const store = createJobStore(deps.pool, deps.clock, { onCommit: (rows) => relay.send(rows) });
   const documents = await openDocuments(deps.nc);
   const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
+  const printerWaits = createPrinterWaits({ pool: deps.pool, logger });
   const server = createJobsServer({
     fetcher,
     store,
+    idempotency: createIdempotencyStore(deps.pool, deps.clock),
     documents,
     stations: deps.stations,
     maxDocumentBytes: deps.maxDocumentBytes,
     clock: deps.clock,
     ...(deps.serverKeys ? { serverKeys: deps.serverKeys } : {}),
-    onChange: () => relay.kick(),
+    printerWaits,
+  });
+  const waitReader = await startPrinterWaitReader({
+    nc: deps.nc,
+    stations: deps.stations,
+    waits: printerWaits,
+    logger,
   });
   const reports = await startReportReader({
     nc: deps.nc,
     store,
     logger,
-    onApplied: (applied) => {
-      if (applied.changed) relay.kick();
-    },
   });
   const sweeper = new Sweeper({
     store,
@@ -85,7 +93,6 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     },
     clock: deps.clock,
     logger,
-    onChange: () => relay.kick(),
     ...(deps.sweepIntervalMs === undefined ? {} : { intervalMs: deps.sweepIntervalMs }),
     ...(deps.settingsTtlMs === undefined ? {} : { settingsTtlMs: deps.settingsTtlMs }),
   });
@@ -102,6 +109,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     async stop() {
       await sweeper.stop();
       await reports.stop();
+      await waitReader.stop();
       await relay.stop();
       await fetcher.close();
     },

@@ -60,12 +60,14 @@ export const TRANSITIONS: readonly Transition[] = [
   },
   {
     trigger: 'retry',
-    from: ['failed', 'held'],
+    from: ['failed'],
     to: 'queued',
     event: 'job.retried',
     dispatch: 'offer',
     newAttempt: true,
   },
+  // Releasing a held job sends it for the first time: no attempt was made yet.
+  { trigger: 'retry', from: ['held'], to: 'queued', event: 'job.retried', dispatch: 'offer' },
   { trigger: 'received', from: ['queued'], to: 'sent', event: null, dispatch: null },
   // A job can print before its `received` report is processed (reports may arrive out of order).
   {

@@ -7,7 +7,7 @@ import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Trigger } from './machine.js';
-import type { Applied, JobStore } from './store.js';
+import type { JobStore } from './store.js';
 
 export const REPORTS_CONSUMER = 'jobs-reports';
 
@@ -38,7 +38,6 @@ export async function startReportReader(deps: {
   nc: NatsConnection;
   store: JobStore;
   logger: Logger;
-  onApplied?: (applied: Applied) => void;
 }): Promise<ReportReader> {
   return startDurableConsumer<StationReport>({
     nc: deps.nc,
@@ -52,12 +51,11 @@ export async function startReportReader(deps: {
     keyOf: (report) => report.job_id,
     async handle(report) {
       try {
-        const applied = await deps.store.apply(report.org_id, report.job_id, triggerOf(report), {
+        await deps.store.apply(report.org_id, report.job_id, triggerOf(report), {
           actor: `station:${report.station_id}`,
           attempt: report.attempt,
           ...(report.detail ? { detail: report.detail } : {}),
         });
-        deps.onApplied?.(applied);
         return 'ack';
       } catch (err) {
         // A report about a job that does not exist can never apply.

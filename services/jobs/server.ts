@@ -20,7 +20,10 @@ import { pageLimit } from '../../lib/paging.js';
 import { open as openSealed, SEALING_ALGORITHM } from '../../lib/sealing.js';
 import { checkDocument, checkTemplate, renderTemplate } from './content.js';
 import type { Fetcher } from './fetch.js';
+import type { Claim, IdempotencyStore } from './idempotency.js';
 import { isJobStatus, JOB_STATUSES } from './machine.js';
+import { checkOptionsFor, checkPages } from './options.js';
+import type { PrinterWaits } from './printer-waits.js';
 import { documentName, type JobStore, type NewJob, uploadName } from './store.js';
 
 const run = promisify(execFile);
@@ -39,6 +42,7 @@ function requireUuid(value: string, what: string): string {
 
 export interface JobsServerDeps {
   store: JobStore;
+  idempotency: IdempotencyStore;
   documents: ObjectStore;
   stations: AsyncClient<StationsServiceClient>;
   /** Largest document accepted, in bytes. */
@@ -48,8 +52,8 @@ export interface JobsServerDeps {
   serverKeys?: ServerKeys;
   /** Fetches `pdf_uri` and `raw_uri` content. */
   fetcher: Fetcher;
-  /** Called after a change commits, so its messages leave at once. */
-  onChange?: () => void;
+  /** Says why a new job waits, when its printer cannot take it (printer-waits.ts). */
+  printerWaits?: PrinterWaits;
 }
 
 export interface ServerKeys {
@@ -86,9 +90,15 @@ async function pdfFirstPage(pdf: Buffer): Promise<Buffer> {
   }
 }
 
+/** The claim a creating request carries, for its job's transaction to complete. */
+function claimOf(c: { key: string; claim: string } | undefined): { idempotency?: Claim } {
+  if (!c?.key) return {};
+  if (!isUuid(c.claim)) throw invalid('the Idempotency-Key claim is not valid', 'Idempotency-Key');
+  return { idempotency: { key: c.key, claim: c.claim } };
+}
+
 export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceServer> {
   const { store, documents } = deps;
-  const changed = () => deps.onChange?.();
 
   function checkSize(size: number, param: string): void {
     if (size > deps.maxDocumentBytes) {
@@ -170,6 +180,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       throw err;
     }
     if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
+    checkOptionsFor(req.options, printer);
     const id = randomUUID();
     // The bytes are stored before the job exists; a job whose commit fails leaves an object that
     // nothing refers to, never a job without its document.
@@ -186,7 +197,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       size: content.document.length,
       sha256: createHash('sha256').update(content.document).digest('hex'),
     });
-    changed();
+    await deps.printerWaits?.jobCreated(job, printer);
     return job;
   }
 
@@ -207,6 +218,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       if (req.scheduleAt && req.scheduleAt.getTime() > now + MAX_SCHEDULE_AHEAD_MS) {
         throw invalid('schedule_at may be at most a year ahead', 'schedule_at');
       }
+      checkPages(req.options?.pages ?? '');
       const content = await resolveContent(req, orgId);
       const job = await createFrom(
         {
@@ -220,6 +232,8 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
           ...(req.scheduleAt ? { scheduleAt: req.scheduleAt } : {}),
           hold: req.hold,
           expireAfter: req.expireAfter,
+          sealed: req.sealed !== undefined,
+          ...claimOf(req.idempotency),
         },
         content,
         call,
@@ -229,7 +243,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
 
     async reprintJob(req, call) {
       const orgId = requireUuid(req.orgId, 'organization');
-      const original = await store.withDocument(orgId, requireUuid(req.jobId, 'job'));
+      const original = await store.withDocument(orgId, requireUuid(req.jobId, 'job'), 'reprint');
       const document = await readObject(documents, documentName(original.id));
       const job = await createFrom(
         {
@@ -241,6 +255,8 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
           options: original.options ?? PrintOptions.fromPartial({}),
           actor: req.actor,
           reprintOf: original.id,
+          sealed: original.sealed,
+          ...claimOf(req.idempotency),
         },
         { contentType: original.contentType, document },
         call,
@@ -256,6 +272,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       const job = await store.withDocument(
         requireUuid(req.orgId, 'organization'),
         requireUuid(req.jobId, 'job'),
+        'serve',
       );
       return {
         contentType: job.contentType,
@@ -267,6 +284,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       const job = await store.withDocument(
         requireUuid(req.orgId, 'organization'),
         requireUuid(req.jobId, 'job'),
+        'serve',
       );
       const data = await readObject(documents, documentName(job.id));
       if (job.contentType === 'application/pdf')
@@ -316,7 +334,6 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       const { job } = await store.apply(orgId, requireUuid(req.jobId, 'job'), 'cancel', {
         actor: req.actor,
       });
-      changed();
       return { job };
     },
 
@@ -325,7 +342,6 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       const { job } = await store.apply(orgId, requireUuid(req.jobId, 'job'), 'retry', {
         actor: req.actor,
       });
-      changed();
       return { job };
     },
 
@@ -371,13 +387,13 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
 
     async claimIdempotencyKey(req) {
       const orgId = requireUuid(req.orgId, 'organization');
-      return store.claimKey(orgId, req.key, req.fingerprint);
+      return deps.idempotency.claim(orgId, req.key, req.fingerprint);
     },
 
     async completeIdempotencyKey(req) {
-      await store.completeKey(
+      await deps.idempotency.complete(
         requireUuid(req.orgId, 'organization'),
-        req.key,
+        { key: req.key, claim: requireUuid(req.claim, 'claim') },
         req.status,
         Buffer.from(req.body),
       );
@@ -391,7 +407,10 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     },
 
     async releaseIdempotencyKey(req) {
-      await store.releaseKey(requireUuid(req.orgId, 'organization'), req.key);
+      await deps.idempotency.release(requireUuid(req.orgId, 'organization'), {
+        key: req.key,
+        claim: requireUuid(req.claim, 'claim'),
+      });
       return {};
     },
   };

@@ -14,10 +14,11 @@ import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { jobJson } from '../../lib/job-view.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
-import { addToOutbox, type OutboxMessage } from '../../lib/outbox.js';
+import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import { WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
+import { type Claim, claimLost, completeClaimIn } from './idempotency.js';
 import {
   FINISHED_STATUSES,
   type JobStatus,
@@ -53,6 +54,7 @@ interface JobRow {
   expire_at: Date | null;
   reprint_of: string | null;
   document_deleted_at: Date | null;
+  sealed: boolean;
   trace_context: TraceCarrier;
   created_at: Date;
   updated_at: Date;
@@ -60,7 +62,7 @@ interface JobRow {
 
 const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
-  expire_at, reprint_of, document_deleted_at, trace_context, created_at, updated_at`;
+  expire_at, reprint_of, document_deleted_at, sealed, trace_context, created_at, updated_at`;
 
 function toJob(row: JobRow): Job {
   return {
@@ -143,6 +145,10 @@ export interface NewJob {
   /** Seconds it may wait undelivered; 0 for ever. */
   expireAfter?: number;
   reprintOf?: string;
+  /** The content came sealed: it is never served back (a reprint of it is sealed too). */
+  sealed?: boolean;
+  /** The request's Idempotency-Key claim, completed with the job in its transaction. */
+  idempotency?: Claim;
 }
 
 export interface JobFilters {
@@ -163,6 +169,8 @@ export interface Applied {
 /** A change made inside a transaction, observed (counted, timed) once the transaction commits. */
 interface Change extends Applied {
   before: JobRow;
+  /** The messages it wrote to the outbox, to hand to the relay once committed. */
+  outbox: OutboxRow[];
 }
 
 /** Counts a committed transition and times the hops it ends. */
@@ -231,28 +239,36 @@ function secondsToMidnightUtc(now: Date): number {
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
 }
 
-export function createJobStore(pool: pg.Pool, clock: Clock) {
-  /** Adds the record of a job's change; `version` is the job's version after the change. */
+export interface JobStoreOptions {
+  /** Called with the outbox rows of each transaction once it has committed (the relay's `send`). */
+  onCommit?: (rows: OutboxRow[]) => void;
+}
+
+export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOptions = {}) {
+  const committed = (rows: OutboxRow[]) => {
+    if (rows.length > 0) options.onCommit?.(rows);
+  };
+  /**
+   * Adds the record of a job's change. Its number is the job's version after the change: given as
+   * `version` for a new job, and otherwise read from `update`, the write that moved the job, so
+   * that the row lock the UPDATE takes orders concurrent changes of one job and no two events can
+   * claim the same number.
+   */
   function addEvent(
     batch: WriteBatch,
     job: Job,
-    version: number,
+    version: number | { update: string },
     at: Date,
     detail: string,
     actor: string,
   ): void {
-    const row = batch.row([
-      randomUUID(),
-      job.id,
-      job.orgId,
-      version,
-      at,
-      job.status,
-      detail,
-      actor,
-    ]);
+    const values = [randomUUID(), job.id, job.orgId].map((v) => batch.param(v));
+    const rest = [at, job.status, detail, actor].map((v) => batch.param(v));
+    const columns = 'INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor)';
     batch.add(
-      `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor) VALUES ${row}`,
+      typeof version === 'number'
+        ? `${columns} VALUES (${[...values, batch.param(version), ...rest].join(', ')})`
+        : `${columns} SELECT ${[...values, 'version', ...rest].join(', ')} FROM ${version.update}`,
     );
   }
 
@@ -266,11 +282,11 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
     const current = toJob(row);
     const fromApi = trigger === 'cancel' || trigger === 'retry';
     if (how.attempt !== undefined && how.attempt !== current.attempt) {
-      return { job: current, changed: false, before: row };
+      return { job: current, changed: false, before: row, outbox: [] };
     }
     const t = transition(row.status, trigger);
     if (!t) {
-      if (!fromApi) return { job: current, changed: false, before: row };
+      if (!fromApi) return { job: current, changed: false, before: row, outbox: [] };
       throw conflict(
         `a ${row.status} job cannot be ${trigger === 'cancel' ? 'cancelled' : 'retried'}; ` +
           `only ${statusesFor(trigger).join(', ')} jobs can`,
@@ -302,26 +318,25 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
       updated_at: now,
       version: row.version + 1,
       expire_at: expireAt,
-      schedule_at: t.to === 'scheduled' ? row.schedule_at : null,
     };
     const job = toJob(after);
     const batch = new WriteBatch();
     const [org, id] = [batch.param(row.org_id), batch.param(row.id)];
-    batch.add(
+    const update = batch.add(
       `UPDATE jobs SET status = ${batch.param(t.to)}, status_detail = ${batch.param(statusDetail)},
          attempt = ${batch.param(attempt)}, updated_at = ${batch.param(now)},
          version = version + 1, finished_at = ${batch.param(finished ? now : null)},
-         expire_at = ${batch.param(expireAt)}, schedule_at = ${batch.param(after.schedule_at)}
-       WHERE org_id = ${org} AND id = ${id}`,
+         expire_at = ${batch.param(expireAt)}
+       WHERE org_id = ${org} AND id = ${id} RETURNING version`,
     );
-    addEvent(batch, job, after.version, now, detail || trigger, how.actor);
+    addEvent(batch, job, { update }, now, detail || trigger, how.actor);
     const messages: OutboxMessage[] = [];
     if (t.event) messages.push(eventMessage(row.org_id, t.event, { job: jobJson(job) }, now));
     if (t.dispatch === 'withdraw') messages.push(dispatchMessage(current, 'withdraw'));
     if (t.dispatch === 'offer') messages.push(dispatchMessage(job, 'offer'));
-    addToOutbox(batch, OUTBOX_TABLE, messages);
+    const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
     await tx.query(batch.text(), batch.values);
-    return { job, changed: true, before: row };
+    return { job, changed: true, before: row, outbox };
   }
 
   /** Applies `trigger` to due jobs of `status` (`time` passed), at most `limit`, each once. */
@@ -343,6 +358,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
       return changes;
     });
     changes.forEach(observe);
+    committed(changes.flatMap((c) => c.outbox));
     return changes.filter((c) => c.changed).map((c) => c.job);
   }
 
@@ -373,6 +389,8 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
 
   return {
     async create(job: NewJob): Promise<Job> {
+      // The rows of the attempt that committed: a retried attempt writes its own.
+      let outbox: OutboxRow[] = [];
       const created = await withTx(pool, async (tx) => {
         const now = clock.now();
         const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
@@ -406,6 +424,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
           expire_at: expireAt,
           reprint_of: job.reprintOf ?? null,
           document_deleted_at: null,
+          sealed: job.sealed ?? false,
           trace_context: traceCarrier(),
           created_at: now,
           updated_at: now,
@@ -438,6 +457,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
           row.expire_after,
           row.expire_at,
           row.reprint_of,
+          row.sealed,
           JSON.stringify(row.trace_context),
           now,
           now,
@@ -445,7 +465,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         batch.add(
           `INSERT INTO jobs (id, org_id, printer_id, station_id, status, reference, title, live,
              options, content_type, size, sha256, attempt, created_by, schedule_at, expire_after,
-             expire_at, reprint_of, trace_context, created_at, updated_at)
+             expire_at, reprint_of, sealed, trace_context, created_at, updated_at)
            VALUES ${values}`,
         );
         addEvent(
@@ -460,11 +480,24 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
           eventMessage(created.orgId, 'job.created', { job: jobJson(created) }, now),
         ];
         if (status === 'queued') messages.push(dispatchMessage(created, 'offer'));
-        addToOutbox(batch, OUTBOX_TABLE, messages);
-        const { rows } = await tx.query<{ n: number }>(
-          batch.text(counted ? `SELECT n FROM ${counted}` : 'SELECT 0 AS n'),
+        outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
+        const claim = job.idempotency
+          ? completeClaimIn(
+              batch,
+              job.orgId,
+              job.idempotency,
+              job.id,
+              Buffer.from(JSON.stringify({ job: jobJson(created) })),
+            )
+          : undefined;
+        const { rows } = await tx.query<{ n: number; claimed: number }>(
+          batch.text(
+            `SELECT ${counted ? `(SELECT n FROM ${counted})` : '0'} AS n,
+               ${claim ? `(SELECT count(*) FROM ${claim})::INT4` : '1'} AS claimed`,
+          ),
           batch.values,
         );
+        if (job.idempotency && rows[0]?.claimed !== 1) throw claimLost(job.idempotency.key);
         // Over the limit, the throw rolls the whole transaction back, count included.
         if ((rows[0]?.n ?? 0) > DAILY_TEST_LIMIT) {
           throw new SpoolError(
@@ -475,6 +508,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         }
         return created;
       });
+      committed(outbox);
       spoolMetrics().jobTransitions.add(1, {
         'spool.job.from': 'new',
         'spool.job.to': created.status,
@@ -491,16 +525,29 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
       return { job: toJob(row), events: events.rows };
     },
 
-    /** The job, for its content; 410 once its document is past retention. */
-    async withDocument(orgId: string, jobId: string): Promise<Job> {
+    /**
+     * The job, for its document; 410 once the document is past retention. Serving the document
+     * back (`serve`) is refused for sealed content, which only this service may open.
+     */
+    async withDocument(
+      orgId: string,
+      jobId: string,
+      use: 'serve' | 'reprint',
+    ): Promise<Job & { sealed: boolean }> {
       const row = await getRow(orgId, jobId);
+      if (use === 'serve' && row.sealed) {
+        throw new SpoolError(
+          'forbidden',
+          'the job’s content was sealed: it is printed and reprinted, but never served back',
+        );
+      }
       if (row.document_deleted_at) {
         throw new SpoolError(
           'content_deleted',
           'the job’s document is past retention and was deleted',
         );
       }
-      return toJob(row);
+      return { ...toJob(row), sealed: row.sealed };
     },
 
     async list(orgId: string, filters: JobFilters, limit: number, cursor: string) {
@@ -552,6 +599,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         return applyInTx(tx, rows[0], trigger, how);
       });
       observe(change);
+      committed(change.outbox);
       return { job: change.job, changed: change.changed };
     },
 
@@ -653,63 +701,6 @@ export function createJobStore(pool: pg.Pool, clock: Clock) {
         cursor,
       );
       return { items: items.map(toTemplate), nextCursor };
-    },
-
-    /**
-     * Claims an Idempotency-Key for a request. Keys live 24 hours; a key seen with another request
-     * is a 409 naming it.
-     */
-    async claimKey(
-      orgId: string,
-      key: string,
-      fingerprint: string,
-    ): Promise<{ state: 'claimed' | 'completed' | 'in_progress'; status: number; body: Buffer }> {
-      return withTx(pool, async (tx) => {
-        const now = clock.now();
-        const dayAgo = new Date(now.getTime() - 24 * 60 * 60 * 1000);
-        const { rows } = await tx.query<{
-          fingerprint: string;
-          status: number;
-          body: Buffer | null;
-          created_at: Date;
-        }>(
-          'SELECT fingerprint, status, body, created_at FROM idempotency_keys WHERE org_id = $1 AND key = $2',
-          [orgId, key],
-        );
-        const row = rows[0];
-        if (row && row.created_at > dayAgo) {
-          if (row.fingerprint !== fingerprint) {
-            throw conflict(
-              `the Idempotency-Key ${JSON.stringify(key)} was used with another request`,
-              'Idempotency-Key',
-            );
-          }
-          if (row.status === 0) return { state: 'in_progress', status: 0, body: Buffer.alloc(0) };
-          return { state: 'completed', status: row.status, body: row.body ?? Buffer.alloc(0) };
-        }
-        await tx.query(
-          `INSERT INTO idempotency_keys (org_id, key, fingerprint, status, body, created_at)
-           VALUES ($1, $2, $3, 0, NULL, $4)
-           ON CONFLICT (org_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
-             status = 0, body = NULL, created_at = excluded.created_at`,
-          [orgId, key, fingerprint, now],
-        );
-        return { state: 'claimed', status: 0, body: Buffer.alloc(0) };
-      });
-    },
-
-    async completeKey(orgId: string, key: string, status: number, body: Buffer): Promise<void> {
-      await pool.query(
-        'UPDATE idempotency_keys SET status = $3, body = $4 WHERE org_id = $1 AND key = $2',
-        [orgId, key, status, body],
-      );
-    },
-
-    async releaseKey(orgId: string, key: string): Promise<void> {
-      await pool.query(
-        'DELETE FROM idempotency_keys WHERE org_id = $1 AND key = $2 AND status = 0',
-        [orgId, key],
-      );
     },
   };
 }

@@ -28,8 +28,6 @@ export interface SweeperDeps {
   settings: () => Promise<Settings>;
   clock: Clock;
   logger: Logger;
-  /** Called when jobs moved, so their messages leave at once. */
-  onChange?: () => void;
   intervalMs?: number;
   /** How long settings are trusted before they are read again (default a minute). */
   settingsTtlMs?: number;
@@ -76,7 +74,6 @@ export class Sweeper {
       n = (await store.expireDue(BATCH)).length;
       expired += n;
     }
-    if (queued + expired > 0) this.#deps.onChange?.();
     const { documentsDeleted, uploadsDeleted } = await this.#retention();
     return { queued, expired, documentsDeleted, uploadsDeleted };
   }

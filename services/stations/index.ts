@@ -11,7 +11,13 @@ import { StationLinkService, StationsServiceService } from '../../gen/spool/v1/s
 import { type NatsConnection, subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import { openDocuments } from '../../lib/documents.js';
-import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
+import {
+  type AsyncClient,
+  adaptServer,
+  type GrpcServerHandle,
+  type GrpcService,
+  startGrpcServer,
+} from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
@@ -23,6 +29,20 @@ export const migrations: MigrationSet = {
   service: 'stations',
   dir: fileURLToPath(new URL('./migrations', import.meta.url)),
 };
+
+/**
+ * Serves the station link on `host:port` (port 0: any free port). A link's end means something
+ * (the station goes offline, and `station.offline` is sent), so unlike the service API's servers,
+ * which end connections after `MAX_CONNECTION_AGE_MS` for callers to spread over new replicas,
+ * this one keeps each connection for as long as its agent holds it.
+ */
+export function startLinkServer(
+  part: Pick<StationsPart, 'link'>,
+  host: string,
+  port: number,
+): Promise<GrpcServerHandle> {
+  return startGrpcServer({ host, port, services: [part.link], maxConnectionAgeMs: null });
+}
 
 export interface StationsDeps {
   pool: pg.Pool;

@@ -47,6 +47,11 @@ const HELLO_TIMEOUT_MS = 10_000;
 /** Links of one process re-reading their pending jobs at once. */
 const RESYNC_IN_FLIGHT = 16;
 
+/** A failed re-read is tried again after a random wait of up to this, doubling per failure… */
+const RESYNC_RETRY_FIRST_MS = 500;
+/** …up to this, until it succeeds, the link closes, or a round re-reads it anyway. */
+const RESYNC_RETRY_CAP_MS = 30_000;
+
 export interface LinkDeps {
   store: StationStore;
   nc: NatsConnection;
@@ -151,6 +156,9 @@ class Session {
   #closed = false;
   #opened = false;
   #tokenHash: Buffer | undefined;
+  /** Failed re-reads in a row, and the timer of the next try. */
+  #resyncFailures = 0;
+  #resyncRetry: NodeJS.Timeout | undefined;
 
   constructor(call: Call, deps: LinkDeps, onClosed: () => void) {
     this.#call = call;
@@ -253,9 +261,16 @@ class Session {
     }
   }
 
-  /** Checks the token still holds (a revocation message may have been missed), then re-offers. */
+  /**
+   * Checks the token still holds (a revocation message may have been missed), then re-offers.
+   * A re-read that fails (the database or the jobs service away, often right after the NATS
+   * outage that asked for it) is tried again with capped, jittered backoff while the link is open,
+   * rather than leaving the station's jobs waiting for the next round.
+   */
   resync(): Promise<void> {
     if (!this.#opened || this.#closed || !this.#tokenHash) return Promise.resolve();
+    clearTimeout(this.#resyncRetry);
+    this.#resyncRetry = undefined;
     return this.#deps.store
       .stationByTokenHash(this.#tokenHash)
       .then((found) => {
@@ -265,9 +280,30 @@ class Session {
         }
         return this.#offerPending();
       })
-      .catch((err: unknown) =>
-        this.#logger.warn({ err }, 'could not re-read pending jobs; will try again'),
+      .then(
+        () => {
+          this.#resyncFailures = 0;
+        },
+        (err: unknown) => {
+          this.#resyncFailures += 1;
+          this.#logger.warn({ err }, 'could not re-read pending jobs; will try again');
+          this.#retryResync();
+        },
       );
+  }
+
+  #retryResync(): void {
+    if (this.#closed || this.#resyncRetry) return;
+    const ceiling = Math.min(
+      RESYNC_RETRY_CAP_MS,
+      RESYNC_RETRY_FIRST_MS * 2 ** Math.min(this.#resyncFailures - 1, 16),
+    );
+    // Full jitter: the links that failed together do not all come back in the same instant.
+    this.#resyncRetry = setTimeout(() => {
+      this.#resyncRetry = undefined;
+      void this.resync();
+    }, Math.random() * ceiling);
+    this.#resyncRetry.unref();
   }
 
   #dispatch(message: DispatchMessage, trace: Context): void {
@@ -371,8 +407,11 @@ class Session {
       this.#opened = true;
       await this.#open(station, msg.hello.printers);
     } else if (msg.printers) {
+      const known = new Set(Object.values(this.#printerIds));
       this.#printerIds = await this.#deps.store.printersChanged(station, msg.printers.printers);
       this.#deps.onChange?.();
+      // Jobs for a printer the agent reports again (or anew) waited here; offer them now.
+      if (Object.values(this.#printerIds).some((id) => !known.has(id))) void this.resync();
     } else if (msg.received) {
       await this.#acceptReport('received', msg.received);
     } else if (msg.result) {
@@ -434,6 +473,7 @@ class Session {
   #cleanup(): void {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#resyncRetry);
     for (const sub of this.#subscriptions) sub.unsubscribe();
     this.#onClosed();
     const station = this.#station;

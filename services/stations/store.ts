@@ -21,6 +21,9 @@ import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 
 export const OUTBOX_TABLE = 'stations_outbox';
 
+/** The status of a printer its station's agent no longer reports. */
+export const REMOVED = 'removed';
+
 interface LocationRow {
   id: string;
   org_id: string;
@@ -100,6 +103,7 @@ function toPrinter(row: PrinterRow): Printer {
       duplex: row.capabilities.duplex ?? false,
       color: row.capabilities.color ?? false,
       copies: row.capabilities.copies ?? false,
+      pageOptions: row.capabilities.pageOptions ?? false,
     },
     stationOnline: row.station_online,
     updatedAt: row.updated_at,
@@ -178,16 +182,17 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       if (changed)
         messages.push(printerStatusEvent(station.orgId, { id: existing.id, ...report }, now));
     }
-    // A printer the agent no longer reports cannot print; say so rather than forget it.
-    for (const gone of rows.filter((r) => !(r.name in ids) && r.status !== 'offline')) {
+    // A printer the agent no longer reports cannot print: it is `removed` (its jobs wait, and say
+    // why) rather than forgotten, and comes back with its id if the agent reports it again.
+    for (const gone of rows.filter((r) => !(r.name in ids) && r.status !== REMOVED)) {
       const detail = 'the station no longer reports this printer';
       await tx.query(
-        `UPDATE printers SET status = 'offline', detail = $3, updated_at = $4
+        `UPDATE printers SET status = $3, detail = $4, updated_at = $5
          WHERE org_id = $1 AND id = $2`,
-        [station.orgId, gone.id, detail, now],
+        [station.orgId, gone.id, REMOVED, detail, now],
       );
       messages.push(
-        printerStatusEvent(station.orgId, { id: gone.id, status: 'offline', detail }, now),
+        printerStatusEvent(station.orgId, { id: gone.id, status: REMOVED, detail }, now),
       );
     }
     return ids;

@@ -135,8 +135,11 @@ export class DeliveryWorker {
   }
 
   /**
-   * Sends every attempt that is due now, and resolves when none is due and none is in flight (in
-   * this worker). Deliveries another replica holds are that replica's to finish.
+   * Sends every attempt that is due now, and resolves when a claim finds nothing this worker can
+   * take and none of its attempts is in flight. Deliveries another replica holds are that
+   * replica's to finish. Due rows locked by another replica's claim at that moment count as held,
+   * though that claim may take only some of them: the rest go to whichever worker claims next,
+   * this one perhaps, on its next poll, after this has resolved.
    */
   async runDue(): Promise<void> {
     for (;;) {

@@ -40,7 +40,13 @@ export function printer(name: string, status = 'ready', detail = ''): PrinterRep
     name,
     status,
     detail,
-    capabilities: { paperSizes: ['A4', 'Letter'], duplex: true, color: false, copies: true },
+    capabilities: {
+      paperSizes: ['A4', 'Letter'],
+      duplex: true,
+      color: false,
+      copies: true,
+      pageOptions: true,
+    },
   };
 }
 

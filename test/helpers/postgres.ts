@@ -52,7 +52,12 @@ export interface PostgresServer {
   readonly url: string;
   readonly port: number;
   readonly dataDir: string;
+  /** The pid of the current server process; it changes on `resume()`. */
   readonly pid: number;
+  /** Shuts the server down (fast shutdown), keeping its data: an outage until `resume()`. */
+  halt(): Promise<void>;
+  /** Starts a halted server again on the same port and data, and waits until it accepts. */
+  resume(): Promise<void>;
   /** Fast shutdown (SIGINT, then SIGKILL after a timeout); removes the data directory. */
   stop(): Promise<void>;
 }
@@ -168,8 +173,20 @@ async function launchPostgres(options: StartPostgresOptions): Promise<Launched> 
       });
       const outcome = await waitUntilReady(child, baseDir, port, deadline);
       if (outcome === 'ready') {
+        const respawn = async () => {
+          const again = spawnPostgres(bins.postgres, dataDir, baseDir, port, logFile, user, {
+            durable: options.durable ?? false,
+          });
+          const ready = await waitUntilReady(again, baseDir, port, Date.now() + 30_000);
+          if (ready !== 'ready') {
+            throw new Error(
+              `PostgreSQL did not start again (${ready}); its log:\n${logTail(logFile)}`,
+            );
+          }
+          return again;
+        };
         return {
-          server: handle(child, port, baseDir, dataDir),
+          server: handle(child, port, baseDir, dataDir, respawn),
           child,
           stopSync: () => stopSync(baseDir, dataDir),
         };
@@ -191,29 +208,37 @@ async function launchPostgres(options: StartPostgresOptions): Promise<Launched> 
 }
 
 function handle(
-  child: ChildProcess,
+  first: ChildProcess,
   port: number,
   baseDir: string,
   dataDir: string,
+  respawn: () => Promise<ChildProcess>,
 ): PostgresServer {
-  const exited = new Promise<void>((resolveExit) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolveExit();
-    else child.once('exit', () => resolveExit());
-  });
+  let child = first;
+  /** Fast shutdown of the current server process, SIGKILL after a timeout. */
+  const shutDown = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGKILL'), POSTGRES_STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  };
   let stopped: Promise<void> | undefined;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
     dataDir,
-    pid: child.pid ?? -1,
+    get pid() {
+      return child.pid ?? -1;
+    },
+    halt: shutDown,
+    async resume() {
+      child = await respawn();
+    },
     stop() {
       stopped ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill('SIGINT');
-          const timer = setTimeout(() => child.kill('SIGKILL'), POSTGRES_STOP_TIMEOUT_MS);
-          await exited;
-          clearTimeout(timer);
-        }
+        await shutDown();
         await rm(baseDir, { recursive: true, force: true, maxRetries: 3 });
       })();
       return stopped;

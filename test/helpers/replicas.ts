@@ -42,6 +42,11 @@ export interface ReplicatedCluster {
   linkServers: string;
   /** SIGTERMs a replica, waits for it to exit, starts it again and waits until it is ready. */
   restart(replica: Replica): Promise<number | null>;
+  /**
+   * Starts a replica whose process has exited (recording its exit code), on the same ports, and
+   * waits until it is ready: what Kubernetes does for a container that died.
+   */
+  respawn(replica: Replica): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -49,6 +54,11 @@ export interface ReplicatedOptions {
   replicas: number;
   /** More environment for every process of a component. */
   env?: Partial<Record<Component, Record<string, string>>>;
+  /**
+   * A database and a nats-server of the caller's (one it can stop and start, say); the cluster
+   * then neither creates nor removes them. By default it makes its own.
+   */
+  external?: { databaseUrl: string; nats: TestNats };
 }
 
 const SERVICES = COMPONENTS.filter((c): c is Exclude<Component, 'gateway'> => c !== 'gateway');
@@ -56,7 +66,10 @@ const SERVICES = COMPONENTS.filter((c): c is Exclude<Component, 'gateway'> => c 
 export async function startReplicatedCluster(
   options: ReplicatedOptions,
 ): Promise<ReplicatedCluster> {
-  const [db, nats] = await Promise.all([createTestDatabase(), startTestNats()]);
+  const [db, nats] = options.external
+    ? [{ url: options.external.databaseUrl, name: '', drop: async () => {} }, options.external.nats]
+    : await Promise.all([createTestDatabase(), startTestNats()]);
+  const ownNats = options.external === undefined;
   const migrated = await runSpool(['migrate'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
   if (migrated.code !== 0) throw new Error(`spool migrate failed: ${migrated.stderr}`);
 
@@ -118,7 +131,7 @@ export async function startReplicatedCluster(
     await Promise.all(replicas.filter((r) => r.component === 'gateway').map(start));
   } catch (error) {
     await Promise.all(replicas.map((r) => r.process?.stop()));
-    await Promise.all([nats.stop(), db.drop()]);
+    await Promise.all([ownNats ? nats.stop() : undefined, db.drop()]);
     throw error;
   }
 
@@ -137,12 +150,16 @@ export async function startReplicatedCluster(
       await start(replica);
       return code;
     },
+    async respawn(replica) {
+      replica.exits.push(await replica.process.exited);
+      await start(replica);
+    },
     async stop() {
       // Gateways first, so nothing calls a service that is gone.
       const gateways = replicas.filter((r) => r.component === 'gateway');
       await Promise.all(gateways.map((r) => r.process.stop()));
       await Promise.all(replicas.filter((r) => !gateways.includes(r)).map((r) => r.process.stop()));
-      await nats.stop();
+      if (ownNats) await nats.stop();
       await db.drop();
     },
   };

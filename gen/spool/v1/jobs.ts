@@ -95,6 +95,17 @@ export interface CreateJobRequest {
   hold: boolean;
   /** Seconds the job may wait undelivered before it fails as expired; 0 for never. */
   expireAfter: number;
+  /**
+   * The Idempotency-Key claim the request holds, if any: the job's creation completes it in the
+   * same transaction, so a retry finds the job however the first answer was lost.
+   */
+  idempotency: IdempotencyClaim | undefined;
+}
+
+export interface IdempotencyClaim {
+  key: string;
+  /** The claim's id from ClaimIdempotencyKey. */
+  claim: string;
 }
 
 export interface InlineDocument {
@@ -201,6 +212,8 @@ export interface ReprintJobRequest {
   jobId: string;
   actor: string;
   live: boolean;
+  /** As in CreateJobRequest. */
+  idempotency: IdempotencyClaim | undefined;
 }
 
 export interface ReprintJobResponse {
@@ -303,6 +316,8 @@ export interface ClaimIdempotencyKeyResponse {
   state: string;
   status: number;
   body: Buffer;
+  /** When claimed: the claim's id, which the work and its completion or release name. */
+  claim: string;
 }
 
 export interface CompleteIdempotencyKeyRequest {
@@ -310,6 +325,7 @@ export interface CompleteIdempotencyKeyRequest {
   key: string;
   status: number;
   body: Buffer;
+  claim: string;
 }
 
 export interface CompleteIdempotencyKeyResponse {
@@ -318,6 +334,7 @@ export interface CompleteIdempotencyKeyResponse {
 export interface ReleaseIdempotencyKeyRequest {
   orgId: string;
   key: string;
+  claim: string;
 }
 
 export interface ReleaseIdempotencyKeyResponse {
@@ -1051,6 +1068,7 @@ function createBaseCreateJobRequest(): CreateJobRequest {
     scheduleAt: undefined,
     hold: false,
     expireAfter: 0,
+    idempotency: undefined,
   };
 }
 
@@ -1100,6 +1118,9 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     }
     if (message.expireAfter !== 0) {
       writer.uint32(128).uint32(message.expireAfter);
+    }
+    if (message.idempotency !== undefined) {
+      IdempotencyClaim.encode(message.idempotency, writer.uint32(146).fork()).join();
     }
     return writer;
   },
@@ -1237,6 +1258,14 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
             message.expireAfter = reader.uint32();
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.idempotency = IdempotencyClaim.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1286,6 +1315,7 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
         : isSet(object.expire_after)
         ? globalThis.Number(object.expire_after)
         : 0,
+      idempotency: isSet(object.idempotency) ? IdempotencyClaim.fromJSON(object.idempotency) : undefined,
     };
   },
 
@@ -1336,6 +1366,9 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     if (message.expireAfter !== 0) {
       obj.expireAfter = Math.round(message.expireAfter);
     }
+    if (message.idempotency !== undefined) {
+      obj.idempotency = IdempotencyClaim.toJSON(message.idempotency);
+    }
     return obj;
   },
 
@@ -1367,6 +1400,94 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     message.scheduleAt = object.scheduleAt ?? undefined;
     message.hold = object.hold ?? false;
     message.expireAfter = object.expireAfter ?? 0;
+    message.idempotency = (object.idempotency !== undefined && object.idempotency !== null)
+      ? IdempotencyClaim.fromPartial(object.idempotency)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseIdempotencyClaim(): IdempotencyClaim {
+  return { key: "", claim: "" };
+}
+
+export const IdempotencyClaim: MessageFns<IdempotencyClaim> = {
+  encode(message: IdempotencyClaim, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.claim !== "") {
+      writer.uint32(18).string(message.claim);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): IdempotencyClaim {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseIdempotencyClaim();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.claim = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): IdempotencyClaim {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      claim: isSet(object.claim) ? globalThis.String(object.claim) : "",
+    };
+  },
+
+  toJSON(message: IdempotencyClaim): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.claim !== "") {
+      obj.claim = message.claim;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<IdempotencyClaim>): IdempotencyClaim {
+    return IdempotencyClaim.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<IdempotencyClaim>): IdempotencyClaim {
+    const message = createBaseIdempotencyClaim();
+    message.key = object.key ?? "";
+    message.claim = object.claim ?? "";
     return message;
   },
 };
@@ -3063,7 +3184,7 @@ export const PendingJobsResponse: MessageFns<PendingJobsResponse> = {
 };
 
 function createBaseReprintJobRequest(): ReprintJobRequest {
-  return { orgId: "", jobId: "", actor: "", live: false };
+  return { orgId: "", jobId: "", actor: "", live: false, idempotency: undefined };
 }
 
 export const ReprintJobRequest: MessageFns<ReprintJobRequest> = {
@@ -3079,6 +3200,9 @@ export const ReprintJobRequest: MessageFns<ReprintJobRequest> = {
     }
     if (message.live !== false) {
       writer.uint32(32).bool(message.live);
+    }
+    if (message.idempotency !== undefined) {
+      IdempotencyClaim.encode(message.idempotency, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -3128,6 +3252,14 @@ export const ReprintJobRequest: MessageFns<ReprintJobRequest> = {
             message.live = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.idempotency = IdempotencyClaim.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3154,6 +3286,7 @@ export const ReprintJobRequest: MessageFns<ReprintJobRequest> = {
         : "",
       actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
       live: isSet(object.live) ? globalThis.Boolean(object.live) : false,
+      idempotency: isSet(object.idempotency) ? IdempotencyClaim.fromJSON(object.idempotency) : undefined,
     };
   },
 
@@ -3171,6 +3304,9 @@ export const ReprintJobRequest: MessageFns<ReprintJobRequest> = {
     if (message.live !== false) {
       obj.live = message.live;
     }
+    if (message.idempotency !== undefined) {
+      obj.idempotency = IdempotencyClaim.toJSON(message.idempotency);
+    }
     return obj;
   },
 
@@ -3183,6 +3319,9 @@ export const ReprintJobRequest: MessageFns<ReprintJobRequest> = {
     message.jobId = object.jobId ?? "";
     message.actor = object.actor ?? "";
     message.live = object.live ?? false;
+    message.idempotency = (object.idempotency !== undefined && object.idempotency !== null)
+      ? IdempotencyClaim.fromPartial(object.idempotency)
+      : undefined;
     return message;
   },
 };
@@ -4741,7 +4880,7 @@ export const ClaimIdempotencyKeyRequest: MessageFns<ClaimIdempotencyKeyRequest> 
 };
 
 function createBaseClaimIdempotencyKeyResponse(): ClaimIdempotencyKeyResponse {
-  return { state: "", status: 0, body: Buffer.alloc(0) };
+  return { state: "", status: 0, body: Buffer.alloc(0), claim: "" };
 }
 
 export const ClaimIdempotencyKeyResponse: MessageFns<ClaimIdempotencyKeyResponse> = {
@@ -4754,6 +4893,9 @@ export const ClaimIdempotencyKeyResponse: MessageFns<ClaimIdempotencyKeyResponse
     }
     if (message.body.length !== 0) {
       writer.uint32(26).bytes(message.body);
+    }
+    if (message.claim !== "") {
+      writer.uint32(34).string(message.claim);
     }
     return writer;
   },
@@ -4795,6 +4937,14 @@ export const ClaimIdempotencyKeyResponse: MessageFns<ClaimIdempotencyKeyResponse
             message.body = Buffer.from(reader.bytes());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.claim = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4812,6 +4962,7 @@ export const ClaimIdempotencyKeyResponse: MessageFns<ClaimIdempotencyKeyResponse
       state: isSet(object.state) ? globalThis.String(object.state) : "",
       status: isSet(object.status) ? globalThis.Number(object.status) : 0,
       body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+      claim: isSet(object.claim) ? globalThis.String(object.claim) : "",
     };
   },
 
@@ -4826,6 +4977,9 @@ export const ClaimIdempotencyKeyResponse: MessageFns<ClaimIdempotencyKeyResponse
     if (message.body.length !== 0) {
       obj.body = base64FromBytes(message.body);
     }
+    if (message.claim !== "") {
+      obj.claim = message.claim;
+    }
     return obj;
   },
 
@@ -4837,12 +4991,13 @@ export const ClaimIdempotencyKeyResponse: MessageFns<ClaimIdempotencyKeyResponse
     message.state = object.state ?? "";
     message.status = object.status ?? 0;
     message.body = object.body ?? Buffer.alloc(0);
+    message.claim = object.claim ?? "";
     return message;
   },
 };
 
 function createBaseCompleteIdempotencyKeyRequest(): CompleteIdempotencyKeyRequest {
-  return { orgId: "", key: "", status: 0, body: Buffer.alloc(0) };
+  return { orgId: "", key: "", status: 0, body: Buffer.alloc(0), claim: "" };
 }
 
 export const CompleteIdempotencyKeyRequest: MessageFns<CompleteIdempotencyKeyRequest> = {
@@ -4858,6 +5013,9 @@ export const CompleteIdempotencyKeyRequest: MessageFns<CompleteIdempotencyKeyReq
     }
     if (message.body.length !== 0) {
       writer.uint32(34).bytes(message.body);
+    }
+    if (message.claim !== "") {
+      writer.uint32(42).string(message.claim);
     }
     return writer;
   },
@@ -4907,6 +5065,14 @@ export const CompleteIdempotencyKeyRequest: MessageFns<CompleteIdempotencyKeyReq
             message.body = Buffer.from(reader.bytes());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.claim = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4929,6 +5095,7 @@ export const CompleteIdempotencyKeyRequest: MessageFns<CompleteIdempotencyKeyReq
       key: isSet(object.key) ? globalThis.String(object.key) : "",
       status: isSet(object.status) ? globalThis.Number(object.status) : 0,
       body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+      claim: isSet(object.claim) ? globalThis.String(object.claim) : "",
     };
   },
 
@@ -4946,6 +5113,9 @@ export const CompleteIdempotencyKeyRequest: MessageFns<CompleteIdempotencyKeyReq
     if (message.body.length !== 0) {
       obj.body = base64FromBytes(message.body);
     }
+    if (message.claim !== "") {
+      obj.claim = message.claim;
+    }
     return obj;
   },
 
@@ -4958,6 +5128,7 @@ export const CompleteIdempotencyKeyRequest: MessageFns<CompleteIdempotencyKeyReq
     message.key = object.key ?? "";
     message.status = object.status ?? 0;
     message.body = object.body ?? Buffer.alloc(0);
+    message.claim = object.claim ?? "";
     return message;
   },
 };
@@ -5015,7 +5186,7 @@ export const CompleteIdempotencyKeyResponse: MessageFns<CompleteIdempotencyKeyRe
 };
 
 function createBaseReleaseIdempotencyKeyRequest(): ReleaseIdempotencyKeyRequest {
-  return { orgId: "", key: "" };
+  return { orgId: "", key: "", claim: "" };
 }
 
 export const ReleaseIdempotencyKeyRequest: MessageFns<ReleaseIdempotencyKeyRequest> = {
@@ -5025,6 +5196,9 @@ export const ReleaseIdempotencyKeyRequest: MessageFns<ReleaseIdempotencyKeyReque
     }
     if (message.key !== "") {
       writer.uint32(18).string(message.key);
+    }
+    if (message.claim !== "") {
+      writer.uint32(26).string(message.claim);
     }
     return writer;
   },
@@ -5058,6 +5232,14 @@ export const ReleaseIdempotencyKeyRequest: MessageFns<ReleaseIdempotencyKeyReque
             message.key = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.claim = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5078,6 +5260,7 @@ export const ReleaseIdempotencyKeyRequest: MessageFns<ReleaseIdempotencyKeyReque
         ? globalThis.String(object.org_id)
         : "",
       key: isSet(object.key) ? globalThis.String(object.key) : "",
+      claim: isSet(object.claim) ? globalThis.String(object.claim) : "",
     };
   },
 
@@ -5089,6 +5272,9 @@ export const ReleaseIdempotencyKeyRequest: MessageFns<ReleaseIdempotencyKeyReque
     if (message.key !== "") {
       obj.key = message.key;
     }
+    if (message.claim !== "") {
+      obj.claim = message.claim;
+    }
     return obj;
   },
 
@@ -5099,6 +5285,7 @@ export const ReleaseIdempotencyKeyRequest: MessageFns<ReleaseIdempotencyKeyReque
     const message = createBaseReleaseIdempotencyKeyRequest();
     message.orgId = object.orgId ?? "";
     message.key = object.key ?? "";
+    message.claim = object.claim ?? "";
     return message;
   },
 };

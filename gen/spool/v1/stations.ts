@@ -50,6 +50,11 @@ export interface PrinterCapabilities {
   duplex: boolean;
   color: boolean;
   copies: boolean;
+  /**
+   * The printer (its driver) applies `pages`, `rotate`, `fit_to_page`, `tray` and `paper`; a
+   * printer that prints the document as it is (file, raw socket) does not.
+   */
+  pageOptions: boolean;
 }
 
 export interface Printer {
@@ -58,7 +63,10 @@ export interface Printer {
   stationId: string;
   locationId: string;
   name: string;
-  /** ready, offline, out_of_paper, paper_jam, door_open, error, unknown */
+  /**
+   * As the agent reports it (ready, printing, offline, out_of_paper, paper_jam, door_open, error,
+   * unknown), or removed: the agent no longer reports the printer.
+   */
   status: string;
   detail: string;
   capabilities: PrinterCapabilities | undefined;
@@ -625,7 +633,7 @@ export const Station: MessageFns<Station> = {
 };
 
 function createBasePrinterCapabilities(): PrinterCapabilities {
-  return { paperSizes: [], duplex: false, color: false, copies: false };
+  return { paperSizes: [], duplex: false, color: false, copies: false, pageOptions: false };
 }
 
 export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
@@ -641,6 +649,9 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
     }
     if (message.copies !== false) {
       writer.uint32(32).bool(message.copies);
+    }
+    if (message.pageOptions !== false) {
+      writer.uint32(40).bool(message.pageOptions);
     }
     return writer;
   },
@@ -690,6 +701,14 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
             message.copies = reader.bool();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.pageOptions = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -712,6 +731,11 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
       duplex: isSet(object.duplex) ? globalThis.Boolean(object.duplex) : false,
       color: isSet(object.color) ? globalThis.Boolean(object.color) : false,
       copies: isSet(object.copies) ? globalThis.Boolean(object.copies) : false,
+      pageOptions: isSet(object.pageOptions)
+        ? globalThis.Boolean(object.pageOptions)
+        : isSet(object.page_options)
+        ? globalThis.Boolean(object.page_options)
+        : false,
     };
   },
 
@@ -729,6 +753,9 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
     if (message.copies !== false) {
       obj.copies = message.copies;
     }
+    if (message.pageOptions !== false) {
+      obj.pageOptions = message.pageOptions;
+    }
     return obj;
   },
 
@@ -741,6 +768,7 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
     message.duplex = object.duplex ?? false;
     message.color = object.color ?? false;
     message.copies = object.copies ?? false;
+    message.pageOptions = object.pageOptions ?? false;
     return message;
   },
 };

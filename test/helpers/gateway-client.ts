@@ -1,0 +1,89 @@
+/**
+ * A client in front of several gateways, as integrators reach Spool behind a load balancer and as
+ * docs/api.md asks them to behave: round robin over the gateways, and on a 503, a 409 for a twin
+ * request still in progress, or a connection that failed, the same request again (with its
+ * Idempotency-Key) after `Retry-After`. It keeps count of what it retried and of every error
+ * answer that did not tell it when to try again.
+ */
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface JobItem {
+  id: string;
+  reference: string;
+  status: string;
+}
+
+export class GatewayClient {
+  readonly #urls: string[];
+  #next = 0;
+  /** Error answers that are not an outage's, or that did not say when to try again. */
+  readonly wrong: string[] = [];
+  /** How many times each kind of answer or connection error was retried (`503`, `ECONNREFUSED`…). */
+  readonly retried: Record<string, number> = {};
+
+  constructor(urls: string[]) {
+    this.#urls = urls;
+  }
+
+  async request<T>(
+    method: string,
+    path: string,
+    options: { token: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: T }> {
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const url = this.#urls[this.#next++ % this.#urls.length] as string;
+      let wait = 50;
+      try {
+        const res = await fetch(`${url}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${options.token}`,
+            ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+            ...options.headers,
+          },
+          ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+          signal: AbortSignal.timeout(20_000),
+        });
+        const text = await res.text();
+        const retryAfter = res.headers.get('retry-after');
+        const inProgress = res.status === 409 && text.includes('still in progress');
+        if (res.status !== 503 && !inProgress) {
+          if (res.status >= 400) this.wrong.push(`${method} ${path}: ${res.status} ${text}`);
+          return { status: res.status, body: JSON.parse(text) as T };
+        }
+        this.#count(String(res.status));
+        if (retryAfter === null) {
+          this.wrong.push(`${method} ${path}: ${res.status} without Retry-After`);
+        }
+        // Retry-After is in seconds; this client waits at most one.
+        wait = Math.min(Number(retryAfter ?? 1) * 1000, 1000);
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string } }).cause;
+        this.#count(cause?.code ?? (err as Error).name);
+      }
+      if (Date.now() > deadline) throw new Error(`${method} ${path}: no answer in 90 s`);
+      await sleep(wait);
+    }
+  }
+
+  /** Every job of the organization, page by page. */
+  async allJobs(orgId: string, key: string): Promise<JobItem[]> {
+    const items: JobItem[] = [];
+    let cursor = '';
+    do {
+      const page = await this.request<{ items: JobItem[]; next_cursor: string }>(
+        'GET',
+        `/v1/orgs/${orgId}/jobs?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        { token: key },
+      );
+      items.push(...page.body.items);
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    return items;
+  }
+
+  #count(kind: string) {
+    this.retried[kind] = (this.retried[kind] ?? 0) + 1;
+  }
+}

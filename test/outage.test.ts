@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import test from 'ava';
+import pg from 'pg';
+import { SCOPES } from '../lib/credentials.js';
+import { isTransient } from '../lib/transient.js';
+import { connectLink, printer } from './helpers/link-client.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  createStation,
+  eventually,
+  startTestSystem,
+} from './helpers/system.js';
+
+test('connections the database drops mid-request answer 503 with Retry-After, and the services live on', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const key = (await createKey(sys.url, orgId, { scopes: SCOPES })).secret;
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [printer('front')]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.front as string;
+
+  // Another session ends every connection of the services' database again and again, as a
+  // database restart or a failover does, while jobs are created.
+  const killer = new pg.Client({ connectionString: sys.db.url });
+  await killer.connect();
+  t.teardown(() => killer.end());
+  let killing = true;
+  let killed = 0;
+  const kills = (async () => {
+    while (killing) {
+      const { rows } = await killer.query<{ n: string }>(
+        `SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+      );
+      killed += Number(rows[0]?.n ?? 0);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+
+  const statuses = new Map<number, number>();
+  const missingRetryAfter: number[] = [];
+  const created: string[] = [];
+  for (let round = 0; round < 15; round++) {
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const reference = randomUUID();
+        return call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+          token: key,
+          body: { printer_id: printerId, reference, content: { type: 'text', data: 'x' } },
+        });
+      }),
+    );
+    for (const a of answers) {
+      statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+      if (a.status === 503 && a.headers.get('retry-after') === null) missingRetryAfter.push(503);
+      if (a.status === 201) created.push(a.body.job.id);
+    }
+  }
+  killing = false;
+  await kills;
+  t.true(killed > 0, 'connections were ended');
+  t.log(Object.fromEntries(statuses), `${killed} connections ended`);
+  t.deepEqual(
+    [...statuses.keys()].filter((s) => s !== 201 && s !== 503),
+    [],
+    'every answer is a job or a 503',
+  );
+  t.deepEqual(missingRetryAfter, []);
+
+  // Once the database stops dropping connections, jobs are created again.
+  const after = await eventually(
+    () =>
+      call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+        token: key,
+        body: { printer_id: printerId, content: { type: 'text', data: 'after' } },
+      }),
+    (a) => a.status === 201,
+  );
+  created.push(after.body.job.id);
+
+  // The services are still there and every job they answered 201 for exists.
+  const list = await call<{ items: Array<{ id: string }> }>(
+    sys.url,
+    'GET',
+    `/v1/orgs/${orgId}/jobs?limit=200`,
+    { token: key },
+  );
+  t.is(list.status, 200);
+  const listed = new Set(list.body.items.map((j) => j.id));
+  t.deepEqual(
+    created.filter((id) => !listed.has(id)),
+    [],
+  );
+});
+
+test('errors of a database or NATS that is away are transient; a bug is not', (t) => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), {
+    code: 'ECONNREFUSED',
+  });
+  t.true(isTransient(refused));
+  t.true(isTransient(new AggregateError([refused], '')));
+  t.true(
+    isTransient(Object.assign(new Error('the database system is starting up'), { code: '57P03' })),
+  );
+  t.true(isTransient(new Error('Connection terminated unexpectedly')));
+  t.true(isTransient(Object.assign(new Error('timeout'), { name: 'TimeoutError' })));
+  t.true(
+    isTransient(
+      new Error('put failed', { cause: Object.assign(new Error('x'), { name: 'RequestError' }) }),
+    ),
+  );
+  t.false(isTransient(new TypeError("Cannot read properties of undefined (reading 'id')")));
+  t.false(isTransient(Object.assign(new Error('syntax error'), { code: '42601' })));
+});

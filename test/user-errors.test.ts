@@ -1,0 +1,149 @@
+import anyTest, { type TestFn } from 'ava';
+import {
+  call,
+  createKey,
+  createOrg,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
+
+const test = anyTest as TestFn<{ sys: TestSystem; orgId: string; secret: string }>;
+
+const BODY_LIMIT = 16 * 1024;
+const MAX_DOCUMENT = 32 * 1024;
+
+test.before(async (t) => {
+  const sys = await startTestSystem({ bodyLimit: BODY_LIMIT, maxDocumentBytes: MAX_DOCUMENT });
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, {
+    mode: 'test',
+    scopes: ['jobs:write', 'jobs:read'],
+  });
+  t.context = { sys, orgId, secret };
+});
+
+test.after.always(async (t) => {
+  await t.context.sys?.stop();
+});
+
+interface ErrorBody {
+  error: { code: string; message: string; param?: string; request_id: string };
+}
+
+test('an unknown scope answers 400 invalid listing the valid scopes', async (t) => {
+  const { sys, orgId } = t.context;
+  const res = await call<ErrorBody>(sys.url, 'POST', `/admin/v1/orgs/${orgId}/keys`, {
+    token: OPERATOR_TOKEN,
+    body: { mode: 'live', scopes: ['jobs:read', 'jobs:nope'] },
+  });
+  t.is(res.status, 400);
+  t.is(res.body.error.code, 'invalid');
+  t.is(res.body.error.param, 'scopes.1');
+  t.is(
+    res.body.error.message,
+    'scopes.1 must be one of: jobs:write, jobs:read, printers:read, locations:read, webhooks:read, webhooks:write',
+  );
+});
+
+test('an unknown key mode answers 400 invalid listing the modes', async (t) => {
+  const { sys, orgId } = t.context;
+  const res = await call<ErrorBody>(sys.url, 'POST', `/admin/v1/orgs/${orgId}/keys`, {
+    token: OPERATOR_TOKEN,
+    body: { mode: 'staging', scopes: [] },
+  });
+  t.is(res.status, 400);
+  t.is(res.body.error.param, 'mode');
+  t.is(res.body.error.message, 'mode must be one of: live, test');
+});
+
+test('expire_after out of range answers 400 invalid stating the allowed range', async (t) => {
+  const { sys, orgId, secret } = t.context;
+  for (const expireAfter of [0, 30 * 24 * 3600 + 1, 'soon']) {
+    const res = await call<ErrorBody>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+      token: secret,
+      body: {
+        printer_id: '00000000-0000-4000-8000-000000000000',
+        content: { type: 'text', data: 'x' },
+        expire_after: expireAfter,
+      },
+    });
+    t.is(res.status, 400, String(expireAfter));
+    t.is(res.body.error.code, 'invalid');
+    t.is(res.body.error.param, 'expire_after');
+    t.regex(res.body.error.message, /^expire_after must be an integer from 1 to 2592000 \(/);
+  }
+});
+
+test('a location with a time zone that does not exist answers 400 invalid naming timezone', async (t) => {
+  const { sys, orgId } = t.context;
+  const res = await call<ErrorBody>(sys.url, 'POST', `/admin/v1/orgs/${orgId}/locations`, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Base', timezone: 'Mars/Olympus' },
+  });
+  t.is(res.status, 400);
+  t.is(res.body.error.code, 'invalid');
+  t.is(res.body.error.param, 'timezone');
+  t.regex(res.body.error.message, /IANA time zone such as Europe\/Berlin; "Mars\/Olympus"/);
+
+  const ok = await call<{ location: { timezone: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${orgId}/locations`,
+    { token: OPERATOR_TOKEN, body: { name: 'Berlin', timezone: 'Europe/Berlin' } },
+  );
+  t.is(ok.status, 201);
+  t.is(ok.body.location.timezone, 'Europe/Berlin');
+});
+
+test('the operator API tells a missing operator token from a wrong one', async (t) => {
+  const { sys } = t.context;
+  const missing = await call<ErrorBody>(sys.url, 'GET', '/admin/v1/settings');
+  t.is(missing.status, 401);
+  t.is(missing.body.error.code, 'unauthorized');
+  t.regex(missing.body.error.message, /^no operator token: send it as Authorization: Bearer/);
+
+  const wrong = await call<ErrorBody>(sys.url, 'GET', '/admin/v1/settings', { token: 'nope' });
+  t.is(wrong.status, 401);
+  t.is(wrong.body.error.code, 'unauthorized');
+  t.regex(wrong.body.error.message, /^wrong operator token: .*SPOOL_ADMIN_TOKEN/);
+
+  const basic = await call<ErrorBody>(sys.url, 'GET', '/admin/v1/settings', {
+    headers: { authorization: 'Basic dXNlcjpwYXNz' },
+  });
+  t.is(basic.status, 401);
+  t.regex(basic.body.error.message, /not a bearer token/);
+});
+
+test('job creation takes bodies up to MAX_DOCUMENT_BYTES in base64, other bodies BODY_LIMIT_BYTES (docs/api.md)', async (t) => {
+  const { sys, orgId, secret } = t.context;
+  // A document just under MAX_DOCUMENT_BYTES, inline in base64: well over BODY_LIMIT_BYTES.
+  const data = Buffer.alloc(MAX_DOCUMENT - 1024, 'a').toString('base64');
+  const jobBody = {
+    printer_id: '00000000-0000-4000-8000-000000000000',
+    content: { type: 'raw_base64', data },
+  };
+  t.true(JSON.stringify(jobBody).length > BODY_LIMIT);
+  const read = await call<ErrorBody>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+    token: secret,
+    body: jobBody,
+  });
+  // Read and checked: no such printer, not too large.
+  t.not(read.status, 413, JSON.stringify(read.body));
+
+  const jobLimit = Math.ceil((MAX_DOCUMENT * 4) / 3) + 64 * 1024;
+  const tooLarge = await call<ErrorBody>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+    token: secret,
+    body: { ...jobBody, title: 'x'.repeat(jobLimit) },
+  });
+  t.is(tooLarge.status, 413);
+  t.is(tooLarge.body.error.code, 'payload_too_large');
+  t.is(tooLarge.body.error.message, `the body is larger than ${jobLimit} bytes`);
+
+  const admin = await call<ErrorBody>(sys.url, 'POST', '/admin/v1/orgs', {
+    token: OPERATOR_TOKEN,
+    body: { name: 'x'.repeat(BODY_LIMIT) },
+  });
+  t.is(admin.status, 413);
+  t.is(admin.body.error.message, `the body is larger than ${BODY_LIMIT} bytes`);
+});
