@@ -12,6 +12,8 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The client is a workspace of the root package: npm ci needs its package.json to match the lock.
+COPY client/package.json ./client/
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \
   && npm cache clean --force
 
@@ -28,6 +30,7 @@ COPY package.json tsconfig.json ./
 COPY bin ./bin
 COPY agent ./agent
 COPY cli ./cli
+COPY client ./client
 COPY gateway ./gateway
 COPY gen ./gen
 COPY lib ./lib

@@ -11,41 +11,96 @@ export interface AdminClient {
   request(method: string, path: string, body?: unknown): Promise<unknown>;
 }
 
+/** The gateway answered an error: `body` is its JSON, `hint` what to do where the body cannot say. */
 export class AdminError extends Error {
   readonly body: string;
   readonly status: number;
+  readonly hint: string | undefined;
 
-  constructor(status: number, body: string) {
+  constructor(status: number, body: string, hint?: string) {
     super(`the gateway answered ${status}`);
     this.name = 'AdminError';
     this.status = status;
     this.body = body;
+    this.hint = hint;
   }
 }
 
-export async function adminClient(env: Env): Promise<AdminClient> {
+/** The gateway could not be reached at all: nothing answered at the URL. */
+export class UnreachableError extends Error {
+  constructor(url: string, cause: unknown) {
+    const code = causeCode(cause);
+    super(
+      `could not reach Spool at ${url}${code ? ` (${code})` : ''}: is spool dev (or the gateway) running, and is SPOOL_URL right?`,
+      { cause },
+    );
+    this.name = 'UnreachableError';
+  }
+}
+
+/**
+ * Why undici's "fetch failed" failed: the system error code (ECONNREFUSED, ENOTFOUND…) or else the
+ * innermost message (such as "bad port").
+ */
+function causeCode(err: unknown): string | undefined {
+  let reason: string | undefined;
+  let e: unknown = err;
+  while (e instanceof Error) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && code.startsWith('E')) return code;
+    if (!(e instanceof TypeError)) reason = e.message;
+    // Several addresses were tried (IPv4 and IPv6 for localhost): the first says why.
+    e = e instanceof AggregateError && e.errors.length > 0 ? e.errors[0] : e.cause;
+  }
+  return reason;
+}
+
+/**
+ * A client for `/admin/v1`. The token comes from `SPOOL_ADMIN_TOKEN`, or else from the file spool
+ * dev writes; `tokenSource` says which, so that a refused token can be traced to where it came from.
+ */
+export async function adminClient(env: Env): Promise<AdminClient & { tokenSource: string }> {
   const config = readConfig(env, adminClientConfig);
   let token = config.adminToken;
+  let tokenSource = 'SPOOL_ADMIN_TOKEN';
   if (!token) {
     const file = join(config.dataDir, 'admin-token');
     try {
       token = (await readFile(file, 'utf8')).trim();
+      tokenSource = file;
+      if (!token) throw new Error(`${file} is empty`);
     } catch {
-      throw new Error(`set SPOOL_ADMIN_TOKEN, or run spool dev here so that ${file} exists`);
+      throw new Error(
+        `no operator token: set SPOOL_ADMIN_TOKEN, or run spool admin where spool dev runs so that ${file} exists (or set SPOOL_DATA_DIR)`,
+      );
     }
   }
   const base = config.url.replace(/\/$/, '');
   return {
+    tokenSource,
     async request(method, path, body) {
-      const res = await fetch(`${base}/admin/v1${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
+      let res: Response;
+      try {
+        res = await fetch(`${base}/admin/v1${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      } catch (err) {
+        throw new UnreachableError(base, err);
+      }
       const text = await res.text();
+      if (res.status === 401) {
+        // The gateway cannot know where the token came from; the hint names it.
+        throw new AdminError(
+          res.status,
+          text,
+          `Spool at ${base} refused the operator token from ${tokenSource}: use the token this Spool printed at start (its SPOOL_ADMIN_TOKEN), or point SPOOL_URL at the Spool the token belongs to`,
+        );
+      }
       if (!res.ok) throw new AdminError(res.status, text);
       return text === '' ? undefined : JSON.parse(text);
     },

@@ -4,7 +4,8 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 
-type AdminCall = (method: string, path: string, body?: unknown) => Promise<void>;
+/** Sends one admin request and prints its answer, or `empty` where the answer has no body. */
+type AdminCall = (method: string, path: string, body?: unknown, empty?: unknown) => Promise<void>;
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -64,6 +65,7 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall): voi
 
   webhook
     .command('list')
+    .description("list an organization's webhook endpoints, a page at a time")
     .requiredOption('--org <org>', 'organization id')
     .option('--limit <n>', 'page size (1-200)')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
@@ -71,7 +73,9 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall): voi
       admin('GET', `${base(opts.org)}${listQuery(opts, ['limit', 'cursor'])}`),
     );
 
-  target(webhook.command('get')).action((opts: Target) => admin('GET', one(opts.org, opts.id)));
+  target(webhook.command('get'))
+    .description('show an endpoint; prints {endpoint}')
+    .action((opts: Target) => admin('GET', one(opts.org, opts.id)));
 
   target(webhook.command('update'))
     .description('change the URL, the event types or the description')
@@ -95,8 +99,10 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall): voi
     .action((opts: Target) => admin('PATCH', one(opts.org, opts.id), { enabled: false }));
 
   target(webhook.command('delete'))
-    .description('delete an endpoint with its delivery log')
-    .action((opts: Target) => admin('DELETE', one(opts.org, opts.id)));
+    .description('delete an endpoint with its delivery log; prints {deleted: true, id}')
+    .action((opts: Target) =>
+      admin('DELETE', one(opts.org, opts.id), undefined, { deleted: true, id: opts.id }),
+    );
 
   target(webhook.command('rotate'))
     .description('make a new signing secret; the old one also signs for the grace period')

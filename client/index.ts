@@ -1,4 +1,80 @@
-/** Spool's client package: what integrators use beside the HTTP API. */
+/**
+ * `@spool/client`: Spool's client for Node. {@link Spool} makes typed calls to the print-job API
+ * (generated from its OpenAPI document), and {@link verifyWebhook} checks the signature of a
+ * webhook delivery. README.md shows both.
+ */
+export {
+  API_ERROR_CLASSES,
+  type ApiErrorCode,
+  apiErrorFromAnswer,
+  ConflictError,
+  ContentDeletedError,
+  ForbiddenError,
+  InternalError,
+  InvalidError,
+  isSpoolApiError,
+  JobNotPrintedError,
+  MalformedJsonError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  parseRetryAfter,
+  RateLimitedError,
+  SpoolApiError,
+  SpoolConnectionError,
+  SpoolError,
+  UnauthorizedError,
+  UnavailableError,
+  UnknownFieldError,
+  UnsupportedMediaTypeError,
+  WaitTimeoutError,
+} from './errors.js';
+export { walkItems, walkPages } from './pages.js';
+export {
+  type CallOptions,
+  type CreateOptions,
+  JobsResource,
+  LocationsResource,
+  PrintersResource,
+  Spool,
+  type SpoolOptions,
+} from './spool.js';
+export {
+  createTransport,
+  DEFAULT_RETRY,
+  IDEMPOTENCY_HEADER,
+  type RetryOptions,
+} from './transport.js';
+export type {
+  CreateJobRequest,
+  ErrorEnvelope,
+  Job,
+  JobEvent,
+  JobPage,
+  JobStatus,
+  JobWithEvents,
+  KeyInfo,
+  ListJobsQuery,
+  ListLocationsQuery,
+  ListPrintersQuery,
+  Location,
+  LocationPage,
+  Printer,
+  PrinterPage,
+  paths,
+  ReprintRequest,
+} from './types.js';
+export {
+  FINISHED_STATUSES,
+  isFinished,
+  type JobSource,
+  type PollOptions,
+  pollingSource,
+  statusChanges,
+  type WaitOptions,
+  type WaitUntil,
+  waitForJob,
+} from './wait.js';
 export {
   DEFAULT_TOLERANCE_SECONDS,
   isWebhookVerificationError,

@@ -10,9 +10,12 @@ import type { Clock } from '../lib/clock.js';
 import { SpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Backends } from './clients.js';
+import { docsPages } from './docs-page.js';
 import { errorMiddleware } from './errors.js';
+import { fixedPath, type KnownPath, methodNotAllowed, pathsOf } from './http-manners.js';
 import type { KeyCache } from './key-cache.js';
 import { buildOpenApi } from './openapi.js';
+import { assertDescribed, buildAdminOpenApi } from './openapi-admin.js';
 import { adminRouter } from './routes/admin.js';
 import { publicRouter } from './routes/public.js';
 import { v1Router } from './routes/v1.js';
@@ -58,6 +61,10 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
   app.use(errorMiddleware(deps.logger));
 
   const openapi = buildOpenApi();
+  const adminOpenapi = buildAdminOpenApi();
+  // Fixed GET paths answered before the routers, for the 405 middleware to know of.
+  const fixed = ['/healthz', '/readyz', '/v1/openapi.json', '/admin/v1/openapi.json'];
+  if (deps.metricsHandler) fixed.push('/metrics');
   app.use(async (ctx, next) => {
     if (ctx.method !== 'GET') return next();
     if (ctx.path === '/healthz') {
@@ -79,8 +86,18 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
       ctx.body = openapi;
       return;
     }
+    // Public like /v1's: it describes the operator API, and holds no secret.
+    if (ctx.path === '/admin/v1/openapi.json') {
+      ctx.body = adminOpenapi;
+      return;
+    }
     return next();
   });
+  const docs = docsPages([
+    { path: '/v1/docs', title: 'Spool print job API', spec: '/v1/openapi.json' },
+    { path: '/admin/v1/docs', title: 'Spool operator API', spec: '/admin/v1/openapi.json' },
+  ]);
+  app.use(docs.middleware);
 
   const admin = adminRouter({
     backends: deps.backends,
@@ -97,22 +114,35 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     // Inline documents arrive as base64, a third larger, in a JSON envelope.
     jobBodyLimit: Math.ceil((deps.maxDocumentBytes * 4) / 3) + 64 * 1024,
   });
-  app.use(admin.routes());
-  app.use(
-    webhooksAdminRouter({
-      backends: deps.backends,
-      operatorToken: deps.operatorToken,
-      bodyLimit: deps.bodyLimit,
-    }).routes(),
+  const webhooksAdmin = webhooksAdminRouter({
+    backends: deps.backends,
+    operatorToken: deps.operatorToken,
+    bodyLimit: deps.bodyLimit,
+  });
+  const publicApi = publicRouter({
+    backends: deps.backends,
+    status: deps.status,
+    limit: deps.publicLimit,
+  });
+  const routers = [admin, webhooksAdmin, publicApi, v1];
+  for (const router of routers) app.use(router.routes());
+
+  // A route of the operator API without a description would be missing from its document.
+  assertDescribed(
+    [admin, webhooksAdmin].flatMap((r) =>
+      r.stack
+        .filter((l) => l.methods.length > 0)
+        .flatMap((l) =>
+          l.methods.filter((m) => m !== 'HEAD').map((method) => ({ method, path: String(l.path) })),
+        ),
+    ),
   );
-  app.use(
-    publicRouter({
-      backends: deps.backends,
-      status: deps.status,
-      limit: deps.publicLimit,
-    }).routes(),
-  );
-  app.use(v1.routes());
+  const known: KnownPath[] = [
+    ...routers.flatMap(pathsOf),
+    ...fixed.map((p) => fixedPath(p, ['GET'])),
+    ...docs.paths.map((p) => fixedPath(p, ['GET'])),
+  ];
+  app.use(methodNotAllowed(known));
 
   app.use((ctx) => {
     throw new SpoolError('not_found', `no endpoint ${ctx.method} ${ctx.path}`);

@@ -1,16 +1,27 @@
 /**
- * The OpenAPI 3.1 document of every `/v1` path, built from the route table and the very schemas
- * that validate requests (TypeBox schemas are JSON Schema), served at `GET /v1/openapi.json`.
+ * The OpenAPI 3.1 document of every `/v1` path, served at `GET /v1/openapi.json`: the contract
+ * code generators read. It is built from the route table (V1_ROUTES, which must all be described
+ * here, or building throws) and the very schemas that validate requests (TypeBox schemas are JSON
+ * Schema); the tests check every answer they receive against it.
  */
-import type { TSchema } from '@sinclair/typebox';
 import { Type } from '@sinclair/typebox';
-import { ERROR_CATALOGUE } from '../lib/errors.js';
-import { CreateJobBody, ReprintBody } from './routes/jobs.js';
+import { JOB_STATUSES } from '../services/jobs/machine.js';
+import {
+  buildDocument,
+  DEFAULT_SERVER,
+  type OperationSpec,
+  type QueryParameter,
+  type Surface,
+} from './openapi-builder.js';
+import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
+import { CONTENT_KINDS, CreateJobBody, OptionsBody, ReprintBody } from './routes/jobs.js';
 import { V1_ROUTES } from './routes/v1.js';
 import {
-  ErrorSchema,
+  CONTENT_SCHEMAS,
+  EventSchema,
   JobAnswer,
   JobList,
+  JobSchema,
   JobWithEvents,
   KeyInfoSchema,
   LocationSchema,
@@ -20,134 +31,371 @@ import {
   UploadSchema,
 } from './schemas.js';
 
-interface Operation {
-  summary: string;
-  request?: { schema: TSchema } | { binary: string[] };
-  success: { status: number; schema?: TSchema; binary?: string[]; description?: string };
-  query?: Array<{ name: string; description: string; schema: object }>;
-}
+export { openApiPath } from './openapi-builder.js';
 
-const listQuery = [
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+const listQuery: QueryParameter[] = [
   {
     name: 'limit',
     description: 'page size, 1 to 200 (default 50)',
-    schema: { type: 'integer', minimum: 1, maximum: 200 },
+    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
   },
-  { name: 'cursor', description: 'next_cursor of the previous page', schema: { type: 'string' } },
+  {
+    name: 'cursor',
+    description: 'next_cursor of the previous page',
+    schema: { type: 'string' },
+  },
 ];
 
-const DOCUMENT_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'];
+const idQuery = (name: string, what: string): QueryParameter => ({
+  name,
+  description: `only those of this ${what}`,
+  schema: { type: 'string', format: 'uuid' },
+});
 
-const OPERATIONS: Record<string, Operation> = {
+const DOCUMENT_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'] as const;
+
+const ID = {
+  org: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+  job: '3f2e1d0c-b9a8-4765-9432-10fedcba9876',
+  printer: '6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e',
+  station: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+  location: '7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918',
+  template: '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e',
+  upload: '8d7c6b5a-4938-4271-a6f5-e4d3c2b1a098',
+  key: '4c3b2a19-0f8e-4d7c-b6a5-948372615a4b',
+};
+
+const JOB_EXAMPLE = {
+  id: ID.job,
+  org_id: ID.org,
+  status: 'queued',
+  status_detail: '',
+  reference: 'order-4711',
+  title: 'Shipping label',
+  printer_id: ID.printer,
+  station_id: ID.station,
+  live: true,
+  options: { copies: 2, duplex: 'two_sided_long_edge' },
+  content_type: 'application/pdf',
+  size: 18234,
+  attempt: 1,
+  schedule_at: null,
+  expire_at: null,
+  reprint_of: null,
+  content_deleted: false,
+  created_at: '2026-05-01T12:00:00Z',
+  updated_at: '2026-05-01T12:00:00Z',
+};
+
+const CONTENT_EXAMPLES: Record<(typeof CONTENT_KINDS)[number], unknown> = {
+  pdf_base64: { type: 'pdf_base64', data: 'JVBERi0xLjQKJcfsj6IK' },
+  raw_base64: { type: 'raw_base64', data: 'XlhBXkZPNTAsNTBeQURO' },
+  text: { type: 'text', data: 'Table 4: 2 × soup' },
+  pdf_uri: { type: 'pdf_uri', uri: 'https://files.example.net/labels/4711.pdf' },
+  raw_uri: { type: 'raw_uri', uri: 'https://files.example.net/labels/4711.zpl' },
+  upload: { type: 'upload', upload_id: ID.upload },
+  template: { type: 'template', template_id: ID.template, fields: { name: 'Ada' } },
+  sealed: {
+    type: 'sealed',
+    content_type: 'application/pdf',
+    enc: 'Bq0bTnPzGk4f1XcJ8yqvQm3bW2hS6dE9uR7tY5iO0pA',
+    ciphertext: 'x9Yh3kLmN0pQrStUvWxYz1a2B3c4D5e6F7g8H9i0J1k',
+  },
+};
+
+/** The job `content` as generators should see it: one schema per kind, told apart by `type`. */
+const JobContent = {
+  description: 'the document to print, by one of several kinds',
+  oneOf: CONTENT_KINDS.map((k) => ref(`JobContent_${k}`)),
+  discriminator: {
+    propertyName: 'type',
+    mapping: Object.fromEntries(
+      CONTENT_KINDS.map((k) => [k, `#/components/schemas/JobContent_${k}`]),
+    ),
+  },
+};
+
+/** CreateJobBody with its `content` as the oneOf above. */
+const CreateJobRequest = {
+  ...CreateJobBody,
+  properties: {
+    ...CreateJobBody.properties,
+    content: ref('JobContent'),
+    options: ref('PrintOptions'),
+  },
+};
+
+const jobAnswer = {
+  description: 'the job',
+  schema: ref('JobAnswer'),
+  example: { job: JOB_EXAMPLE },
+};
+
+const V1_SURFACE: Surface = { auth: 'key', rateLimited: true, idempotentPosts: true };
+const PUBLIC_SURFACE: Surface = { auth: 'none', rateLimited: true, idempotentPosts: false };
+
+/**
+ * Every operation of `/v1` by `METHOD /path`. The routes with a key are those of V1_ROUTES; a
+ * route added there needs an entry here (building the document throws otherwise).
+ */
+export const V1_OPERATIONS: Record<string, OperationSpec> = {
   'GET /v1/key': {
+    operationId: 'getKey',
+    tag: 'Keys',
     summary: 'The calling API key',
-    success: { status: 200, schema: KeyInfoSchema },
+    description: 'A signed-in console session answers 400 here rather than 401.',
+    success: {
+      status: 200,
+      description: 'the key',
+      schema: KeyInfoSchema,
+      example: {
+        id: ID.key,
+        org_id: ID.org,
+        org_name: 'Acme Print',
+        live: true,
+        scopes: ['jobs:write', 'jobs:read'],
+      },
+    },
+    errors: ['invalid'],
   },
   'POST /v1/orgs/:org/jobs': {
+    operationId: 'createJob',
+    tag: 'Jobs',
     summary: 'Create a print job',
-    request: { schema: CreateJobBody },
-    success: { status: 201, schema: JobAnswer },
+    description:
+      'The job starts `queued`, or `scheduled` with a future `schedule_at`, or `held` with `hold: true`. With an `Idempotency-Key`, the same request within 24 hours answers the first job.',
+    request: {
+      schema: ref('CreateJobRequest'),
+      examples: Object.fromEntries(
+        CONTENT_KINDS.map((k) => [
+          k,
+          {
+            summary: `content of type ${k}`,
+            value: {
+              printer_id: ID.printer,
+              reference: 'order-4711',
+              content: CONTENT_EXAMPLES[k],
+              ...(k === 'pdf_base64' ? { title: 'Shipping label', options: { copies: 2 } } : {}),
+            },
+          },
+        ]),
+      ),
+    },
+    success: { status: 201, ...jobAnswer, description: 'the new job' },
+    errors: ['content_deleted'],
   },
   'GET /v1/orgs/:org/jobs': {
+    operationId: 'listJobs',
+    tag: 'Jobs',
     summary: 'List jobs, newest first',
     query: [
       ...listQuery,
-      { name: 'status', description: 'a comma list of statuses', schema: { type: 'string' } },
+      {
+        name: 'status',
+        description: `a comma list of statuses (${JOB_STATUSES.join(', ')})`,
+        schema: {
+          type: 'string',
+          pattern: `^(${JOB_STATUSES.join('|')})(,(${JOB_STATUSES.join('|')}))*$`,
+          examples: ['failed,held'],
+        },
+      },
       {
         name: 'reference',
         description: 'the reference given at creation',
         schema: { type: 'string' },
       },
-      {
-        name: 'printer_id',
-        description: 'a printer id',
-        schema: { type: 'string', format: 'uuid' },
-      },
-      {
-        name: 'station_id',
-        description: 'a station id',
-        schema: { type: 'string', format: 'uuid' },
-      },
+      idQuery('printer_id', 'printer'),
+      idQuery('station_id', 'station'),
       {
         name: 'created_after',
-        description: 'RFC 3339',
+        description: 'only jobs created after this RFC 3339 time',
         schema: { type: 'string', format: 'date-time' },
       },
       {
         name: 'created_before',
-        description: 'RFC 3339',
+        description: 'only jobs created before this RFC 3339 time',
         schema: { type: 'string', format: 'date-time' },
       },
     ],
-    success: { status: 200, schema: JobList },
+    success: {
+      status: 200,
+      description: 'a page of jobs, with counts by status',
+      schema: JobList,
+      example: { items: [JOB_EXAMPLE], next_cursor: '', counts: { queued: 1 } },
+    },
+    errors: ['invalid', 'unknown_field'],
   },
   'GET /v1/orgs/:org/jobs/:id': {
+    operationId: 'getJob',
+    tag: 'Jobs',
     summary: 'A job and its events',
-    success: { status: 200, schema: JobWithEvents },
+    success: {
+      status: 200,
+      description: 'the job and every change it went through, oldest first',
+      schema: JobWithEvents,
+      example: {
+        job: JOB_EXAMPLE,
+        events: [
+          {
+            at: '2026-05-01T12:00:00Z',
+            status: 'queued',
+            detail: '',
+            actor: `api_key:${ID.key}`,
+          },
+        ],
+      },
+    },
+    errors: ['unknown_field'],
   },
   'POST /v1/orgs/:org/jobs/:id/cancel': {
+    operationId: 'cancelJob',
+    tag: 'Jobs',
     summary: 'Cancel a scheduled, held, queued or sent job',
-    success: { status: 200, schema: JobAnswer },
+    description: 'A job in another status answers 409 conflict.',
+    request: { schema: ref('EmptyBody'), required: false },
+    success: { status: 200, ...jobAnswer, description: 'the cancelled job' },
   },
   'POST /v1/orgs/:org/jobs/:id/retry': {
+    operationId: 'retryJob',
+    tag: 'Jobs',
     summary: 'Queue a failed or held job again',
-    success: { status: 200, schema: JobAnswer },
+    description: 'A job in another status answers 409 conflict.',
+    request: { schema: ref('EmptyBody'), required: false },
+    success: { status: 200, ...jobAnswer, description: 'the queued job' },
   },
   'POST /v1/orgs/:org/jobs/:id/reprint': {
+    operationId: 'reprintJob',
+    tag: 'Jobs',
     summary: 'A new job with the same content and options',
-    request: { schema: ReprintBody },
-    success: { status: 201, schema: JobAnswer },
+    description: 'A job whose document is past retention answers 410 content_deleted.',
+    request: { schema: ReprintBody, required: false },
+    success: {
+      status: 201,
+      ...jobAnswer,
+      description: 'the new job',
+    },
+    errors: ['content_deleted'],
   },
   'GET /v1/orgs/:org/jobs/:id/content': {
-    summary: "The job's document; 410 after retention",
+    operationId: 'getJobContent',
+    tag: 'Jobs',
+    summary: "The job's document",
+    description:
+      'Answers 410 content_deleted after retention, and 403 forbidden for sealed content, which is never served back.',
     success: { status: 200, binary: DOCUMENT_TYPES, description: 'the document bytes' },
+    errors: ['unknown_field', 'content_deleted'],
   },
   'GET /v1/orgs/:org/jobs/:id/preview': {
-    summary: 'An image of the first page of a PDF, or the text of a text job; 410 after retention',
+    operationId: 'getJobPreview',
+    tag: 'Jobs',
+    summary: 'An image of the first page of a PDF, or the text of a text job',
+    description:
+      'Answers 410 content_deleted after retention, and 403 forbidden for sealed content, which is never served back; raw documents have no preview (404).',
     success: { status: 200, binary: ['image/png', 'text/plain'], description: 'the preview' },
+    errors: ['invalid', 'unknown_field', 'content_deleted'],
   },
   'POST /v1/orgs/:org/uploads': {
-    summary: 'Upload a document to print later (content type upload); kept 7 days by default',
+    operationId: 'createUpload',
+    tag: 'Uploads',
+    summary: 'Upload a document to print later',
+    description:
+      'Send the bytes as the body with their Content-Type; print them with content `{type: "upload", upload_id}`. Kept 7 days by default.',
     request: { binary: DOCUMENT_TYPES },
     success: {
       status: 201,
+      description: 'the upload',
       schema: Type.Object({ upload: UploadSchema }, { additionalProperties: false }),
+      example: {
+        upload: {
+          id: ID.upload,
+          content_type: 'application/pdf',
+          size: 18234,
+          sha256: 'a'.repeat(64),
+          created_at: '2026-05-01T12:00:00Z',
+        },
+      },
     },
   },
   'GET /v1/orgs/:org/printers': {
+    operationId: 'listPrinters',
+    tag: 'Printers',
     summary: 'Printers, as their stations report them',
-    query: [
-      ...listQuery,
-      {
-        name: 'station_id',
-        description: 'a station id',
-        schema: { type: 'string', format: 'uuid' },
+    query: [...listQuery, idQuery('station_id', 'station'), idQuery('location_id', 'location')],
+    success: {
+      status: 200,
+      description: 'a page of printers',
+      schema: listOf('printers', PrinterSchema),
+      example: {
+        printers: [
+          {
+            id: ID.printer,
+            name: 'front-desk',
+            station_id: ID.station,
+            location_id: ID.location,
+            status: 'ready',
+            detail: '',
+            station_online: true,
+            capabilities: {
+              paper_sizes: ['A4', 'Letter'],
+              duplex: true,
+              color: false,
+              copies: true,
+            },
+            updated_at: '2026-05-01T12:00:00Z',
+          },
+        ],
+        next_cursor: '',
       },
-      {
-        name: 'location_id',
-        description: 'a location id',
-        schema: { type: 'string', format: 'uuid' },
-      },
-    ],
-    success: { status: 200, schema: listOf('printers', PrinterSchema) },
+    },
+    errors: ['invalid', 'unknown_field'],
   },
   'GET /v1/orgs/:org/locations': {
+    operationId: 'listLocations',
+    tag: 'Locations',
     summary: 'Locations',
     query: listQuery,
-    success: { status: 200, schema: listOf('locations', LocationSchema) },
+    success: {
+      status: 200,
+      description: 'a page of locations',
+      schema: listOf('locations', LocationSchema),
+    },
+    errors: ['invalid', 'unknown_field'],
   },
   'GET /v1/orgs/:org/locations/:id': {
+    operationId: 'getLocation',
+    tag: 'Locations',
     summary: 'A location',
     success: {
       status: 200,
+      description: 'the location',
       schema: Type.Object({ location: LocationSchema }, { additionalProperties: false }),
+      example: {
+        location: {
+          id: ID.location,
+          name: 'Berlin shop',
+          address: 'Torstraße 1, Berlin',
+          timezone: 'Europe/Berlin',
+          created_at: '2026-05-01T12:00:00Z',
+        },
+      },
     },
+    errors: ['unknown_field'],
   },
   'GET /v1/orgs/:org/templates': {
+    operationId: 'listTemplates',
+    tag: 'Templates',
     summary: 'Templates jobs can be made from',
     query: listQuery,
-    success: { status: 200, schema: listOf('templates', TemplateSchema) },
+    success: {
+      status: 200,
+      description: 'a page of templates',
+      schema: listOf('templates', TemplateSchema),
+    },
+    errors: ['invalid', 'unknown_field'],
   },
+  ...WEBHOOK_OPERATIONS,
 };
 
 const Level = Type.Union([
@@ -156,176 +404,134 @@ const Level = Type.Union([
   Type.Literal('outage'),
 ]);
 
-const PUBLIC_OPERATIONS: Array<[string, string, TSchema]> = [
-  [
-    '/v1/public/server-key',
-    'The public key to seal content to (HPKE, RFC 9180)',
-    Type.Object(
-      {
-        public_key: Type.String({ description: 'the raw X25519 key, base64url without padding' }),
-        algorithm: Type.Literal('HPKE-Base-X25519-SHA256-AES256GCM'),
-      },
-      { additionalProperties: false },
-    ),
-  ],
-  [
-    '/v1/public/status',
-    'Whether the API and print delivery work',
-    Type.Object(
-      {
-        status: Level,
-        components: Type.Array(
-          Type.Object({ name: Type.String(), status: Level }, { additionalProperties: false }),
-        ),
-        notice: Type.Union([Type.String(), Type.Null()]),
-        checked_at: Type.String({ format: 'date-time' }),
-      },
-      { additionalProperties: false },
-    ),
-  ],
-  [
-    '/v1/public/pricing',
-    'Current prices in cents; null when not published',
-    Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
-  ],
-  [
-    '/v1/public/downloads',
-    'The latest stable agent release per platform; null when none is published',
-    Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
-  ],
-];
+const published = (what: string) =>
+  Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description: `${what} as the operator published them, or null when not published`,
+  });
 
-/** `/v1/orgs/:org/jobs/:id` → `/v1/orgs/{org}/jobs/{id}` */
-export function openApiPath(path: string): string {
-  return path.replace(/:([a-z_]+)/g, '{$1}');
-}
+const PUBLIC_DESCRIPTION =
+  'No key needed. At most 30 requests a minute per client address (429 with Retry-After beyond). Any web page may read it (CORS).';
 
-const ERROR_STATUSES = [...new Set(Object.values(ERROR_CATALOGUE).map((e) => e.http))].sort();
-
-function errorResponses() {
-  return Object.fromEntries(
-    ERROR_STATUSES.map((status) => [
-      String(status),
-      {
-        description: Object.entries(ERROR_CATALOGUE)
-          .filter(([, e]) => e.http === status)
-          .map(([code]) => code)
-          .join(', '),
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      },
-    ]),
-  );
-}
+/** The operations without a key: the public endpoints. */
+export const PUBLIC_OPERATIONS: Record<string, OperationSpec> = {
+  'GET /v1/public/server-key': {
+    operationId: 'getServerKey',
+    tag: 'Public',
+    summary: 'The public key to seal content to (HPKE, RFC 9180)',
+    description: PUBLIC_DESCRIPTION,
+    surface: PUBLIC_SURFACE,
+    success: {
+      status: 200,
+      description: 'the key',
+      schema: Type.Object(
+        {
+          public_key: Type.String({
+            description: 'the raw X25519 key, base64url without padding',
+          }),
+          algorithm: Type.Literal('HPKE-Base-X25519-SHA256-AES256GCM'),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    errors: ['unavailable'],
+  },
+  'GET /v1/public/status': {
+    operationId: 'getStatus',
+    tag: 'Public',
+    summary: 'Whether the API and print delivery work',
+    description: PUBLIC_DESCRIPTION,
+    surface: PUBLIC_SURFACE,
+    success: {
+      status: 200,
+      description: 'the status',
+      schema: Type.Object(
+        {
+          status: Level,
+          components: Type.Array(
+            Type.Object({ name: Type.String(), status: Level }, { additionalProperties: false }),
+          ),
+          notice: Type.Union([Type.String(), Type.Null()]),
+          checked_at: Type.String({ format: 'date-time' }),
+        },
+        { additionalProperties: false },
+      ),
+    },
+  },
+  'GET /v1/public/pricing': {
+    operationId: 'getPricing',
+    tag: 'Public',
+    summary: 'Current prices in cents',
+    description: PUBLIC_DESCRIPTION,
+    surface: PUBLIC_SURFACE,
+    success: { status: 200, description: 'the prices', schema: published('the prices') },
+    errors: ['unavailable'],
+  },
+  'GET /v1/public/downloads': {
+    operationId: 'getDownloads',
+    tag: 'Public',
+    summary: 'The latest stable agent release per platform',
+    description: PUBLIC_DESCRIPTION,
+    surface: PUBLIC_SURFACE,
+    success: {
+      status: 200,
+      description: 'the releases',
+      schema: published('the releases'),
+    },
+    errors: ['unavailable'],
+  },
+};
 
 /** The document; built once per process. */
-export function buildOpenApi(serverUrl = '/'): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
+export function buildOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown> {
+  const operations: Array<[string, OperationSpec]> = [];
   for (const route of V1_ROUTES) {
     const key = `${route.method} ${route.path}`;
-    const op = OPERATIONS[key];
+    const op = V1_OPERATIONS[key];
     if (!op) throw new Error(`no OpenAPI description for ${key}`);
-    const params = [...route.path.matchAll(/:([a-z_]+)/g)].map((m) => ({
-      name: m[1],
-      in: 'path',
-      required: true,
-      schema: { type: 'string', format: 'uuid' },
-    }));
-    const operation: Record<string, unknown> = {
-      summary: op.summary,
-      operationId: key.replace(/[^A-Za-z]+/g, '_').replace(/^_|_$/g, ''),
-      parameters: [
-        ...params,
-        ...(op.query ?? []).map((q) => ({ ...q, in: 'query', required: false })),
-        ...(route.method === 'POST'
-          ? [
-              {
-                name: 'Idempotency-Key',
-                in: 'header',
-                required: false,
-                description: 'the same key and request within 24 hours answer the first answer',
-                schema: { type: 'string', maxLength: 255 },
-              },
-            ]
-          : []),
-      ],
-      responses: {
-        [String(op.success.status)]: {
-          description: op.success.description ?? 'success',
-          content: op.success.schema
-            ? { 'application/json': { schema: op.success.schema } }
-            : Object.fromEntries(
-                (op.success.binary ?? []).map((t) => [
-                  t,
-                  { schema: { type: 'string', contentMediaType: t } },
-                ]),
-              ),
-        },
-        ...errorResponses(),
-      },
-      ...(route.scope ? { description: `Needs the ${route.scope} scope.` } : {}),
-    };
-    if (op.request) {
-      operation.requestBody = {
-        required: true,
-        content:
-          'schema' in op.request
-            ? { 'application/json': { schema: op.request.schema } }
-            : Object.fromEntries(
-                op.request.binary.map((t) => [
-                  t,
-                  { schema: { type: 'string', contentMediaType: t } },
-                ]),
-              ),
-      };
-    }
-    const path = openApiPath(route.path);
-    paths[path] ??= {};
-    (paths[path] as Record<string, unknown>)[route.method.toLowerCase()] = operation;
+    const success = route.created
+      ? { ...op.success, location: route.created.location }
+      : op.success;
+    operations.push([key, { ...op, scope: route.scope, success }]);
   }
-  for (const [path, summary, schema] of PUBLIC_OPERATIONS) {
-    paths[path] = {
-      get: {
-        summary,
-        operationId: `public_${path.split('/').pop()?.replace(/-/g, '_')}`,
-        security: [],
-        description:
-          'No key needed. At most 30 requests a minute per client address (429 with Retry-After beyond).',
-        responses: {
-          '200': { description: 'success', content: { 'application/json': { schema } } },
-          ...errorResponses(),
-        },
-      },
-    };
-  }
-  paths['/v1/openapi.json'] = {
-    get: {
-      summary: 'This document',
-      operationId: 'openapi',
-      security: [],
-      responses: {
-        '200': {
-          description: 'the OpenAPI 3.1 document',
-          content: { 'application/json': { schema: { type: 'object' } } },
-        },
-      },
-    },
-  };
-  return {
-    openapi: '3.1.0',
-    info: {
+  operations.push(...Object.entries(PUBLIC_OPERATIONS));
+  return buildDocument(
+    {
       title: 'Spool print job API',
       version: '1',
       description:
-        'Send print jobs to printers attached to stations, and follow them until they print.',
-    },
-    servers: [{ url: serverUrl }],
-    security: [{ apiKey: [] }],
-    components: {
-      securitySchemes: {
-        apiKey: { type: 'http', scheme: 'bearer', description: 'svc_live_… or svc_test_…' },
+        'Send print jobs to printers attached to stations, and follow them until they print. Authenticate with an API key as `Authorization: Bearer svc_live_…` (or `svc_test_…`). Errors answer `{"error": {"code", "message", "param"?, "request_id"}}`.',
+      surface: V1_SURFACE,
+      securityScheme: { name: 'apiKey', description: 'an API key: svc_live_… or svc_test_…' },
+      tags: [
+        {
+          name: 'Jobs',
+          description: 'Print jobs: create them, follow them, cancel, retry, reprint',
+        },
+        { name: 'Uploads', description: 'Documents uploaded before the jobs that print them' },
+        { name: 'Printers', description: 'Printers, as the agents on the stations report them' },
+        { name: 'Locations', description: 'Where stations and printers are' },
+        { name: 'Templates', description: 'Templates that jobs fill with field values' },
+        { name: 'Keys', description: 'The calling API key' },
+        WEBHOOKS_TAG,
+        { name: 'Public', description: 'Endpoints that need no key' },
+      ],
+      operations,
+      schemas: {
+        CreateJobRequest,
+        JobContent,
+        ...Object.fromEntries(CONTENT_KINDS.map((k) => [`JobContent_${k}`, CONTENT_SCHEMAS[k]])),
+        PrintOptions: OptionsBody,
+        EmptyBody: Type.Object({}, { additionalProperties: false }),
+        Job: JobSchema,
+        JobEvent: EventSchema,
+        JobAnswer,
+        Printer: PrinterSchema,
+        Location: LocationSchema,
+        Template: TemplateSchema,
+        Upload: UploadSchema,
+        KeyInfo: KeyInfoSchema,
       },
-      schemas: { Error: ErrorSchema },
     },
-    paths,
-  };
+    serverUrl,
+  );
 }

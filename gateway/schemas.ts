@@ -1,14 +1,36 @@
 /**
- * The shapes of the `/v1` API's answers as JSON Schema (TypeBox), for the OpenAPI document. The
- * tests check every answer they receive against them, so they stay true to the views.
+ * The shapes of the API's answers as JSON Schema (TypeBox), for the OpenAPI documents of `/v1` and
+ * `/admin/v1`. The tests check every answer they receive against them, so they stay true to the
+ * views.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
+import { SCOPES } from '../lib/credentials.js';
 import { ERROR_CATALOGUE } from '../lib/errors.js';
 import { JOB_STATUSES } from '../services/jobs/machine.js';
+import { CONTENT_KINDS, ContentBody } from './routes/jobs.js';
+
+/** A printer's status: what the station link reports (docs/station-link.md), or `removed`. */
+export const PRINTER_STATUSES = [
+  'ready',
+  'printing',
+  'out_of_paper',
+  'paper_jam',
+  'door_open',
+  'offline',
+  'error',
+  'unknown',
+  'removed',
+] as const;
+
+const oneOfStrings = (values: readonly string[], description?: string) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    description === undefined ? {} : { description },
+  );
 
 const Time = Type.String({ format: 'date-time', description: 'RFC 3339, UTC' });
 const NullableTime = Type.Union([Time, Type.Null()]);
-const Id = Type.String({ format: 'uuid' });
+const Id = Type.String({ format: 'uuid', examples: ['0b7f4c1e-5d2a-4c3b-9e8f-1a2b3c4d5e6f'] });
 const NullableId = Type.Union([Id, Type.Null()]);
 const Cursor = Type.String({
   description: 'pass as cursor for the next page; empty on the last page',
@@ -35,7 +57,7 @@ export const KeyInfoSchema = Type.Object(
     org_id: Id,
     org_name: Type.String(),
     live: Type.Boolean(),
-    scopes: Type.Array(Type.String()),
+    scopes: Type.Array(oneOfStrings(SCOPES)),
   },
   { additionalProperties: false },
 );
@@ -44,7 +66,7 @@ export const JobSchema = Type.Object(
   {
     id: Id,
     org_id: Id,
-    status: Type.Union(JOB_STATUSES.map((s) => Type.Literal(s))),
+    status: oneOfStrings(JOB_STATUSES),
     status_detail: Type.String({ description: 'why the job failed; empty otherwise' }),
     reference: Type.String(),
     title: Type.String(),
@@ -53,16 +75,21 @@ export const JobSchema = Type.Object(
     live: Type.Boolean({ description: 'false for jobs made with a test key' }),
     options: Type.Object(
       {
-        copies: Type.Optional(Type.Integer()),
-        duplex: Type.Optional(Type.String()),
-        color: Type.Optional(Type.String()),
+        copies: Type.Optional(Type.Integer({ minimum: 1 })),
+        duplex: Type.Optional(
+          oneOfStrings(['one_sided', 'two_sided_long_edge', 'two_sided_short_edge']),
+        ),
+        color: Type.Optional(oneOfStrings(['color', 'monochrome'])),
         paper: Type.Optional(Type.String()),
         tray: Type.Optional(Type.String()),
         pages: Type.Optional(Type.String()),
         fit_to_page: Type.Optional(Type.Boolean()),
-        rotate: Type.Optional(Type.Integer()),
+        rotate: Type.Optional(Type.Union([90, 180, 270].map((v) => Type.Literal(v)))),
       },
-      { additionalProperties: false },
+      {
+        additionalProperties: false,
+        description: 'the options given at creation; unset ones are left out',
+      },
     ),
     content_type: Type.String(),
     size: Type.Integer({ minimum: 0 }),
@@ -80,7 +107,7 @@ export const JobSchema = Type.Object(
 export const EventSchema = Type.Object(
   {
     at: Time,
-    status: Type.String(),
+    status: oneOfStrings(JOB_STATUSES),
     detail: Type.String(),
     actor: Type.String({ description: 'api_key:<id>, station:<id>, system or admin' }),
   },
@@ -93,9 +120,10 @@ export const PrinterSchema = Type.Object(
     name: Type.String(),
     station_id: Id,
     location_id: NullableId,
-    status: Type.String({
-      description: 'ready, printing, out_of_paper, paper_jam, door_open, offline, error or unknown',
-    }),
+    status: oneOfStrings(
+      PRINTER_STATUSES,
+      'as the station reports it; removed when its station no longer reports it',
+    ),
     detail: Type.String(),
     station_online: Type.Boolean(),
     capabilities: Type.Object(
@@ -127,7 +155,7 @@ export const TemplateSchema = Type.Object(
   {
     id: Id,
     name: Type.String(),
-    kind: Type.String({ description: 'text, zpl or escpos' }),
+    kind: oneOfStrings(['text', 'zpl', 'escpos']),
     body: Type.String(),
     fields: Type.Array(
       Type.Object(
@@ -148,8 +176,8 @@ export const UploadSchema = Type.Object(
   {
     id: Id,
     content_type: Type.String(),
-    size: Type.Integer(),
-    sha256: Type.String(),
+    size: Type.Integer({ minimum: 0 }),
+    sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
     created_at: NullableTime,
   },
   { additionalProperties: false },
@@ -173,9 +201,115 @@ export const JobList = Type.Object(
   { additionalProperties: false },
 );
 
+/** A page of a list whose array is named `name`. */
 export function listOf(name: string, item: TSchema) {
   return Type.Object(
     { [name]: Type.Array(item), next_cursor: Cursor },
+    { additionalProperties: false },
+  );
+}
+
+/** The fields each kind of job content takes besides `type`, and which of them may be left out. */
+const CONTENT_FIELDS: Record<
+  (typeof CONTENT_KINDS)[number],
+  { fields: string[]; optional?: string[] }
+> = {
+  pdf_base64: { fields: ['data'] },
+  raw_base64: { fields: ['data'] },
+  text: { fields: ['data'] },
+  pdf_uri: { fields: ['uri'] },
+  raw_uri: { fields: ['uri'] },
+  upload: { fields: ['upload_id'] },
+  template: { fields: ['template_id', 'fields'], optional: ['fields'] },
+  sealed: { fields: ['content_type', 'enc', 'ciphertext'] },
+};
+
+const CONTENT_TITLES: Record<(typeof CONTENT_KINDS)[number], string> = {
+  pdf_base64: 'A PDF, inline in base64',
+  raw_base64: 'Printer-ready bytes (ZPL, ESC/POS, PCL…), inline in base64',
+  text: 'Plain text, inline',
+  pdf_uri: 'A PDF that Spool fetches from an https URL',
+  raw_uri: 'Printer-ready bytes that Spool fetches from an https URL',
+  upload: 'A document uploaded before with POST /v1/orgs/{org}/uploads',
+  template: 'A template filled with field values',
+  sealed: 'A document sealed to the server key (HPKE), opened only by the jobs service',
+};
+
+/**
+ * The schema of each kind of job content, by kind, as the OpenAPI document gives them: the request
+ * validator takes one object with every field optional and checks the fields per kind after it;
+ * these say the same per kind, so generated clients get one type per kind. Each field's schema is
+ * the validator's own.
+ */
+export const CONTENT_SCHEMAS = Object.fromEntries(
+  CONTENT_KINDS.map((kind) => {
+    const { fields, optional = [] } = CONTENT_FIELDS[kind];
+    const properties: Record<string, TSchema> = { type: Type.Literal(kind) };
+    for (const field of fields) {
+      const schema = ContentBody.properties[field as keyof typeof ContentBody.properties];
+      properties[field] = optional.includes(field) ? Type.Optional(schema) : schema;
+    }
+    return [
+      kind,
+      Type.Object(properties, { additionalProperties: false, title: CONTENT_TITLES[kind] }),
+    ];
+  }),
+) as unknown as Record<(typeof CONTENT_KINDS)[number], TSchema>;
+
+/** An organization (`/admin/v1`). */
+export const OrgSchema = Type.Object(
+  { id: Id, name: Type.String(), created_at: NullableTime },
+  { additionalProperties: false },
+);
+
+/** An API key as the operator API shows it; the secret is only in the answer to its creation. */
+export const ApiKeySchema = Type.Object(
+  {
+    id: Id,
+    org_id: Id,
+    name: Type.String(),
+    live: Type.Boolean(),
+    scopes: Type.Array(oneOfStrings(SCOPES)),
+    hint: Type.String({ description: 'the prefix and last four characters, as svc_live_…a1B2' }),
+    allowed_ips: Type.Array(Type.String({ description: 'an IP address or CIDR range' })),
+    expires_at: NullableTime,
+    created_at: NullableTime,
+    revoked_at: NullableTime,
+  },
+  { additionalProperties: false },
+);
+
+/** A station, where the agent runs. */
+export const StationSchema = Type.Object(
+  {
+    id: Id,
+    name: Type.String(),
+    location_id: NullableId,
+    online: Type.Boolean(),
+    last_seen_at: NullableTime,
+    created_at: NullableTime,
+  },
+  { additionalProperties: false },
+);
+
+/** The settings of this Spool. */
+export const SettingsSchema = Type.Object(
+  {
+    job_document_retention_days: Type.Integer({ minimum: 1 }),
+    upload_retention_days: Type.Integer({ minimum: 1 }),
+    notice: Type.Union([Type.String(), Type.Null()], {
+      description: 'the notice on the public status page',
+    }),
+    pricing: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    downloads: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+/** A page of a list whose array is `items`, as the operator API's lists answer. */
+export function itemsOf(item: TSchema) {
+  return Type.Object(
+    { items: Type.Array(item), next_cursor: Cursor },
     { additionalProperties: false },
   );
 }

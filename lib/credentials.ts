@@ -15,8 +15,18 @@ export const CREDENTIAL_PREFIXES = {
 
 export type CredentialKind = keyof typeof CREDENTIAL_PREFIXES;
 
-/** The scopes of spec §5. */
-export const SCOPES = ['jobs:write', 'jobs:read', 'printers:read', 'locations:read'] as const;
+/**
+ * The scopes of spec §5, then Spool's own: `webhooks:read` and `webhooks:write` let integrators
+ * manage their webhook endpoints by key (docs/api.md).
+ */
+export const SCOPES = [
+  'jobs:write',
+  'jobs:read',
+  'printers:read',
+  'locations:read',
+  'webhooks:read',
+  'webhooks:write',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export function isScope(value: string): value is Scope {

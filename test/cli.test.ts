@@ -1,7 +1,9 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { buildProgram, spoolVersion } from '../cli/program.js';
 import { CLUSTER_OPERATOR_TOKEN, startCluster } from './helpers/cluster.js';
 import { freePort } from './helpers/ports.js';
 import { runSpool, spawnSpool } from './helpers/spool.js';
@@ -129,6 +131,7 @@ test('the README walk-through works against spool dev with its embedded database
     adminEnv,
   );
   t.is(revoked.code, 0, revoked.stderr);
+  t.deepEqual(JSON.parse(revoked.stdout), { revoked: true, id: key.id });
   const after = await fetch(`http://127.0.0.1:${port}/v1/key`, {
     headers: { authorization: `Bearer ${secret}` },
   });
@@ -140,6 +143,19 @@ test('the README walk-through works against spool dev with its embedded database
   );
   t.is(bad.code, 1);
   t.is(JSON.parse(bad.stderr).error.code, 'invalid');
+  t.is(
+    JSON.parse(bad.stderr).error.message,
+    'scopes.0 must be one of: jobs:write, jobs:read, printers:read, locations:read, webhooks:read, webhooks:write',
+  );
+
+  const wrongToken = await runSpool(['admin', 'org', 'get', orgId], {
+    ...adminEnv,
+    SPOOL_ADMIN_TOKEN: 'not-the-token',
+  });
+  t.is(wrongToken.code, 1);
+  const [body, hint] = wrongToken.stderr.trim().split('\n');
+  t.regex(JSON.parse(body ?? '').error.message, /^wrong operator token/);
+  t.regex(hint ?? '', /refused the operator token from SPOOL_ADMIN_TOKEN/);
 
   t.is(await dev.stop(), 0);
   // The state outlives a restart.
@@ -185,4 +201,86 @@ test('spool serve with missing configuration names every missing variable and ex
   for (const name of ['NATS_URL', 'ACCOUNTS_ADDR', 'JOBS_ADDR', 'SPOOL_ADMIN_TOKEN', 'PORT']) {
     t.true(res.stderr.includes(name), `${name} missing from: ${res.stderr}`);
   }
+});
+
+test('spool --version prints the version of package.json', async (t) => {
+  const res = await runSpool(['--version'], {});
+  t.is(res.code, 0, res.stderr);
+  t.is(res.stdout.trim(), spoolVersion());
+  t.regex(res.stdout.trim(), /^\d+\.\d+\.\d+/);
+});
+
+test('every command of spool --help, at every level, has a description', (t) => {
+  const program = buildProgram({});
+  const walk = (cmd: ReturnType<typeof buildProgram>, path: string[]) => {
+    // The Commands section of the help this command prints: each line names a subcommand, and
+    // a description follows on the same line.
+    const help = cmd.helpInformation();
+    for (const sub of cmd.commands) {
+      const line = help.split('\n').find((l) => l.trimStart().startsWith(`${sub.name()} `));
+      const shown = line
+        ?.trim()
+        .slice(sub.name().length)
+        .replace(/^ *(\[options\]|<[^>]+>| )*/, '');
+      t.truthy(shown, `spool ${[...path, sub.name()].join(' ')} has no description in --help`);
+      walk(sub, [...path, sub.name()]);
+    }
+  };
+  walk(program, []);
+});
+
+test('spool admin against a URL where nothing listens says it could not reach Spool, and why', async (t) => {
+  const port = await freePort();
+  const res = await runSpool(['admin', 'org', 'get', 'x'], {
+    SPOOL_URL: `http://127.0.0.1:${port}`,
+    SPOOL_ADMIN_TOKEN: 'token',
+  });
+  t.is(res.code, 1);
+  t.is(
+    res.stderr.trim(),
+    `spool: could not reach Spool at http://127.0.0.1:${port} (ECONNREFUSED): is spool dev (or the gateway) running, and is SPOOL_URL right?`,
+  );
+});
+
+async function holdPort(port: number): Promise<Server> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return server;
+}
+
+test('spool dev with STATION_PORT taken says so before it starts anything, and exits 1', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'spool-dev-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const stationPort = await freePort();
+  const holder = await holdPort(stationPort);
+  t.teardown(() => holder.close());
+  const res = await runSpool(['dev'], {
+    PORT: String(await freePort()),
+    STATION_PORT: String(stationPort),
+    SPOOL_DATA_DIR: dataDir,
+  });
+  t.is(res.code, 1);
+  t.is(
+    res.stderr.trim(),
+    `spool: port ${stationPort} is in use (STATION_PORT): stop what listens there, or set STATION_PORT to a free port`,
+  );
+  await t.throwsAsync(readFile(join(dataDir, 'admin-token'), 'utf8'), { code: 'ENOENT' });
+});
+
+test('spool serve gateway with PORT taken says so before connecting to anything', async (t) => {
+  const port = await freePort();
+  const holder = await holdPort(port);
+  t.teardown(() => holder.close());
+  const res = await runSpool(['serve', 'gateway'], {
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    NATS_URL: 'nats://127.0.0.1:4222',
+    ACCOUNTS_ADDR: '127.0.0.1:50051',
+    JOBS_ADDR: '127.0.0.1:50052',
+    STATIONS_ADDR: '127.0.0.1:50053',
+    WEBHOOKS_ADDR: '127.0.0.1:50054',
+    SPOOL_ADMIN_TOKEN: 'token',
+  });
+  t.is(res.code, 1);
+  t.regex(res.stderr, new RegExp(`^spool: port ${port} is in use \\(PORT\\)`));
 });

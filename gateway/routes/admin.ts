@@ -10,6 +10,7 @@ import { parseRfc3339 } from '../../lib/time.js';
 import { requireOperator } from '../auth.js';
 import { body } from '../body.js';
 import type { Backends } from '../clients.js';
+import { type Created, setLocation } from '../http-manners.js';
 import { listParams } from '../query.js';
 import type { GatewayState } from '../state.js';
 import {
@@ -68,7 +69,10 @@ export const CreateLocationBody = Type.Object(
     }),
     address: Type.Optional(Type.String({ maxLength: 200, description: 'at most 200 characters' })),
     timezone: Type.Optional(
-      Type.String({ maxLength: 64, description: 'an IANA time zone such as Europe/Berlin' }),
+      Type.String({
+        maxLength: 64,
+        description: 'an IANA time zone such as Europe/Berlin, or empty for none',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -145,6 +149,25 @@ export const CreateStationBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** Whether `name` is a time zone of the IANA database that Node's Intl knows (aliases included). */
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What each 201 of the operator API creates, named in its `Location` header. */
+export const ADMIN_CREATED = {
+  org: { field: 'org', location: '/admin/v1/orgs/{id}' },
+  key: { field: 'key', location: '/admin/v1/orgs/{org}/keys/{id}' },
+  location: { field: 'location', location: '/admin/v1/orgs/{org}/locations/{id}' },
+  station: { field: 'station', location: '/admin/v1/orgs/{org}/stations/{id}' },
+  template: { field: 'template', location: '/admin/v1/orgs/{org}/templates/{id}' },
+} satisfies Record<string, Created>;
+
 export interface AdminDeps {
   backends: Backends;
   operatorToken: string;
@@ -156,7 +179,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
   router.use(requireOperator(deps.operatorToken));
 
-  router.post('/orgs', async (ctx) => {
+  router.post('/orgs', setLocation(ADMIN_CREATED.org), async (ctx) => {
     const req = await body(ctx, CreateOrgBody, deps.bodyLimit);
     const { org } = await accounts.createOrg({ name: req.name });
     ctx.status = 201;
@@ -168,7 +191,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     ctx.body = { org: orgView(org) };
   });
 
-  router.post('/orgs/:org/keys', async (ctx) => {
+  router.post('/orgs/:org/keys', setLocation(ADMIN_CREATED.key), async (ctx) => {
     const req = await body(ctx, CreateKeyBody, deps.bodyLimit);
     let expiresAt: Date | undefined;
     if (typeof req.expires_at === 'string') {
@@ -195,8 +218,14 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     ctx.body = { items: res.items.map(keyView), next_cursor: res.nextCursor };
   });
 
-  router.post('/orgs/:org/locations', async (ctx) => {
+  router.post('/orgs/:org/locations', setLocation(ADMIN_CREATED.location), async (ctx) => {
     const req = await body(ctx, CreateLocationBody, deps.bodyLimit);
+    if (req.timezone !== undefined && req.timezone !== '' && !isTimeZone(req.timezone)) {
+      throw invalid(
+        `timezone must be an IANA time zone such as Europe/Berlin; ${JSON.stringify(req.timezone)} is not one`,
+        'timezone',
+      );
+    }
     const { location } = await stations.createLocation({
       orgId: ctx.params.org ?? '',
       name: req.name,
@@ -207,7 +236,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     ctx.body = { location: locationView(location) };
   });
 
-  router.post('/orgs/:org/stations', async (ctx) => {
+  router.post('/orgs/:org/stations', setLocation(ADMIN_CREATED.station), async (ctx) => {
     const req = await body(ctx, CreateStationBody, deps.bodyLimit);
     const { station, token } = await stations.createStation({
       orgId: ctx.params.org ?? '',
@@ -218,7 +247,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     ctx.body = { station: stationView(station), token };
   });
 
-  router.post('/orgs/:org/templates', async (ctx) => {
+  router.post('/orgs/:org/templates', setLocation(ADMIN_CREATED.template), async (ctx) => {
     const req = await body(ctx, CreateTemplateBody, deps.bodyLimit);
     const { template } = await jobs.createTemplate({
       orgId: ctx.params.org ?? '',

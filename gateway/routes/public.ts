@@ -1,7 +1,8 @@
 /**
  * The public endpoints (spec §4), answered without authentication and rate limited per client
  * address across every gateway replica: the server key for sealing, the status, prices and
- * downloads.
+ * downloads. They are the only paths any web page may read (CORS: any origin, GET only); nothing
+ * else answers a browser's cross-origin request.
  */
 import { Router } from '@koa/router';
 import type { Middleware } from 'koa';
@@ -25,9 +26,35 @@ function published(json: string): unknown {
   }
 }
 
+/** The headers a page's script may read off a public answer. */
+const EXPOSED = [
+  'Request-Id',
+  'Retry-After',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+];
+
+const PATHS = ['/server-key', '/status', '/pricing', '/downloads'];
+
 export function publicRouter(deps: PublicDeps): Router<GatewayState> {
   const router = new Router<GatewayState>({ prefix: '/v1/public' });
-  router.use(deps.limit);
+  // Before the limit, so that a 429 can be read by the page too.
+  router.use(async (ctx, next) => {
+    ctx.set('Access-Control-Allow-Origin', '*');
+    ctx.set('Access-Control-Expose-Headers', EXPOSED.join(', '));
+    await next();
+  });
+  // A preflight costs the client nothing of its limit.
+  router.use((ctx, next) => (ctx.method === 'OPTIONS' ? next() : deps.limit(ctx, next)));
+  for (const path of PATHS) {
+    router.options(path, (ctx) => {
+      ctx.set('Access-Control-Allow-Methods', 'GET');
+      ctx.set('Access-Control-Max-Age', '86400');
+      ctx.set('Allow', 'GET, HEAD, OPTIONS');
+      ctx.status = 204;
+    });
+  }
 
   router.get('/server-key', async (ctx) => {
     const res = await deps.backends.jobs.getServerKey({});

@@ -9,29 +9,40 @@ import type { Scope } from '../../lib/credentials.js';
 import { SpoolError } from '../../lib/errors.js';
 import { requireKey, requireOwnOrg, requireScope } from '../auth.js';
 import type { Backends } from '../clients.js';
+import { type Created, setLocation } from '../http-manners.js';
 import { idempotency } from '../idempotency.js';
 import type { KeyCache } from '../key-cache.js';
 import type { GatewayState } from '../state.js';
 import { fleetHandlers } from './fleet.js';
 import { jobHandlers } from './jobs.js';
+import { webhookV1Handlers } from './webhooks.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 export interface V1Route {
   method: HttpMethod;
   path: string;
   /** The scope a key needs; null where any valid key will do. */
   scope: Scope | null;
+  /** For a route answering 201: the new resource, named in its `Location` header. */
+  created?: Created;
 }
+
+const JOB_CREATED: Created = { field: 'job', location: '/v1/orgs/{org}/jobs/{id}' };
 
 export const V1_ROUTES: readonly V1Route[] = [
   { method: 'GET', path: '/v1/key', scope: null },
-  { method: 'POST', path: '/v1/orgs/:org/jobs', scope: 'jobs:write' },
+  { method: 'POST', path: '/v1/orgs/:org/jobs', scope: 'jobs:write', created: JOB_CREATED },
   { method: 'GET', path: '/v1/orgs/:org/jobs', scope: 'jobs:read' },
   { method: 'GET', path: '/v1/orgs/:org/jobs/:id', scope: 'jobs:read' },
   { method: 'POST', path: '/v1/orgs/:org/jobs/:id/cancel', scope: 'jobs:write' },
   { method: 'POST', path: '/v1/orgs/:org/jobs/:id/retry', scope: 'jobs:write' },
-  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/reprint', scope: 'jobs:write' },
+  {
+    method: 'POST',
+    path: '/v1/orgs/:org/jobs/:id/reprint',
+    scope: 'jobs:write',
+    created: JOB_CREATED,
+  },
   { method: 'GET', path: '/v1/orgs/:org/printers', scope: 'printers:read' },
   { method: 'GET', path: '/v1/orgs/:org/locations', scope: 'locations:read' },
   {
@@ -42,7 +53,30 @@ export const V1_ROUTES: readonly V1Route[] = [
   { method: 'GET', path: '/v1/orgs/:org/templates', scope: 'jobs:write' },
   { method: 'GET', path: '/v1/orgs/:org/jobs/:id/content', scope: 'jobs:read' },
   { method: 'GET', path: '/v1/orgs/:org/jobs/:id/preview', scope: 'jobs:read' },
-  { method: 'POST', path: '/v1/orgs/:org/uploads', scope: 'jobs:write' },
+  {
+    method: 'POST',
+    path: '/v1/orgs/:org/uploads',
+    scope: 'jobs:write',
+    created: { field: 'upload', location: '/v1/orgs/{org}/uploads/{id}' },
+  },
+  { method: 'GET', path: '/v1/orgs/:org/webhooks', scope: 'webhooks:read' },
+  {
+    method: 'POST',
+    path: '/v1/orgs/:org/webhooks',
+    scope: 'webhooks:write',
+    created: { field: 'endpoint', location: '/v1/orgs/{org}/webhooks/{id}' },
+  },
+  { method: 'GET', path: '/v1/orgs/:org/webhooks/:id', scope: 'webhooks:read' },
+  { method: 'PATCH', path: '/v1/orgs/:org/webhooks/:id', scope: 'webhooks:write' },
+  { method: 'DELETE', path: '/v1/orgs/:org/webhooks/:id', scope: 'webhooks:write' },
+  { method: 'POST', path: '/v1/orgs/:org/webhooks/:id/rotate', scope: 'webhooks:write' },
+  { method: 'POST', path: '/v1/orgs/:org/webhooks/:id/test', scope: 'webhooks:write' },
+  { method: 'GET', path: '/v1/orgs/:org/webhooks/:id/deliveries', scope: 'webhooks:read' },
+  {
+    method: 'POST',
+    path: '/v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend',
+    scope: 'webhooks:write',
+  },
 ];
 
 export interface V1Deps {
@@ -76,9 +110,12 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
     ...keyHandlers,
     ...jobHandlers(deps),
     ...fleetHandlers(deps.backends),
+    ...webhookV1Handlers(deps),
   };
   for (const route of V1_ROUTES) {
     const chain: Middleware<GatewayState>[] = [
+      // First, so that a 201 replayed for an Idempotency-Key names its resource too.
+      ...(route.created ? [setLocation(route.created)] : []),
       requireKey({
         cache: deps.cache,
         clock: deps.clock,

@@ -13,8 +13,11 @@ import { checkPublicUrl } from '../../lib/ssrf.js';
 import { generateSecret } from './crypto.js';
 import { ALL_EVENTS, type DeliveryState, type WebhookStore } from './store.js';
 
-/** The event types an endpoint may choose: every type but `ping`, which only the test sends. */
-export const SUBSCRIBABLE_EVENTS = EVENT_TYPES.filter((t) => t !== 'ping');
+/**
+ * The event types an endpoint may choose: every type of spec §6, `ping` included. Choosing `ping`
+ * changes nothing: the test action pings an endpoint whatever it chose, and nothing else sends one.
+ */
+export const SUBSCRIBABLE_EVENTS: readonly string[] = EVENT_TYPES;
 
 export const MAX_DESCRIPTION_LENGTH = 200;
 
@@ -32,7 +35,7 @@ function checkEvents(events: string[], param = 'events'): string[] {
   const unique = [...new Set(events)];
   if (unique.length === 0) throw invalid(`${param} must name at least one event type`, param);
   for (const type of unique) {
-    if (type !== ALL_EVENTS && !(SUBSCRIBABLE_EVENTS as readonly string[]).includes(type)) {
+    if (type !== ALL_EVENTS && !SUBSCRIBABLE_EVENTS.includes(type)) {
       throw invalid(
         `unknown event type ${JSON.stringify(type)}; types are ${SUBSCRIBABLE_EVENTS.join(', ')}, or * for all`,
         param,

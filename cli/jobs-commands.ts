@@ -1,0 +1,425 @@
+/**
+ * The integrator's commands: `spool jobs …`, `spool printers list`, `spool locations list` and
+ * `spool key`, built on @spool/client with the API key of `SPOOL_API_KEY` against `SPOOL_URL`.
+ * They print JSON by default (the API's answer) and a table with `--format table`. Exit codes for
+ * scripts: 0 done (for `--wait` and `watch`: printed), 1 an API error or a job that failed or was
+ * cancelled, 2 wrong usage.
+ */
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { type Command, type CommanderError, InvalidArgumentError, Option } from 'commander';
+import {
+  type CreateJobRequest,
+  isFinished,
+  type Job,
+  JobNotPrintedError,
+  type JobStatus,
+  type Location,
+  type Printer,
+  Spool,
+  SpoolApiError,
+  SpoolConnectionError,
+  WaitTimeoutError,
+} from '../client/index.js';
+import type { Env } from '../lib/config.js';
+import { renderTable } from './table.js';
+
+/** Exit codes of these commands. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** The Spool these commands talk to when `SPOOL_URL` is not set (`spool dev`'s port). */
+export const DEFAULT_SPOOL_URL = 'http://localhost:8080';
+
+type Format = 'json' | 'table';
+
+/** Wrong usage found after parsing (a missing key, both FILE and --text): exit 2. */
+class UsageError extends Error {}
+
+function positiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    throw new InvalidArgumentError('give a whole number of at least 1');
+  }
+  return Number(value);
+}
+
+const formatOption = () =>
+  new Option('--format <format>', 'json (the API answer) or table')
+    .choices(['json', 'table'])
+    .default('json');
+
+const JOB_COLUMNS = [
+  { header: 'id', value: (j: Job) => j.id },
+  { header: 'status', value: (j: Job) => j.status },
+  { header: 'title', value: (j: Job) => j.title },
+  { header: 'reference', value: (j: Job) => j.reference },
+  { header: 'printer', value: (j: Job) => j.printer_id },
+  { header: 'created', value: (j: Job) => j.created_at },
+  { header: 'detail', value: (j: Job) => j.status_detail },
+];
+
+function print(format: Format, json: unknown, table: () => string): void {
+  process.stdout.write(format === 'table' ? table() : `${JSON.stringify(json, null, 2)}\n`);
+}
+
+function printJob(format: Format, job: Job): void {
+  print(format, { job }, () => renderTable(JOB_COLUMNS, [job]));
+}
+
+/** A job's content from FILE (by its extension) or from --text. */
+async function contentFrom(file: string | undefined, text: string | undefined) {
+  if ((file === undefined) === (text === undefined)) {
+    throw new UsageError('give either FILE or --text TEXT');
+  }
+  if (text !== undefined) return { type: 'text' as const, data: text };
+  const bytes = await readFile(file as string);
+  const ext = extname(file as string).toLowerCase();
+  if (ext === '.pdf') return { type: 'pdf_base64' as const, data: bytes.toString('base64') };
+  if (ext === '.txt' || ext === '.text')
+    return { type: 'text' as const, data: bytes.toString('utf8') };
+  // Anything else goes to the printer as it is: ZPL, ESC/POS, PCL, PostScript.
+  return { type: 'raw_base64' as const, data: bytes.toString('base64') };
+}
+
+/** One line on stderr per change of status while waiting, so stdout stays the job's JSON. */
+function progress(job: Job): void {
+  const detail = job.status_detail ? ` (${job.status_detail})` : '';
+  process.stderr.write(`spool: job ${job.id} ${job.status}${detail}\n`);
+}
+
+const FAILED: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled']);
+
+/**
+ * Adds the integrator's commands to `program`. `env` is read when a command runs:
+ * `SPOOL_API_KEY` (required) and `SPOOL_URL` (default http://localhost:8080).
+ */
+export function registerJobsCommands(program: Command, env: Env): void {
+  function client(): Spool {
+    const apiKey = env.SPOOL_API_KEY;
+    if (!apiKey) {
+      throw new UsageError('set SPOOL_API_KEY to an API key (svc_live_… or svc_test_…)');
+    }
+    return new Spool({ apiKey, baseUrl: env.SPOOL_URL || DEFAULT_SPOOL_URL });
+  }
+
+  /** Runs a command's body, turning what it throws into the exit codes above. */
+  function run<A extends unknown[]>(body: (...args: A) => Promise<number | undefined>) {
+    return async (...args: A) => {
+      const command = args[args.length - 1] as Command;
+      try {
+        process.exitCode = (await body(...args)) ?? EXIT.ok;
+      } catch (err) {
+        if (err instanceof UsageError) command.error(`error: ${err.message}`, { exitCode: 2 });
+        if (err instanceof SpoolApiError) {
+          // The envelope as Spool sent it, so scripts can read code and param.
+          process.stderr.write(`${JSON.stringify(err.envelope)}\n`);
+        } else if (err instanceof SpoolConnectionError) {
+          process.stderr.write(
+            `spool: ${err.message}: is Spool running there, and is SPOOL_URL right?\n`,
+          );
+        } else {
+          throw err;
+        }
+        process.exitCode = EXIT.failed;
+      }
+    };
+  }
+
+  const usage = (cmd: Command) =>
+    cmd.exitOverride((err: CommanderError) => {
+      // Help asked for exits 0; every other parse error is wrong usage.
+      process.exit(err.exitCode === 0 ? 0 : EXIT.usage);
+    });
+
+  const jobs = usage(program.command('jobs')).description(
+    'print jobs: create, list, follow (SPOOL_API_KEY, SPOOL_URL)',
+  );
+
+  jobs
+    .command('create')
+    .description('create a print job; prints {job}; with --wait, once it printed')
+    .argument('[file]', 'the document: .pdf as PDF, .txt as text, anything else sent as it is')
+    .requiredOption('--printer <id>', 'the printer id (spool printers list)')
+    .option('--text <text>', 'print this text instead of a file')
+    .option('--copies <n>', 'copies, 1 to 999', positiveInt)
+    .option('--title <title>', 'a title to recognise the job by')
+    .option('--reference <ref>', 'your reference, such as an order number (a list filter)')
+    .option('--idempotency-key <key>', 'the same key and job within 24 hours make one job')
+    .option('--wait', 'wait until printed: exit 0 once printed, 1 if it failed or was cancelled')
+    .option(
+      '--timeout <seconds>',
+      'with --wait, give up after this many seconds (exit 1)',
+      positiveInt,
+    )
+    .addOption(formatOption())
+    .action(
+      run(
+        async (
+          file: string | undefined,
+          opts: {
+            printer: string;
+            text?: string;
+            copies?: number;
+            title?: string;
+            reference?: string;
+            idempotencyKey?: string;
+            wait?: boolean;
+            timeout?: number;
+            format: Format;
+          },
+        ) => {
+          const body: CreateJobRequest = {
+            printer_id: opts.printer,
+            content: await contentFrom(file, opts.text),
+            ...(opts.title === undefined ? {} : { title: opts.title }),
+            ...(opts.reference === undefined ? {} : { reference: opts.reference }),
+            ...(opts.copies === undefined ? {} : { options: { copies: opts.copies } }),
+          };
+          const spool = client();
+          const job = await spool.jobs.create(body, {
+            ...(opts.idempotencyKey === undefined ? {} : { idempotencyKey: opts.idempotencyKey }),
+          });
+          if (!opts.wait) {
+            printJob(opts.format, job);
+            return EXIT.ok;
+          }
+          return waitAndPrint(spool, job.id, opts.format, opts.timeout);
+        },
+      ),
+    );
+
+  jobs
+    .command('list')
+    .description('list jobs, newest first; prints {items, next_cursor, counts}')
+    .option('--status <status>', 'only these statuses, a comma list (queued,sent)')
+    .option('--printer <id>', 'only jobs for this printer')
+    .option('--reference <ref>', 'only jobs with this reference')
+    .option(
+      '--limit <n>',
+      'at most this many jobs (1-200 a page; more are paged through)',
+      positiveInt,
+    )
+    .option('--cursor <cursor>', 'next_cursor of a previous list')
+    .addOption(formatOption())
+    .action(
+      run(
+        async (opts: {
+          status?: string;
+          printer?: string;
+          reference?: string;
+          limit?: number;
+          cursor?: string;
+          format: Format;
+        }) => {
+          const spool = client();
+          const limit = opts.limit ?? 50;
+          const query = {
+            limit: Math.min(limit, 200),
+            ...(opts.status === undefined ? {} : { status: opts.status }),
+            ...(opts.printer === undefined ? {} : { printer_id: opts.printer }),
+            ...(opts.reference === undefined ? {} : { reference: opts.reference }),
+            ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }),
+          };
+          // Pages are walked until --limit jobs are in hand; next_cursor continues after them.
+          const items: Job[] = [];
+          let answer = { items, next_cursor: '', counts: {} as Record<string, number> };
+          for await (const page of spool.jobs.pages(query)) {
+            const room = limit - items.length;
+            items.push(...page.items.slice(0, room));
+            answer = { items, next_cursor: page.next_cursor, counts: page.counts };
+            if (items.length >= limit) {
+              // A page cut short cannot be continued by cursor; say where the next page starts.
+              if (page.items.length > room) answer.next_cursor = '';
+              break;
+            }
+          }
+          print(opts.format, answer, () => renderTable(JOB_COLUMNS, items));
+          return EXIT.ok;
+        },
+      ),
+    );
+
+  jobs
+    .command('get')
+    .description('show a job and its events; prints {job, events}')
+    .argument('<id>', 'job id')
+    .addOption(formatOption())
+    .action(
+      run(async (id: string, opts: { format: Format }) => {
+        const answer = await client().jobs.get(id);
+        print(
+          opts.format,
+          answer,
+          () =>
+            `${renderTable(JOB_COLUMNS, [answer.job])}\n${renderTable(
+              [
+                { header: 'at', value: (e: (typeof answer.events)[number]) => e.at },
+                { header: 'status', value: (e: (typeof answer.events)[number]) => e.status },
+                { header: 'actor', value: (e: (typeof answer.events)[number]) => e.actor },
+                { header: 'detail', value: (e: (typeof answer.events)[number]) => e.detail },
+              ],
+              answer.events,
+            )}`,
+        );
+        return EXIT.ok;
+      }),
+    );
+
+  for (const [name, description] of [
+    ['cancel', 'cancel a scheduled, held, queued or sent job; prints {job}'],
+    ['retry', 'queue a failed or held job again; prints {job}'],
+    ['reprint', 'print a job again as a new job with the same document; prints the new {job}'],
+  ] as const) {
+    jobs
+      .command(name)
+      .description(description)
+      .argument('<id>', 'job id')
+      .addOption(formatOption())
+      .action(
+        run(async (id: string, opts: { format: Format }) => {
+          const spool = client();
+          const job =
+            name === 'cancel'
+              ? await spool.jobs.cancel(id)
+              : name === 'retry'
+                ? await spool.jobs.retry(id)
+                : await spool.jobs.reprint(id);
+          printJob(opts.format, job);
+          return EXIT.ok;
+        }),
+      );
+  }
+
+  jobs
+    .command('watch')
+    .description(
+      'print the job at each change of status until it finishes: exit 0 printed, 1 failed or cancelled',
+    )
+    .argument('<id>', 'job id')
+    .addOption(formatOption())
+    .action(
+      run(async (id: string, opts: { format: Format }) => {
+        let last: Job | undefined;
+        let first = true;
+        for await (const job of client().jobs.watch(id)) {
+          last = job;
+          if (opts.format === 'json') {
+            // One JSON line per change, for line-oriented scripts.
+            process.stdout.write(`${JSON.stringify({ job })}\n`);
+          } else {
+            const table = renderTable(JOB_COLUMNS, [job]);
+            process.stdout.write(first ? table : table.slice(table.indexOf('\n') + 1));
+          }
+          first = false;
+        }
+        return last && isFinished(last) && !FAILED.has(last.status) ? EXIT.ok : EXIT.failed;
+      }),
+    );
+
+  const printers = usage(program.command('printers')).description(
+    "the organization's printers (SPOOL_API_KEY, SPOOL_URL)",
+  );
+  printers
+    .command('list')
+    .description('list printers; prints {printers, next_cursor}')
+    .option('--station <id>', 'only the printers of this station')
+    .option('--location <id>', 'only the printers at this location')
+    .addOption(formatOption())
+    .action(
+      run(async (opts: { station?: string; location?: string; format: Format }) => {
+        const spool = client();
+        const query = {
+          ...(opts.station === undefined ? {} : { station_id: opts.station }),
+          ...(opts.location === undefined ? {} : { location_id: opts.location }),
+        };
+        const all: Printer[] = [];
+        for await (const printer of spool.printers.iterate(query)) all.push(printer);
+        print(opts.format, { printers: all, next_cursor: '' }, () =>
+          renderTable(
+            [
+              { header: 'id', value: (p: Printer) => p.id },
+              { header: 'name', value: (p: Printer) => p.name },
+              { header: 'status', value: (p: Printer) => p.status },
+              { header: 'online', value: (p: Printer) => p.station_online },
+              { header: 'station', value: (p: Printer) => p.station_id },
+              { header: 'detail', value: (p: Printer) => p.detail },
+            ],
+            all,
+          ),
+        );
+        return EXIT.ok;
+      }),
+    );
+
+  const locations = usage(program.command('locations')).description(
+    "the organization's locations (SPOOL_API_KEY, SPOOL_URL)",
+  );
+  locations
+    .command('list')
+    .description('list locations; prints {locations, next_cursor}')
+    .addOption(formatOption())
+    .action(
+      run(async (opts: { format: Format }) => {
+        const all: Location[] = [];
+        for await (const location of client().locations.iterate()) all.push(location);
+        print(opts.format, { locations: all, next_cursor: '' }, () =>
+          renderTable(
+            [
+              { header: 'id', value: (l: Location) => l.id },
+              { header: 'name', value: (l: Location) => l.name },
+              { header: 'address', value: (l: Location) => l.address },
+              { header: 'timezone', value: (l: Location) => l.timezone },
+            ],
+            all,
+          ),
+        );
+        return EXIT.ok;
+      }),
+    );
+
+  usage(program.command('key'))
+    .description('show the API key in SPOOL_API_KEY: its organization, mode and scopes')
+    .addOption(formatOption())
+    .action(
+      run(async (opts: { format: Format }) => {
+        const key = await client().key();
+        print(opts.format, key, () =>
+          renderTable(
+            [
+              { header: 'id', value: (k: typeof key) => k.id },
+              { header: 'org', value: (k: typeof key) => k.org_id },
+              { header: 'org name', value: (k: typeof key) => k.org_name },
+              { header: 'live', value: (k: typeof key) => k.live },
+              { header: 'scopes', value: (k: typeof key) => k.scopes.join(',') },
+            ],
+            [key],
+          ),
+        );
+        return EXIT.ok;
+      }),
+    );
+}
+
+/** `--wait`: progress on stderr, the job on stdout, 0 once printed and 1 otherwise. */
+async function waitAndPrint(
+  spool: Spool,
+  id: string,
+  format: Format,
+  timeoutSeconds: number | undefined,
+): Promise<number> {
+  try {
+    const job = await spool.waitForJob(id, {
+      until: 'printed',
+      onChange: progress,
+      ...(timeoutSeconds === undefined ? {} : { timeoutMs: timeoutSeconds * 1000 }),
+    });
+    printJob(format, job);
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof JobNotPrintedError || err instanceof WaitTimeoutError) {
+      if (err.job) printJob(format, err.job);
+      process.stderr.write(`spool: ${err.message}\n`);
+      return EXIT.failed;
+    }
+    throw err;
+  }
+}

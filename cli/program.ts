@@ -1,0 +1,317 @@
+/**
+ * The commands of `spool` and their help. Building them reads nothing and starts nothing, so the
+ * help can be checked without running a command; `main.ts` parses the command line.
+ */
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { Command, Option } from 'commander';
+import type { Env } from '../lib/config.js';
+import { adminClient } from './admin.js';
+import { runAgentCommand } from './agent.js';
+import { runDev } from './dev.js';
+import { registerJobsCommands } from './jobs-commands.js';
+import { sealFile } from './seal.js';
+import { COMPONENTS, type Component, runMigrate, serve } from './serve.js';
+import { addWebhookCommands } from './webhook-commands.js';
+
+/** Spool's version, from package.json. */
+export function spoolVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  return String(pkg.version);
+}
+
+/**
+ * Builds the `spool` command. An admin command prints the gateway's JSON answer; where the gateway
+ * answers 204 without a body, it prints `empty` instead, so every admin command prints JSON.
+ */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function buildProgram(env: Env): Command {
+  async function admin(method: string, path: string, body?: unknown, empty?: unknown) {
+    const client = await adminClient(env);
+    const answer = (await client.request(method, path, body)) ?? empty;
+    if (answer !== undefined) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+  }
+
+  const program = new Command('spool')
+    .description('Spool, the print-job router')
+    .version(spoolVersion(), '-V, --version', 'print the version of spool')
+    .showHelpAfterError();
+
+  program
+    .command('dev')
+    .description('run the whole system in one process, for a laptop')
+    .action(() => runDev(env));
+
+  program
+    .command('serve')
+    .description('run one component, configured from the environment')
+    .addArgument(
+      new Command().createArgument('<component>', 'the component to run').choices(COMPONENTS),
+    )
+    .action((component: Component) => serve(component, env));
+
+  program
+    .command('agent')
+    .description('run the station agent: hold the link to Spool and print the jobs it sends')
+    .requiredOption(
+      '--server <host:port>',
+      'the station link address of Spool (port 7070 in spool dev); several, comma separated, are tried in turn',
+    )
+    .option(
+      '--tls',
+      'speak TLS to the server (a load balancer terminating TLS), trusting system CAs',
+    )
+    .option('--ca <file>', 'PEM file of the CA certificates to trust (implies --tls)')
+    .option('--token <token>', 'the station device token, svc_dev_… (or SPOOL_DEVICE_TOKEN)')
+    .option(
+      '--printer <name=backend>',
+      'a printer: NAME=file:DIR, NAME=cups:QUEUE, NAME=cups:* or NAME=raw:HOST:PORT; repeatable',
+      collect,
+      [],
+    )
+    .option(
+      '--state-dir <dir>',
+      'where the journal is kept (or SPOOL_AGENT_STATE_DIR; .spool-agent)',
+    )
+    .action(
+      (opts: {
+        server: string;
+        token?: string;
+        printer: string[];
+        stateDir?: string;
+        tls?: boolean;
+        ca?: string;
+      }) => runAgentCommand(opts, env),
+    );
+
+  program
+    .command('seal')
+    .description("seal a document to the server's public key; prints a job's content object")
+    .argument('<file>', 'the document')
+    .addOption(
+      new Option(
+        '--content-type <type>',
+        'what the document is (default: from its extension)',
+      ).choices(['application/pdf', 'text/plain', 'application/octet-stream']),
+    )
+    .option('--public-key <key>', 'seal to this key instead of fetching it from SPOOL_URL')
+    .action(async (file: string, opts: { contentType?: string; publicKey?: string }) => {
+      process.stdout.write(`${JSON.stringify(await sealFile(file, opts, env))}\n`);
+    });
+
+  program
+    .command('migrate')
+    .description('apply database migrations (DATABASE_URL)')
+    .action(() => runMigrate(env));
+
+  const adminCommand = program
+    .command('admin')
+    .description('operator commands against a running gateway (SPOOL_URL, SPOOL_ADMIN_TOKEN)');
+
+  const org = adminCommand.command('org').description('organizations');
+  org
+    .command('create')
+    .description('create an organization; prints {org}')
+    .requiredOption('--name <name>', 'the organization name')
+    .action((opts: { name: string }) => admin('POST', '/orgs', { name: opts.name }));
+  org
+    .command('get')
+    .description('show an organization; prints {org}')
+    .argument('<org>', 'organization id')
+    .action((id: string) => admin('GET', `/orgs/${encodeURIComponent(id)}`));
+
+  const key = adminCommand.command('key').description('API keys');
+  key
+    .command('create')
+    .description('create an API key; prints {key, secret}, the secret only this once')
+    .requiredOption('--org <org>', 'organization id')
+    .addOption(
+      new Option('--mode <mode>', 'live or test').choices(['live', 'test']).default('live'),
+    )
+    .option('--scope <scope>', 'a scope; repeat for several', collect, [])
+    .option('--name <name>', 'a name to recognise the key by')
+    .option('--expires-at <time>', 'RFC 3339 time after which the key stops working')
+    .option('--allowed-ip <cidr>', 'an IP address or CIDR range; repeat for several', collect, [])
+    .action(
+      (opts: {
+        org: string;
+        mode: string;
+        scope: string[];
+        name?: string;
+        expiresAt?: string;
+        allowedIp: string[];
+      }) =>
+        admin('POST', `/orgs/${encodeURIComponent(opts.org)}/keys`, {
+          mode: opts.mode,
+          scopes: opts.scope,
+          ...(opts.name === undefined ? {} : { name: opts.name }),
+          ...(opts.expiresAt === undefined ? {} : { expires_at: opts.expiresAt }),
+          ...(opts.allowedIp.length === 0 ? {} : { allowed_ips: opts.allowedIp }),
+        }),
+    );
+  key
+    .command('list')
+    .description("list an organization's API keys, a page at a time")
+    .requiredOption('--org <org>', 'organization id')
+    .option('--limit <n>', 'page size (1-200)')
+    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .action((opts: { org: string; limit?: string; cursor?: string }) => {
+      const query = new URLSearchParams();
+      if (opts.limit) query.set('limit', opts.limit);
+      if (opts.cursor) query.set('cursor', opts.cursor);
+      const qs = query.size > 0 ? `?${query}` : '';
+      return admin('GET', `/orgs/${encodeURIComponent(opts.org)}/keys${qs}`);
+    });
+  key
+    .command('revoke')
+    .description('revoke an API key at once; prints {revoked: true, id}')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <key>', 'key id')
+    .action((opts: { org: string; id: string }) =>
+      admin(
+        'DELETE',
+        `/orgs/${encodeURIComponent(opts.org)}/keys/${encodeURIComponent(opts.id)}`,
+        undefined,
+        { revoked: true, id: opts.id },
+      ),
+    );
+
+  const location = adminCommand.command('location').description('locations');
+  location
+    .command('create')
+    .description('create a location; prints {location}')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--name <name>', 'the location name')
+    .option('--address <address>', 'a postal address')
+    .option('--timezone <zone>', 'an IANA time zone such as Europe/Berlin')
+    .action((opts: { org: string; name: string; address?: string; timezone?: string }) =>
+      admin('POST', `/orgs/${encodeURIComponent(opts.org)}/locations`, {
+        name: opts.name,
+        ...(opts.address === undefined ? {} : { address: opts.address }),
+        ...(opts.timezone === undefined ? {} : { timezone: opts.timezone }),
+      }),
+    );
+
+  const station = adminCommand.command('station').description('stations');
+  station
+    .command('create')
+    .description('create a station; prints {station, token}, the device token only this once')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--name <name>', 'the station name')
+    .option('--location <id>', 'the location the station is in')
+    .action((opts: { org: string; name: string; location?: string }) =>
+      admin('POST', `/orgs/${encodeURIComponent(opts.org)}/stations`, {
+        name: opts.name,
+        ...(opts.location === undefined ? {} : { location_id: opts.location }),
+      }),
+    );
+
+  station
+    .command('rotate-token')
+    .description('give a station a new device token; the old one stops working')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <station>', 'station id')
+    .action((opts: { org: string; id: string }) =>
+      admin(
+        'POST',
+        `/orgs/${encodeURIComponent(opts.org)}/stations/${encodeURIComponent(opts.id)}/token`,
+      ),
+    );
+  station
+    .command('revoke-token')
+    .description("revoke a station's device token and cut its link; prints {revoked: true, id}")
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <station>', 'station id')
+    .action((opts: { org: string; id: string }) =>
+      admin(
+        'DELETE',
+        `/orgs/${encodeURIComponent(opts.org)}/stations/${encodeURIComponent(opts.id)}/token`,
+        undefined,
+        { revoked: true, id: opts.id },
+      ),
+    );
+
+  const template = adminCommand.command('template').description('templates');
+  template
+    .command('create')
+    .description('create a template; prints {template}')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--name <name>', 'the template name')
+    .addOption(
+      new Option('--kind <kind>', 'what the body is')
+        .choices(['text', 'zpl', 'escpos'])
+        .makeOptionMandatory(),
+    )
+    .requiredOption('--body-file <file>', 'a file with the body, using {{field}} placeholders')
+    .option(
+      '--field <name[=default]>',
+      'a field; with =default it is optional; repeatable',
+      collect,
+      [],
+    )
+    .action(
+      async (opts: {
+        org: string;
+        name: string;
+        kind: string;
+        bodyFile: string;
+        field: string[];
+      }) =>
+        admin('POST', `/orgs/${encodeURIComponent(opts.org)}/templates`, {
+          name: opts.name,
+          kind: opts.kind,
+          body: await readFile(opts.bodyFile, 'utf8'),
+          fields: opts.field.map((f) => {
+            const eq = f.indexOf('=');
+            return eq < 0 ? { name: f } : { name: f.slice(0, eq), default: f.slice(eq + 1) };
+          }),
+        }),
+    );
+
+  const settings = adminCommand.command('settings').description('installation-wide settings');
+  settings
+    .command('get')
+    .description('show the settings; prints {settings}')
+    .action(() => admin('GET', '/settings'));
+  settings
+    .command('set')
+    .description('change the settings given; prints {settings}')
+    .option('--job-document-retention-days <days>', 'days a job document is kept after it finishes')
+    .option('--upload-retention-days <days>', 'days an upload is kept')
+    .option('--notice <text>', 'a notice on the public status page ("" for none)')
+    .option('--pricing-file <file>', 'a JSON file of the public prices in cents ("" to withdraw)')
+    .option('--downloads-file <file>', 'a JSON file of the latest agent release per platform')
+    .action(
+      async (opts: {
+        jobDocumentRetentionDays?: string;
+        uploadRetentionDays?: string;
+        notice?: string;
+        pricingFile?: string;
+        downloadsFile?: string;
+      }) => {
+        const jsonFile = async (file: string | undefined, name: string) =>
+          file === undefined
+            ? {}
+            : { [name]: file === '' ? null : JSON.parse(await readFile(file, 'utf8')) };
+        return admin('PATCH', '/settings', {
+          ...(opts.jobDocumentRetentionDays === undefined
+            ? {}
+            : { job_document_retention_days: Number(opts.jobDocumentRetentionDays) }),
+          ...(opts.uploadRetentionDays === undefined
+            ? {}
+            : { upload_retention_days: Number(opts.uploadRetentionDays) }),
+          ...(opts.notice === undefined ? {} : { notice: opts.notice === '' ? null : opts.notice }),
+          ...(await jsonFile(opts.pricingFile, 'pricing')),
+          ...(await jsonFile(opts.downloadsFile, 'downloads')),
+        });
+      },
+    );
+
+  addWebhookCommands(adminCommand, admin);
+  registerJobsCommands(program, env);
+
+  return program;
+}

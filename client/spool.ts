@@ -1,0 +1,336 @@
+/**
+ * `Spool`, the client: typed calls to the print-job API made from its OpenAPI document, with
+ * idempotency keys, bounded retries, pages as async iterables and waiting for a job.
+ */
+import createClient, { type Client } from 'openapi-fetch';
+import { apiErrorFromAnswer } from './errors.js';
+import type { paths } from './generated/schema.js';
+import { walkItems, walkPages } from './pages.js';
+import { createTransport, IDEMPOTENCY_HEADER, type RetryOptions } from './transport.js';
+import type {
+  CreateJobRequest,
+  Job,
+  JobPage,
+  JobWithEvents,
+  KeyInfo,
+  ListJobsQuery,
+  ListLocationsQuery,
+  ListPrintersQuery,
+  Location,
+  LocationPage,
+  Printer,
+  PrinterPage,
+  ReprintRequest,
+} from './types.js';
+import {
+  type JobSource,
+  type PollOptions,
+  pollingSource,
+  statusChanges,
+  type WaitOptions,
+  waitForJob,
+} from './wait.js';
+
+/** Options of {@link Spool}. The client reads nothing from the environment: pass what it needs. */
+export interface SpoolOptions {
+  /** An API key, `svc_live_…` or `svc_test_…`. */
+  apiKey: string;
+  /** Where Spool answers, such as `https://spool.example.com`; `http://localhost:8080` by default. */
+  baseUrl?: string;
+  /** The key's organization; asked of Spool once (`GET /v1/key`) when not given. */
+  org?: string;
+  /** How calls are retried (see {@link RetryOptions}). */
+  retry?: RetryOptions;
+  /** How `waitForJob` and `jobs.watch` poll. */
+  poll?: PollOptions;
+  /** The fetch to send requests with (a proxy agent, a test); `globalThis.fetch` by default. */
+  fetch?: (request: Request) => Promise<Response>;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Abandons the call (and its retries). */
+  signal?: AbortSignal;
+}
+
+/** Options of a call that creates something. */
+export interface CreateOptions extends CallOptions {
+  /**
+   * The `Idempotency-Key`: the same key and body within 24 hours answer what the first call did.
+   * A random UUID by default, reused by the client's own retries; pass your own (an order number)
+   * to make retries of your own, such as after a crash, safe too.
+   */
+  idempotencyKey?: string;
+}
+
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** Throws the typed error of a failed answer; returns the data of a successful one. */
+async function unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
+  const { data, error, response } = await call;
+  if (!response.ok) throw apiErrorFromAnswer(response.status, error, response.headers);
+  return data as T;
+}
+
+const keyHeader = (options: CreateOptions) =>
+  options.idempotencyKey === undefined ? {} : { [IDEMPOTENCY_HEADER]: options.idempotencyKey };
+
+/**
+ * A client of one Spool with one API key.
+ *
+ * ```ts
+ * const spool = new Spool({ apiKey: process.env.SPOOL_API_KEY, baseUrl: 'https://spool.example.com' });
+ * const job = await spool.jobs.create({ printer_id, content: { type: 'text', data: 'Hello' } });
+ * await spool.waitForJob(job.id, { timeoutMs: 60_000 });
+ * ```
+ */
+export class Spool {
+  /**
+   * The typed openapi-fetch client underneath, for any path of the API: `spool.api.GET(
+   * '/v1/orgs/{org}/jobs', { params: { path: { org }, query: { status: 'queued' } } })` answers
+   * `{data, error, response}` instead of throwing. It has the key, the retries and the
+   * idempotency keys of this client.
+   */
+  readonly api: Client<paths>;
+  /** Jobs: create, list, page through, get, cancel, retry, reprint, watch. */
+  readonly jobs: JobsResource;
+  /** The organization's printers. */
+  readonly printers: PrintersResource;
+  /** The organization's locations. */
+  readonly locations: LocationsResource;
+  /** How this client learns a job's changes (polling today). */
+  readonly jobSource: JobSource;
+  #org: Promise<string> | undefined;
+
+  constructor(options: SpoolOptions) {
+    if (typeof options?.apiKey !== 'string' || options.apiKey === '') {
+      throw new TypeError('new Spool({apiKey}): an API key (svc_live_… or svc_test_…) is needed');
+    }
+    this.api = createClient<paths>({
+      baseUrl: (options.baseUrl ?? 'http://localhost:8080').replace(/\/+$/, ''),
+      headers: { authorization: `Bearer ${options.apiKey}` },
+      fetch: createTransport(options.retry, options.fetch),
+    });
+    if (options.org !== undefined) this.#org = Promise.resolve(options.org);
+    this.jobs = new JobsResource(this);
+    this.printers = new PrintersResource(this);
+    this.locations = new LocationsResource(this);
+    this.jobSource = pollingSource(
+      async (id, signal) => (await this.jobs.get(id, { signal })).job,
+      options.poll,
+    );
+  }
+
+  /** `GET /v1/key`: the calling key, its organization and scopes. */
+  key(options: CallOptions = {}): Promise<KeyInfo> {
+    return unwrap(this.api.GET('/v1/key', { signal: options.signal }));
+  }
+
+  /** The key's organization id: the one given, or else the one `GET /v1/key` names (asked once). */
+  org(): Promise<string> {
+    if (!this.#org) {
+      const asked = this.key().then((key) => key.org_id);
+      // A failed look-up is not remembered: the next call asks again.
+      asked.catch(() => {
+        if (this.#org === asked) this.#org = undefined;
+      });
+      this.#org = asked;
+    }
+    return this.#org;
+  }
+
+  /**
+   * Waits until job `id` is printed (or, with `until`, sent or finished): resolves with the job,
+   * rejects with `JobNotPrintedError` (carrying the job) when it fails or is cancelled first, and
+   * with `WaitTimeoutError` after `timeoutMs`.
+   */
+  waitForJob(id: string, options: WaitOptions = {}): Promise<Job> {
+    return waitForJob(this.jobSource, id, options);
+  }
+
+  /** @internal */
+  unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
+    return unwrap(call);
+  }
+}
+
+/** `spool.jobs`. */
+export class JobsResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /** `POST /v1/orgs/{org}/jobs`: creates a job; answers it as created (usually `queued`). */
+  async create(body: CreateJobRequest, options: CreateOptions = {}): Promise<Job> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/jobs', {
+        params: { path: { org } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.job;
+  }
+
+  /** `GET /v1/orgs/{org}/jobs`: one page of jobs, newest first, with `counts` by status. */
+  async list(query: ListJobsQuery = {}, options: CallOptions = {}): Promise<JobPage> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/jobs', {
+        params: { path: { org }, query },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Every page of the list for `query` (its `limit` is the page size), fetched as you go. */
+  pages(query: ListJobsQuery = {}, options: CallOptions = {}): AsyncGenerator<JobPage> {
+    return walkPages((cursor) => this.list({ ...query, ...(cursor ? { cursor } : {}) }, options));
+  }
+
+  /** Every job of the list, across pages: `for await (const job of spool.jobs.iterate({status: 'queued'}))`. */
+  iterate(query: ListJobsQuery = {}, options: CallOptions = {}): AsyncGenerator<Job> {
+    return walkItems(this.pages(query, options), (page) => page.items);
+  }
+
+  /** `GET /v1/orgs/{org}/jobs/{id}`: the job and its events. */
+  async get(id: string, options: CallOptions = {}): Promise<JobWithEvents> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/jobs/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** `POST …/jobs/{id}/cancel`: answers the job, now `cancelled`; `ConflictError` if it finished. */
+  async cancel(id: string, options: CreateOptions = {}): Promise<Job> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/cancel', {
+        params: { path: { org, id } },
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.job;
+  }
+
+  /** `POST …/jobs/{id}/retry`: queues a failed or held job again; answers the job. */
+  async retry(id: string, options: CreateOptions = {}): Promise<Job> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/retry', {
+        params: { path: { org, id } },
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.job;
+  }
+
+  /** `POST …/jobs/{id}/reprint`: a new job with the original's document; answers the new job. */
+  async reprint(id: string, body: ReprintRequest = {}, options: CreateOptions = {}): Promise<Job> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/reprint', {
+        params: { path: { org, id } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.job;
+  }
+
+  /**
+   * Yields job `id` as it is, then again at each change of status, and ends once it is printed,
+   * failed or cancelled: `for await (const job of spool.jobs.watch(id)) console.log(job.status)`.
+   */
+  async *watch(id: string, options: CallOptions = {}): AsyncGenerator<Job, void, undefined> {
+    const stop = new AbortController();
+    const signal = options.signal ? AbortSignal.any([stop.signal, options.signal]) : stop.signal;
+    try {
+      yield* statusChanges(this.#spool.jobSource, id, signal);
+    } finally {
+      stop.abort();
+    }
+  }
+}
+
+/** `spool.printers`. */
+export class PrintersResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /** `GET /v1/orgs/{org}/printers`: one page of printers. */
+  async list(query: ListPrintersQuery = {}, options: CallOptions = {}): Promise<PrinterPage> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/printers', {
+        params: { path: { org }, query },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Every printer, across pages. */
+  iterate(query: ListPrintersQuery = {}, options: CallOptions = {}): AsyncGenerator<Printer> {
+    const pages = walkPages((cursor) =>
+      this.list({ ...query, ...(cursor ? { cursor } : {}) }, options),
+    );
+    return walkItems(pages, (page) => page.printers);
+  }
+}
+
+/** `spool.locations`. */
+export class LocationsResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /** `GET /v1/orgs/{org}/locations`: one page of locations. */
+  async list(query: ListLocationsQuery = {}, options: CallOptions = {}): Promise<LocationPage> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/locations', {
+        params: { path: { org }, query },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Every location, across pages. */
+  iterate(query: ListLocationsQuery = {}, options: CallOptions = {}): AsyncGenerator<Location> {
+    const pages = walkPages((cursor) =>
+      this.list({ ...query, ...(cursor ? { cursor } : {}) }, options),
+    );
+    return walkItems(pages, (page) => page.locations);
+  }
+
+  /** `GET /v1/orgs/{org}/locations/{id}`. */
+  async get(id: string, options: CallOptions = {}): Promise<Location> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/locations/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
+    return answer.location;
+  }
+}

@@ -1,0 +1,321 @@
+/**
+ * The OpenAPI 3.1 document of the operator API `/admin/v1` (DESIGN §5), served at
+ * `GET /admin/v1/openapi.json`, built as the `/v1` one is. Its webhook operations are those of
+ * `/v1` (the same handlers answer both) under the operator's paths, plus the two only the operator
+ * has. Every route the admin routers register must be described here: the gateway refuses to start
+ * otherwise (see {@link assertDescribed}).
+ */
+import { type TSchema, Type } from '@sinclair/typebox';
+import type { ErrorCode } from '../lib/errors.js';
+import {
+  buildDocument,
+  DEFAULT_SERVER,
+  type OperationSpec,
+  type QueryParameter,
+  type Surface,
+} from './openapi-builder.js';
+import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
+import {
+  ADMIN_CREATED,
+  CreateKeyBody,
+  CreateLocationBody,
+  CreateOrgBody,
+  CreateStationBody,
+  CreateTemplateBody,
+  SettingsBody,
+} from './routes/admin.js';
+import {
+  ResendFailedBody,
+  WebhookDeliverySchema,
+  WebhookEndpointSchema,
+} from './routes/webhooks.js';
+import { WEBHOOK_CREATED } from './routes/webhooks-admin.js';
+import {
+  ApiKeySchema,
+  itemsOf,
+  LocationSchema,
+  OrgSchema,
+  SettingsSchema,
+  StationSchema,
+  TemplateSchema,
+} from './schemas.js';
+
+const SURFACE: Surface = { auth: 'operator', rateLimited: false, idempotentPosts: false };
+
+const listQuery: QueryParameter[] = [
+  {
+    name: 'limit',
+    description: 'page size, 1 to 200 (default 50)',
+    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+  },
+  { name: 'cursor', description: 'next_cursor of the previous page', schema: { type: 'string' } },
+];
+
+const answer = (field: string, schema: TSchema, extra: Record<string, TSchema> = {}) =>
+  Type.Object({ [field]: schema, ...extra }, { additionalProperties: false });
+
+const ORG = { id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d', name: 'Acme Print' };
+const STATION = {
+  id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+  name: 'Front desk',
+  location_id: null,
+  online: false,
+  last_seen_at: null,
+  created_at: '2026-05-01T12:00:00Z',
+};
+const ORG_ERRORS: ErrorCode[] = ['not_found'];
+const empty = { schema: { $ref: '#/components/schemas/EmptyBody' }, required: false };
+
+/** The operations of `/admin/v1` besides webhook endpoints, by `METHOD /path`. */
+const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
+  'POST /admin/v1/orgs': {
+    operationId: 'createOrg',
+    tag: 'Organizations',
+    summary: 'Create an organization',
+    request: {
+      schema: CreateOrgBody,
+      examples: { acme: { summary: 'a name', value: { name: ORG.name } } },
+    },
+    success: {
+      status: 201,
+      description: 'the organization',
+      schema: answer('org', OrgSchema),
+      example: { org: { ...ORG, created_at: '2026-05-01T12:00:00Z' } },
+      location: ADMIN_CREATED.org.location,
+    },
+  },
+  'GET /admin/v1/orgs/:org': {
+    operationId: 'getOrg',
+    tag: 'Organizations',
+    summary: 'An organization',
+    success: { status: 200, description: 'the organization', schema: answer('org', OrgSchema) },
+    errors: ORG_ERRORS,
+  },
+  'POST /admin/v1/orgs/:org/keys': {
+    operationId: 'createKey',
+    tag: 'Keys',
+    summary: 'Create an API key',
+    description: 'The secret is in this answer only; Spool keeps a SHA-256 of it.',
+    request: {
+      schema: CreateKeyBody,
+      examples: {
+        live: { summary: 'a live key', value: { mode: 'live', scopes: ['jobs:write'] } },
+      },
+    },
+    success: {
+      status: 201,
+      description: 'the key and its secret',
+      schema: answer('key', ApiKeySchema, {
+        secret: Type.String({ pattern: '^svc_(live|test)_', description: 'shown only here' }),
+      }),
+      location: ADMIN_CREATED.key.location,
+    },
+    errors: ORG_ERRORS,
+  },
+  'GET /admin/v1/orgs/:org/keys': {
+    operationId: 'listKeys',
+    tag: 'Keys',
+    summary: 'API keys, revoked ones included',
+    query: listQuery,
+    success: { status: 200, description: 'a page of keys', schema: itemsOf(ApiKeySchema) },
+    errors: ['invalid', ...ORG_ERRORS],
+  },
+  'DELETE /admin/v1/orgs/:org/keys/:id': {
+    operationId: 'revokeKey',
+    tag: 'Keys',
+    summary: 'Revoke an API key',
+    description: 'It stops working on every gateway within a second. Revoking again answers 204.',
+    success: { status: 204, description: 'revoked' },
+    errors: ORG_ERRORS,
+  },
+  'POST /admin/v1/orgs/:org/locations': {
+    operationId: 'createLocation',
+    tag: 'Locations',
+    summary: 'Create a location',
+    request: { schema: CreateLocationBody },
+    success: {
+      status: 201,
+      description: 'the location',
+      schema: answer('location', LocationSchema),
+      location: ADMIN_CREATED.location.location,
+    },
+    errors: ORG_ERRORS,
+  },
+  'POST /admin/v1/orgs/:org/stations': {
+    operationId: 'createStation',
+    tag: 'Stations',
+    summary: 'Create a station and its device token',
+    description:
+      'The token (`svc_dev_…`) is what `spool agent --token` takes; it is in this answer only.',
+    request: { schema: CreateStationBody },
+    success: {
+      status: 201,
+      description: 'the station and its token',
+      schema: answer('station', StationSchema, { token: Type.String({ pattern: '^svc_dev_' }) }),
+      example: { station: STATION, token: 'svc_dev_3xAmPl3t0k3nN0tR3al' },
+      location: ADMIN_CREATED.station.location,
+    },
+    errors: ORG_ERRORS,
+  },
+  'POST /admin/v1/orgs/:org/stations/:id/token': {
+    operationId: 'rotateStationToken',
+    tag: 'Stations',
+    summary: 'A new device token; the old one stops working and its link is cut',
+    request: empty,
+    success: {
+      status: 200,
+      description: 'the station and its new token',
+      schema: answer('station', StationSchema, { token: Type.String({ pattern: '^svc_dev_' }) }),
+    },
+    errors: ORG_ERRORS,
+  },
+  'DELETE /admin/v1/orgs/:org/stations/:id/token': {
+    operationId: 'revokeStationToken',
+    tag: 'Stations',
+    summary: "Revoke a station's device token and cut its link",
+    success: { status: 204, description: 'revoked' },
+    errors: ORG_ERRORS,
+  },
+  'POST /admin/v1/orgs/:org/templates': {
+    operationId: 'createTemplate',
+    tag: 'Templates',
+    summary: 'Create a template',
+    request: { schema: CreateTemplateBody },
+    success: {
+      status: 201,
+      description: 'the template',
+      schema: answer('template', TemplateSchema),
+      location: ADMIN_CREATED.template.location,
+    },
+    errors: ORG_ERRORS,
+  },
+  'GET /admin/v1/settings': {
+    operationId: 'getSettings',
+    tag: 'Settings',
+    summary: 'The settings of this Spool',
+    success: {
+      status: 200,
+      description: 'the settings',
+      schema: answer('settings', SettingsSchema),
+    },
+  },
+  'PATCH /admin/v1/settings': {
+    operationId: 'updateSettings',
+    tag: 'Settings',
+    summary: 'Change settings; fields left out keep their value',
+    request: { schema: SettingsBody },
+    success: {
+      status: 200,
+      description: 'the settings',
+      schema: answer('settings', SettingsSchema),
+    },
+  },
+  'GET /admin/v1/orgs/:org/webhooks/:id/deliveries/:delivery': {
+    operationId: 'getWebhookDelivery',
+    tag: WEBHOOKS_TAG.name,
+    summary: 'A delivery with its payload, the exact body sent',
+    success: {
+      status: 200,
+      description: 'the delivery',
+      schema: Type.Object(
+        {
+          delivery: Type.Object(
+            {
+              ...WebhookDeliverySchema.properties,
+              payload: Type.String({ description: 'the exact body sent' }),
+            },
+            { additionalProperties: false },
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    errors: ORG_ERRORS,
+  },
+  'POST /admin/v1/orgs/:org/webhooks/:id/resend-failed': {
+    operationId: 'resendFailedWebhookDeliveries',
+    tag: WEBHOOKS_TAG.name,
+    summary: 'Send again every failed delivery since a time',
+    request: { schema: ResendFailedBody },
+    success: {
+      status: 202,
+      description: 'how many were queued again',
+      schema: Type.Object(
+        { resent: Type.Integer({ minimum: 0 }) },
+        { additionalProperties: false },
+      ),
+    },
+    errors: ['conflict', ...ORG_ERRORS],
+  },
+};
+
+/** The webhook operations of `/v1`, at their `/admin/v1` paths, where any org is the operator's. */
+function adminWebhookOperations(): Array<[string, OperationSpec]> {
+  return Object.entries(WEBHOOK_OPERATIONS).map(([key, op]) => {
+    const adminKey = key.replace(' /v1/', ' /admin/v1/');
+    const success =
+      op.success.status === 201
+        ? { ...op.success, location: WEBHOOK_CREATED.location }
+        : op.success;
+    return [adminKey, { ...op, success, scope: null, errors: [...(op.errors ?? []), 'not_found'] }];
+  });
+}
+
+/** Every operation of the document by `METHOD /path`. */
+export function adminOperations(): Map<string, OperationSpec> {
+  return new Map([...Object.entries(ADMIN_OPERATIONS), ...adminWebhookOperations()]);
+}
+
+/** Throws when a route the gateway answers under `/admin/v1` has no operation here. */
+export function assertDescribed(routes: ReadonlyArray<{ method: string; path: string }>): void {
+  const ops = adminOperations();
+  for (const { method, path } of routes) {
+    if (!ops.has(`${method} ${path}`))
+      throw new Error(`no OpenAPI description for ${method} ${path}`);
+  }
+}
+
+/** The document; built once per process. */
+export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown> {
+  const operations = [...adminOperations().entries()].sort(
+    ([a], [b]) => a.split(' ')[1]?.localeCompare(b.split(' ')[1] ?? '') ?? 0,
+  );
+  return buildDocument(
+    {
+      title: 'Spool operator API',
+      version: '1',
+      description:
+        'Organizations, API keys, stations, locations, templates, settings and webhook endpoints, for the operator of a Spool. Authenticate with the operator token (`SPOOL_ADMIN_TOKEN`) as `Authorization: Bearer <token>`. Each operation has a `spool admin` command that prints the same JSON.',
+      surface: SURFACE,
+      securityScheme: {
+        name: 'operatorToken',
+        description: 'the operator token, SPOOL_ADMIN_TOKEN',
+      },
+      tags: [
+        { name: 'Organizations', description: 'The organizations this Spool serves' },
+        { name: 'Keys', description: "API keys of an organization's integrations" },
+        {
+          name: 'Stations',
+          description: 'Stations, where the agent runs, and their device tokens',
+        },
+        { name: 'Locations', description: 'Where stations and printers are' },
+        { name: 'Templates', description: 'Templates that jobs fill with field values' },
+        WEBHOOKS_TAG,
+        { name: 'Settings', description: 'Retention, the status notice, prices and downloads' },
+      ],
+      operations,
+      schemas: {
+        EmptyBody: Type.Object({}, { additionalProperties: false }),
+        Org: OrgSchema,
+        ApiKey: ApiKeySchema,
+        Station: StationSchema,
+        Location: LocationSchema,
+        Template: TemplateSchema,
+        Settings: SettingsSchema,
+        WebhookEndpoint: WebhookEndpointSchema,
+        WebhookDelivery: WebhookDeliverySchema,
+      },
+    },
+    serverUrl,
+  );
+}

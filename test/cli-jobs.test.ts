@@ -1,0 +1,117 @@
+/**
+ * The integrator's `spool jobs …` commands, run as the real `spool` command against a real Spool
+ * and a real agent: what they print and the exit codes scripts rely on.
+ */
+import test from 'ava';
+import { connectLink, printer } from './helpers/link-client.js';
+import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
+import { runSpool, spawnSpool } from './helpers/spool.js';
+import { createStation, eventually } from './helpers/system.js';
+
+let org: PrintingOrg;
+let env: Record<string, string>;
+
+test.before(async () => {
+  org = await startPrintingOrg();
+  env = { SPOOL_API_KEY: org.key, SPOOL_URL: org.sys.url };
+});
+test.after.always(() => org?.stop());
+
+test.serial('jobs create --wait prints the job once it is printed and exits 0', async (t) => {
+  const res = await runSpool(
+    [
+      'jobs',
+      'create',
+      '--printer',
+      org.printerId,
+      '--text',
+      'Hello from the CLI',
+      '--title',
+      'CLI',
+      '--wait',
+    ],
+    env,
+  );
+  t.is(res.code, 0, res.stderr);
+  const { job } = JSON.parse(res.stdout);
+  t.is(job.status, 'printed');
+  t.is(job.title, 'CLI');
+  // A progress line per change on stderr, ending with printed.
+  t.regex(res.stderr, new RegExp(`spool: job ${job.id} printed`));
+  t.true((await org.printedFiles()).some((f) => f.startsWith(job.id)));
+
+  const got = await runSpool(['jobs', 'get', job.id], env);
+  t.is(got.code, 0);
+  t.deepEqual(
+    JSON.parse(got.stdout).events.map((e: { status: string }) => e.status),
+    ['queued', 'sent', 'printed'],
+  );
+  const list = await runSpool(['jobs', 'list', '--status', 'printed', '--format', 'table'], env);
+  t.is(list.code, 0);
+  t.regex(list.stdout, /^ID\s+STATUS\s+TITLE/);
+  t.regex(list.stdout, new RegExp(`${job.id}\\s+printed\\s+CLI`));
+  const watched = await runSpool(['jobs', 'watch', job.id], env);
+  t.is(watched.code, 0);
+  t.is(JSON.parse(watched.stdout.trim()).job.status, 'printed');
+});
+
+test.serial('a job that fails makes jobs create --wait exit 1 with the failed job', async (t) => {
+  // A second station, driven by hand, whose printer reports a jam.
+  const station = await createStation(org.sys.url, org.orgId, { name: 'Back office' });
+  const link = await connectLink(org.sys.linkAddress, station.token, [printer('jammed')]);
+  t.teardown(() => link.close());
+  const printers = await runSpool(['printers', 'list'], env);
+  t.is(printers.code, 0);
+  const jammed = await eventually(
+    async () =>
+      JSON.parse((await runSpool(['printers', 'list'], env)).stdout).printers.find(
+        (p: { name: string; station_online: boolean }) => p.name === 'jammed' && p.station_online,
+      ),
+    (p) => p !== undefined,
+    20_000,
+  );
+  const cli = spawnSpool(
+    ['jobs', 'create', '--printer', jammed.id, '--text', 'will jam', '--wait'],
+    env,
+  );
+  await link.until(() => link.jobs.length > 0, 20_000);
+  const jobId = link.jobs[0]?.offer.jobId as string;
+  link.send({ received: { jobId, attempt: 1 } });
+  link.send({ result: { jobId, attempt: 1, printed: false, detail: 'paper jam' } });
+  t.is(await cli.exited, 1);
+  t.regex(cli.output(), /"status": "failed"/);
+  t.regex(cli.output(), /"status_detail": "paper jam"/);
+  t.regex(cli.output(), new RegExp(`job ${jobId} is failed \\(paper jam\\), not printed`));
+  const watched = await runSpool(['jobs', 'watch', jobId], env);
+  t.is(watched.code, 1);
+});
+
+test('an API error exits 1 with the error envelope on stderr', async (t) => {
+  const res = await runSpool(['jobs', 'get', '00000000-0000-4000-8000-000000000000'], env);
+  t.is(res.code, 1);
+  t.is(JSON.parse(res.stderr).error.code, 'not_found');
+  const cancel = await runSpool(['jobs', 'cancel', 'not-a-uuid'], env);
+  t.is(cancel.code, 1);
+});
+
+test('wrong usage exits 2', async (t) => {
+  const neither = await runSpool(['jobs', 'create', '--printer', org.printerId], env);
+  t.is(neither.code, 2);
+  t.regex(neither.stderr, /give either FILE or --text TEXT/);
+  t.is((await runSpool(['jobs', 'list', '--limit', 'zero'], env)).code, 2);
+  t.is((await runSpool(['jobs', 'frobnicate'], env)).code, 2);
+  t.is((await runSpool(['jobs', 'get'], env)).code, 2);
+  const noKey = await runSpool(['jobs', 'list'], { SPOOL_URL: org.sys.url });
+  t.is(noKey.code, 2);
+  t.regex(noKey.stderr, /set SPOOL_API_KEY/);
+  t.is((await runSpool(['jobs', '--help'], env)).code, 0);
+});
+
+test('spool key and locations list print the API answers', async (t) => {
+  const key = await runSpool(['key'], env);
+  t.is(key.code, 0);
+  t.is(JSON.parse(key.stdout).org_id, org.orgId);
+  const locations = await runSpool(['locations', 'list'], env);
+  t.is(locations.code, 0);
+  t.deepEqual(JSON.parse(locations.stdout), { locations: [], next_cursor: '' });
+});
