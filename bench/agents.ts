@@ -25,7 +25,13 @@ const PRINTER: PrinterReport = {
   name: 'bench',
   status: 'ready',
   detail: '',
-  capabilities: { paperSizes: ['A4', 'Letter'], duplex: true, color: false, copies: true },
+  capabilities: {
+    paperSizes: ['A4', 'Letter'],
+    duplex: true,
+    color: false,
+    copies: true,
+    pageOptions: true,
+  },
 };
 
 const clients: StationLinkClient[] = [];

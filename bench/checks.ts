@@ -62,7 +62,13 @@ export class Checks {
     natsUrl: string,
     log: (line: string) => void,
   ): Promise<Checks> {
-    const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    // The harness only counts what Spool has left to do; such reads need no serializability, and
+    // under SERIALIZABLE they could lose a conflict with Spool's own writes and end the run.
+    const pool = new pg.Pool({
+      connectionString: databaseUrl,
+      max: 2,
+      options: '-c default_transaction_isolation=read\\ committed',
+    });
     const nc = await connect({ servers: natsUrl.split(','), name: 'spool-bench-checks' });
     return new Checks(pool, nc, await jetstreamManager(nc), log);
   }

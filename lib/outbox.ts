@@ -4,6 +4,11 @@
  * so a row published twice (after a crash, or by two relays) is stored once, and deletes the row
  * after the publish is acknowledged. Each service has its own outbox table, created by its migrations
  * with the columns (id UUID PRIMARY KEY, subject TEXT, payload BYTEA, headers JSONB, created_at).
+ *
+ * A writer that keeps the rows it wrote hands them to {@link OutboxRelay.send} once its transaction
+ * commits: they are published at once, many in flight, without being read back, and deleted in
+ * batches. Rows nobody handed over (their writer died, or their publish failed) are found by the
+ * relay's poll.
  */
 import { randomUUID } from 'node:crypto';
 import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
@@ -42,35 +47,46 @@ export async function enqueue(
   tx: pg.PoolClient,
   table: string,
   messages: OutboxMessage[],
-): Promise<void> {
-  if (messages.length === 0) return;
+): Promise<OutboxRow[]> {
+  if (messages.length === 0) return [];
   const batch = new WriteBatch();
-  addToOutbox(batch, table, messages);
+  const rows = addToOutbox(batch, table, messages);
   await tx.query(batch.text(), batch.values);
+  return rows;
 }
 
-/** Adds the INSERT of `messages` to a batch of writes, as {@link enqueue} does on its own. */
-export function addToOutbox(batch: WriteBatch, table: string, messages: OutboxMessage[]): void {
-  if (messages.length === 0) return;
-  const trace = traceCarrier();
-  const rows = messages.map((m) =>
-    batch.row([
-      randomUUID(),
-      m.subject,
-      Buffer.from(JSON.stringify(m.payload)),
-      JSON.stringify({ ...trace, ...m.headers }),
-    ]),
-  );
-  batch.add(
-    `INSERT INTO ${checkTable(table)} (id, subject, payload, headers) VALUES ${rows.join(', ')}`,
-  );
-}
-
-interface OutboxRow {
+/** A row of an outbox table, as written and as published. */
+export interface OutboxRow {
   id: string;
   subject: string;
   payload: Buffer;
   headers: Record<string, string>;
+}
+
+/**
+ * Adds the INSERT of `messages` to a batch of writes, as {@link enqueue} does on its own, and
+ * answers the rows it writes, for {@link OutboxRelay.send} once the transaction has committed.
+ */
+export function addToOutbox(
+  batch: WriteBatch,
+  table: string,
+  messages: OutboxMessage[],
+): OutboxRow[] {
+  if (messages.length === 0) return [];
+  const trace = traceCarrier();
+  const rows = messages.map((m) => ({
+    id: randomUUID(),
+    subject: m.subject,
+    payload: Buffer.from(JSON.stringify(m.payload)),
+    headers: { ...trace, ...m.headers },
+  }));
+  const values = rows.map((r) =>
+    batch.row([r.id, r.subject, r.payload, JSON.stringify(r.headers)]),
+  );
+  batch.add(
+    `INSERT INTO ${checkTable(table)} (id, subject, payload, headers) VALUES ${values.join(', ')}`,
+  );
+  return rows;
 }
 
 export interface RelayOptions {
@@ -82,6 +98,11 @@ export interface RelayOptions {
   batchSize?: number;
   /** How often to look for rows nobody kicked the relay for (written by a process that died). */
   pollMs?: number;
+  /**
+   * How old a row must be for the poll to take it. Rows younger than this may still be on their
+   * way through {@link OutboxRelay.send} in the process that wrote them.
+   */
+  handOffMs?: number;
 }
 
 /**
@@ -93,46 +114,120 @@ export class OutboxRelay {
   readonly #js: JetStreamClient;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
-  #again = false;
+  /** The round asked for while one ran, and the smallest row age any of those asks wanted. */
+  #next: Promise<void> | undefined;
+  #nextMinAgeMs = Number.POSITIVE_INFINITY;
   #stopped = false;
+  /** Rows handed over and being published now. */
+  readonly #sending = new Set<Promise<void>>();
+  /** Ids published and not yet deleted; one DELETE at a time takes all of them. */
+  #published: string[] = [];
+  #deleting: Promise<void> | undefined;
 
   constructor(options: RelayOptions) {
-    this.#options = { batchSize: 500, pollMs: 1000, ...options };
+    this.#options = { batchSize: 500, pollMs: 1000, handOffMs: 2000, ...options };
     checkTable(options.table);
     this.#js = jetstream(options.nc);
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.kick(), this.#options.pollMs);
+    this.#timer = setInterval(() => void this.poll(), this.#options.pollMs);
+    // Rows a stopped process left behind are old enough to take at once.
     this.kick();
   }
 
-  /** Asks for a publish round now; rounds never overlap. */
+  /** Asks for a round now that publishes every row in the table; rounds never overlap. */
   kick(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = this.#drain().finally(() => {
-      this.#running = undefined;
-      if (this.#again) {
-        this.#again = false;
-        this.kick();
-      }
-    });
+    void this.#round(0);
   }
 
-  /** Resolves when the round in progress, if any, has finished. */
+  /**
+   * Runs the poll's round now: publishes the rows older than `handOffMs`, leaving younger ones to
+   * the process that wrote them. Resolves when that round is over.
+   */
+  poll(): Promise<void> {
+    return this.#round(this.#options.handOffMs);
+  }
+
+  /**
+   * Publishes rows the caller has just committed, without reading them back; deletes them once
+   * JetStream has them. A row whose publish fails stays in the table for the poll.
+   */
+  send(rows: readonly OutboxRow[]): void {
+    if (this.#stopped) return;
+    for (const row of rows) {
+      const sending: Promise<void> = this.#publish(row).then(
+        () => this.#delete(row.id),
+        (err: unknown) =>
+          this.#options.logger.warn(
+            { err, subject: row.subject },
+            'outbox publish failed; the poll will retry',
+          ),
+      );
+      this.#sending.add(sending);
+      void sending.finally(() => this.#sending.delete(sending));
+    }
+  }
+
+  /** Resolves when the round in progress and the rows handed over so far are published and deleted. */
   async idle(): Promise<void> {
-    await this.#running;
+    while (this.#running || this.#next) await (this.#running ?? this.#next);
+    while (this.#sending.size > 0) await Promise.all(this.#sending);
+    await this.#deleting;
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
     // Once stopped, a finishing round starts no other, so this ends.
-    while (this.#running) await this.#running;
+    while (this.#running || this.#next) await (this.#running ?? this.#next);
+    await this.idle();
+  }
+
+  /**
+   * Starts a round for rows at least `minAgeMs` old, or, if one is running, folds the ask into the
+   * single round that follows it, which takes the youngest rows any ask wanted: a poll that comes
+   * while a kick's round runs must not turn into a kick, nor a kick into a poll.
+   */
+  #round(minAgeMs: number): Promise<void> {
+    if (this.#stopped) return this.#running ?? Promise.resolve();
+    if (!this.#running) {
+      this.#running = this.#drain(minAgeMs).finally(() => {
+        this.#running = undefined;
+      });
+      return this.#running;
+    }
+    this.#nextMinAgeMs = Math.min(this.#nextMinAgeMs, minAgeMs);
+    this.#next ??= this.#running.then(() => {
+      const age = this.#nextMinAgeMs;
+      this.#next = undefined;
+      this.#nextMinAgeMs = Number.POSITIVE_INFINITY;
+      return this.#round(age);
+    });
+    return this.#next;
+  }
+
+  /** Deletes published rows, many per statement: whatever was published while the last ran. */
+  #delete(id: string): void {
+    this.#published.push(id);
+    if (this.#deleting) return;
+    this.#deleting = (async () => {
+      while (this.#published.length > 0) {
+        const ids = this.#published;
+        this.#published = [];
+        try {
+          await this.#options.pool.query(`DELETE FROM ${this.#options.table} WHERE id = ANY($1)`, [
+            ids,
+          ]);
+        } catch (err) {
+          // Left in the table, the rows are published again by the poll; JetStream drops the
+          // duplicates within its window and consumers are idempotent beyond it.
+          this.#options.logger.warn({ err }, 'could not delete published outbox rows');
+        }
+      }
+    })().finally(() => {
+      this.#deleting = undefined;
+    });
   }
 
   /** Publishes one row in a span that continues the trace the row was written in. */
@@ -154,13 +249,16 @@ export class OutboxRelay {
     );
   }
 
-  async #drain(): Promise<void> {
+  /** Publishes and deletes the rows at least `minAgeMs` old (by the database's clock). */
+  async #drain(minAgeMs: number): Promise<void> {
     const { pool, table, batchSize, logger } = this.#options;
     try {
       for (;;) {
         const { rows } = await pool.query<OutboxRow>(
-          `SELECT id, subject, payload, headers FROM ${table} ORDER BY created_at LIMIT $1`,
-          [batchSize],
+          `SELECT id, subject, payload, headers FROM ${table}
+           WHERE created_at <= now() - $2 * INTERVAL '1 millisecond'
+           ORDER BY created_at LIMIT $1`,
+          [batchSize, minAgeMs],
         );
         if (rows.length === 0) return;
         const published = await Promise.all(

@@ -6,6 +6,7 @@ import { silentLogger } from '../lib/logger.js';
 import { enqueue, OutboxRelay } from '../lib/outbox.js';
 import { startTestNats, type TestNats } from './helpers/nats.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+import { eventually } from './helpers/system.js';
 
 const test = anyTest as TestFn<{
   db: TestDatabase;
@@ -97,3 +98,56 @@ test.serial('rows written while NATS is down are published once it is back', asy
   t.is(await rowsLeft(pool), 0);
   t.is(await streamCount(nc, subject), 5);
 });
+
+test.serial(
+  'rows handed over after commit are published and deleted without a poll; the poll takes only older rows',
+  async (t) => {
+    const { pool, nc } = t.context;
+    const subject = 'events.org-c.job.created';
+    // A relay that never polls by itself: only what is handed over, or kicked, is published.
+    const relay = new OutboxRelay({
+      pool,
+      nc,
+      table: TABLE,
+      logger: silentLogger,
+      pollMs: 3_600_000,
+    });
+    const rows = await withTx(pool, (tx) =>
+      enqueue(
+        tx,
+        TABLE,
+        Array.from({ length: 50 }, (_, i) => ({ subject, payload: { n: i } })),
+      ),
+    );
+    relay.send(rows);
+    await relay.idle();
+    t.is(await rowsLeft(pool), 0, 'every handed-over row is deleted once published');
+    t.is(await streamCount(nc, subject), 50);
+
+    await relay.stop();
+
+    // The poll leaves a fresh row to the process that wrote it, which is publishing it, and takes a
+    // row old enough that its writer must have died with it. The rounds are run by hand, so no
+    // timer is involved: `pollMs` never elapses.
+    const polling = new OutboxRelay({
+      pool,
+      nc,
+      table: TABLE,
+      logger: silentLogger,
+      pollMs: 3_600_000,
+      handOffMs: 60_000,
+    });
+    const orphan = 'events.org-c.job.printed';
+    await withTx(pool, (tx) => enqueue(tx, TABLE, [{ subject: orphan, payload: { n: 'orphan' } }]));
+    await polling.poll();
+    t.is(await rowsLeft(pool), 1, 'a poll leaves the fresh row alone');
+    // Polls that come while a round runs are folded into the next round, still a poll's round.
+    await Promise.all([polling.poll(), polling.poll(), polling.poll()]);
+    t.is(await rowsLeft(pool), 1, 'overlapping polls leave the fresh row alone too');
+    await pool.query(`UPDATE ${TABLE} SET created_at = now() - INTERVAL '2 minutes'`);
+    await polling.poll();
+    t.is(await rowsLeft(pool), 0, 'a poll takes a row its writer left behind');
+    await polling.stop();
+    t.is(await streamCount(nc, orphan), 1);
+  },
+);
