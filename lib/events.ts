@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { subjects } from './bus.js';
+import { isUuid } from './ids.js';
 import type { OutboxMessage } from './outbox.js';
 import { rfc3339 } from './time.js';
 
@@ -44,4 +45,39 @@ export function eventMessage(
     data,
   };
   return { subject: subjects.event(orgId, type), payload: event };
+}
+
+/** The body every webhook receiver gets, and every event stream's `data:`: exactly `{type, created_at, org_id, data}` (spec §6). */
+export function deliveryBody(event: Pick<SpoolEvent, 'type' | 'created_at' | 'org_id' | 'data'>) {
+  return Buffer.from(
+    JSON.stringify({
+      type: event.type,
+      created_at: event.created_at,
+      org_id: event.org_id,
+      data: event.data,
+    }),
+  );
+}
+
+/**
+ * The event in a message of the `EVENTS` stream, or undefined when it is not one integrators are
+ * told of. Pings are never published there: the test action makes them, one endpoint at a time.
+ */
+export function parseEvent(value: unknown): SpoolEvent | undefined {
+  const e = value as Partial<SpoolEvent> | null;
+  if (
+    !e ||
+    typeof e !== 'object' ||
+    typeof e.id !== 'string' ||
+    !isUuid(e.id) ||
+    typeof e.org_id !== 'string' ||
+    !isUuid(e.org_id) ||
+    typeof e.created_at !== 'string' ||
+    !EVENT_TYPES.includes(e.type as EventType) ||
+    e.type === 'ping' ||
+    e.data === undefined
+  ) {
+    return undefined;
+  }
+  return e as SpoolEvent;
 }

@@ -8,8 +8,7 @@
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
-import { EVENT_TYPES, type EventType, type SpoolEvent } from '../../lib/events.js';
-import { isUuid } from '../../lib/ids.js';
+import { parseEvent } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
 import type { WebhookStore } from './store.js';
 
@@ -20,27 +19,6 @@ const FANOUT_IN_FLIGHT = 32;
 
 export interface Fanout {
   stop(): Promise<void>;
-}
-
-/** The event in a message, or undefined when it is not one this service can deliver. */
-export function parseEvent(value: unknown): SpoolEvent | undefined {
-  const e = value as Partial<SpoolEvent> | null;
-  if (
-    !e ||
-    typeof e !== 'object' ||
-    typeof e.id !== 'string' ||
-    !isUuid(e.id) ||
-    typeof e.org_id !== 'string' ||
-    !isUuid(e.org_id) ||
-    typeof e.created_at !== 'string' ||
-    !EVENT_TYPES.includes(e.type as EventType) ||
-    // Only the test action makes pings, one endpoint at a time.
-    e.type === 'ping' ||
-    e.data === undefined
-  ) {
-    return undefined;
-  }
-  return e as SpoolEvent;
 }
 
 export async function startFanout(deps: {

@@ -14,7 +14,7 @@ import type {
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, notFound } from '../../lib/errors.js';
-import type { SpoolEvent } from '../../lib/events.js';
+import { deliveryBody, type SpoolEvent } from '../../lib/events.js';
 import { decodeCursor, page } from '../../lib/paging.js';
 import { rfc3339 } from '../../lib/time.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
@@ -149,18 +149,6 @@ export interface EndpointChanges {
   events?: string[] | undefined;
   enabled?: boolean | undefined;
   description?: string | undefined;
-}
-
-/** The body every receiver gets: exactly `{type, created_at, org_id, data}` (spec §6). */
-export function deliveryBody(event: Pick<SpoolEvent, 'type' | 'created_at' | 'org_id' | 'data'>) {
-  return Buffer.from(
-    JSON.stringify({
-      type: event.type,
-      created_at: event.created_at,
-      org_id: event.org_id,
-      data: event.data,
-    }),
-  );
 }
 
 function toEndpoint(row: EndpointRow, now: Date): WebhookEndpoint {
