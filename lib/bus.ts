@@ -35,6 +35,12 @@ export const subjects = {
   keyRevoked: (orgId: string) => `accounts.${orgId}.key.revoked`,
   /** Every key revocation, of any organization. */
   anyKeyRevoked: 'accounts.*.key.revoked',
+  /**
+   * A person's sessions must be looked up again: one was signed out (the message names it), or
+   * their memberships changed (it names none, and every session of theirs is dropped).
+   */
+  sessionRevoked: (personId: string) => `accounts.${personId}.session.revoked`,
+  anySessionRevoked: 'accounts.*.session.revoked',
   /** Jobs for one station: offers and withdrawals, written by the jobs outbox. */
   dispatch: (orgId: string, stationId: string) => `dispatch.${orgId}.${stationId}`,
   /** What a station reported about its jobs, read by the jobs service. */

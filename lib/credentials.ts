@@ -1,7 +1,8 @@
 /**
  * The credentials of DESIGN §4: API keys (`svc_live_…`, `svc_test_…`), station device tokens
- * (`svc_dev_…`) and console sessions (`svc_sess_…`). A secret is 43 base62 characters drawn
- * uniformly (256 bits); only the SHA-256 of the whole credential is ever stored.
+ * (`svc_dev_…`), console sessions (`svc_sess_…`) and invitations to the console (`svc_inv_…`). A
+ * secret is 43 base62 characters drawn uniformly (256 bits); only the SHA-256 of the whole
+ * credential is ever stored.
  */
 import { createHash, randomInt } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
@@ -11,6 +12,7 @@ export const CREDENTIAL_PREFIXES = {
   test: 'svc_test_',
   device: 'svc_dev_',
   session: 'svc_sess_',
+  invitation: 'svc_inv_',
 } as const;
 
 export type CredentialKind = keyof typeof CREDENTIAL_PREFIXES;

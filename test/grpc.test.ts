@@ -40,6 +40,16 @@ const impl: AsyncServer<AccountsServiceServer> = {
   authenticateApiKey: notCalled,
   getSettings: notCalled,
   updateSettings: notCalled,
+  renameOrg: notCalled,
+  createInvitation: notCalled,
+  getInvitation: notCalled,
+  acceptInvitation: notCalled,
+  signIn: notCalled,
+  authenticateSession: notCalled,
+  signOut: notCalled,
+  listMembers: notCalled,
+  changeRole: notCalled,
+  removeMember: notCalled,
 };
 
 test.before(async (t) => {

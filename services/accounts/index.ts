@@ -11,6 +11,8 @@ import { adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
+import { createPeopleServer, type SessionSettings } from './people-server.js';
+import { createPeopleStore } from './people-store.js';
 import { createAccountsServer } from './server.js';
 import { createAccountsStore, OUTBOX_TABLE } from './store.js';
 
@@ -24,6 +26,8 @@ export interface AccountsDeps {
   nc: NatsConnection;
   logger: Logger;
   clock: Clock;
+  /** Session expiry, invitation lifetime and sign-in limits; the defaults of SESSION_DEFAULTS. */
+  sessions?: Partial<SessionSettings>;
 }
 
 export interface AccountsPart {
@@ -36,7 +40,18 @@ export function createAccounts(deps: AccountsDeps): AccountsPart {
   const logger = deps.logger.child({ service: 'accounts' });
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const store = createAccountsStore(deps.pool, deps.clock);
-  const server = createAccountsServer({ store, clock: deps.clock, onRevoked: () => relay.kick() });
+  const people = createPeopleServer({
+    store: createPeopleStore(deps.pool, deps.clock),
+    clock: deps.clock,
+    ...(deps.sessions ? { settings: deps.sessions } : {}),
+    onAnnounced: () => relay.kick(),
+  });
+  const server = createAccountsServer({
+    store,
+    clock: deps.clock,
+    onRevoked: () => relay.kick(),
+    people,
+  });
   relay.start();
   return {
     grpc: {

@@ -16,6 +16,7 @@ import { invalid, notFound, unauthorized } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
+import type { PeopleRpcs } from './people-server.js';
 import type { AccountsStore } from './store.js';
 
 export const MAX_NAME_LENGTH = 200;
@@ -42,9 +43,13 @@ export function createAccountsServer(deps: {
   clock: Clock;
   /** Called after a revocation commits, so its message leaves at once. */
   onRevoked?: () => void;
+  /** The RPCs of people, invitations and sessions (people-server.ts). */
+  people: PeopleRpcs;
 }): AsyncServer<AccountsServiceServer> {
   const { store, clock } = deps;
   return {
+    ...deps.people,
+
     async createOrg(req) {
       return { org: await store.createOrg(checkName(req.name, 'name', true)) };
     },

@@ -149,6 +149,140 @@ export interface AuthenticateApiKeyResponse {
   orgName: string;
 }
 
+export interface RenameOrgRequest {
+  orgId: string;
+  name: string;
+}
+
+export interface RenameOrgResponse {
+  org: Org | undefined;
+}
+
+export interface Person {
+  id: string;
+  email: string;
+  displayName: string;
+}
+
+export interface Membership {
+  orgId: string;
+  orgName: string;
+  /** viewer, developer, admin or owner. */
+  role: string;
+}
+
+export interface Member {
+  person: Person | undefined;
+  role: string;
+  joinedAt: Date | undefined;
+}
+
+export interface Invitation {
+  id: string;
+  orgId: string;
+  orgName: string;
+  email: string;
+  role: string;
+  expiresAt: Date | undefined;
+  createdAt: Date | undefined;
+}
+
+export interface CreateInvitationRequest {
+  orgId: string;
+  email: string;
+  role: string;
+  /** The person inviting, whose role in the organization must allow it; empty for the operator. */
+  actorPersonId: string;
+}
+
+export interface CreateInvitationResponse {
+  invitation:
+    | Invitation
+    | undefined;
+  /** The invitation token, returned this once and never stored. */
+  token: string;
+}
+
+export interface GetInvitationRequest {
+  /** SHA-256 of the invitation token. */
+  tokenHash: Buffer;
+}
+
+export interface GetInvitationResponse {
+  invitation: Invitation | undefined;
+}
+
+export interface AcceptInvitationRequest {
+  tokenHash: Buffer;
+  /** Used for a new person; a person who exists keeps theirs. */
+  displayName: string;
+  password: string;
+}
+
+export interface SignInRequest {
+  email: string;
+  password: string;
+  /** The client's address, for the per-address limit. */
+  clientIp: string;
+}
+
+export interface SignedIn {
+  person: Person | undefined;
+  memberships: Membership[];
+  /** The session credential (svc_sess_…), returned this once and never stored. */
+  session: string;
+  sessionId: string;
+}
+
+export interface AuthenticateSessionRequest {
+  sessionHash: Buffer;
+}
+
+export interface AuthenticateSessionResponse {
+  sessionId: string;
+  person: Person | undefined;
+  memberships: Membership[];
+  createdAt: Date | undefined;
+  lastSeenAt: Date | undefined;
+}
+
+export interface SignOutRequest {
+  sessionHash: Buffer;
+}
+
+export interface SignOutResponse {
+}
+
+export interface ListMembersRequest {
+  orgId: string;
+}
+
+export interface ListMembersResponse {
+  members: Member[];
+  /** Invitations neither used nor expired. */
+  invitations: Invitation[];
+}
+
+export interface ChangeRoleRequest {
+  orgId: string;
+  personId: string;
+  role: string;
+  actorPersonId: string;
+}
+
+export interface ChangeRoleResponse {
+  member: Member | undefined;
+}
+
+export interface RemoveMemberRequest {
+  orgId: string;
+  personId: string;
+  actorPersonId: string;
+}
+
+export interface RemoveMemberResponse {
+}
+
 function createBaseSettings(): Settings {
   return { jobDocumentRetentionDays: 0, uploadRetentionDays: 0, statusNotice: "", pricingJson: "", downloadsJson: "" };
 }
@@ -2036,6 +2170,2227 @@ export const AuthenticateApiKeyResponse: MessageFns<AuthenticateApiKeyResponse> 
   },
 };
 
+function createBaseRenameOrgRequest(): RenameOrgRequest {
+  return { orgId: "", name: "" };
+}
+
+export const RenameOrgRequest: MessageFns<RenameOrgRequest> = {
+  encode(message: RenameOrgRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RenameOrgRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRenameOrgRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RenameOrgRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: RenameOrgRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RenameOrgRequest>): RenameOrgRequest {
+    return RenameOrgRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RenameOrgRequest>): RenameOrgRequest {
+    const message = createBaseRenameOrgRequest();
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseRenameOrgResponse(): RenameOrgResponse {
+  return { org: undefined };
+}
+
+export const RenameOrgResponse: MessageFns<RenameOrgResponse> = {
+  encode(message: RenameOrgResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.org !== undefined) {
+      Org.encode(message.org, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RenameOrgResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRenameOrgResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.org = Org.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RenameOrgResponse {
+    return { org: isSet(object.org) ? Org.fromJSON(object.org) : undefined };
+  },
+
+  toJSON(message: RenameOrgResponse): unknown {
+    const obj: any = {};
+    if (message.org !== undefined) {
+      obj.org = Org.toJSON(message.org);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RenameOrgResponse>): RenameOrgResponse {
+    return RenameOrgResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RenameOrgResponse>): RenameOrgResponse {
+    const message = createBaseRenameOrgResponse();
+    message.org = (object.org !== undefined && object.org !== null) ? Org.fromPartial(object.org) : undefined;
+    return message;
+  },
+};
+
+function createBasePerson(): Person {
+  return { id: "", email: "", displayName: "" };
+}
+
+export const Person: MessageFns<Person> = {
+  encode(message: Person, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.displayName !== "") {
+      writer.uint32(26).string(message.displayName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Person {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePerson();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Person {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+    };
+  },
+
+  toJSON(message: Person): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Person>): Person {
+    return Person.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Person>): Person {
+    const message = createBasePerson();
+    message.id = object.id ?? "";
+    message.email = object.email ?? "";
+    message.displayName = object.displayName ?? "";
+    return message;
+  },
+};
+
+function createBaseMembership(): Membership {
+  return { orgId: "", orgName: "", role: "" };
+}
+
+export const Membership: MessageFns<Membership> = {
+  encode(message: Membership, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.orgName !== "") {
+      writer.uint32(18).string(message.orgName);
+    }
+    if (message.role !== "") {
+      writer.uint32(26).string(message.role);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Membership {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMembership();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Membership {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      orgName: isSet(object.orgName)
+        ? globalThis.String(object.orgName)
+        : isSet(object.org_name)
+        ? globalThis.String(object.org_name)
+        : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+    };
+  },
+
+  toJSON(message: Membership): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.orgName !== "") {
+      obj.orgName = message.orgName;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Membership>): Membership {
+    return Membership.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Membership>): Membership {
+    const message = createBaseMembership();
+    message.orgId = object.orgId ?? "";
+    message.orgName = object.orgName ?? "";
+    message.role = object.role ?? "";
+    return message;
+  },
+};
+
+function createBaseMember(): Member {
+  return { person: undefined, role: "", joinedAt: undefined };
+}
+
+export const Member: MessageFns<Member> = {
+  encode(message: Member, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.person !== undefined) {
+      Person.encode(message.person, writer.uint32(10).fork()).join();
+    }
+    if (message.role !== "") {
+      writer.uint32(18).string(message.role);
+    }
+    if (message.joinedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.joinedAt), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Member {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMember();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.person = Person.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.joinedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Member {
+    return {
+      person: isSet(object.person) ? Person.fromJSON(object.person) : undefined,
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      joinedAt: isSet(object.joinedAt)
+        ? fromJsonTimestamp(object.joinedAt)
+        : isSet(object.joined_at)
+        ? fromJsonTimestamp(object.joined_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Member): unknown {
+    const obj: any = {};
+    if (message.person !== undefined) {
+      obj.person = Person.toJSON(message.person);
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.joinedAt !== undefined) {
+      obj.joinedAt = message.joinedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Member>): Member {
+    return Member.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Member>): Member {
+    const message = createBaseMember();
+    message.person = (object.person !== undefined && object.person !== null)
+      ? Person.fromPartial(object.person)
+      : undefined;
+    message.role = object.role ?? "";
+    message.joinedAt = object.joinedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseInvitation(): Invitation {
+  return { id: "", orgId: "", orgName: "", email: "", role: "", expiresAt: undefined, createdAt: undefined };
+}
+
+export const Invitation: MessageFns<Invitation> = {
+  encode(message: Invitation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.orgName !== "") {
+      writer.uint32(26).string(message.orgName);
+    }
+    if (message.email !== "") {
+      writer.uint32(34).string(message.email);
+    }
+    if (message.role !== "") {
+      writer.uint32(42).string(message.role);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(50).fork()).join();
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Invitation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInvitation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.orgName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Invitation {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      orgName: isSet(object.orgName)
+        ? globalThis.String(object.orgName)
+        : isSet(object.org_name)
+        ? globalThis.String(object.org_name)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Invitation): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.orgName !== "") {
+      obj.orgName = message.orgName;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Invitation>): Invitation {
+    return Invitation.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Invitation>): Invitation {
+    const message = createBaseInvitation();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.orgName = object.orgName ?? "";
+    message.email = object.email ?? "";
+    message.role = object.role ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreateInvitationRequest(): CreateInvitationRequest {
+  return { orgId: "", email: "", role: "", actorPersonId: "" };
+}
+
+export const CreateInvitationRequest: MessageFns<CreateInvitationRequest> = {
+  encode(message: CreateInvitationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.role !== "") {
+      writer.uint32(26).string(message.role);
+    }
+    if (message.actorPersonId !== "") {
+      writer.uint32(34).string(message.actorPersonId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateInvitationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateInvitationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.actorPersonId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateInvitationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      actorPersonId: isSet(object.actorPersonId)
+        ? globalThis.String(object.actorPersonId)
+        : isSet(object.actor_person_id)
+        ? globalThis.String(object.actor_person_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateInvitationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.actorPersonId !== "") {
+      obj.actorPersonId = message.actorPersonId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateInvitationRequest>): CreateInvitationRequest {
+    return CreateInvitationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateInvitationRequest>): CreateInvitationRequest {
+    const message = createBaseCreateInvitationRequest();
+    message.orgId = object.orgId ?? "";
+    message.email = object.email ?? "";
+    message.role = object.role ?? "";
+    message.actorPersonId = object.actorPersonId ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateInvitationResponse(): CreateInvitationResponse {
+  return { invitation: undefined, token: "" };
+}
+
+export const CreateInvitationResponse: MessageFns<CreateInvitationResponse> = {
+  encode(message: CreateInvitationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.invitation !== undefined) {
+      Invitation.encode(message.invitation, writer.uint32(10).fork()).join();
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateInvitationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateInvitationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.invitation = Invitation.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateInvitationResponse {
+    return {
+      invitation: isSet(object.invitation) ? Invitation.fromJSON(object.invitation) : undefined,
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+    };
+  },
+
+  toJSON(message: CreateInvitationResponse): unknown {
+    const obj: any = {};
+    if (message.invitation !== undefined) {
+      obj.invitation = Invitation.toJSON(message.invitation);
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateInvitationResponse>): CreateInvitationResponse {
+    return CreateInvitationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateInvitationResponse>): CreateInvitationResponse {
+    const message = createBaseCreateInvitationResponse();
+    message.invitation = (object.invitation !== undefined && object.invitation !== null)
+      ? Invitation.fromPartial(object.invitation)
+      : undefined;
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseGetInvitationRequest(): GetInvitationRequest {
+  return { tokenHash: Buffer.alloc(0) };
+}
+
+export const GetInvitationRequest: MessageFns<GetInvitationRequest> = {
+  encode(message: GetInvitationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tokenHash.length !== 0) {
+      writer.uint32(10).bytes(message.tokenHash);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetInvitationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetInvitationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tokenHash = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetInvitationRequest {
+    return {
+      tokenHash: isSet(object.tokenHash)
+        ? Buffer.from(bytesFromBase64(object.tokenHash))
+        : isSet(object.token_hash)
+        ? Buffer.from(bytesFromBase64(object.token_hash))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: GetInvitationRequest): unknown {
+    const obj: any = {};
+    if (message.tokenHash.length !== 0) {
+      obj.tokenHash = base64FromBytes(message.tokenHash);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetInvitationRequest>): GetInvitationRequest {
+    return GetInvitationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetInvitationRequest>): GetInvitationRequest {
+    const message = createBaseGetInvitationRequest();
+    message.tokenHash = object.tokenHash ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseGetInvitationResponse(): GetInvitationResponse {
+  return { invitation: undefined };
+}
+
+export const GetInvitationResponse: MessageFns<GetInvitationResponse> = {
+  encode(message: GetInvitationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.invitation !== undefined) {
+      Invitation.encode(message.invitation, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetInvitationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetInvitationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.invitation = Invitation.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetInvitationResponse {
+    return { invitation: isSet(object.invitation) ? Invitation.fromJSON(object.invitation) : undefined };
+  },
+
+  toJSON(message: GetInvitationResponse): unknown {
+    const obj: any = {};
+    if (message.invitation !== undefined) {
+      obj.invitation = Invitation.toJSON(message.invitation);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetInvitationResponse>): GetInvitationResponse {
+    return GetInvitationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetInvitationResponse>): GetInvitationResponse {
+    const message = createBaseGetInvitationResponse();
+    message.invitation = (object.invitation !== undefined && object.invitation !== null)
+      ? Invitation.fromPartial(object.invitation)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseAcceptInvitationRequest(): AcceptInvitationRequest {
+  return { tokenHash: Buffer.alloc(0), displayName: "", password: "" };
+}
+
+export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
+  encode(message: AcceptInvitationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tokenHash.length !== 0) {
+      writer.uint32(10).bytes(message.tokenHash);
+    }
+    if (message.displayName !== "") {
+      writer.uint32(18).string(message.displayName);
+    }
+    if (message.password !== "") {
+      writer.uint32(26).string(message.password);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AcceptInvitationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAcceptInvitationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tokenHash = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AcceptInvitationRequest {
+    return {
+      tokenHash: isSet(object.tokenHash)
+        ? Buffer.from(bytesFromBase64(object.tokenHash))
+        : isSet(object.token_hash)
+        ? Buffer.from(bytesFromBase64(object.token_hash))
+        : Buffer.alloc(0),
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+    };
+  },
+
+  toJSON(message: AcceptInvitationRequest): unknown {
+    const obj: any = {};
+    if (message.tokenHash.length !== 0) {
+      obj.tokenHash = base64FromBytes(message.tokenHash);
+    }
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AcceptInvitationRequest>): AcceptInvitationRequest {
+    return AcceptInvitationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AcceptInvitationRequest>): AcceptInvitationRequest {
+    const message = createBaseAcceptInvitationRequest();
+    message.tokenHash = object.tokenHash ?? Buffer.alloc(0);
+    message.displayName = object.displayName ?? "";
+    message.password = object.password ?? "";
+    return message;
+  },
+};
+
+function createBaseSignInRequest(): SignInRequest {
+  return { email: "", password: "", clientIp: "" };
+}
+
+export const SignInRequest: MessageFns<SignInRequest> = {
+  encode(message: SignInRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.email !== "") {
+      writer.uint32(10).string(message.email);
+    }
+    if (message.password !== "") {
+      writer.uint32(18).string(message.password);
+    }
+    if (message.clientIp !== "") {
+      writer.uint32(26).string(message.clientIp);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignInRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignInRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.password = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientIp = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SignInRequest {
+    return {
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      password: isSet(object.password) ? globalThis.String(object.password) : "",
+      clientIp: isSet(object.clientIp)
+        ? globalThis.String(object.clientIp)
+        : isSet(object.client_ip)
+        ? globalThis.String(object.client_ip)
+        : "",
+    };
+  },
+
+  toJSON(message: SignInRequest): unknown {
+    const obj: any = {};
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.password !== "") {
+      obj.password = message.password;
+    }
+    if (message.clientIp !== "") {
+      obj.clientIp = message.clientIp;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SignInRequest>): SignInRequest {
+    return SignInRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SignInRequest>): SignInRequest {
+    const message = createBaseSignInRequest();
+    message.email = object.email ?? "";
+    message.password = object.password ?? "";
+    message.clientIp = object.clientIp ?? "";
+    return message;
+  },
+};
+
+function createBaseSignedIn(): SignedIn {
+  return { person: undefined, memberships: [], session: "", sessionId: "" };
+}
+
+export const SignedIn: MessageFns<SignedIn> = {
+  encode(message: SignedIn, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.person !== undefined) {
+      Person.encode(message.person, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.memberships) {
+      Membership.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.session !== "") {
+      writer.uint32(26).string(message.session);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(34).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignedIn {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignedIn();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.person = Person.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberships.push(Membership.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.session = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SignedIn {
+    return {
+      person: isSet(object.person) ? Person.fromJSON(object.person) : undefined,
+      memberships: globalThis.Array.isArray(object?.memberships)
+        ? object.memberships.map((e: any) => Membership.fromJSON(e))
+        : [],
+      session: isSet(object.session) ? globalThis.String(object.session) : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SignedIn): unknown {
+    const obj: any = {};
+    if (message.person !== undefined) {
+      obj.person = Person.toJSON(message.person);
+    }
+    if (message.memberships?.length) {
+      obj.memberships = message.memberships.map((e) => Membership.toJSON(e));
+    }
+    if (message.session !== "") {
+      obj.session = message.session;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SignedIn>): SignedIn {
+    return SignedIn.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SignedIn>): SignedIn {
+    const message = createBaseSignedIn();
+    message.person = (object.person !== undefined && object.person !== null)
+      ? Person.fromPartial(object.person)
+      : undefined;
+    message.memberships = object.memberships?.map((e) => Membership.fromPartial(e)) || [];
+    message.session = object.session ?? "";
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateSessionRequest(): AuthenticateSessionRequest {
+  return { sessionHash: Buffer.alloc(0) };
+}
+
+export const AuthenticateSessionRequest: MessageFns<AuthenticateSessionRequest> = {
+  encode(message: AuthenticateSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionHash.length !== 0) {
+      writer.uint32(10).bytes(message.sessionHash);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionHash = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateSessionRequest {
+    return {
+      sessionHash: isSet(object.sessionHash)
+        ? Buffer.from(bytesFromBase64(object.sessionHash))
+        : isSet(object.session_hash)
+        ? Buffer.from(bytesFromBase64(object.session_hash))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: AuthenticateSessionRequest): unknown {
+    const obj: any = {};
+    if (message.sessionHash.length !== 0) {
+      obj.sessionHash = base64FromBytes(message.sessionHash);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuthenticateSessionRequest>): AuthenticateSessionRequest {
+    return AuthenticateSessionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuthenticateSessionRequest>): AuthenticateSessionRequest {
+    const message = createBaseAuthenticateSessionRequest();
+    message.sessionHash = object.sessionHash ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseAuthenticateSessionResponse(): AuthenticateSessionResponse {
+  return { sessionId: "", person: undefined, memberships: [], createdAt: undefined, lastSeenAt: undefined };
+}
+
+export const AuthenticateSessionResponse: MessageFns<AuthenticateSessionResponse> = {
+  encode(message: AuthenticateSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.person !== undefined) {
+      Person.encode(message.person, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.memberships) {
+      Membership.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(34).fork()).join();
+    }
+    if (message.lastSeenAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastSeenAt), writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.person = Person.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memberships.push(Membership.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.lastSeenAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateSessionResponse {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      person: isSet(object.person) ? Person.fromJSON(object.person) : undefined,
+      memberships: globalThis.Array.isArray(object?.memberships)
+        ? object.memberships.map((e: any) => Membership.fromJSON(e))
+        : [],
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      lastSeenAt: isSet(object.lastSeenAt)
+        ? fromJsonTimestamp(object.lastSeenAt)
+        : isSet(object.last_seen_at)
+        ? fromJsonTimestamp(object.last_seen_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: AuthenticateSessionResponse): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.person !== undefined) {
+      obj.person = Person.toJSON(message.person);
+    }
+    if (message.memberships?.length) {
+      obj.memberships = message.memberships.map((e) => Membership.toJSON(e));
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.lastSeenAt !== undefined) {
+      obj.lastSeenAt = message.lastSeenAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuthenticateSessionResponse>): AuthenticateSessionResponse {
+    return AuthenticateSessionResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuthenticateSessionResponse>): AuthenticateSessionResponse {
+    const message = createBaseAuthenticateSessionResponse();
+    message.sessionId = object.sessionId ?? "";
+    message.person = (object.person !== undefined && object.person !== null)
+      ? Person.fromPartial(object.person)
+      : undefined;
+    message.memberships = object.memberships?.map((e) => Membership.fromPartial(e)) || [];
+    message.createdAt = object.createdAt ?? undefined;
+    message.lastSeenAt = object.lastSeenAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSignOutRequest(): SignOutRequest {
+  return { sessionHash: Buffer.alloc(0) };
+}
+
+export const SignOutRequest: MessageFns<SignOutRequest> = {
+  encode(message: SignOutRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionHash.length !== 0) {
+      writer.uint32(10).bytes(message.sessionHash);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignOutRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignOutRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionHash = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SignOutRequest {
+    return {
+      sessionHash: isSet(object.sessionHash)
+        ? Buffer.from(bytesFromBase64(object.sessionHash))
+        : isSet(object.session_hash)
+        ? Buffer.from(bytesFromBase64(object.session_hash))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: SignOutRequest): unknown {
+    const obj: any = {};
+    if (message.sessionHash.length !== 0) {
+      obj.sessionHash = base64FromBytes(message.sessionHash);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SignOutRequest>): SignOutRequest {
+    return SignOutRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SignOutRequest>): SignOutRequest {
+    const message = createBaseSignOutRequest();
+    message.sessionHash = object.sessionHash ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseSignOutResponse(): SignOutResponse {
+  return {};
+}
+
+export const SignOutResponse: MessageFns<SignOutResponse> = {
+  encode(_: SignOutResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SignOutResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSignOutResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SignOutResponse {
+    return {};
+  },
+
+  toJSON(_: SignOutResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<SignOutResponse>): SignOutResponse {
+    return SignOutResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<SignOutResponse>): SignOutResponse {
+    const message = createBaseSignOutResponse();
+    return message;
+  },
+};
+
+function createBaseListMembersRequest(): ListMembersRequest {
+  return { orgId: "" };
+}
+
+export const ListMembersRequest: MessageFns<ListMembersRequest> = {
+  encode(message: ListMembersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMembersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMembersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMembersRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListMembersRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListMembersRequest>): ListMembersRequest {
+    return ListMembersRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListMembersRequest>): ListMembersRequest {
+    const message = createBaseListMembersRequest();
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
+};
+
+function createBaseListMembersResponse(): ListMembersResponse {
+  return { members: [], invitations: [] };
+}
+
+export const ListMembersResponse: MessageFns<ListMembersResponse> = {
+  encode(message: ListMembersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.invitations) {
+      Invitation.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMembersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMembersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.invitations.push(Invitation.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMembersResponse {
+    return {
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Member.fromJSON(e)) : [],
+      invitations: globalThis.Array.isArray(object?.invitations)
+        ? object.invitations.map((e: any) => Invitation.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ListMembersResponse): unknown {
+    const obj: any = {};
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => Member.toJSON(e));
+    }
+    if (message.invitations?.length) {
+      obj.invitations = message.invitations.map((e) => Invitation.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListMembersResponse>): ListMembersResponse {
+    return ListMembersResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListMembersResponse>): ListMembersResponse {
+    const message = createBaseListMembersResponse();
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    message.invitations = object.invitations?.map((e) => Invitation.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseChangeRoleRequest(): ChangeRoleRequest {
+  return { orgId: "", personId: "", role: "", actorPersonId: "" };
+}
+
+export const ChangeRoleRequest: MessageFns<ChangeRoleRequest> = {
+  encode(message: ChangeRoleRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.personId !== "") {
+      writer.uint32(18).string(message.personId);
+    }
+    if (message.role !== "") {
+      writer.uint32(26).string(message.role);
+    }
+    if (message.actorPersonId !== "") {
+      writer.uint32(34).string(message.actorPersonId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChangeRoleRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChangeRoleRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.personId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.actorPersonId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChangeRoleRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      personId: isSet(object.personId)
+        ? globalThis.String(object.personId)
+        : isSet(object.person_id)
+        ? globalThis.String(object.person_id)
+        : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      actorPersonId: isSet(object.actorPersonId)
+        ? globalThis.String(object.actorPersonId)
+        : isSet(object.actor_person_id)
+        ? globalThis.String(object.actor_person_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ChangeRoleRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.personId !== "") {
+      obj.personId = message.personId;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.actorPersonId !== "") {
+      obj.actorPersonId = message.actorPersonId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ChangeRoleRequest>): ChangeRoleRequest {
+    return ChangeRoleRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ChangeRoleRequest>): ChangeRoleRequest {
+    const message = createBaseChangeRoleRequest();
+    message.orgId = object.orgId ?? "";
+    message.personId = object.personId ?? "";
+    message.role = object.role ?? "";
+    message.actorPersonId = object.actorPersonId ?? "";
+    return message;
+  },
+};
+
+function createBaseChangeRoleResponse(): ChangeRoleResponse {
+  return { member: undefined };
+}
+
+export const ChangeRoleResponse: MessageFns<ChangeRoleResponse> = {
+  encode(message: ChangeRoleResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChangeRoleResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChangeRoleResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChangeRoleResponse {
+    return { member: isSet(object.member) ? Member.fromJSON(object.member) : undefined };
+  },
+
+  toJSON(message: ChangeRoleResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ChangeRoleResponse>): ChangeRoleResponse {
+    return ChangeRoleResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ChangeRoleResponse>): ChangeRoleResponse {
+    const message = createBaseChangeRoleResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRemoveMemberRequest(): RemoveMemberRequest {
+  return { orgId: "", personId: "", actorPersonId: "" };
+}
+
+export const RemoveMemberRequest: MessageFns<RemoveMemberRequest> = {
+  encode(message: RemoveMemberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.personId !== "") {
+      writer.uint32(18).string(message.personId);
+    }
+    if (message.actorPersonId !== "") {
+      writer.uint32(26).string(message.actorPersonId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMemberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMemberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.personId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actorPersonId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemoveMemberRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      personId: isSet(object.personId)
+        ? globalThis.String(object.personId)
+        : isSet(object.person_id)
+        ? globalThis.String(object.person_id)
+        : "",
+      actorPersonId: isSet(object.actorPersonId)
+        ? globalThis.String(object.actorPersonId)
+        : isSet(object.actor_person_id)
+        ? globalThis.String(object.actor_person_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RemoveMemberRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.personId !== "") {
+      obj.personId = message.personId;
+    }
+    if (message.actorPersonId !== "") {
+      obj.actorPersonId = message.actorPersonId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RemoveMemberRequest>): RemoveMemberRequest {
+    return RemoveMemberRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RemoveMemberRequest>): RemoveMemberRequest {
+    const message = createBaseRemoveMemberRequest();
+    message.orgId = object.orgId ?? "";
+    message.personId = object.personId ?? "";
+    message.actorPersonId = object.actorPersonId ?? "";
+    return message;
+  },
+};
+
+function createBaseRemoveMemberResponse(): RemoveMemberResponse {
+  return {};
+}
+
+export const RemoveMemberResponse: MessageFns<RemoveMemberResponse> = {
+  encode(_: RemoveMemberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMemberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMemberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): RemoveMemberResponse {
+    return {};
+  },
+
+  toJSON(_: RemoveMemberResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<RemoveMemberResponse>): RemoveMemberResponse {
+    return RemoveMemberResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<RemoveMemberResponse>): RemoveMemberResponse {
+    const message = createBaseRemoveMemberResponse();
+    return message;
+  },
+};
+
 /**
  * Accounts owns organizations and the credentials that act for them. Secrets never cross this
  * service's boundary except once, in the answer that creates them; lookups go by SHA-256.
@@ -2125,6 +4480,117 @@ export const AccountsServiceService = {
       Buffer.from(UpdateSettingsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdateSettingsResponse => UpdateSettingsResponse.decode(value),
   },
+  renameOrg: {
+    path: "/spool.v1.AccountsService/RenameOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RenameOrgRequest): Buffer => Buffer.from(RenameOrgRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RenameOrgRequest => RenameOrgRequest.decode(value),
+    responseSerialize: (value: RenameOrgResponse): Buffer => Buffer.from(RenameOrgResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RenameOrgResponse => RenameOrgResponse.decode(value),
+  },
+  /**
+   * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
+   * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
+   */
+  createInvitation: {
+    path: "/spool.v1.AccountsService/CreateInvitation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateInvitationRequest): Buffer =>
+      Buffer.from(CreateInvitationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateInvitationRequest => CreateInvitationRequest.decode(value),
+    responseSerialize: (value: CreateInvitationResponse): Buffer =>
+      Buffer.from(CreateInvitationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateInvitationResponse => CreateInvitationResponse.decode(value),
+  },
+  /** Answers NOT_FOUND alike for an unknown, used or expired invitation. */
+  getInvitation: {
+    path: "/spool.v1.AccountsService/GetInvitation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetInvitationRequest): Buffer => Buffer.from(GetInvitationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetInvitationRequest => GetInvitationRequest.decode(value),
+    responseSerialize: (value: GetInvitationResponse): Buffer =>
+      Buffer.from(GetInvitationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetInvitationResponse => GetInvitationResponse.decode(value),
+  },
+  /**
+   * Creates the person (or, for an existing email, checks their password), adds the membership,
+   * uses up the invitation and opens a session.
+   */
+  acceptInvitation: {
+    path: "/spool.v1.AccountsService/AcceptInvitation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AcceptInvitationRequest): Buffer =>
+      Buffer.from(AcceptInvitationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AcceptInvitationRequest => AcceptInvitationRequest.decode(value),
+    responseSerialize: (value: SignedIn): Buffer => Buffer.from(SignedIn.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SignedIn => SignedIn.decode(value),
+  },
+  /** Rate-limited per account and per client address (RESOURCE_EXHAUSTED with a retry delay). */
+  signIn: {
+    path: "/spool.v1.AccountsService/SignIn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SignInRequest): Buffer => Buffer.from(SignInRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SignInRequest => SignInRequest.decode(value),
+    responseSerialize: (value: SignedIn): Buffer => Buffer.from(SignedIn.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SignedIn => SignedIn.decode(value),
+  },
+  /**
+   * Resolves the SHA-256 of a session credential; unknown, revoked and expired (idle or absolute)
+   * sessions answer UNAUTHENTICATED alike.
+   */
+  authenticateSession: {
+    path: "/spool.v1.AccountsService/AuthenticateSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthenticateSessionRequest): Buffer =>
+      Buffer.from(AuthenticateSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthenticateSessionRequest => AuthenticateSessionRequest.decode(value),
+    responseSerialize: (value: AuthenticateSessionResponse): Buffer =>
+      Buffer.from(AuthenticateSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthenticateSessionResponse => AuthenticateSessionResponse.decode(value),
+  },
+  signOut: {
+    path: "/spool.v1.AccountsService/SignOut" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SignOutRequest): Buffer => Buffer.from(SignOutRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SignOutRequest => SignOutRequest.decode(value),
+    responseSerialize: (value: SignOutResponse): Buffer => Buffer.from(SignOutResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SignOutResponse => SignOutResponse.decode(value),
+  },
+  listMembers: {
+    path: "/spool.v1.AccountsService/ListMembers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListMembersRequest): Buffer => Buffer.from(ListMembersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListMembersRequest => ListMembersRequest.decode(value),
+    responseSerialize: (value: ListMembersResponse): Buffer => Buffer.from(ListMembersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListMembersResponse => ListMembersResponse.decode(value),
+  },
+  changeRole: {
+    path: "/spool.v1.AccountsService/ChangeRole" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ChangeRoleRequest): Buffer => Buffer.from(ChangeRoleRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ChangeRoleRequest => ChangeRoleRequest.decode(value),
+    responseSerialize: (value: ChangeRoleResponse): Buffer => Buffer.from(ChangeRoleResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ChangeRoleResponse => ChangeRoleResponse.decode(value),
+  },
+  removeMember: {
+    path: "/spool.v1.AccountsService/RemoveMember" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RemoveMemberRequest): Buffer => Buffer.from(RemoveMemberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RemoveMemberRequest => RemoveMemberRequest.decode(value),
+    responseSerialize: (value: RemoveMemberResponse): Buffer =>
+      Buffer.from(RemoveMemberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RemoveMemberResponse => RemoveMemberResponse.decode(value),
+  },
 } as const;
 
 export interface AccountsServiceServer extends UntypedServiceImplementation {
@@ -2141,6 +4607,30 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
   /** Settings an administrator sets for the whole installation. */
   getSettings: handleUnaryCall<GetSettingsRequest, GetSettingsResponse>;
   updateSettings: handleUnaryCall<UpdateSettingsRequest, UpdateSettingsResponse>;
+  renameOrg: handleUnaryCall<RenameOrgRequest, RenameOrgResponse>;
+  /**
+   * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
+   * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
+   */
+  createInvitation: handleUnaryCall<CreateInvitationRequest, CreateInvitationResponse>;
+  /** Answers NOT_FOUND alike for an unknown, used or expired invitation. */
+  getInvitation: handleUnaryCall<GetInvitationRequest, GetInvitationResponse>;
+  /**
+   * Creates the person (or, for an existing email, checks their password), adds the membership,
+   * uses up the invitation and opens a session.
+   */
+  acceptInvitation: handleUnaryCall<AcceptInvitationRequest, SignedIn>;
+  /** Rate-limited per account and per client address (RESOURCE_EXHAUSTED with a retry delay). */
+  signIn: handleUnaryCall<SignInRequest, SignedIn>;
+  /**
+   * Resolves the SHA-256 of a session credential; unknown, revoked and expired (idle or absolute)
+   * sessions answer UNAUTHENTICATED alike.
+   */
+  authenticateSession: handleUnaryCall<AuthenticateSessionRequest, AuthenticateSessionResponse>;
+  signOut: handleUnaryCall<SignOutRequest, SignOutResponse>;
+  listMembers: handleUnaryCall<ListMembersRequest, ListMembersResponse>;
+  changeRole: handleUnaryCall<ChangeRoleRequest, ChangeRoleResponse>;
+  removeMember: handleUnaryCall<RemoveMemberRequest, RemoveMemberResponse>;
 }
 
 export interface AccountsServiceClient extends Client {
@@ -2268,6 +4758,167 @@ export interface AccountsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdateSettingsResponse) => void,
+  ): ClientUnaryCall;
+  renameOrg(
+    request: RenameOrgRequest,
+    callback: (error: ServiceError | null, response: RenameOrgResponse) => void,
+  ): ClientUnaryCall;
+  renameOrg(
+    request: RenameOrgRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RenameOrgResponse) => void,
+  ): ClientUnaryCall;
+  renameOrg(
+    request: RenameOrgRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RenameOrgResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
+   * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
+   */
+  createInvitation(
+    request: CreateInvitationRequest,
+    callback: (error: ServiceError | null, response: CreateInvitationResponse) => void,
+  ): ClientUnaryCall;
+  createInvitation(
+    request: CreateInvitationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateInvitationResponse) => void,
+  ): ClientUnaryCall;
+  createInvitation(
+    request: CreateInvitationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateInvitationResponse) => void,
+  ): ClientUnaryCall;
+  /** Answers NOT_FOUND alike for an unknown, used or expired invitation. */
+  getInvitation(
+    request: GetInvitationRequest,
+    callback: (error: ServiceError | null, response: GetInvitationResponse) => void,
+  ): ClientUnaryCall;
+  getInvitation(
+    request: GetInvitationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetInvitationResponse) => void,
+  ): ClientUnaryCall;
+  getInvitation(
+    request: GetInvitationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetInvitationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Creates the person (or, for an existing email, checks their password), adds the membership,
+   * uses up the invitation and opens a session.
+   */
+  acceptInvitation(
+    request: AcceptInvitationRequest,
+    callback: (error: ServiceError | null, response: SignedIn) => void,
+  ): ClientUnaryCall;
+  acceptInvitation(
+    request: AcceptInvitationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SignedIn) => void,
+  ): ClientUnaryCall;
+  acceptInvitation(
+    request: AcceptInvitationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SignedIn) => void,
+  ): ClientUnaryCall;
+  /** Rate-limited per account and per client address (RESOURCE_EXHAUSTED with a retry delay). */
+  signIn(request: SignInRequest, callback: (error: ServiceError | null, response: SignedIn) => void): ClientUnaryCall;
+  signIn(
+    request: SignInRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SignedIn) => void,
+  ): ClientUnaryCall;
+  signIn(
+    request: SignInRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SignedIn) => void,
+  ): ClientUnaryCall;
+  /**
+   * Resolves the SHA-256 of a session credential; unknown, revoked and expired (idle or absolute)
+   * sessions answer UNAUTHENTICATED alike.
+   */
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    callback: (error: ServiceError | null, response: AuthenticateSessionResponse) => void,
+  ): ClientUnaryCall;
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuthenticateSessionResponse) => void,
+  ): ClientUnaryCall;
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuthenticateSessionResponse) => void,
+  ): ClientUnaryCall;
+  signOut(
+    request: SignOutRequest,
+    callback: (error: ServiceError | null, response: SignOutResponse) => void,
+  ): ClientUnaryCall;
+  signOut(
+    request: SignOutRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SignOutResponse) => void,
+  ): ClientUnaryCall;
+  signOut(
+    request: SignOutRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SignOutResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  changeRole(
+    request: ChangeRoleRequest,
+    callback: (error: ServiceError | null, response: ChangeRoleResponse) => void,
+  ): ClientUnaryCall;
+  changeRole(
+    request: ChangeRoleRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ChangeRoleResponse) => void,
+  ): ClientUnaryCall;
+  changeRole(
+    request: ChangeRoleRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ChangeRoleResponse) => void,
+  ): ClientUnaryCall;
+  removeMember(
+    request: RemoveMemberRequest,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  removeMember(
+    request: RemoveMemberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  removeMember(
+    request: RemoveMemberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
   ): ClientUnaryCall;
 }
 
