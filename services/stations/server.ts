@@ -54,6 +54,11 @@ export function createStationsServer(deps: {
       return store.listLocations(orgId, pageLimit(req.limit), req.cursor);
     },
 
+    async listStations(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return store.listStations(orgId, pageLimit(req.limit), req.cursor);
+    },
+
     async createStation(req) {
       const token = generateCredential('device');
       const station = await store.createStation({

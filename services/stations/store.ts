@@ -231,6 +231,20 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       return { items: items.map(toLocation), nextCursor };
     },
 
+    async listStations(orgId: string, limit: number, cursor: string) {
+      const { items, nextCursor } = await listOldestFirst<StationRow>(
+        pool,
+        {
+          select: `SELECT ${STATION_COLUMNS} FROM stations`,
+          where: 'org_id = $1',
+          params: [orgId],
+        },
+        limit,
+        cursor,
+      );
+      return { items: items.map(toStation), nextCursor };
+    },
+
     async createStation(s: { orgId: string; name: string; locationId: string; tokenHash: Buffer }) {
       return withTx(pool, async (tx) => {
         if (s.locationId) {

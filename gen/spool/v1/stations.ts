@@ -119,6 +119,17 @@ export interface CreateStationResponse {
   token: string;
 }
 
+export interface ListStationsRequest {
+  orgId: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListStationsResponse {
+  items: Station[];
+  nextCursor: string;
+}
+
 export interface RevokeStationTokenRequest {
   orgId: string;
   stationId: string;
@@ -1757,6 +1768,200 @@ export const CreateStationResponse: MessageFns<CreateStationResponse> = {
       ? Station.fromPartial(object.station)
       : undefined;
     message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseListStationsRequest(): ListStationsRequest {
+  return { orgId: "", limit: 0, cursor: "" };
+}
+
+export const ListStationsRequest: MessageFns<ListStationsRequest> = {
+  encode(message: ListStationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListStationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListStationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListStationsRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListStationsRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListStationsRequest>): ListStationsRequest {
+    return ListStationsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListStationsRequest>): ListStationsRequest {
+    const message = createBaseListStationsRequest();
+    message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListStationsResponse(): ListStationsResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListStationsResponse: MessageFns<ListStationsResponse> = {
+  encode(message: ListStationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Station.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListStationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListStationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Station.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListStationsResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Station.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListStationsResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Station.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListStationsResponse>): ListStationsResponse {
+    return ListStationsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListStationsResponse>): ListStationsResponse {
+    const message = createBaseListStationsResponse();
+    message.items = object.items?.map((e) => Station.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };
@@ -4696,6 +4901,16 @@ export const StationsServiceService = {
       Buffer.from(CreateStationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateStationResponse => CreateStationResponse.decode(value),
   },
+  listStations: {
+    path: "/spool.v1.StationsService/ListStations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListStationsRequest): Buffer => Buffer.from(ListStationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListStationsRequest => ListStationsRequest.decode(value),
+    responseSerialize: (value: ListStationsResponse): Buffer =>
+      Buffer.from(ListStationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListStationsResponse => ListStationsResponse.decode(value),
+  },
   /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
   revokeStationToken: {
     path: "/spool.v1.StationsService/RevokeStationToken" as const,
@@ -4747,6 +4962,7 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
   getLocation: handleUnaryCall<GetLocationRequest, GetLocationResponse>;
   listLocations: handleUnaryCall<ListLocationsRequest, ListLocationsResponse>;
   createStation: handleUnaryCall<CreateStationRequest, CreateStationResponse>;
+  listStations: handleUnaryCall<ListStationsRequest, ListStationsResponse>;
   /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
   revokeStationToken: handleUnaryCall<RevokeStationTokenRequest, RevokeStationTokenResponse>;
   /** Gives the station a new device token; the old one stops working and its link is cut. */
@@ -4816,6 +5032,21 @@ export interface StationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateStationResponse) => void,
+  ): ClientUnaryCall;
+  listStations(
+    request: ListStationsRequest,
+    callback: (error: ServiceError | null, response: ListStationsResponse) => void,
+  ): ClientUnaryCall;
+  listStations(
+    request: ListStationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListStationsResponse) => void,
+  ): ClientUnaryCall;
+  listStations(
+    request: ListStationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListStationsResponse) => void,
   ): ClientUnaryCall;
   /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
   revokeStationToken(
