@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { closeBackends, connectBackends } from '../gateway/clients.js';
+import type { EventStreamOptions } from '../gateway/event-stream.js';
 import { createGateway, type Gateway } from '../gateway/index.js';
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
@@ -77,6 +78,8 @@ export interface SystemOptions {
   webhooks?: Partial<WebhooksSettings>;
   /** Answers the gateways' `GET /metrics` (lib/telemetry.ts). */
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** The gateways' event streams: keep-alive interval and per-client buffer. */
+  eventStreams?: Partial<EventStreamOptions>;
 }
 
 export interface GatewayReplica {
@@ -206,6 +209,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
         ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
         ...(options.keyCacheTtlMs === undefined ? {} : { keyCacheTtlMs: options.keyCacheTtlMs }),
         metricsHandler: options.metricsHandler,
+        ...(options.eventStreams ? { eventStreams: options.eventStreams } : {}),
       });
       const bound = await gateway.listen(host, port);
       const replica: GatewayReplica = {

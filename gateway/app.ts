@@ -12,6 +12,7 @@ import type { Logger } from '../lib/logger.js';
 import type { Backends } from './clients.js';
 import { docsPages } from './docs-page.js';
 import { errorMiddleware } from './errors.js';
+import type { EventStreams } from './event-stream.js';
 import { fixedPath, type KnownPath, methodNotAllowed, pathsOf } from './http-manners.js';
 import type { KeyCache } from './key-cache.js';
 import { buildOpenApi } from './openapi.js';
@@ -46,6 +47,8 @@ export interface AppDeps {
   ready(): Promise<boolean>;
   /** Answers `GET /metrics` with the process's metrics; without it the path is not found. */
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** The event streams of `GET /v1/orgs/{org}/stream`. */
+  events: EventStreams;
 }
 
 export function createApp(deps: AppDeps): Koa<GatewayState> {
@@ -111,6 +114,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     backends: deps.backends,
     bodyLimit: deps.bodyLimit,
     maxDocumentBytes: deps.maxDocumentBytes,
+    events: deps.events,
     // Inline documents arrive as base64, a third larger, in a JSON envelope.
     jobBodyLimit: Math.ceil((deps.maxDocumentBytes * 4) / 3) + 64 * 1024,
   });

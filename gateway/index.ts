@@ -10,6 +10,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { createApp } from './app.js';
 import type { Backends } from './clients.js';
+import { createEventStreams, type EventStreamOptions, type EventStreams } from './event-stream.js';
 import { followRevocations, KeyCache } from './key-cache.js';
 import { kvCounter, localCounter, RATE_LIMIT_BUCKET, rateLimit } from './rate-limit.js';
 import { createStatusChecker, type StatusSources } from './status.js';
@@ -32,11 +33,15 @@ export interface GatewayOptions {
   keyRateLimit?: number;
   /** Answers `GET /metrics` (lib/telemetry.ts). */
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Keep-alive interval and per-client buffer of the event streams. */
+  eventStreams?: Partial<EventStreamOptions>;
 }
 
 export interface Gateway {
   server: Server;
   cache: KeyCache;
+  /** The open event streams (`GET /v1/orgs/{org}/stream`). */
+  events: EventStreams;
   /** Listens on host:port (0 for any free port) and resolves the port. */
   listen(host: string, port: number): Promise<number>;
   /**
@@ -58,6 +63,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       }),
   });
   const stopFollowing = followRevocations(options.nc, cache, logger);
+  const events = createEventStreams({
+    nc: options.nc,
+    clock: options.clock,
+    logger,
+    ...(options.eventStreams ? { options: options.eventStreams } : {}),
+  });
   let draining = false;
   const status = createStatusChecker({
     health: options.health,
@@ -99,6 +110,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     trustProxy: options.trustProxy,
     ready: async () => !draining && !options.nc.isClosed(),
     metricsHandler: options.metricsHandler,
+    events,
   });
   const handle = app.callback();
   const server = createServer((req, res) => {
@@ -111,6 +123,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     cache,
+    events,
     listen: (host, port) =>
       new Promise((resolve, reject) => {
         server.once('error', reject);
@@ -123,6 +136,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       draining = true;
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       stopFollowing();
+      // Event streams never finish by themselves: they end now, and their clients resume elsewhere.
+      await events.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();

@@ -58,6 +58,8 @@ export interface OperationSpec {
     location?: string;
   };
   query?: readonly QueryParameter[];
+  /** Request headers the operation reads, besides authentication. */
+  headers?: readonly QueryParameter[];
   /** Error codes the handler or the services behind it answer, besides those of the surface. */
   errors?: readonly ErrorCode[];
   /** Overrides the document's surface (the public endpoints of `/v1` take no key). */
@@ -325,6 +327,7 @@ export function buildDocument(spec: DocumentSpec, serverUrl = DEFAULT_SERVER) {
     const parameters = [
       ...pathParameters(path),
       ...(op.query ?? []).map((q) => ({ ...q, in: 'query', required: false })),
+      ...(op.headers ?? []).map((h) => ({ ...h, in: 'header', required: false })),
       ...(method === 'POST' && surface.idempotentPosts
         ? [{ $ref: '#/components/parameters/IdempotencyKey' }]
         : []),

@@ -15,6 +15,7 @@ import {
 } from './openapi-builder.js';
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
 import { CONTENT_KINDS, CreateJobBody, OptionsBody, ReprintBody } from './routes/jobs.js';
+import { STREAM_EVENT_TYPES } from './routes/stream.js';
 import { V1_ROUTES } from './routes/v1.js';
 import {
   CONTENT_SCHEMAS,
@@ -396,6 +397,33 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     errors: ['invalid', 'unknown_field'],
   },
   ...WEBHOOK_OPERATIONS,
+  'GET /v1/orgs/:org/stream': {
+    operationId: 'streamEvents',
+    tag: 'Events',
+    summary: "The organization's events as they happen (Server-Sent Events)",
+    description:
+      "A `text/event-stream` that stays open. Each message has `id:` (the event's opaque id), `event:` (its type) and `data:` (the JSON body a webhook delivery of the event carries: `{type, created_at, org_id, data}`). A comment line comes every 15 seconds. Reconnecting with `Last-Event-ID` sends every event of the organization after that id that is under 24 hours old, then live ones. A client that reads too slowly, and every stream of a gateway that shuts down, is ended; reconnect with `Last-Event-ID` to go on.",
+    query: [
+      {
+        name: 'types',
+        description: `only these event types, comma separated: ${STREAM_EVENT_TYPES.join(', ')}`,
+        schema: { type: 'string', example: 'job.printed,job.failed' },
+      },
+    ],
+    headers: [
+      {
+        name: 'Last-Event-ID',
+        description: 'the id of the last message received; the stream goes on after it',
+        schema: { type: 'string' },
+      },
+    ],
+    success: {
+      status: 200,
+      binary: ['text/event-stream'],
+      description: 'the event stream, open until the client or the gateway ends it',
+    },
+    errors: ['invalid', 'unknown_field'],
+  },
 };
 
 const Level = Type.Union([
@@ -513,6 +541,11 @@ export function buildOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown
         { name: 'Templates', description: 'Templates that jobs fill with field values' },
         { name: 'Keys', description: 'The calling API key' },
         WEBHOOKS_TAG,
+        {
+          name: 'Events',
+          description:
+            "The organization's events as a stream (Server-Sent Events), as webhooks carry them",
+        },
         { name: 'Public', description: 'Endpoints that need no key' },
       ],
       operations,

@@ -9,12 +9,14 @@ import type { Scope } from '../../lib/credentials.js';
 import { SpoolError } from '../../lib/errors.js';
 import { requireKey, requireOwnOrg, requireScope } from '../auth.js';
 import type { Backends } from '../clients.js';
+import type { EventStreams } from '../event-stream.js';
 import { type Created, setLocation } from '../http-manners.js';
 import { idempotency } from '../idempotency.js';
 import type { KeyCache } from '../key-cache.js';
 import type { GatewayState } from '../state.js';
 import { fleetHandlers } from './fleet.js';
 import { jobHandlers } from './jobs.js';
+import { streamHandlers } from './stream.js';
 import { webhookV1Handlers } from './webhooks.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -77,6 +79,7 @@ export const V1_ROUTES: readonly V1Route[] = [
     path: '/v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend',
     scope: 'webhooks:write',
   },
+  { method: 'GET', path: '/v1/orgs/:org/stream', scope: 'jobs:read' },
 ];
 
 export interface V1Deps {
@@ -88,6 +91,8 @@ export interface V1Deps {
   bodyLimit: number;
   jobBodyLimit: number;
   maxDocumentBytes: number;
+  /** This process's event streams (`GET /v1/orgs/{org}/stream`). */
+  events: EventStreams;
 }
 
 const keyHandlers: Record<string, Middleware<GatewayState>> = {
@@ -111,6 +116,7 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
     ...jobHandlers(deps),
     ...fleetHandlers(deps.backends),
     ...webhookV1Handlers(deps),
+    ...streamHandlers(deps),
   };
   for (const route of V1_ROUTES) {
     const chain: Middleware<GatewayState>[] = [

@@ -38,8 +38,10 @@ export async function tempDir(prefix: string): Promise<string> {
 }
 
 /** Starts it all; `stop()` ends the agent and the system and removes the folders. */
-export async function startPrintingOrg(): Promise<PrintingOrg> {
-  const sys = await startTestSystem();
+export async function startPrintingOrg(
+  options: Parameters<typeof startTestSystem>[0] = {},
+): Promise<PrintingOrg> {
+  const sys = await startTestSystem(options);
   const orgId = await createOrg(sys.url);
   const { secret: key } = await createKey(sys.url, orgId, { scopes: SCOPES });
   const station = await createStation(sys.url, orgId);

@@ -3,6 +3,7 @@
  * gateway replicas as the test asks for, all on port 0 and torn down by `stop()`.
  */
 import { type GatewayReplica, type System, startSystem } from '../../cli/system.js';
+import type { EventStreamOptions } from '../../gateway/event-stream.js';
 import { type Clock, ManualClock } from '../../lib/clock.js';
 import { silentLogger } from '../../lib/logger.js';
 import { generateServerKeyPair, serverKeysFrom } from '../../lib/sealing.js';
@@ -37,6 +38,7 @@ export async function startTestSystem(
     trustProxy?: boolean;
     serverKeys?: ServerKeys;
     keyRateLimit?: number;
+    eventStreams?: Partial<EventStreamOptions>;
   } = {},
 ): Promise<TestSystem> {
   const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
@@ -55,6 +57,7 @@ export async function startTestSystem(
     serverKeys: options.serverKeys ?? serverKeysFrom((await generateServerKeyPair()).privateKey),
     ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
     ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
+    ...(options.eventStreams === undefined ? {} : { eventStreams: options.eventStreams }),
     webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.maxDocumentBytes === undefined

@@ -1,0 +1,370 @@
+/**
+ * Realtime (DESIGN §5): the event streams of `GET /v1/orgs/{org}/stream`. Each gateway process
+ * reads the `EVENTS` stream once, through one ordered consumer of `events.>`, and fans every event
+ * out in memory to the open streams of its organization; no listener has a consumer of its own on
+ * the server.
+ *
+ * An event's id on the wire is its sequence number in `EVENTS`: ids grow with time across the
+ * installation, so resuming after `Last-Event-ID` is a consumer of the organization's subjects
+ * that starts at the next sequence (or, when that event is over 24 hours old, at the first event
+ * of the last 24 hours), read to its end and then joined to the live feed; the sequence tells
+ * replayed and live copies apart, so the switch loses and repeats nothing.
+ *
+ * A stream whose client reads too slowly is closed once more than `bufferBytes` wait for it; the
+ * client resumes with `Last-Event-ID` and misses nothing that is under a day old.
+ */
+import type { ServerResponse } from 'node:http';
+import {
+  AckPolicy,
+  type ConsumerMessages,
+  DeliverPolicy,
+  type JetStreamManager,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+} from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import type { NatsConnection } from '../lib/bus.js';
+import type { Clock } from '../lib/clock.js';
+import { deliveryBody, type EventType, parseEvent } from '../lib/events.js';
+import type { Logger } from '../lib/logger.js';
+
+const STREAM = 'EVENTS';
+
+/** How far back a reconnecting client is given the events it missed. */
+export const RESUME_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export interface EventStreamOptions {
+  /** Milliseconds between keep-alive comments (DESIGN §5: 15 seconds). */
+  keepAliveMs: number;
+  /** Bytes that may wait for one slow client before its stream is closed. */
+  bufferBytes: number;
+  /** Longest a new stream waits for this process's feed to start before answering 503. */
+  readyTimeoutMs: number;
+}
+
+export const DEFAULT_EVENT_STREAM_OPTIONS: EventStreamOptions = {
+  keepAliveMs: 15_000,
+  bufferBytes: 1024 * 1024,
+  readyTimeoutMs: 5_000,
+};
+
+/** One event as it goes on the wire. */
+interface Frame {
+  seq: number;
+  type: EventType;
+  text: string;
+}
+
+/** The SSE message of one event: `id`, `event` and the webhook body as `data`. */
+export function eventFrame(seq: number, type: string, body: Buffer | string): string {
+  // JSON.stringify escapes line breaks inside strings, so the body is one line.
+  return `id: ${seq}\nevent: ${type}\ndata: ${body}\n\n`;
+}
+
+/** The sequence a `Last-Event-ID` names, or undefined when it is not one of ours. */
+export function parseEventId(text: string): number | undefined {
+  if (!/^[1-9]\d{0,15}$/.test(text)) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+function frameOf(msg: JsMsg): { orgId: string; frame: Frame } | undefined {
+  let event: ReturnType<typeof parseEvent>;
+  try {
+    event = parseEvent(msg.json());
+  } catch {
+    return undefined;
+  }
+  // The subject names the organization too; an event that disagrees goes to no one.
+  if (!event || msg.subject !== `events.${event.org_id}.${event.type}`) return undefined;
+  return {
+    orgId: event.org_id,
+    frame: {
+      seq: msg.seq,
+      type: event.type,
+      text: eventFrame(msg.seq, event.type, deliveryBody(event)),
+    },
+  };
+}
+
+/** One open stream. */
+class Listener {
+  /** The highest sequence sent; nothing at or below it is sent again. */
+  last: number;
+  /** Live frames held while the missed ones are read, or undefined once live. */
+  held: Frame[] | undefined;
+  heldBytes = 0;
+  closed = false;
+
+  constructor(
+    readonly orgId: string,
+    readonly res: ServerResponse,
+    readonly types: ReadonlySet<string> | undefined,
+    readonly bufferBytes: number,
+    after: number,
+    resuming: boolean,
+    readonly onClose: (l: Listener) => void,
+  ) {
+    this.last = after;
+    this.held = resuming ? [] : undefined;
+    res.once('close', () => this.close());
+  }
+
+  wants(frame: Frame): boolean {
+    return frame.seq > this.last && (!this.types || this.types.has(frame.type));
+  }
+
+  /** A live event: sent now, or held until the missed ones are out. */
+  live(frame: Frame): void {
+    if (this.closed || frame.seq <= this.last) return;
+    if (this.held) {
+      this.held.push(frame);
+      this.heldBytes += frame.text.length;
+      if (this.heldBytes > this.bufferBytes) this.close(true);
+      return;
+    }
+    if (this.wants(frame)) this.send(frame.seq, frame.text);
+  }
+
+  send(seq: number, text: string): void {
+    if (this.closed) return;
+    if (seq > this.last) this.last = seq;
+    this.write(text);
+  }
+
+  write(text: string): void {
+    if (this.closed) return;
+    this.res.write(text);
+    // What the socket has not taken yet stays in memory: past the limit the client is too slow.
+    if (this.res.writableLength > this.bufferBytes) this.close(true);
+  }
+
+  /** The missed events are out: the held live ones follow, without repeats. */
+  goLive(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    this.heldBytes = 0;
+    for (const frame of held) if (this.wants(frame)) this.send(frame.seq, frame.text);
+  }
+
+  close(abort = false): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.held = undefined;
+    this.onClose(this);
+    if (abort) this.res.destroy();
+    else this.res.end();
+  }
+}
+
+export interface OpenStream {
+  orgId: string;
+  res: ServerResponse;
+  /** Only these event types; undefined for all. */
+  types: ReadonlySet<string> | undefined;
+  /** The sequence of the `Last-Event-ID`, when the client resumes. */
+  lastEventId: number | undefined;
+}
+
+export interface EventStreams {
+  /** Starts sending an organization's events on `res`, whose headers are written already. */
+  open(stream: OpenStream): Promise<void>;
+  /** Open streams, for metrics and tests. */
+  readonly size: number;
+  /** Resolves once the feed reads `EVENTS`; rejects after `readyTimeoutMs`. */
+  ready(): Promise<void>;
+  /** Ends every stream cleanly (clients reconnect elsewhere) and stops the feed. */
+  close(): Promise<void>;
+}
+
+export function createEventStreams(deps: {
+  nc: NatsConnection;
+  clock: Clock;
+  logger: Logger;
+  options?: Partial<EventStreamOptions>;
+}): EventStreams {
+  const options = { ...DEFAULT_EVENT_STREAM_OPTIONS, ...deps.options };
+  const { logger } = deps;
+  const byOrg = new Map<string, Set<Listener>>();
+  let count = 0;
+  let closed = false;
+  /** The last sequence of `EVENTS` the feed has handed out. */
+  let fed = 0;
+  let stopFeed: (() => Promise<void>) | undefined;
+  let jsm: JetStreamManager | undefined;
+
+  const remove = (l: Listener) => {
+    const set = byOrg.get(l.orgId);
+    if (set?.delete(l)) {
+      count--;
+      if (set.size === 0) byOrg.delete(l.orgId);
+    }
+  };
+
+  const started = (async () => {
+    jsm = await jetstreamManager(deps.nc);
+    fed = (await jsm.streams.info(STREAM)).state.last_seq;
+    const js = jetstream(deps.nc);
+    let messages: ConsumerMessages | undefined;
+    let stopped = false;
+    const loop = (async () => {
+      while (!stopped) {
+        try {
+          const consumer = await js.consumers.get(STREAM, {
+            filter_subjects: 'events.>',
+            opt_start_seq: fed + 1,
+          });
+          const iter = await consumer.consume({ max_messages: 256 });
+          messages = iter;
+          for await (const msg of iter) {
+            fed = msg.seq;
+            const item = frameOf(msg);
+            if (!item) continue;
+            const set = byOrg.get(item.orgId);
+            if (set) for (const l of set) l.live(item.frame);
+          }
+        } catch (err) {
+          if (stopped) break;
+          logger.warn({ err }, 'event feed failed; restarting');
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      }
+    })();
+    stopFeed = async () => {
+      stopped = true;
+      await messages?.close();
+      await loop;
+    };
+  })();
+  started.catch((err) => logger.error({ err }, 'the event feed did not start'));
+
+  const keepAlive = setInterval(() => {
+    for (const set of byOrg.values()) for (const l of set) l.write(': keep-alive\n\n');
+  }, options.keepAliveMs);
+  keepAlive.unref();
+
+  const ready = () =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error('the event feed has not started')),
+        options.readyTimeoutMs,
+      );
+      started.then(
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+
+  /** Sends the organization's events after `after` that are under a day old, up to the stream's end. */
+  async function replay(l: Listener, after: number): Promise<void> {
+    if (!jsm) throw new Error('the event feed has not started');
+    const cutoff = deps.clock.now().getTime() - RESUME_WINDOW_MS;
+    const state = (await jsm.streams.info(STREAM)).state;
+    let start: { opt_start_seq: number } | { opt_start_time: string };
+    if (after > state.last_seq) {
+      // An id from before the stream was recreated: it orders nothing now, so a day is sent.
+      l.last = 0;
+      start = { opt_start_time: new Date(cutoff).toISOString() };
+    } else {
+      const at =
+        after >= state.first_seq
+          ? await jsm.streams
+              .getMessage(STREAM, { seq: after })
+              .then((m) => m?.time.getTime())
+              .catch(() => undefined)
+          : undefined;
+      start =
+        at !== undefined && at >= cutoff
+          ? { opt_start_seq: after + 1 }
+          : { opt_start_time: new Date(cutoff).toISOString() };
+    }
+    const info = await jsm.consumers.add(STREAM, {
+      filter_subject: `events.${l.orgId}.>`,
+      ack_policy: AckPolicy.None,
+      mem_storage: true,
+      num_replicas: 1,
+      inactive_threshold: nanos(60_000),
+      ...('opt_start_seq' in start
+        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start.opt_start_seq }
+        : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: start.opt_start_time }),
+    });
+    try {
+      let pending = info.num_pending;
+      const consumer = await jetstream(deps.nc).consumers.get(STREAM, info.name);
+      while (pending > 0 && !l.closed) {
+        const batch = await consumer.fetch({
+          max_messages: Math.min(pending, 256),
+          expires: 5_000,
+        });
+        let got = 0;
+        for await (const msg of batch) {
+          got++;
+          pending = msg.info.pending;
+          if (msg.time.getTime() < cutoff) continue;
+          const item = frameOf(msg);
+          if (item && item.orgId === l.orgId && l.wants(item.frame)) {
+            l.send(item.frame.seq, item.frame.text);
+          }
+        }
+        if (got === 0) break;
+      }
+    } finally {
+      await jsm.consumers.delete(STREAM, info.name).catch(() => undefined);
+    }
+  }
+
+  return {
+    get size() {
+      return count;
+    },
+    ready,
+    async open(stream) {
+      if (closed) {
+        stream.res.end();
+        return;
+      }
+      if (stream.res.destroyed) return;
+      const resuming = stream.lastEventId !== undefined;
+      const l = new Listener(
+        stream.orgId,
+        stream.res,
+        stream.types,
+        options.bufferBytes,
+        // A new stream starts with what happens after it opened.
+        stream.lastEventId ?? fed,
+        resuming,
+        remove,
+      );
+      let set = byOrg.get(l.orgId);
+      if (!set) {
+        set = new Set();
+        byOrg.set(l.orgId, set);
+      }
+      set.add(l);
+      count++;
+      if (!resuming) return;
+      try {
+        await replay(l, stream.lastEventId as number);
+        l.goLive();
+      } catch (err) {
+        logger.warn({ err }, 'could not send the missed events; closing the stream');
+        l.close(true);
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(keepAlive);
+      for (const set of [...byOrg.values()]) for (const l of [...set]) l.close();
+      await started.catch(() => undefined);
+      await stopFeed?.();
+    },
+  };
+}

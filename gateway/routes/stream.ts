@@ -1,0 +1,78 @@
+/**
+ * `GET /v1/orgs/{org}/stream`: the organization's events as Server-Sent Events (DESIGN §5
+ * Realtime). Authentication, organization and scope (`jobs:read`) are checked by the `/v1` chain
+ * before this handler; everything after the headers is gateway/event-stream.ts.
+ */
+import type { Middleware } from 'koa';
+import { SpoolError } from '../../lib/errors.js';
+import { EVENT_TYPES } from '../../lib/events.js';
+import type { EventStreams } from '../event-stream.js';
+import { parseEventId } from '../event-stream.js';
+import { rejectUnknownParams, single } from '../query.js';
+import type { GatewayState } from '../state.js';
+import { orgOf } from './context.js';
+
+type Handler = Middleware<GatewayState>;
+
+/** The types a stream can carry: every type of spec §6 a webhook delivers (not `ping`). */
+export const STREAM_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping');
+
+/** `types=job.printed,job.failed`: a set of known types, or undefined for all. */
+export function parseTypes(text: string | undefined): ReadonlySet<string> | undefined {
+  if (text === undefined) return undefined;
+  const types = text
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+  if (types.length === 0)
+    throw new SpoolError('invalid', 'types names no event type', { param: 'types' });
+  for (const t of types) {
+    if (!(STREAM_EVENT_TYPES as readonly string[]).includes(t)) {
+      throw new SpoolError(
+        'invalid',
+        `unknown event type ${JSON.stringify(t.slice(0, 64))}; types are ${STREAM_EVENT_TYPES.join(', ')}`,
+        { param: 'types' },
+      );
+    }
+  }
+  return new Set(types);
+}
+
+export function streamHandlers(deps: { events: EventStreams }): Record<string, Handler> {
+  return {
+    'GET /v1/orgs/:org/stream': async (ctx) => {
+      rejectUnknownParams(ctx.query, ['types']);
+      const types = parseTypes(single(ctx.query, 'types'));
+      const lastHeader = ctx.get('Last-Event-ID').trim();
+      let lastEventId: number | undefined;
+      if (lastHeader !== '') {
+        lastEventId = parseEventId(lastHeader);
+        if (lastEventId === undefined) {
+          throw new SpoolError('invalid', 'Last-Event-ID is not an id this stream sent', {
+            param: 'Last-Event-ID',
+          });
+        }
+      }
+      try {
+        await deps.events.ready();
+      } catch {
+        throw new SpoolError('unavailable', 'the event stream is starting; try again', {
+          retryAfter: 1,
+        });
+      }
+      // From here the answer is the stream's: Koa writes nothing more.
+      ctx.respond = false;
+      const res = ctx.res;
+      res.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-cache, no-transform',
+        // Proxies that buffer answers (nginx) pass this one on as it comes.
+        'X-Accel-Buffering': 'no',
+      });
+      res.flushHeaders();
+      ctx.req.socket.setNoDelay(true);
+      ctx.req.socket.setTimeout(0);
+      await deps.events.open({ orgId: orgOf(ctx), res, types, lastEventId });
+    },
+  };
+}

@@ -1,0 +1,298 @@
+/**
+ * Realtime: `GET /v1/orgs/{org}/stream` (DESIGN §5) against a running Spool with a real agent, read
+ * by a real HTTP client: a job's events arrive with the webhook's bodies, only the key's
+ * organization's events arrive, `jobs:read` is needed, `Last-Event-ID` resumes without gaps or
+ * repeats, `types=` filters, keep-alive comments come on the configured interval, and a draining
+ * gateway ends its streams cleanly.
+ */
+import anyTest, { type TestFn } from 'ava';
+import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
+import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { openStream, type SseMessage } from './helpers/sse.js';
+import { call, createKey, createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
+
+interface Ctx {
+  org: PrintingOrg;
+  receiver: Receiver;
+}
+
+const test = anyTest as TestFn<Ctx>;
+const KEEP_ALIVE_MS = 300;
+
+test.before(async (t) => {
+  const [org, receiver] = await Promise.all([
+    startPrintingOrg({ eventStreams: { keepAliveMs: KEEP_ALIVE_MS } }),
+    startReceiver(),
+  ]);
+  t.context = { org, receiver };
+  const hook = await call(org.sys.url, 'POST', `/admin/v1/orgs/${org.orgId}/webhooks`, {
+    token: OPERATOR_TOKEN,
+    body: { url: receiver.url, events: ['job.created', 'job.printed'] },
+  });
+  if (hook.status !== 201) throw new Error(`create webhook answered ${hook.status}`);
+});
+
+test.after.always(async (t) => {
+  await t.context.receiver?.close();
+  await t.context.org?.stop();
+});
+
+type ErrorBody = { error: { code: string; message: string; param?: string } };
+
+function streamUrl(t: { context: Ctx }, orgId = t.context.org.orgId, query = ''): string {
+  return `${t.context.org.sys.url}/v1/orgs/${orgId}/stream${query}`;
+}
+
+async function postJob(t: { context: Ctx }, title: string): Promise<string> {
+  const { org } = t.context;
+  const res = await call<{ job: { id: string } }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/jobs`,
+    {
+      token: org.key,
+      body: { printer_id: org.printerId, title, content: { type: 'text', data: `${title}\n` } },
+    },
+  );
+  if (res.status !== 201) throw new Error(`POST job answered ${res.status}`);
+  return res.body.job.id;
+}
+
+async function printedInApi(t: { context: Ctx }, jobId: string): Promise<void> {
+  const { org } = t.context;
+  await eventually(
+    () =>
+      call<{ job: { status: string } }>(org.sys.url, 'GET', `/v1/orgs/${org.orgId}/jobs/${jobId}`, {
+        token: org.key,
+      }),
+    (r) => r.body.job?.status === 'printed',
+    20_000,
+  );
+}
+
+/** The stream's messages about one job. */
+function ofJob(messages: SseMessage[], jobId: string): SseMessage[] {
+  return messages.filter(
+    (m) => (JSON.parse(m.data) as { data: { job?: { id: string } } }).data.job?.id === jobId,
+  );
+}
+
+const printed = (jobId: string) => (ms: SseMessage[]) =>
+  ofJob(ms, jobId).some((m) => m.event === 'job.printed');
+
+test.serial(
+  'a printed job shows job.created then job.printed, with the webhook bodies',
+  async (t) => {
+    const { org, receiver } = t.context;
+    const stream = await openStream(streamUrl(t), { token: org.key });
+    t.teardown(() => stream.close());
+    t.is(stream.status, 200);
+    t.regex(String(stream.headers['content-type']), /^text\/event-stream/);
+    t.is(stream.headers['cache-control'], 'no-cache, no-transform');
+
+    const jobId = await postJob(t, 'stream-order');
+    await stream.until(printed(jobId), 20_000);
+    const mine = ofJob(stream.messages, jobId);
+    t.deepEqual(
+      mine.map((m) => m.event),
+      ['job.created', 'job.printed'],
+    );
+    const ids = mine.map((m) => Number(m.id));
+    t.true(ids.every((id) => Number.isInteger(id) && id > 0));
+    t.true((ids[0] as number) < (ids[1] as number), 'ids grow');
+
+    // The webhook for each event carries exactly the bytes of the stream's data.
+    const hooks = await receiver.until(
+      (rs) =>
+        rs.filter((r) => r.body.toString('utf8').includes(jobId)).length >= 2 &&
+        rs.some((r) => r.body.toString('utf8').includes('"job.printed"')),
+      20_000,
+    );
+    for (const m of mine) {
+      const body = JSON.parse(m.data) as { type: string; org_id: string };
+      t.is(body.type, m.event);
+      t.is(body.org_id, org.orgId);
+      t.true(
+        hooks.some((r) => r.body.toString('utf8') === m.data),
+        `the ${m.event} webhook carried the same body`,
+      );
+    }
+    for (const m of stream.messages)
+      t.is((JSON.parse(m.data) as { org_id: string }).org_id, org.orgId);
+  },
+);
+
+test.serial("another organization's stream hears none of these events", async (t) => {
+  const { org } = t.context;
+  const otherOrg = await createOrg(org.sys.url, 'Other Print');
+  const otherKey = (await createKey(org.sys.url, otherOrg, { scopes: ['jobs:read'] })).secret;
+  const other = await openStream(streamUrl(t, otherOrg), { token: otherKey });
+  const mine = await openStream(streamUrl(t), { token: org.key });
+  t.teardown(() => {
+    other.close();
+    mine.close();
+  });
+  t.is(other.status, 200);
+  const jobId = await postJob(t, 'stream-isolation');
+  await mine.until(printed(jobId), 20_000);
+  // The other stream had the same events to hear, and a keep-alive since.
+  const comments = other.comments.length;
+  await eventually(
+    async () => other.comments.length,
+    (n) => n > comments,
+  );
+  t.deepEqual(other.messages, []);
+
+  // A key of one organization cannot open another's stream.
+  const foreign = await openStream(streamUrl(t, otherOrg), { token: org.key });
+  t.is(foreign.status, 404);
+  t.is((JSON.parse(await foreign.body()) as ErrorBody).error.code, 'not_found');
+});
+
+test.serial('a key without jobs:read is refused with 403', async (t) => {
+  const { org } = t.context;
+  const key = (await createKey(org.sys.url, org.orgId, { scopes: ['printers:read'] })).secret;
+  const res = await call<ErrorBody>(org.sys.url, 'GET', `/v1/orgs/${org.orgId}/stream`, {
+    token: key,
+  });
+  t.is(res.status, 403);
+  t.is(res.body.error.code, 'forbidden');
+  const anonymous = await call<ErrorBody>(org.sys.url, 'GET', `/v1/orgs/${org.orgId}/stream`);
+  t.is(anonymous.status, 401);
+});
+
+test.serial(
+  'reconnecting with Last-Event-ID gets exactly the missed events, then live ones',
+  async (t) => {
+    const { org } = t.context;
+    const first = await openStream(streamUrl(t), { token: org.key });
+    const before = await postJob(t, 'stream-before');
+    await first.until(printed(before), 20_000);
+    const last = first.messages[first.messages.length - 1] as SseMessage;
+    first.close();
+
+    // While disconnected: two more jobs print.
+    const missed = [await postJob(t, 'stream-missed-1'), await postJob(t, 'stream-missed-2')];
+    for (const id of missed) await printedInApi(t, id);
+
+    const again = await openStream(streamUrl(t), { token: org.key, lastEventId: last.id });
+    t.teardown(() => again.close());
+    t.is(again.status, 200);
+    await again.until((ms) => missed.every((id) => printed(id)(ms)), 20_000);
+    const after = await postJob(t, 'stream-after');
+    await again.until(printed(after), 20_000);
+
+    const ids = again.messages.map((m) => Number(m.id));
+    t.true(
+      ids.every((id, i) => id > Number(last.id) && (i === 0 || id > (ids[i - 1] as number))),
+      `ids after ${last.id}, growing, no repeats: ${ids}`,
+    );
+    t.deepEqual(ofJob(again.messages, before), [], 'nothing from before the id comes again');
+    for (const id of [...missed, after]) {
+      t.deepEqual(
+        ofJob(again.messages, id).map((m) => m.event),
+        ['job.created', 'job.printed'],
+      );
+    }
+    // The replayed events are the very ones a stream that stayed open saw.
+    const open = await openStream(streamUrl(t), { token: org.key, lastEventId: last.id });
+    t.teardown(() => open.close());
+    await open.until(printed(after), 20_000);
+    const upTo = (ms: SseMessage[]) =>
+      ms
+        .slice(0, ms.findIndex((m) => printed(after)([m])) + 1)
+        .map(({ id, event, data }) => ({ id, event, data }));
+    t.deepEqual(upTo(open.messages), upTo(again.messages));
+  },
+);
+
+test.serial('an id that is not one of ours is a 400 naming Last-Event-ID', async (t) => {
+  const { org } = t.context;
+  const res = await call<ErrorBody>(org.sys.url, 'GET', `/v1/orgs/${org.orgId}/stream`, {
+    token: org.key,
+    headers: { 'last-event-id': 'not-an-id' },
+  });
+  t.is(res.status, 400);
+  t.like(res.body.error, { code: 'invalid', param: 'Last-Event-ID' });
+});
+
+test.serial('types= sends only the named types; an unknown type is a 400', async (t) => {
+  const { org } = t.context;
+  const only = await openStream(streamUrl(t, org.orgId, '?types=job.printed,job.failed'), {
+    token: org.key,
+  });
+  const all = await openStream(streamUrl(t), { token: org.key });
+  t.teardown(() => {
+    only.close();
+    all.close();
+  });
+  const jobId = await postJob(t, 'stream-types');
+  await only.until(printed(jobId), 20_000);
+  await all.until(printed(jobId), 20_000);
+  t.deepEqual(
+    ofJob(only.messages, jobId).map((m) => m.event),
+    ['job.printed'],
+  );
+  t.true(only.messages.every((m) => m.event === 'job.printed' || m.event === 'job.failed'));
+  t.deepEqual(
+    ofJob(all.messages, jobId).map((m) => m.event),
+    ['job.created', 'job.printed'],
+  );
+
+  const bad = await call<ErrorBody>(
+    org.sys.url,
+    'GET',
+    `/v1/orgs/${org.orgId}/stream?types=job.printed,job.exploded`,
+    { token: org.key },
+  );
+  t.is(bad.status, 400);
+  t.like(bad.body.error, { code: 'invalid', param: 'types' });
+  t.regex(bad.body.error.message, /job\.exploded/);
+  const unknown = await call<ErrorBody>(
+    org.sys.url,
+    'GET',
+    `/v1/orgs/${org.orgId}/stream?since=1`,
+    {
+      token: org.key,
+    },
+  );
+  t.is(unknown.status, 400);
+  t.like(unknown.body.error, { code: 'unknown_field', param: 'since' });
+});
+
+test.serial('a keep-alive comment comes on the configured interval', async (t) => {
+  const { org } = t.context;
+  const stream = await openStream(streamUrl(t), { token: org.key });
+  t.teardown(() => stream.close());
+  const opened = Date.now();
+  await eventually(
+    async () => stream.comments.length,
+    (n) => n >= 2,
+    KEEP_ALIVE_MS * 10,
+  );
+  t.true(stream.comments.every((c) => c === 'keep-alive'));
+  t.true(Date.now() - opened >= KEEP_ALIVE_MS, 'not sooner than the interval');
+});
+
+test.serial(
+  'a draining gateway ends its streams cleanly, and they resume on another',
+  async (t) => {
+    const { org } = t.context;
+    const replica = await org.sys.system.startGateway();
+    const stream = await openStream(`${replica.url}/v1/orgs/${org.orgId}/stream`, {
+      token: org.key,
+    });
+    t.is(stream.status, 200);
+    const jobId = await postJob(t, 'stream-drain');
+    await stream.until(printed(jobId), 20_000);
+    const last = stream.messages[stream.messages.length - 1] as SseMessage;
+    await replica.stop();
+    t.is(await stream.ended, 'end', 'the stream ended with its last chunk, not a reset');
+
+    const later = await postJob(t, 'stream-drain-later');
+    const resumed = await openStream(streamUrl(t), { token: org.key, lastEventId: last.id });
+    t.teardown(() => resumed.close());
+    await resumed.until(printed(later), 20_000);
+    t.deepEqual(ofJob(resumed.messages, jobId), []);
+  },
+);
