@@ -7,13 +7,13 @@
  * is left claimed, no process exited that was not killed, and every error a client saw was a 503
  * (or a 409 for a twin still running) telling it when to try again.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { SCOPES } from '../lib/credentials.js';
-import { GatewayClient } from './helpers/gateway-client.js';
+import { assertPrintedOnce, GatewayClient } from './helpers/gateway-client.js';
 import { startTestNats } from './helpers/nats.js';
 import { startPostgres } from './helpers/postgres.js';
 import { startReceiver } from './helpers/receiver.js';
@@ -234,18 +234,7 @@ test('killing every component in turn, nats-server and PostgreSQL loses, duplica
   t.deepEqual(client.wrong, [], 'every error a client saw was an outage’s, with Retry-After');
 
   const ids = [...accepted.values()];
-  const jobs = await eventually(
-    () => client.allJobs(orgId, key),
-    (items) => items.length >= ids.length && items.every((j) => j.status === 'printed'),
-    120_000,
-  );
-  t.deepEqual(
-    jobs.map((j) => j.id).sort(),
-    [...ids].sort(),
-    'the jobs are exactly the accepted ones: none lost, none made twice by a retry',
-  );
-  const files = (await readdir(out)).filter((f) => f.endsWith('.txt')).sort();
-  t.deepEqual(files, ids.map((id) => `${id}-1.txt`).sort(), 'each job printed, nothing else');
+  await assertPrintedOnce(t, { client, orgId, key, accepted: ids, out }, 120_000);
   const printedLines = agents
     .flatMap((a) => a.output().split('\n'))
     .filter((line) => line.includes('"job printed"'))

@@ -3,12 +3,12 @@
  * (callers reach both through one `ipv4:` target, the agent knows both station links), restarted
  * one at a time with SIGTERM while jobs flow. Every job the API accepted prints exactly once.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { SCOPES } from '../lib/credentials.js';
-import { GatewayClient } from './helpers/gateway-client.js';
+import { assertPrintedOnce, GatewayClient } from './helpers/gateway-client.js';
 import {
   REPLICAS_OPERATOR_TOKEN,
   type ReplicatedCluster,
@@ -124,20 +124,5 @@ test('restarting every replica one at a time while jobs flow loses and duplicate
   t.deepEqual(refused, [], 'every POST was accepted in the end');
   t.true(accepted.length >= 30, `${accepted.length} jobs flowed`);
 
-  const jobs = await eventually(
-    () => client.allJobs(orgId, key),
-    (items) => items.length >= accepted.length && items.every((j) => j.status === 'printed'),
-    60_000,
-  );
-  t.deepEqual(
-    jobs.map((j) => j.id).sort(),
-    [...accepted].sort(),
-    'the jobs are exactly the accepted ones: none lost, none made twice by a retry',
-  );
-  const files = (await readdir(out)).filter((f) => f.endsWith('.txt')).sort();
-  t.deepEqual(
-    files,
-    accepted.map((id) => `${id}-1.txt`).sort(),
-    'each accepted job printed once, and nothing else printed',
-  );
+  await assertPrintedOnce(t, { client, orgId, key, accepted, out }, 60_000);
 });

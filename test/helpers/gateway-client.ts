@@ -5,6 +5,10 @@
  * Idempotency-Key) after `Retry-After`. It keeps count of what it retried and of every error
  * answer that did not tell it when to try again.
  */
+import { readdir } from 'node:fs/promises';
+import type { ExecutionContext } from 'ava';
+import { eventually } from './system.js';
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface JobItem {
@@ -86,4 +90,33 @@ export class GatewayClient {
   #count(kind: string) {
     this.retried[kind] = (this.retried[kind] ?? 0) + 1;
   }
+}
+
+/**
+ * Checks what a fault run promises: the organization's jobs are exactly the `accepted` ones (none
+ * lost, none made twice by a retry), all of them printed, and the file printers' folder `out` holds
+ * one file per job's first attempt and nothing else.
+ */
+export async function assertPrintedOnce(
+  t: ExecutionContext,
+  run: { client: GatewayClient; orgId: string; key: string; accepted: string[]; out: string },
+  timeoutMs: number,
+): Promise<void> {
+  const { client, orgId, key, accepted, out } = run;
+  const jobs = await eventually(
+    () => client.allJobs(orgId, key),
+    (items) => items.length >= accepted.length && items.every((j) => j.status === 'printed'),
+    timeoutMs,
+  );
+  t.deepEqual(
+    jobs.map((j) => j.id).sort(),
+    [...accepted].sort(),
+    'the jobs are exactly the accepted ones: none lost, none made twice by a retry',
+  );
+  const files = (await readdir(out)).filter((f) => f.endsWith('.txt')).sort();
+  t.deepEqual(
+    files,
+    accepted.map((id) => `${id}-1.txt`).sort(),
+    'each accepted job printed once, and nothing else printed',
+  );
 }
