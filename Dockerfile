@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 # One image for every Spool component: `spool serve gateway|accounts|jobs|stations|webhooks`,
 # `spool migrate`, `spool admin …` and `spool agent …`. Spool runs its TypeScript through tsx (a
-# runtime dependency; see bin/spool.js), so there is no compile step: the build stage installs the
-# dependencies from the lock file and prunes them to production ones.
+# runtime dependency; see bin/spool.js), so there is no compile step for it: the build stage installs
+# the dependencies from the lock file, builds the console's web app, and prunes to production ones.
 #
 #   docker build -t registry.example.com/spool:0.1.0 .
 #   docker run --rm registry.example.com/spool:0.1.0 --help
@@ -14,6 +14,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # The client is a workspace of the root package: npm ci needs its package.json to match the lock.
 COPY client/package.json ./client/
+# npm ci builds the console's web app into console/dist (the root package's `prepare` script runs
+# Vite, a dev dependency); the runtime stage takes only the built files.
+COPY console ./console
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \
   && npm cache clean --force
 
@@ -31,6 +34,7 @@ COPY bin ./bin
 COPY agent ./agent
 COPY cli ./cli
 COPY client ./client
+COPY --from=build /app/console/dist ./console/dist
 COPY gateway ./gateway
 COPY gen ./gen
 COPY lib ./lib

@@ -10,6 +10,7 @@ import type { Clock } from '../lib/clock.js';
 import { SpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Backends } from './clients.js';
+import { consoleStatic } from './console-static.js';
 import { docsPages } from './docs-page.js';
 import { errorMiddleware } from './errors.js';
 import type { EventStreams } from './event-stream.js';
@@ -101,6 +102,8 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     { path: '/admin/v1/docs', title: 'Spool operator API', spec: '/admin/v1/openapi.json' },
   ]);
   app.use(docs.middleware);
+  // The console's web app at /console/ (its API, /console/v1/, is a router below).
+  app.use(consoleStatic());
 
   const admin = adminRouter({
     backends: deps.backends,

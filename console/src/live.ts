@@ -1,0 +1,123 @@
+/**
+ * Live updates: one EventSource per organization on `GET /v1/orgs/{org}/stream` (same origin, with
+ * the session cookie). The browser reconnects by itself, sending Last-Event-ID, so events that
+ * happened meanwhile arrive too. Pages subscribe and re-read what an event changed.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+export interface LiveEvent {
+  id: string;
+  type: string;
+  data: { type?: string; data?: Record<string, unknown> } & Record<string, unknown>;
+}
+
+export const STREAM_TYPES = [
+  'job.created',
+  'job.printed',
+  'job.failed',
+  'job.cancelled',
+  'job.retried',
+  'station.online',
+  'station.offline',
+  'printer.status',
+] as const;
+
+type Listener = (ev: LiveEvent) => void;
+export type LiveState = 'connecting' | 'live' | 'reconnecting';
+
+// Pages subscribe here, whatever stream is open (a page may mount before the stream opens).
+const listeners = new Set<Listener>();
+const stateListeners = new Set<(s: LiveState) => void>();
+let liveState: LiveState = 'connecting';
+
+class LiveStream {
+  private source: EventSource | null = null;
+
+  constructor(private readonly org: string) {}
+
+  start(): void {
+    if (this.source) return;
+    const source = new EventSource(`/v1/orgs/${encodeURIComponent(this.org)}/stream`, {
+      withCredentials: true,
+    });
+    this.source = source;
+    source.onopen = () => this.setState('live');
+    source.onerror = () => this.setState('reconnecting');
+    for (const type of STREAM_TYPES) {
+      source.addEventListener(type, (e) => {
+        const msg = e as MessageEvent<string>;
+        let data: LiveEvent['data'] = {};
+        try {
+          data = JSON.parse(msg.data) as LiveEvent['data'];
+        } catch {
+          // A message that is not JSON carries nothing a page can use.
+        }
+        const ev: LiveEvent = { id: msg.lastEventId, type, data };
+        if (this.source === source) for (const l of listeners) l(ev);
+      });
+    }
+  }
+
+  stop(): void {
+    this.source?.close();
+    this.source = null;
+  }
+
+  private setState(s: LiveState): void {
+    if (!this.source) return;
+    liveState = s;
+    for (const l of stateListeners) l(s);
+  }
+}
+
+let stream: LiveStream | null = null;
+let streamOrg = '';
+
+export function connectLive(org: string | null): void {
+  if (org === streamOrg && stream) return;
+  stream?.stop();
+  stream = null;
+  streamOrg = org ?? '';
+  if (!org) return;
+  liveState = 'connecting';
+  for (const l of stateListeners) l(liveState);
+  stream = new LiveStream(org);
+  stream.start();
+}
+
+/** Calls `handler` for each event whose type passes `filter` (a prefix such as 'job.'). */
+export function useLive(filter: string | ((ev: LiveEvent) => boolean), handler: Listener): void {
+  const ref = useRef(handler);
+  ref.current = handler;
+  const filterRef = useRef(filter);
+  filterRef.current = filter;
+  useEffect(() => {
+    const l: Listener = (ev) => {
+      const f = filterRef.current;
+      const pass = typeof f === 'string' ? ev.type.startsWith(f) : f(ev);
+      if (pass) ref.current(ev);
+    };
+    listeners.add(l);
+    return () => {
+      listeners.delete(l);
+    };
+  }, []);
+}
+
+export function useLiveState(): LiveState {
+  const [state, setState] = useState<LiveState>(liveState);
+  useEffect(() => {
+    setState(liveState);
+    stateListeners.add(setState);
+    return () => {
+      stateListeners.delete(setState);
+    };
+  }, []);
+  return state;
+}
+
+/** The job an event carries (job.* events carry `{job}` as their data). */
+export function jobOf(ev: LiveEvent): { id: string } | null {
+  const inner = (ev.data.data ?? ev.data) as { job?: { id: string } };
+  return inner.job ?? null;
+}

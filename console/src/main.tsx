@@ -1,0 +1,240 @@
+/** The console: sign in, then the organization's pages under /console/. */
+import './style.css';
+import type { JSX } from 'preact';
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, get, post, type Session, setCsrfToken, setUnauthorizedHandler } from './api.js';
+import { connectLive, useLiveState } from './live.js';
+import { AcceptInvitation, SignIn } from './pages/auth.js';
+import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
+import { JobPage, JobsPage } from './pages/jobs.js';
+import { KeysPage } from './pages/keys.js';
+import { PeoplePage, SettingsPage } from './pages/people.js';
+import { EndpointPage, WebhooksPage } from './pages/webhooks.js';
+import { Link, navigate, usePath } from './router.js';
+import { AppContext, type AppState, ErrorText, messageOf } from './ui.js';
+
+const NAV: { href: string; label: string }[] = [
+  { href: '/', label: 'Overview' },
+  { href: '/jobs', label: 'Jobs' },
+  { href: '/printers', label: 'Printers' },
+  { href: '/stations', label: 'Stations' },
+  { href: '/keys', label: 'API keys' },
+  { href: '/webhooks', label: 'Webhooks' },
+  { href: '/people', label: 'People' },
+  { href: '/settings', label: 'Settings' },
+];
+
+function Page(props: { path: string }): JSX.Element {
+  const p = props.path.replace(/\/+$/, '') || '/';
+  const [, first, second] = p.split('/');
+  switch (first) {
+    case undefined:
+    case '':
+      return <OverviewPage />;
+    case 'jobs':
+      return second ? <JobPage id={second} /> : <JobsPage />;
+    case 'printers':
+      return <PrintersPage />;
+    case 'stations':
+      return <StationsPage />;
+    case 'keys':
+      return <KeysPage />;
+    case 'webhooks':
+      return second ? <EndpointPage id={second} /> : <WebhooksPage />;
+    case 'people':
+      return <PeoplePage />;
+    case 'settings':
+      return <SettingsPage />;
+    default:
+      return (
+        <>
+          <h1>Not found</h1>
+          <p>
+            The console has no page here. <Link href="/">Go to the overview</Link>.
+          </p>
+        </>
+      );
+  }
+}
+
+function LiveIndicator(): JSX.Element {
+  const state = useLiveState();
+  const text = state === 'live' ? 'Live' : state === 'connecting' ? 'Connecting…' : 'Reconnecting…';
+  return (
+    <span class={`live live-${state}`} role="status" title="Lists update as things change">
+      {text}
+    </span>
+  );
+}
+
+function Shell(props: { app: AppState; path: string }): JSX.Element {
+  const { app, path } = props;
+  const [menuOpen, setMenuOpen] = useState(false);
+  const section = `/${path.split('/')[1] ?? ''}`;
+  useEffect(() => setMenuOpen(false), [path]);
+  return (
+    <AppContext.Provider value={app}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="topbar">
+        <span class="brand">Spool</span>
+        {app.session.orgs.length > 1 ? (
+          <label class="org-select">
+            <span class="visually-hidden">Organization</span>
+            <select value={app.org.id} onChange={(e) => app.setOrg(e.currentTarget.value)}>
+              {app.session.orgs.map((o) => (
+                <option key={o.id} value={o.id}>
+                  {o.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        ) : (
+          <span class="org-name">{app.org.name}</span>
+        )}
+        <LiveIndicator />
+        <button
+          type="button"
+          class="menu-button secondary"
+          aria-expanded={menuOpen}
+          aria-controls="nav"
+          onClick={() => setMenuOpen(!menuOpen)}
+        >
+          Menu
+        </button>
+        <div class="who">
+          <span>
+            {app.session.person.display_name} <span class="muted small">({app.org.role})</span>
+          </span>
+          <button type="button" class="secondary" onClick={() => void app.signOut()}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <div class="layout">
+        <nav id="nav" class={menuOpen ? 'nav open' : 'nav'} aria-label="Console">
+          <ul>
+            {NAV.map((n) => (
+              <li key={n.href}>
+                <Link href={n.href} current={section === n.href}>
+                  {n.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <main id="main" tabIndex={-1}>
+          <Page path={path} />
+        </main>
+      </div>
+    </AppContext.Provider>
+  );
+}
+
+function App(): JSX.Element {
+  const path = usePath();
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [error, setError] = useState('');
+  const [notice, setNotice] = useState('');
+  const [orgId, setOrgId] = useState<string>(() => localStorage.getItem('spool.org') ?? '');
+
+  const signedIn = (s: Session) => {
+    setCsrfToken(s.csrf_token);
+    setSession(s);
+    setNotice('');
+  };
+
+  useEffect(() => {
+    setUnauthorizedHandler(() => {
+      connectLive(null);
+      setSession((s) => {
+        if (s) setNotice('Your session ended; sign in again.');
+        return null;
+      });
+    });
+    if (path === '/invitation') {
+      setSession(null);
+      return;
+    }
+    get<Session>('/console/v1/session')
+      .then(signedIn)
+      .catch((err) => {
+        if (err instanceof ApiError && err.status === 401) setSession(null);
+        else setError(messageOf(err));
+      });
+  }, []);
+
+  const org = session?.orgs.find((o) => o.id === orgId) ?? session?.orgs[0];
+  // Opened (or switched) as the pages render, so that they hear from the first event.
+  if (session) connectLive(org?.id ?? null);
+
+  if (path === '/invitation' && !session) {
+    return (
+      <AcceptInvitation
+        onSignedIn={(s) => {
+          signedIn(s);
+          navigate('/', true);
+        }}
+      />
+    );
+  }
+  if (session === undefined) {
+    return (
+      <main class="auth">
+        <div class="auth-card">
+          <p class="brand">Spool</p>
+          {error ? <ErrorText error={error} /> : <p class="muted">Loading…</p>}
+        </div>
+      </main>
+    );
+  }
+  if (session === null) {
+    return (
+      <SignIn
+        notice={notice}
+        onSignedIn={(s) => {
+          signedIn(s);
+          if (path === '/invitation' || path === '/sign-in') navigate('/', true);
+        }}
+      />
+    );
+  }
+  if (!org) {
+    return (
+      <main class="auth">
+        <div class="auth-card">
+          <p class="brand">Spool</p>
+          <h1>No organization</h1>
+          <p>You are not a member of any organization. Ask for an invitation.</p>
+        </div>
+      </main>
+    );
+  }
+  const app: AppState = {
+    session,
+    org,
+    setOrg(id) {
+      localStorage.setItem('spool.org', id);
+      setOrgId(id);
+      navigate('/');
+    },
+    async signOut() {
+      try {
+        await post('/console/v1/sign-out');
+      } catch {
+        // Signed out already, or Spool is away: the cookie is the server's to clear.
+      }
+      connectLive(null);
+      setCsrfToken('');
+      setSession(null);
+      setNotice('You are signed out.');
+      navigate('/', true);
+    },
+  };
+  return <Shell app={app} path={path} />;
+}
+
+const root = document.getElementById('app');
+if (root) render(<App />, root);

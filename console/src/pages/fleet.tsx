@@ -1,0 +1,304 @@
+/** Overview, printers and stations. */
+import type { JSX } from 'preact';
+import { useState } from 'preact/hooks';
+import { enc, get, type Location, type Printer, post, query, type Station } from '../api.js';
+import { useLive } from '../live.js';
+import { Link } from '../router.js';
+import {
+  Empty,
+  ErrorText,
+  PageHeader,
+  SecretBox,
+  Status,
+  Time,
+  useAction,
+  useApp,
+  useCan,
+  useResource,
+} from '../ui.js';
+
+interface Overview {
+  stations: { online: number; total: number };
+  printers: Record<string, number>;
+  jobs_today: Record<string, number>;
+}
+
+function Counts(props: { counts: Record<string, number>; empty: string }): JSX.Element {
+  const entries = Object.entries(props.counts).filter(([, n]) => n > 0);
+  if (entries.length === 0) return <p class="muted">{props.empty}</p>;
+  return (
+    <dl class="counts">
+      {entries.map(([status, n]) => (
+        <div key={status}>
+          <dt>
+            <Status status={status} />
+          </dt>
+          <dd>{n}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function OverviewPage(): JSX.Element {
+  const { org } = useApp();
+  const r = useResource(() => get<Overview>(`/console/v1/orgs/${enc(org.id)}/overview`), [org.id]);
+  useLive(() => true, r.reloadSoon);
+  const o = r.data;
+  const jobsTotal = o ? Object.values(o.jobs_today).reduce((a, b) => a + b, 0) : 0;
+  return (
+    <>
+      <PageHeader title="Overview" />
+      <ErrorText error={r.error} />
+      {o ? (
+        <div class="cards">
+          <section class="card" aria-labelledby="ov-stations">
+            <h2 id="ov-stations">Stations online</h2>
+            <p class="big">
+              {o.stations.online} <span class="muted">of {o.stations.total}</span>
+            </p>
+            <Link href="/stations">See stations</Link>
+          </section>
+          <section class="card" aria-labelledby="ov-printers">
+            <h2 id="ov-printers">Printers by status</h2>
+            <Counts counts={o.printers} empty="No printers reported yet." />
+            <Link href="/printers">See printers</Link>
+          </section>
+          <section class="card" aria-labelledby="ov-jobs">
+            <h2 id="ov-jobs">Jobs today</h2>
+            <p class="big">{jobsTotal}</p>
+            <Counts counts={o.jobs_today} empty="No jobs today." />
+            <Link href="/jobs">See jobs</Link>
+          </section>
+        </div>
+      ) : null}
+    </>
+  );
+}
+
+export function PrintersPage(): JSX.Element {
+  const { org } = useApp();
+  const [cursor, setCursor] = useState<string[]>([]);
+  const page = cursor[cursor.length - 1] ?? '';
+  const r = useResource(
+    () =>
+      get<{ printers: Printer[]; next_cursor: string }>(
+        `/v1/orgs/${enc(org.id)}/printers${query({ limit: '100', cursor: page })}`,
+      ),
+    [org.id, page],
+  );
+  const stations = useResource(
+    () => get<{ items: Station[] }>(`/console/v1/orgs/${enc(org.id)}/stations`),
+    [org.id],
+  );
+  useLive((ev) => ev.type === 'printer.status' || ev.type.startsWith('station.'), r.reloadSoon);
+  const stationName = (id: string) => stations.data?.items.find((s) => s.id === id)?.name ?? id;
+  const printers = r.data?.printers ?? [];
+  return (
+    <>
+      <PageHeader title="Printers" />
+      <p class="lead">Printers are reported by the agents of your stations, with their status.</p>
+      <ErrorText error={r.error} />
+      {r.data && printers.length === 0 ? (
+        <Empty>No printers yet: start an agent on a station (see Stations).</Empty>
+      ) : null}
+      {printers.length > 0 ? (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Status</th>
+                <th scope="col">Detail</th>
+                <th scope="col">Station</th>
+                <th scope="col">Capabilities</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {printers.map((p) => (
+                <tr key={p.id}>
+                  <th scope="row">{p.name}</th>
+                  <td>
+                    <Status status={p.status} />
+                  </td>
+                  <td>{p.detail || <span class="muted">—</span>}</td>
+                  <td>
+                    {stationName(p.station_id)}{' '}
+                    {p.station_online ? null : <span class="tag">station offline</span>}
+                  </td>
+                  <td class="small">
+                    {[
+                      p.capabilities.paper_sizes?.join(', '),
+                      p.capabilities.duplex ? 'duplex' : null,
+                      p.capabilities.color ? 'color' : null,
+                    ]
+                      .filter(Boolean)
+                      .join(' · ') || <span class="muted">as is</span>}
+                  </td>
+                  <td>
+                    <Time at={p.updated_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      <Pager
+        hasPrev={cursor.length > 0}
+        next={r.data?.next_cursor}
+        onPrev={() => setCursor(cursor.slice(0, -1))}
+        onNext={(c) => setCursor([...cursor, c])}
+      />
+    </>
+  );
+}
+
+export function Pager(props: {
+  hasPrev: boolean;
+  next: string | undefined;
+  onPrev(): void;
+  onNext(c: string): void;
+}): JSX.Element | null {
+  if (!props.hasPrev && !props.next) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" class="secondary" disabled={!props.hasPrev} onClick={props.onPrev}>
+        Previous page
+      </button>
+      <button
+        type="button"
+        class="secondary"
+        disabled={!props.next}
+        onClick={() => props.next && props.onNext(props.next)}
+      >
+        Next page
+      </button>
+    </nav>
+  );
+}
+
+export function StationsPage(): JSX.Element {
+  const { org } = useApp();
+  const canCreate = useCan('admin');
+  const r = useResource(
+    () => get<{ items: Station[] }>(`/console/v1/orgs/${enc(org.id)}/stations`),
+    [org.id],
+  );
+  const locations = useResource(
+    () => get<{ locations: Location[] }>(`/v1/orgs/${enc(org.id)}/locations?limit=200`),
+    [org.id],
+  );
+  useLive('station.', r.reloadSoon);
+  const [name, setName] = useState('');
+  const [locationId, setLocationId] = useState('');
+  const [created, setCreated] = useState<{ station: Station; token: string } | null>(null);
+  const create = useAction(async () => {
+    const res = await post<{ station: Station; token: string }>(
+      `/console/v1/orgs/${enc(org.id)}/stations`,
+      locationId ? { name, location_id: locationId } : { name },
+    );
+    setCreated(res);
+    setName('');
+    await r.reload();
+  });
+  const locationName = (id: string | null) =>
+    id ? (locations.data?.locations.find((l) => l.id === id)?.name ?? id) : '';
+  const items = r.data?.items ?? [];
+  return (
+    <>
+      <PageHeader title="Stations" />
+      <p class="lead">
+        A station is a computer running <code>spool agent</code> with its device token; it prints
+        for the printers attached to it.
+      </p>
+      {canCreate ? (
+        <section class="panel" aria-labelledby="new-station">
+          <h2 id="new-station">New station</h2>
+          <form
+            class="inline-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void create.run();
+            }}
+          >
+            <label>
+              Name
+              <input
+                required
+                maxLength={200}
+                value={name}
+                onInput={(e) => setName(e.currentTarget.value)}
+              />
+            </label>
+            <label>
+              Location
+              <select value={locationId} onChange={(e) => setLocationId(e.currentTarget.value)}>
+                <option value="">None</option>
+                {(locations.data?.locations ?? []).map((l) => (
+                  <option key={l.id} value={l.id}>
+                    {l.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <button type="submit" disabled={create.busy}>
+              Create station
+            </button>
+          </form>
+          <ErrorText error={create.error} />
+          {created ? (
+            <SecretBox
+              secret={created.token}
+              note={
+                <>
+                  The device token of <strong>{created.station.name}</strong>, shown only now. Start
+                  its agent with{' '}
+                  <code>
+                    spool agent --server {location.hostname}:7070 --token … --printer NAME=BACKEND
+                  </code>
+                  .
+                </>
+              }
+            />
+          ) : null}
+        </section>
+      ) : null}
+      <ErrorText error={r.error} />
+      {r.data && items.length === 0 ? <Empty>No stations yet.</Empty> : null}
+      {items.length > 0 ? (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Status</th>
+                <th scope="col">Location</th>
+                <th scope="col">Last seen</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((s) => (
+                <tr key={s.id}>
+                  <th scope="row">{s.name}</th>
+                  <td>
+                    <Status status={s.online ? 'online' : 'offline'} />
+                  </td>
+                  <td>{locationName(s.location_id) || <span class="muted">—</span>}</td>
+                  <td>
+                    <Time at={s.last_seen_at} empty="never" />
+                  </td>
+                  <td>
+                    <Time at={s.created_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+    </>
+  );
+}

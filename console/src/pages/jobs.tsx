@@ -1,0 +1,414 @@
+/** The job list (the API's filters and counts, cursor paging) and a job's page. */
+import type { JSX } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import {
+  enc,
+  fetchBlob,
+  get,
+  type Job,
+  type JobEvent,
+  type Printer,
+  post,
+  query,
+  type Station,
+} from '../api.js';
+import { jobOf, useLive } from '../live.js';
+import { Link, navigate } from '../router.js';
+import {
+  Empty,
+  ErrorText,
+  localToRfc3339,
+  messageOf,
+  PageHeader,
+  Status,
+  short,
+  Time,
+  useAction,
+  useApp,
+  useCan,
+  useResource,
+} from '../ui.js';
+import { Pager } from './fleet.js';
+
+const STATUSES = ['queued', 'sent', 'printed', 'failed', 'cancelled', 'scheduled', 'held'];
+
+interface JobList {
+  items: Job[];
+  next_cursor: string;
+  counts: Record<string, number>;
+}
+
+interface Filters {
+  status: string[];
+  reference: string;
+  printer_id: string;
+  station_id: string;
+  created_after: string;
+  created_before: string;
+}
+const NO_FILTERS: Filters = {
+  status: [],
+  reference: '',
+  printer_id: '',
+  station_id: '',
+  created_after: '',
+  created_before: '',
+};
+
+function useNames(orgId: string) {
+  const printers = useResource(
+    () => get<{ printers: Printer[] }>(`/v1/orgs/${enc(orgId)}/printers?limit=200`),
+    [orgId],
+  );
+  const stations = useResource(
+    () => get<{ items: Station[] }>(`/console/v1/orgs/${enc(orgId)}/stations`),
+    [orgId],
+  );
+  return {
+    printers: printers.data?.printers ?? [],
+    stations: stations.data?.items ?? [],
+    printer: (id: string) => printers.data?.printers.find((p) => p.id === id)?.name ?? short(id),
+    station: (id: string) => stations.data?.items.find((s) => s.id === id)?.name ?? short(id),
+  };
+}
+
+export function JobsPage(): JSX.Element {
+  const { org } = useApp();
+  const names = useNames(org.id);
+  const [draft, setDraft] = useState<Filters>(NO_FILTERS);
+  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors[cursors.length - 1] ?? '';
+  const r = useResource(
+    () =>
+      get<JobList>(
+        `/v1/orgs/${enc(org.id)}/jobs${query({
+          limit: '25',
+          cursor,
+          status: filters.status.join(','),
+          reference: filters.reference,
+          printer_id: filters.printer_id,
+          station_id: filters.station_id,
+          created_after: localToRfc3339(filters.created_after),
+          created_before: localToRfc3339(filters.created_before),
+        })}`,
+      ),
+    [org.id, cursor, JSON.stringify(filters)],
+  );
+  // A job that changes is re-read with its page; on the first page a new job appears at the top.
+  useLive('job.', (ev) => {
+    const job = jobOf(ev);
+    if (cursor === '' || (job && r.data?.items.some((j) => j.id === job.id))) r.reloadSoon();
+  });
+  const apply = (f: Filters) => {
+    setFilters(f);
+    setDraft(f);
+    setCursors([]);
+  };
+  const toggleStatus = (s: string) =>
+    apply({
+      ...filters,
+      status: filters.status.includes(s)
+        ? filters.status.filter((x) => x !== s)
+        : [...filters.status, s],
+    });
+  const counts = r.data?.counts ?? {};
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const items = r.data?.items ?? [];
+  return (
+    <>
+      <PageHeader title="Jobs" />
+      <fieldset class="status-filter">
+        <legend>Status</legend>
+        <button
+          type="button"
+          class="chip"
+          aria-pressed={filters.status.length === 0}
+          onClick={() => apply({ ...filters, status: [] })}
+        >
+          All <span class="count">{total}</span>
+        </button>
+        {STATUSES.map((s) => (
+          <button
+            key={s}
+            type="button"
+            class="chip"
+            aria-pressed={filters.status.includes(s)}
+            onClick={() => toggleStatus(s)}
+          >
+            {s} <span class="count">{counts[s] ?? 0}</span>
+          </button>
+        ))}
+      </fieldset>
+      <details class="filters">
+        <summary>More filters</summary>
+        <form
+          class="filter-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            apply(draft);
+          }}
+        >
+          <label>
+            Reference
+            <input
+              value={draft.reference}
+              onInput={(e) => setDraft({ ...draft, reference: e.currentTarget.value })}
+            />
+          </label>
+          <label>
+            Printer
+            <select
+              value={draft.printer_id}
+              onChange={(e) => setDraft({ ...draft, printer_id: e.currentTarget.value })}
+            >
+              <option value="">Any</option>
+              {names.printers.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Station
+            <select
+              value={draft.station_id}
+              onChange={(e) => setDraft({ ...draft, station_id: e.currentTarget.value })}
+            >
+              <option value="">Any</option>
+              {names.stations.map((s) => (
+                <option key={s.id} value={s.id}>
+                  {s.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Created after
+            <input
+              type="datetime-local"
+              value={draft.created_after}
+              onInput={(e) => setDraft({ ...draft, created_after: e.currentTarget.value })}
+            />
+          </label>
+          <label>
+            Created before
+            <input
+              type="datetime-local"
+              value={draft.created_before}
+              onInput={(e) => setDraft({ ...draft, created_before: e.currentTarget.value })}
+            />
+          </label>
+          <div class="form-buttons">
+            <button type="submit">Apply filters</button>
+            <button type="button" class="secondary" onClick={() => apply(NO_FILTERS)}>
+              Clear filters
+            </button>
+          </div>
+        </form>
+      </details>
+      <ErrorText error={r.error} />
+      {r.data && items.length === 0 ? (
+        <Empty>No jobs{filters === NO_FILTERS ? ' yet' : ' match these filters'}.</Empty>
+      ) : null}
+      {items.length > 0 ? (
+        <div class="table-wrap">
+          <table aria-label="Jobs">
+            <thead>
+              <tr>
+                <th scope="col">Job</th>
+                <th scope="col">Status</th>
+                <th scope="col">Printer</th>
+                <th scope="col">Reference</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((j) => (
+                <tr key={j.id} data-job-id={j.id}>
+                  <th scope="row">
+                    <Link href={`/jobs/${j.id}`}>{j.title || short(j.id)}</Link>
+                    {j.live ? null : <span class="tag">test</span>}
+                  </th>
+                  <td>
+                    <Status status={j.status} />
+                    {j.status_detail ? <div class="small muted">{j.status_detail}</div> : null}
+                  </td>
+                  <td>{names.printer(j.printer_id)}</td>
+                  <td>{j.reference || <span class="muted">—</span>}</td>
+                  <td>
+                    <Time at={j.created_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      <Pager
+        hasPrev={cursors.length > 0}
+        next={r.data?.next_cursor}
+        onPrev={() => setCursors(cursors.slice(0, -1))}
+        onNext={(c) => setCursors([...cursors, c])}
+      />
+    </>
+  );
+}
+
+const CANCELLABLE = ['scheduled', 'held', 'queued', 'sent'];
+const RETRYABLE = ['failed', 'held'];
+
+function Preview(props: { orgId: string; job: Job }): JSX.Element {
+  const url = `/v1/orgs/${enc(props.orgId)}/jobs/${enc(props.job.id)}/preview`;
+  const isPdf = props.job.content_type === 'application/pdf';
+  const isText = props.job.content_type.startsWith('text/');
+  const [text, setText] = useState<string | null>(null);
+  const [why, setWhy] = useState('');
+  useEffect(() => {
+    setText(null);
+    setWhy('');
+    if (props.job.content_deleted || !isText) return;
+    let stale = false;
+    fetchBlob(url)
+      .then(async (blob) => {
+        if (!stale) setText(await blob.text());
+      })
+      .catch((err) => {
+        if (!stale) setWhy(messageOf(err));
+      });
+    return () => {
+      stale = true;
+    };
+  }, [url, isText, props.job.content_deleted]);
+  if (props.job.content_deleted)
+    return <p class="muted">The document is past retention and was deleted.</p>;
+  if (why) return <p class="muted">{why}</p>;
+  // The gateway renders a PDF's first page as a PNG; the image is loaded with the session cookie.
+  if (isPdf) return <img class="preview" src={url} alt="The first page of the document" />;
+  if (isText)
+    return text === null ? <p class="muted">Loading…</p> : <pre class="preview">{text}</pre>;
+  return <p class="muted">A {props.job.content_type} document has no preview.</p>;
+}
+
+export function JobPage(props: { id: string }): JSX.Element {
+  const { org } = useApp();
+  const canWrite = useCan('developer');
+  const names = useNames(org.id);
+  const r = useResource(
+    () => get<{ job: Job; events: JobEvent[] }>(`/v1/orgs/${enc(org.id)}/jobs/${enc(props.id)}`),
+    [org.id, props.id],
+  );
+  useLive('job.', (ev) => {
+    if (jobOf(ev)?.id === props.id) r.reloadSoon();
+  });
+  const act = useAction(async (what: 'cancel' | 'retry' | 'reprint') => {
+    const res = await post<{ job: Job }>(`/v1/orgs/${enc(org.id)}/jobs/${enc(props.id)}/${what}`);
+    if (what === 'reprint') navigate(`/jobs/${res.job.id}`);
+    else await r.reload();
+  });
+  const job = r.data?.job;
+  return (
+    <>
+      <p class="crumbs">
+        <Link href="/jobs">← All jobs</Link>
+      </p>
+      <PageHeader title={job ? job.title || `Job ${short(job.id)}` : 'Job'}>
+        {job && canWrite ? (
+          <>
+            <button
+              type="button"
+              class="secondary"
+              disabled={act.busy || !CANCELLABLE.includes(job.status)}
+              onClick={() => void act.run('cancel')}
+            >
+              Cancel job
+            </button>
+            <button
+              type="button"
+              class="secondary"
+              disabled={act.busy || !RETRYABLE.includes(job.status)}
+              onClick={() => void act.run('retry')}
+            >
+              Retry job
+            </button>
+            <button
+              type="button"
+              disabled={act.busy || job.content_deleted}
+              onClick={() => void act.run('reprint')}
+            >
+              Reprint job
+            </button>
+          </>
+        ) : null}
+      </PageHeader>
+      <ErrorText error={r.error || act.error} />
+      {job ? (
+        <div class="job-layout">
+          <section class="panel" aria-labelledby="job-details">
+            <h2 id="job-details">Details</h2>
+            <dl class="details">
+              <dt>Status</dt>
+              <dd>
+                <Status status={job.status} />
+                {job.status_detail ? <span class="muted"> {job.status_detail}</span> : null}
+              </dd>
+              <dt>Id</dt>
+              <dd>
+                <code>{job.id}</code>
+              </dd>
+              <dt>Reference</dt>
+              <dd>{job.reference || '—'}</dd>
+              <dt>Printer</dt>
+              <dd>{names.printer(job.printer_id)}</dd>
+              <dt>Station</dt>
+              <dd>{names.station(job.station_id)}</dd>
+              <dt>Mode</dt>
+              <dd>{job.live ? 'live' : 'test'}</dd>
+              <dt>Document</dt>
+              <dd>
+                {job.content_type}, {job.size.toLocaleString()} bytes
+              </dd>
+              <dt>Attempt</dt>
+              <dd>{job.attempt}</dd>
+              <dt>Options</dt>
+              <dd>
+                <code>{JSON.stringify(job.options)}</code>
+              </dd>
+              {job.reprint_of ? (
+                <>
+                  <dt>Reprint of</dt>
+                  <dd>
+                    <Link href={`/jobs/${job.reprint_of}`}>{short(job.reprint_of)}</Link>
+                  </dd>
+                </>
+              ) : null}
+              <dt>Created</dt>
+              <dd>
+                <Time at={job.created_at} />
+              </dd>
+            </dl>
+          </section>
+          <section class="panel" aria-labelledby="job-events">
+            <h2 id="job-events">Timeline</h2>
+            <ol class="timeline">
+              {(r.data?.events ?? []).map((e, i) => (
+                <li key={`${e.at}-${i}`}>
+                  <Status status={e.status} /> <Time at={e.at} />
+                  <div class="small muted">
+                    {e.detail ? `${e.detail} · ` : ''}
+                    {e.actor}
+                  </div>
+                </li>
+              ))}
+            </ol>
+          </section>
+          <section class="panel preview-panel" aria-labelledby="job-preview">
+            <h2 id="job-preview">Preview</h2>
+            <Preview orgId={org.id} job={job} />
+          </section>
+        </div>
+      ) : null}
+    </>
+  );
+}
