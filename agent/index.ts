@@ -23,8 +23,10 @@ import {
 } from './printer-spec.js';
 import { PrinterSet } from './printers.js';
 import { lockStateDir } from './state-lock.js';
+import { StatusFile } from './status.js';
 
 export type { Backend, PrinterStatus, PrintJob } from './backends/backend.js';
+export type { AgentStatus } from './status.js';
 export type { BackendSpec, PrinterSpec };
 export { INTERRUPTED_DETAIL, PrinterSpecError, parsePrinterSpec, TokenRefusedError };
 
@@ -34,7 +36,10 @@ export interface AgentOptions {
   /** The station's device token, `svc_dev_…`. */
   token: string;
   printers: PrinterSpec[];
-  /** Where the journal (and the lock that keeps a second agent out) live. */
+  /**
+   * Where the journal, the lock that keeps a second agent out and the status file
+   * (`status.json`, read by `spool agent status`) live.
+   */
   stateDir: string;
   logger: Logger;
   clock?: Clock;
@@ -111,6 +116,17 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     throw error;
   }
 
+  const status = new StatusFile({
+    stateDir: options.stateDir,
+    clock,
+    logger,
+    agentVersion,
+    server: options.server,
+    journal,
+  });
+  status.printers(printers.reports());
+  await status.start();
+
   let helloReports: PrinterReport[] = [];
   // The runner sends on the link, which hands it the messages: `link` is set before either runs.
   const runner = new JobRunner({
@@ -118,6 +134,13 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     backend: (name) => printers.backend(name),
     send: (message) => link.send(message),
     logger,
+    onResult: (result) => {
+      if (!result.printed) {
+        status.error(`job ${result.jobId} on ${result.printer} failed: ${result.detail}`);
+      } else {
+        status.changed();
+      }
+    },
   });
   const link = startLink({
     server: options.server,
@@ -130,16 +153,23 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       helloReports = printers.reports();
       return { agentVersion, printers: helloReports };
     },
-    onWelcome: (welcome) => {
+    onWelcome: (welcome, server) => {
+      status.linkUp(server, welcome.stationId);
       runner.onWelcome(welcome);
       // A change between hello and welcome could not be sent then; send it now.
       const reports = printers.reports();
       if (reports !== helloReports) link.send({ printers: { printers: reports } });
     },
     onMessage: (message) => runner.handle(message),
-    onDown: () => logger.warn('station link down'),
+    onDown: () => {
+      status.linkDown();
+      logger.warn('station link down');
+    },
+    onRetry: ({ server, code, details }) =>
+      status.error(`station link to ${server}: ${code}${details ? `: ${details}` : ''}`),
   });
   printers.start((reports) => {
+    status.printers(reports);
     if (link.send({ printers: { printers: reports } })) {
       logger.info({ printers: reports.map((r) => `${r.name}: ${r.status}`) }, 'printers changed');
     }
@@ -164,6 +194,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   };
   const teardown = async () => {
     await finishWork();
+    await status.stop();
     await journal.close();
     await lock.release();
   };
@@ -174,6 +205,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       logger.info('station agent stopped');
     },
     async (error: unknown) => {
+      status.error(error instanceof Error ? error.message : String(error));
       await teardown();
       logger.error({ err: error }, 'station agent stopped');
       throw error;

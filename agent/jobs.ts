@@ -39,6 +39,8 @@ export interface JobRunnerOptions {
   /** Sends on the link; false when no link is up (the journal keeps the report for later). */
   send(message: AgentMessage): boolean;
   logger: Logger;
+  /** A job this process printed has finished, printed or failed (`detail` says why). */
+  onResult?(result: { jobId: string; printer: string; printed: boolean; detail: string }): void;
 }
 
 interface Assembly {
@@ -78,12 +80,14 @@ export class JobRunner {
   // Server messages are handled one after another, in the order they came.
   #chain: Promise<void> = Promise.resolve();
   #stopping = false;
+  readonly #onResult: JobRunnerOptions['onResult'];
 
   constructor(options: JobRunnerOptions) {
     this.#journal = options.journal;
     this.#backendOf = options.backend;
     this.#send = options.send;
     this.#logger = options.logger;
+    this.#onResult = options.onResult;
   }
 
   /**
@@ -309,6 +313,12 @@ export class JobRunner {
       await this.#finish(job.id, job.attempt, failure === undefined, failure ?? '', traceCarrier());
       if (failure === undefined) log.info('job printed');
       else log.warn({ detail: failure }, 'job failed');
+      this.#onResult?.({
+        jobId: job.id,
+        printer,
+        printed: failure === undefined,
+        detail: failure ?? '',
+      });
     } catch (err) {
       recordError(span, err);
       log.error({ err }, 'could not journal a job');

@@ -69,12 +69,14 @@ export interface LinkOptions {
   random?: () => number;
   /** The hello for a new link; called for each connection. */
   hello(): AgentHello;
-  /** The server welcomed the agent: the link is up and {@link Link.send} works. */
-  onWelcome(welcome: Welcome): void;
+  /** `server` welcomed the agent: the link is up and {@link Link.send} works. */
+  onWelcome(welcome: Welcome, server: string): void;
   /** Every server message after the welcome, in order. */
   onMessage(message: ServerMessage): void;
   /** The link that was up has ended. */
   onDown(): void;
+  /** An attempt ended (before or after a welcome) and the next is `retryInMs` away. */
+  onRetry?(info: { server: string; code: string; details: string; retryInMs: number }): void;
 }
 
 export interface Link {
@@ -170,7 +172,7 @@ export function startLink(options: LinkOptions): Link {
             { station_id: message.welcome.stationId, org_id: message.welcome.orgId },
             'station link up',
           );
-          safely(() => options.onWelcome(message.welcome as Welcome), 'onWelcome');
+          safely(() => options.onWelcome(message.welcome as Welcome, server), 'onWelcome');
           return;
         }
         if (message.welcome) {
@@ -239,10 +241,15 @@ export function startLink(options: LinkOptions): Link {
       next = outcome.welcomedAt === undefined ? next + 1 : 0;
       const delay = backoffDelay(attempt, backoff, random);
       attempt += 1;
+      const code = String(GrpcStatus[outcome.code] ?? outcome.code);
+      safely(
+        () => options.onRetry?.({ server, code, details: outcome.details, retryInMs: delay }),
+        'onRetry',
+      );
       logger.warn(
         {
           server,
-          code: GrpcStatus[outcome.code] ?? outcome.code,
+          code,
           details: outcome.details,
           retry_in_ms: delay,
           ...(servers.length > 1 ? { next_server: servers[next % servers.length] } : {}),

@@ -1,80 +1,675 @@
 /**
- * `spool agent`: the station agent. It holds the station's link to Spool, reports its printers and
- * prints the jobs it is sent (docs/station-link.md).
+ * `spool agent`: the station agent and its everyday commands. `spool agent run` (or plain
+ * `spool agent`) holds the station's link to Spool, reports its printers and prints the jobs it is
+ * sent (docs/station-link.md); `status`, `printers`, `test-print` and `install-service` are for the
+ * person looking after the station (docs/agent.md). The packaged agent (`spool-agent`) is these
+ * same commands.
  */
-import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
+import { type Command, Option } from 'commander';
+import { messageOf, type PrinterStatus } from '../agent/backends/backend.js';
+import { discoverCupsQueues } from '../agent/backends/cups.js';
+import {
+  AgentConfigError,
+  type AgentFileConfig,
+  DEFAULT_CONFIG_PATH,
+  defaultStateDir,
+  type LogLevel,
+  loadAgentConfig,
+  TOKEN_CREDENTIAL,
+} from '../agent/config.js';
 import { parsePrinterSpec, runAgent } from '../agent/index.js';
-import { type Env, logLevel, optionalStr, port, readConfig, str } from '../lib/config.js';
-import { createLogger } from '../lib/logger.js';
+import { prettyDestination } from '../agent/log-format.js';
+import { ALL_CUPS_QUEUES, type PrinterSpec } from '../agent/printer-spec.js';
+import { PrinterSet } from '../agent/printers.js';
+import { DEFAULT_UNIT_PATH, systemdUnit } from '../agent/service.js';
+import { type AgentStatus, readStatus, STATUS_HEARTBEAT_MS } from '../agent/status.js';
+import { agentVersion } from '../agent/version.js';
+import { PrintOptions } from '../gen/spool/v1/stations.js';
+import { type Env, LOG_LEVELS, optionalStr, port, readConfig, str } from '../lib/config.js';
+import { createLogger, type Logger } from '../lib/logger.js';
 import { serveMetrics, telemetry } from '../lib/telemetry.js';
-import { onShutdown } from './serve.js';
 
-const agentConfig = {
-  logLevel: logLevel(),
+const agentEnv = {
   token: optionalStr('SPOOL_DEVICE_TOKEN', 'the station device token (svc_dev_…)'),
+  config: optionalStr('SPOOL_AGENT_CONFIG', `the configuration file (${DEFAULT_CONFIG_PATH})`),
+  logLevel: optionalStr('LOG_LEVEL', `one of ${LOG_LEVELS.join(', ')}`),
+  logFormat: optionalStr('LOG_FORMAT', 'json or pretty (default: pretty on a terminal)'),
   cupsServer: optionalStr(
     'CUPS_SERVER',
     'the CUPS server cups: printers use (default: the local one)',
   ),
-  stateDir: str('SPOOL_AGENT_STATE_DIR', {
-    description: 'where the agent keeps its journal',
-    default: '.spool-agent',
-  }),
-  metricsHost: str('METRICS_HOST', {
-    description: 'address the agent serves GET /metrics on',
-    default: '127.0.0.1',
-  }),
-  metricsPort: port('METRICS_PORT', {
-    description: 'port the agent serves GET /metrics on; 0: not served',
-    default: 0,
-  }),
+  stateDir: optionalStr('SPOOL_AGENT_STATE_DIR', 'where the agent keeps its journal and status'),
+  metricsHost: optionalStr('METRICS_HOST', 'address the agent serves GET /metrics on'),
+  metricsPort: optionalStr('METRICS_PORT', 'port the agent serves GET /metrics on; 0: not served'),
+  credentialsDir: optionalStr('CREDENTIALS_DIRECTORY', "systemd's credentials folder"),
 };
 
-export interface AgentFlags {
-  server: string;
-  token?: string;
-  printer: string[];
+const metricsEnv = {
+  host: str('METRICS_HOST', { description: 'address for GET /metrics', default: '127.0.0.1' }),
+  port: port('METRICS_PORT', { description: 'port for GET /metrics; 0: not served', default: 0 }),
+};
+
+/** What every `spool agent` command may be given. */
+export interface AgentCommonFlags {
+  config?: string;
   stateDir?: string;
+  printer?: string[];
+}
+
+export interface AgentFlags extends AgentCommonFlags {
+  server?: string;
+  token?: string;
   /** Speak TLS to the server (a load balancer that terminates TLS), trusting the system's CAs. */
   tls?: boolean;
   /** A PEM file of CA certificates to trust instead; implies TLS. */
   ca?: string;
 }
 
+/** The settings of one command: flags over the environment over the file over the defaults. */
+interface Settings {
+  env: ReturnType<typeof readEnv>;
+  file: AgentFileConfig | undefined;
+  stateDir: string;
+  printers: PrinterSpec[];
+  logLevel: LogLevel;
+  cupsServer: string | undefined;
+}
+
+function readEnv(env: Env) {
+  return readConfig(env, agentEnv);
+}
+
+/**
+ * The configuration file to read: `--config`, else SPOOL_AGENT_CONFIG (both must exist), else
+ * /etc/spool/agent.toml when there is one.
+ */
+function configPath(flags: AgentCommonFlags, env: ReturnType<typeof readEnv>): string | undefined {
+  if (flags.config) return flags.config;
+  if (env.config) return env.config;
+  return existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined;
+}
+
+async function settings(flags: AgentCommonFlags, rawEnv: Env): Promise<Settings> {
+  const env = readEnv(rawEnv);
+  const path = configPath(flags, env);
+  const file = path === undefined ? undefined : await loadAgentConfig(path);
+  let logLevel: LogLevel = file?.logLevel ?? 'info';
+  if (env.logLevel !== undefined) {
+    if (!LOG_LEVELS.includes(env.logLevel as LogLevel)) {
+      throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+    }
+    logLevel = env.logLevel as LogLevel;
+  }
+  const flagPrinters = flags.printer ?? [];
+  return {
+    env,
+    file,
+    stateDir: resolve(flags.stateDir ?? env.stateDir ?? file?.stateDir ?? defaultStateDir(rawEnv)),
+    printers:
+      flagPrinters.length > 0
+        ? flagPrinters.map((spec) => parsePrinterSpec(spec))
+        : (file?.printers ?? []),
+    logLevel,
+    cupsServer: env.cupsServer ?? file?.cupsServer,
+  };
+}
+
+/**
+ * The device token, from (in turn) `--token`, SPOOL_DEVICE_TOKEN, the systemd credential
+ * `device-token`, the file's `token` or its `token_file`.
+ */
+async function deviceToken(
+  flags: AgentFlags,
+  s: Settings,
+  logger: Logger,
+): Promise<string | undefined> {
+  if (flags.token) {
+    logger.warn(
+      '--token puts the device token where every user of this machine can read it (ps, /proc); ' +
+        'use token_file in the configuration file or SPOOL_DEVICE_TOKEN instead',
+    );
+    return flags.token;
+  }
+  if (s.env.token) return s.env.token.trim();
+  if (s.env.credentialsDir) {
+    const credential = join(s.env.credentialsDir, TOKEN_CREDENTIAL);
+    if (existsSync(credential)) return (await readFile(credential, 'utf8')).trim();
+  }
+  if (s.file?.token) return s.file.token;
+  if (s.file?.tokenFile) {
+    try {
+      return (await readFile(s.file.tokenFile, 'utf8')).trim();
+    } catch (error) {
+      throw new AgentConfigError(s.file.path, [
+        `token_file ${s.file.tokenFile} cannot be read: ${messageOf(error)}`,
+      ]);
+    }
+  }
+  return undefined;
+}
+
+function agentLogger(s: Settings): Logger {
+  const pretty =
+    s.env.logFormat === 'pretty' || (s.env.logFormat !== 'json' && process.stdout.isTTY === true);
+  return createLogger(
+    { name: 'agent', level: s.logLevel },
+    pretty ? prettyDestination(process.stdout) : undefined,
+  );
+}
+
+/** `spool agent run`: the agent itself, until SIGTERM. */
 export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void> {
-  const config = readConfig(env, agentConfig);
-  const token = flags.token ?? config.token;
-  if (!token) throw new Error('give the station token with --token or SPOOL_DEVICE_TOKEN');
-  if (flags.printer.length === 0) throw new Error('give at least one --printer NAME=BACKEND');
-  const printers = flags.printer.map((spec) => parsePrinterSpec(spec));
-  const logger = createLogger({ name: 'agent', level: config.logLevel });
-  const tls = flags.tls || flags.ca !== undefined;
-  const ca = flags.ca === undefined ? undefined : await readFile(flags.ca);
+  const s = await settings(flags, env);
+  const logger = agentLogger(s);
+  const server = flags.server ?? s.file?.server;
+  if (!server) {
+    throw new Error(
+      'give the server address: server = "HOST:PORT" in the configuration file, or --server',
+    );
+  }
+  const token = await deviceToken(flags, s, logger);
+  if (!token) {
+    throw new Error(
+      'give the station token: token_file (or token) in the configuration file, or SPOOL_DEVICE_TOKEN',
+    );
+  }
+  if (s.printers.length === 0) {
+    throw new Error(
+      'give at least one printer: a [printers] table in the configuration file, or --printer NAME=BACKEND',
+    );
+  }
+  const tls = flags.tls || flags.ca !== undefined || s.file?.tls?.enabled === true;
+  const caFile = flags.ca ?? s.file?.tls?.ca;
+  const ca = caFile === undefined ? undefined : await readFile(caFile);
   const agent = await runAgent({
-    server: flags.server,
+    server,
     token,
-    printers,
-    stateDir: flags.stateDir ?? config.stateDir,
+    printers: s.printers,
+    stateDir: s.stateDir,
     logger,
-    cups: { env, ...(config.cupsServer ? { server: config.cupsServer } : {}) },
+    agentVersion: agentVersion(),
+    cups: { env, ...(s.cupsServer ? { server: s.cupsServer } : {}) },
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
   });
-  const metrics = await serveMetrics(config.metricsHost, config.metricsPort);
+  const metricsConfig = readConfig(
+    {
+      METRICS_HOST: s.env.metricsHost ?? s.file?.metrics?.host,
+      METRICS_PORT: s.env.metricsPort ?? s.file?.metrics?.port?.toString(),
+    },
+    metricsEnv,
+  );
+  const metrics = await serveMetrics(metricsConfig.host, metricsConfig.port);
   logger.info(
     {
-      server: flags.server,
+      server,
       tls,
-      printers: printers.map((p) => p.name),
+      state_dir: s.stateDir,
+      ...(s.file ? { config: s.file.path } : {}),
+      printers: s.printers.map((p) => p.name),
       ...(metrics ? { metricsPort: metrics.port } : {}),
     },
     'agent started',
   );
-  onShutdown(logger, async () => {
+  onSignal(logger, async () => {
     await agent.stop();
     metrics?.server.close();
     await telemetry().shutdown();
   });
   // Resolves after SIGTERM; rejects when the server refuses the token, which retrying cannot fix.
   await agent.done;
+}
+
+/** Stops cleanly on SIGTERM or SIGINT, then exits. */
+function onSignal(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+/** What `status` found: the file, and whether its agent still runs. */
+export interface StatusReport {
+  state_dir: string;
+  running: boolean;
+  /** A running agent that has not rewritten its status for three heartbeats. */
+  stale: boolean;
+  status: AgentStatus | null;
+}
+
+/** Exit codes of `spool agent status`, as systemctl's: 0 connected, 2 running without link, 3 not running. */
+export const STATUS_EXIT = { connected: 0, disconnected: 2, notRunning: 3 } as const;
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export async function agentStatus(flags: AgentCommonFlags, env: Env): Promise<StatusReport> {
+  const s = await settings(flags, env);
+  const status = (await readStatus(s.stateDir)) ?? null;
+  const running = status !== null && status.stopped_at === undefined && isRunning(status.pid);
+  const stale =
+    running &&
+    status !== null &&
+    Date.now() - Date.parse(status.updated_at) > 3 * STATUS_HEARTBEAT_MS;
+  return { state_dir: s.stateDir, running, stale, status };
+}
+
+function ago(iso: string, now = Date.now()): string {
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (seconds < 120) return `${seconds} s ago`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h ago`;
+  return `${Math.round(seconds / 86_400)} days ago`;
+}
+
+function when(iso: string): string {
+  return `${iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z')} (${ago(iso)})`;
+}
+
+/** The status as a person reads it. */
+export function formatStatus(report: StatusReport): string {
+  const { status } = report;
+  if (!status) {
+    return `not running: no agent has run with the state directory ${report.state_dir}\n`;
+  }
+  const out: string[] = [];
+  if (status.stopped_at) {
+    out.push(`not running: stopped ${when(status.stopped_at)}`);
+  } else if (!report.running) {
+    out.push(
+      `not running: pid ${status.pid} is gone; it ended without stopping cleanly, last seen ${when(status.updated_at)}`,
+    );
+  } else {
+    out.push(
+      `running: pid ${status.pid}, version ${status.agent_version}, since ${when(status.started_at)}`,
+    );
+    if (report.stale) {
+      out.push(
+        `warning: the status was last written ${when(status.updated_at)}; the agent may be stuck`,
+      );
+    }
+  }
+  const link = status.link;
+  if (report.running) {
+    out.push(
+      link.connected
+        ? `link: connected to ${link.server ?? status.server} since ${when(link.since)}${link.station_id ? `, station ${link.station_id}` : ''}`
+        : `link: not connected (to ${status.server}) since ${when(link.since)}`,
+    );
+  }
+  out.push(`state directory: ${report.state_dir}`);
+  out.push(report.running ? 'printers:' : 'printers (when it last ran):');
+  const width = Math.max(4, ...status.printers.map((p) => p.name.length));
+  for (const p of status.printers) {
+    out.push(`  ${p.name.padEnd(width)}  ${p.status.padEnd(12)}${p.detail ? `  ${p.detail}` : ''}`);
+  }
+  if (status.printers.length === 0) out.push('  (none)');
+  out.push(
+    `jobs today (${status.jobs_today.date}): ${status.jobs_today.printed} printed, ${status.jobs_today.failed} failed`,
+  );
+  out.push(
+    status.last_error
+      ? `last error: ${when(status.last_error.at)}: ${status.last_error.message}`
+      : 'last error: none',
+  );
+  return `${out.join('\n')}\n`;
+}
+
+/** One printer as `spool agent printers` shows it. */
+export interface PrinterListing {
+  name: string;
+  backend: string;
+  /** The configured printer it came from, for a queue `cups:*` found. */
+  discovered_by?: string;
+  status: PrinterStatus['status'];
+  detail: string;
+  capabilities: {
+    copies: boolean;
+    paper_sizes: string[];
+    duplex: boolean;
+    color: boolean;
+    page_options: boolean;
+  };
+}
+
+function backendLabel(spec: PrinterSpec['backend']): string {
+  switch (spec.kind) {
+    case 'file':
+      return `file:${spec.dir}`;
+    case 'cups':
+      return `cups:${spec.queue}`;
+    case 'raw':
+      return `raw:${spec.host.includes(':') ? `[${spec.host}]` : spec.host}:${spec.port}`;
+  }
+}
+
+function printerSet(s: Settings, logger: Logger): PrinterSet {
+  if (s.printers.length === 0) {
+    throw new Error(
+      'no printers configured: add a [printers] table to the configuration file, or give --printer NAME=BACKEND',
+    );
+  }
+  return new PrinterSet({
+    specs: s.printers,
+    logger,
+    cups: { ...(s.cupsServer ? { server: s.cupsServer } : {}) },
+  });
+}
+
+/** `spool agent printers`: every printer the configuration gives, CUPS queues found included. */
+export async function listPrinters(flags: AgentCommonFlags, env: Env): Promise<PrinterListing[]> {
+  const s = await settings(flags, env);
+  const logger = createLogger({ name: 'agent', level: 'silent' });
+  const set = printerSet(s, logger);
+  await set.refresh();
+  const byName = new Map(s.printers.map((p) => [p.name, p]));
+  const wildcards = s.printers.filter(
+    (p) => p.backend.kind === 'cups' && p.backend.queue === ALL_CUPS_QUEUES,
+  );
+  // A cups:* that finds nothing says why, rather than vanish from the list.
+  const unreachable: PrinterListing[] = [];
+  for (const w of wildcards) {
+    try {
+      await discoverCupsQueues({ ...(s.cupsServer ? { server: s.cupsServer } : {}) });
+    } catch (error) {
+      unreachable.push({
+        name: w.name,
+        backend: 'cups:*',
+        status: 'unknown',
+        detail: `cannot list the CUPS queues: ${messageOf(error)}`,
+        capabilities: {
+          copies: false,
+          paper_sizes: [],
+          duplex: false,
+          color: false,
+          page_options: false,
+        },
+      });
+    }
+  }
+  const found = set.reports().map((r) => {
+    const spec = byName.get(r.name);
+    const listing: PrinterListing = {
+      name: r.name,
+      backend: '',
+      status: r.status as PrinterStatus['status'],
+      detail: r.detail,
+      capabilities: {
+        copies: r.capabilities?.copies ?? false,
+        paper_sizes: r.capabilities?.paperSizes ?? [],
+        duplex: r.capabilities?.duplex ?? false,
+        color: r.capabilities?.color ?? false,
+        page_options: r.capabilities?.pageOptions ?? false,
+      },
+    };
+    if (spec && !(spec.backend.kind === 'cups' && spec.backend.queue === ALL_CUPS_QUEUES)) {
+      listing.backend = backendLabel(spec.backend);
+    } else {
+      const from =
+        wildcards.find((w) => w.name !== '*' && r.name.startsWith(`${w.name}/`)) ??
+        wildcards.find((w) => w.name === '*');
+      const queue = from && from.name !== '*' ? r.name.slice(from.name.length + 1) : r.name;
+      listing.backend = `cups:${queue}`;
+      if (from) listing.discovered_by = `${from.name}=cups:*`;
+    }
+    return listing;
+  });
+  await set.stop();
+  return [...found, ...unreachable];
+}
+
+export function formatPrinters(printers: PrinterListing[]): string {
+  if (printers.length === 0) return 'no printers found\n';
+  const out: string[] = [];
+  for (const p of printers) {
+    const caps = [
+      p.capabilities.copies ? 'copies' : undefined,
+      p.capabilities.page_options ? 'page options' : undefined,
+      p.capabilities.duplex ? 'duplex' : undefined,
+      p.capabilities.color ? 'color' : undefined,
+      p.capabilities.paper_sizes.length > 0
+        ? `paper ${p.capabilities.paper_sizes.join(', ')}`
+        : undefined,
+    ].filter((c) => c !== undefined);
+    out.push(`${p.name}`);
+    out.push(
+      `  backend:      ${p.backend}${p.discovered_by ? ` (found by ${p.discovered_by})` : ''}`,
+    );
+    out.push(`  status:       ${p.status}${p.detail ? `: ${p.detail}` : ''}`);
+    out.push(`  capabilities: ${caps.length > 0 ? caps.join('; ') : 'none'}`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** The page `test-print` sends: plain text, which every backend takes. */
+export function testPage(printer: string, backend: string, at: Date): Buffer {
+  return Buffer.from(
+    [
+      'Spool test page',
+      '',
+      `printer: ${printer}`,
+      `backend: ${backend}`,
+      `station: ${hostname()}`,
+      `agent:   ${agentVersion()}`,
+      `time:    ${at.toISOString()}`,
+      '',
+      'If you can read this, the agent can print to this printer.',
+      '',
+    ].join('\n'),
+  );
+}
+
+/** `spool agent test-print PRINTER`: prints a test page through the printer's backend, here. */
+export async function testPrint(
+  printer: string,
+  flags: AgentCommonFlags,
+  env: Env,
+): Promise<{ printer: string; backend: string; job: string }> {
+  const s = await settings(flags, env);
+  const logger = createLogger({ name: 'agent', level: 'silent' });
+  const listing = await listPrinters(flags, env);
+  const found = listing.find((p) => p.name === printer);
+  if (!found) {
+    throw new Error(
+      `no printer named ${JSON.stringify(printer)}; the printers are: ${listing.map((p) => p.name).join(', ') || 'none'}`,
+    );
+  }
+  const set = printerSet(s, logger);
+  await set.refresh();
+  const backend = set.backend(printer);
+  if (!backend) throw new Error(`the printer ${JSON.stringify(printer)} went away`);
+  const at = new Date();
+  const job = `test-page-${at.getTime()}`;
+  await backend.print({
+    id: job,
+    attempt: 1,
+    title: 'Spool test page',
+    contentType: 'text/plain',
+    document: testPage(printer, found.backend, at),
+    options: PrintOptions.fromPartial({ copies: 1 }),
+  });
+  await set.stop();
+  return { printer, backend: found.backend, job };
+}
+
+/** The command that runs this agent, for the unit's `ExecStart=`. */
+function selfCommand(env: Env): string[] {
+  // The packaged agent's launcher says where it is; from a checkout, node and bin/spool.js.
+  if (env.SPOOL_AGENT_BIN) return [env.SPOOL_AGENT_BIN];
+  const script = process.argv[1];
+  return script ? [process.execPath, resolve(script), 'agent'] : [process.execPath];
+}
+
+export interface InstallFlags extends AgentCommonFlags {
+  dryRun?: boolean;
+  unitFile?: string;
+  user?: string;
+}
+
+/** `spool agent install-service`: writes (or with --dry-run prints) the systemd unit. */
+export async function installService(flags: InstallFlags, env: Env): Promise<void> {
+  const e = readEnv(env);
+  const path = resolve(flags.config ?? e.config ?? DEFAULT_CONFIG_PATH);
+  // The unit names the file; it must be there and sound before the service is installed.
+  const config = existsSync(path) || !flags.dryRun ? await loadAgentConfig(path) : undefined;
+  const unit = systemdUnit({
+    exec: selfCommand(env),
+    configPath: path,
+    ...(config ? { config } : {}),
+    ...(flags.user ? { user: flags.user } : {}),
+  });
+  const warnings: string[] = [];
+  if (config?.token) {
+    warnings.push(
+      `${path} holds the token itself; the service's user must read the file, so it cannot stay private: move the token to a token_file readable by root only`,
+    );
+  }
+  if (!config) {
+    warnings.push(`${path} does not exist yet; the service cannot start without it`);
+  }
+  if (flags.dryRun) {
+    process.stdout.write(unit);
+    for (const w of warnings) process.stderr.write(`spool agent: warning: ${w}\n`);
+    return;
+  }
+  const target = flags.unitFile ?? DEFAULT_UNIT_PATH;
+  if (!isAbsolute(target)) throw new Error('--unit-file must be an absolute path');
+  await mkdir(resolve(target, '..'), { recursive: true });
+  await writeFile(target, unit, { mode: 0o644 });
+  for (const w of warnings) process.stderr.write(`spool agent: warning: ${w}\n`);
+  process.stdout.write(
+    `wrote ${target}\nstart it with: systemctl daemon-reload && systemctl enable --now ${unitName(target)}\n`,
+  );
+}
+
+function unitName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function commonOptions(command: Command): Command {
+  return command
+    .option(
+      '--config <file>',
+      `the configuration file (or SPOOL_AGENT_CONFIG; default ${DEFAULT_CONFIG_PATH} when it exists)`,
+    )
+    .option(
+      '--state-dir <dir>',
+      'where the journal and status are kept (or SPOOL_AGENT_STATE_DIR, or state_dir in the file)',
+    );
+}
+
+function printerOption(command: Command): Command {
+  return command.option(
+    '--printer <name=backend>',
+    'a printer instead of the [printers] table: NAME=file:DIR, NAME=cups:QUEUE, NAME=cups:* or NAME=raw:HOST:PORT; repeatable',
+    collect,
+    [],
+  );
+}
+
+/**
+ * Adds the agent's commands under `agent` (`spool agent …`, or the packaged `spool-agent …`).
+ * `run` is the default, so `spool agent --server …` runs the agent as before.
+ */
+export function addAgentCommands(agent: Command, env: Env): Command {
+  const run = agent
+    .command('run', { isDefault: true })
+    .description('run the agent: hold the link to Spool and print the jobs it sends')
+    .option(
+      '--server <host:port>',
+      'the station link address (port 7070 in spool dev); several, comma separated, are tried in turn; or server in the file',
+    )
+    .option(
+      '--tls',
+      'speak TLS to the server (a load balancer terminating TLS), trusting system CAs',
+    )
+    .option('--ca <file>', 'PEM file of the CA certificates to trust (implies --tls)')
+    .addOption(
+      new Option(
+        '--token <token>',
+        'the device token; discouraged: ps shows it to every user (use token_file or SPOOL_DEVICE_TOKEN)',
+      ),
+    );
+  commonOptions(printerOption(run)).action((opts: AgentFlags) => runAgentCommand(opts, env));
+
+  commonOptions(
+    agent
+      .command('status')
+      .description(
+        'whether the agent runs and is connected, its printers, jobs today and the last error (exit 0 connected, 2 not connected, 3 not running)',
+      )
+      .option('--json', 'print the status as JSON'),
+  ).action(async (opts: AgentCommonFlags & { json?: boolean }) => {
+    const report = await agentStatus(opts, env);
+    process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report));
+    process.exitCode = !report.running
+      ? STATUS_EXIT.notRunning
+      : report.status?.link.connected
+        ? STATUS_EXIT.connected
+        : STATUS_EXIT.disconnected;
+  });
+
+  commonOptions(
+    printerOption(
+      agent
+        .command('printers')
+        .description(
+          'the printers each backend finds, CUPS queues included, with their capabilities',
+        )
+        .option('--json', 'print them as JSON'),
+    ),
+  ).action(async (opts: AgentCommonFlags & { json?: boolean }) => {
+    const printers = await listPrinters(opts, env);
+    process.stdout.write(
+      opts.json ? `${JSON.stringify({ printers }, null, 2)}\n` : formatPrinters(printers),
+    );
+  });
+
+  commonOptions(
+    printerOption(
+      agent
+        .command('test-print')
+        .description('print a test page on PRINTER, here, without going through Spool')
+        .argument('<printer>', 'the printer name (see spool agent printers)'),
+    ),
+  ).action(async (printer: string, opts: AgentCommonFlags) => {
+    const done = await testPrint(printer, opts, env);
+    process.stdout.write(`printed a test page on ${done.printer} (${done.backend})\n`);
+  });
+
+  agent
+    .command('install-service')
+    .description(`write the systemd unit that runs the agent (${DEFAULT_UNIT_PATH})`)
+    .option('--config <file>', `the configuration file the service uses (${DEFAULT_CONFIG_PATH})`)
+    .option('--dry-run', 'print the unit instead of writing it')
+    .option('--unit-file <path>', `where to write the unit (${DEFAULT_UNIT_PATH})`)
+    .option('--user <name>', 'run as this existing user instead of a dynamic one')
+    .action((opts: InstallFlags) => installService(opts, env));
+
+  return agent;
 }

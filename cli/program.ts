@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { Env } from '../lib/config.js';
 import { adminClient } from './admin.js';
-import { runAgentCommand } from './agent.js';
+import { addAgentCommands } from './agent.js';
 import { runDev } from './dev.js';
 import { registerJobsCommands } from './jobs-commands.js';
 import { sealFile } from './seal.js';
@@ -53,39 +53,14 @@ export function buildProgram(env: Env): Command {
     )
     .action((component: Component) => serve(component, env));
 
-  program
-    .command('agent')
-    .description('run the station agent: hold the link to Spool and print the jobs it sends')
-    .requiredOption(
-      '--server <host:port>',
-      'the station link address of Spool (port 7070 in spool dev); several, comma separated, are tried in turn',
-    )
-    .option(
-      '--tls',
-      'speak TLS to the server (a load balancer terminating TLS), trusting system CAs',
-    )
-    .option('--ca <file>', 'PEM file of the CA certificates to trust (implies --tls)')
-    .option('--token <token>', 'the station device token, svc_dev_… (or SPOOL_DEVICE_TOKEN)')
-    .option(
-      '--printer <name=backend>',
-      'a printer: NAME=file:DIR, NAME=cups:QUEUE, NAME=cups:* or NAME=raw:HOST:PORT; repeatable',
-      collect,
-      [],
-    )
-    .option(
-      '--state-dir <dir>',
-      'where the journal is kept (or SPOOL_AGENT_STATE_DIR; .spool-agent)',
-    )
-    .action(
-      (opts: {
-        server: string;
-        token?: string;
-        printer: string[];
-        stateDir?: string;
-        tls?: boolean;
-        ca?: string;
-      }) => runAgentCommand(opts, env),
-    );
+  addAgentCommands(
+    program
+      .command('agent')
+      .description(
+        'the station agent: run it (the default), or look at its status and printers (docs/agent.md)',
+      ),
+    env,
+  );
 
   program
     .command('seal')
@@ -122,6 +97,25 @@ export function buildProgram(env: Env): Command {
     .description('show an organization; prints {org}')
     .argument('<org>', 'organization id')
     .action((id: string) => admin('GET', `/orgs/${encodeURIComponent(id)}`));
+
+  adminCommand
+    .command('invite')
+    .description(
+      'invite a person to the console; prints {invitation, url}: send them the url (single-use, 7 days)',
+    )
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--email <email>', 'the email address of the person invited')
+    .addOption(
+      new Option('--role <role>', 'the role they get')
+        .choices(['viewer', 'developer', 'admin', 'owner'])
+        .makeOptionMandatory(),
+    )
+    .action((opts: { org: string; email: string; role: string }) =>
+      admin('POST', `/orgs/${encodeURIComponent(opts.org)}/invitations`, {
+        email: opts.email,
+        role: opts.role,
+      }),
+    );
 
   const key = adminCommand.command('key').description('API keys');
   key

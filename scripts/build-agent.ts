@@ -1,0 +1,247 @@
+/**
+ * `npm run build:agent`: the packaged station agent, one archive per platform, that runs without
+ * Node or the repository installed (docs/agent.md, "Installing"):
+ *
+ *   dist/agent/spool-agent-<version>-linux-<arch>.tar.gz
+ *     spool-agent-<version>-linux-<arch>/bin/spool-agent   the command (a sh launcher)
+ *                                        lib/node          Node's official binary for the platform
+ *                                        lib/spool-agent.mjs  the agent, bundled with its dependencies
+ *                                        …                 licences, an example configuration
+ *   dist/agent/manifest.json   {"linux_x64": {platform, version, url, sha256, size, file}, …}
+ *
+ * The Node binary comes from the npm registry's `node-linux-<arch>` package, checked against the
+ * integrity pinned below. Options: `--arch x64,arm64` (default both), `--base-url URL` (or
+ * SPOOL_AGENT_DOWNLOAD_BASE_URL; the manifest's URLs are `<base-url>/<file>`, else the bare file
+ * name), `--out DIR` (default dist/agent).
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
+import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { build } from 'esbuild';
+
+const exec = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** The Node release the agent ships with, and the npm integrity of each platform's package. */
+export const NODE_VERSION = '20.20.2';
+const NODE_INTEGRITY: Record<string, string> = {
+  x64: 'sha512-PeHQM8wAdmHtZA1mBocygZxs5LiUWtsJezQTkBd0iY987KpGrD1O2tVEydvMZiuXceRanxt7rjTnDEBwOPujoQ==',
+  arm64:
+    'sha512-LCXJnNTFiyGuYBw2gZSI5OBFMbkjAPt8sqD/NKrWoE2QmDgSubTqFng6GaNJ9EJ8HpxBMGcWWpbbcs4Vo+CnGg==',
+};
+export const ARCHES = Object.keys(NODE_INTEGRITY);
+
+/**
+ * The tracing SDK hooks modules as they load, which cannot work on bundled code, so it is left
+ * out; the agent's metrics and its own spans' API are in.
+ */
+const NOT_BUNDLED = [
+  '@opentelemetry/sdk-node',
+  '@opentelemetry/instrumentation-grpc',
+  '@opentelemetry/instrumentation-pg',
+  '@opentelemetry/instrumentation-undici',
+];
+
+const LAUNCHER = `#!/bin/sh
+# spool-agent: the Spool station agent, run with the Node runtime this package ships with.
+self=$0
+if command -v readlink >/dev/null 2>&1; then self=$(readlink -f "$0"); fi
+bin=\${self%/*}
+root=\${bin%/*}
+SPOOL_AGENT_BIN=$self
+export SPOOL_AGENT_BIN
+exec "$root/lib/node" "$root/lib/spool-agent.mjs" "$@"
+`;
+
+const EXAMPLE_CONFIG = `# /etc/spool/agent.toml: the Spool station agent's configuration (docs/agent.md).
+server = "spool.example.com:7070"        # the station link; a list is tried in turn
+token_file = "/etc/spool/agent.token"    # chmod 600; or SPOOL_DEVICE_TOKEN
+# state_dir = "/var/lib/spool-agent"     # default: systemd's StateDirectory, else as docs/agent.md says
+log_level = "info"
+
+# [tls]
+# enabled = true                         # TLS to a load balancer that terminates it
+# ca = "/etc/spool/ca.pem"               # trust these CAs instead of the system's
+
+[printers]
+front-desk = "cups:*"                    # every CUPS queue, as front-desk/QUEUE
+# labels = "raw:192.168.1.20:9100"
+# archive = "file:/var/spool/spool-archive"
+`;
+
+export interface Artifact {
+  platform: string;
+  version: string;
+  url: string;
+  sha256: string;
+  size: number;
+  file: string;
+}
+
+export interface BuildOptions {
+  arches?: string[];
+  baseUrl?: string;
+  outDir?: string;
+  log?: (line: string) => void;
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** Node's binary for `arch`, from the npm registry, cached under `cacheDir`. */
+async function nodePackage(arch: string, cacheDir: string): Promise<string> {
+  const name = `node-linux-${arch}`;
+  const tgz = join(cacheDir, `${name}-${NODE_VERSION}.tgz`);
+  const integrity = NODE_INTEGRITY[arch];
+  if (!integrity) throw new Error(`no Node package for linux-${arch}; known: ${ARCHES.join(', ')}`);
+  const check = async () => {
+    const [algorithm, expected] = integrity.split(/-(.*)/s) as [string, string];
+    const digest = createHash(algorithm)
+      .update(await readFile(tgz))
+      .digest('base64');
+    return digest === expected;
+  };
+  if (existsSync(tgz) && (await check())) return tgz;
+  await mkdir(cacheDir, { recursive: true });
+  await exec('npm', ['pack', `${name}@${NODE_VERSION}`, '--pack-destination', cacheDir], {
+    cwd: cacheDir,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (!(await check())) {
+    await rm(tgz, { force: true });
+    throw new Error(`${name}@${NODE_VERSION} does not match its pinned integrity`);
+  }
+  return tgz;
+}
+
+/** Builds the bundle once and an archive per architecture; writes and returns the manifest. */
+export async function buildAgent(options: BuildOptions = {}): Promise<Record<string, Artifact>> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const arches = options.arches ?? ARCHES;
+  const outDir = resolve(options.outDir ?? join(ROOT, 'dist', 'agent'));
+  const work = join(outDir, 'work');
+  const cacheDir = join(ROOT, 'dist', 'cache');
+  const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const version = pkg.version;
+  await rm(work, { recursive: true, force: true });
+  await mkdir(work, { recursive: true });
+
+  const bundle = join(work, 'spool-agent.mjs');
+  await build({
+    entryPoints: [join(ROOT, 'cli', 'agent-main.ts')],
+    outfile: bundle,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    external: NOT_BUNDLED,
+    define: { SPOOL_AGENT_VERSION: JSON.stringify(version) },
+    // CommonJS dependencies bundled into an ES module still call require() for Node's modules.
+    banner: {
+      js: "import { createRequire as __spoolCreateRequire } from 'node:module'; const require = __spoolCreateRequire(import.meta.url);",
+    },
+    legalComments: 'linked',
+    logLevel: 'warning',
+  });
+  log(`bundled the agent: ${(await stat(bundle)).size} bytes`);
+
+  const manifest: Record<string, Artifact> = {};
+  // A fixed time for every file, so an archive depends only on what is in it.
+  const mtime = process.env.SOURCE_DATE_EPOCH ?? '0';
+  for (const arch of arches) {
+    const name = `spool-agent-${version}-linux-${arch}`;
+    const dir = join(work, name);
+    await mkdir(join(dir, 'bin'), { recursive: true });
+    await mkdir(join(dir, 'lib'), { recursive: true });
+    const tgz = await nodePackage(arch, cacheDir);
+    const unpack = join(work, `node-${arch}`);
+    await mkdir(unpack, { recursive: true });
+    await exec('tar', ['-xzf', tgz, '-C', unpack, 'package/bin/node', 'package/LICENSE']);
+    await copyFile(join(unpack, 'package', 'bin', 'node'), join(dir, 'lib', 'node'));
+    await chmod(join(dir, 'lib', 'node'), 0o755);
+    await copyFile(join(unpack, 'package', 'LICENSE'), join(dir, 'LICENSE.node'));
+    await copyFile(bundle, join(dir, 'lib', 'spool-agent.mjs'));
+    await copyFile(`${bundle}.LEGAL.txt`, join(dir, 'THIRD-PARTY-NOTICES.txt')).catch(() => {});
+    await writeFile(join(dir, 'bin', 'spool-agent'), LAUNCHER, { mode: 0o755 });
+    await chmod(join(dir, 'bin', 'spool-agent'), 0o755);
+    await writeFile(join(dir, 'agent.toml.example'), EXAMPLE_CONFIG);
+    await writeFile(
+      join(dir, 'VERSION'),
+      `spool-agent ${version} linux-${arch}, Node ${NODE_VERSION}\n`,
+    );
+    await writeFile(
+      join(dir, 'README.txt'),
+      [
+        `spool-agent ${version} for linux-${arch}`,
+        '',
+        'Unpack anywhere (for example /opt/spool-agent), write /etc/spool/agent.toml',
+        '(see agent.toml.example) and run:',
+        '',
+        '  bin/spool-agent status            is the agent running and connected?',
+        '  bin/spool-agent printers          the printers it can see',
+        '  bin/spool-agent test-print NAME   print a test page',
+        '  bin/spool-agent install-service   install the systemd service',
+        '',
+        "Everything is in Spool's docs/agent.md.",
+        '',
+      ].join('\n'),
+    );
+    const file = `${name}.tar.gz`;
+    const archive = join(outDir, file);
+    await exec(
+      'tar',
+      [
+        '--sort=name',
+        '--owner=0',
+        '--group=0',
+        '--numeric-owner',
+        `--mtime=@${mtime}`,
+        '--use-compress-program=gzip -n',
+        '-cf',
+        archive,
+        '-C',
+        work,
+        name,
+      ],
+      { env: { ...process.env, GZIP: '' } },
+    );
+    const size = (await stat(archive)).size;
+    const base = options.baseUrl ?? process.env.SPOOL_AGENT_DOWNLOAD_BASE_URL;
+    manifest[`linux_${arch}`] = {
+      platform: `linux-${arch}`,
+      version,
+      url: base ? `${base.replace(/\/+$/, '')}/${file}` : file,
+      sha256: await sha256Of(archive),
+      size,
+      file,
+    };
+    log(`wrote ${archive}: ${size} bytes`);
+  }
+  await rm(work, { recursive: true, force: true });
+  await writeFile(join(outDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  log(`wrote ${join(outDir, 'manifest.json')}`);
+  return manifest;
+}
+
+if (import.meta.filename === resolve(process.argv[1] ?? '')) {
+  const { values } = parseArgs({
+    options: {
+      arch: { type: 'string' },
+      'base-url': { type: 'string' },
+      out: { type: 'string' },
+    },
+  });
+  await buildAgent({
+    ...(values.arch ? { arches: values.arch.split(',').map((a) => a.trim()) } : {}),
+    ...(values['base-url'] ? { baseUrl: values['base-url'] } : {}),
+    ...(values.out ? { outDir: values.out } : {}),
+  });
+}

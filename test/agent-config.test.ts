@@ -1,0 +1,196 @@
+/**
+ * The agent's configuration file: what a station owner writes in /etc/spool/agent.toml, and the
+ * errors that name the line and key when it is wrong.
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import test from 'ava';
+import { AgentConfigError, defaultStateDir, parseAgentConfig } from '../agent/config.js';
+import { systemdUnit } from '../agent/service.js';
+import { tempDir } from './helpers/printing-org.js';
+import { runSpool } from './helpers/spool.js';
+
+const PATH = '/etc/spool/agent.toml';
+
+function problems(source: string): string[] {
+  try {
+    parseAgentConfig(source, PATH);
+  } catch (error) {
+    if (error instanceof AgentConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+test('a full configuration file is read, with paths relative to its folder', (t) => {
+  const config = parseAgentConfig(
+    [
+      'server = ["link-eu.example.com:443", "link-us.example.com:443"]',
+      'token_file = "agent.token"',
+      'state_dir = "/var/lib/spool-agent"',
+      'log_level = "debug"',
+      '',
+      '[tls]',
+      'ca = "ca.pem"',
+      '',
+      '[cups]',
+      'server = "localhost:631"',
+      '',
+      '[metrics]',
+      'port = 9464',
+      '',
+      '[printers]',
+      'desk = "file:out"',
+      'labels = "raw:192.168.1.20:9100"',
+      '"*" = "cups:*"',
+      '',
+    ].join('\n'),
+    PATH,
+  );
+  t.is(config.server, 'link-eu.example.com:443,link-us.example.com:443');
+  t.is(config.tokenFile, '/etc/spool/agent.token');
+  t.is(config.stateDir, '/var/lib/spool-agent');
+  t.is(config.logLevel, 'debug');
+  t.deepEqual(config.tls, { enabled: true, ca: '/etc/spool/ca.pem' });
+  t.is(config.cupsServer, 'localhost:631');
+  t.deepEqual(config.metrics, { port: 9464 });
+  t.deepEqual(config.printers, [
+    { name: 'desk', backend: { kind: 'file', dir: '/etc/spool/out' } },
+    { name: 'labels', backend: { kind: 'raw', host: '192.168.1.20', port: 9100 } },
+    { name: '*', backend: { kind: 'cups', queue: '*' } },
+  ]);
+});
+
+test('a TOML syntax error names its line and column', (t) => {
+  const found = problems('server = "a:1"\n\n[printers]\ndesk = file:/tmp\n');
+  t.is(found.length, 1);
+  t.regex(found[0] as string, /^line 4, column \d+: /);
+});
+
+test('each bad key is named with its line, all at once', (t) => {
+  const source = [
+    'server = "spool.example.com:7070"', // 1
+    'token = "svc_dev_abc"', // 2
+    'log_level = "loud"', // 3
+    'colour = "blue"', // 4
+    '', // 5
+    '[tls]', // 6
+    'enabled = "yes"', // 7
+    '', // 8
+    '[printers]', // 9
+    'desk = "file:/tmp/out"', // 10
+    'fax = "fax:555-1234"', // 11
+    '"bad name" = "file:/tmp"', // 12
+    '[metrics]', // 13
+    'port = 70000', // 14
+  ].join('\n');
+  const found = problems(source);
+  t.deepEqual(
+    found.map((p) => p.split(': ').slice(0, 2).join(': ')),
+    [
+      'line 4: colour',
+      'line 3: log_level',
+      'line 7: tls.enabled',
+      'line 14: metrics.port',
+      'line 11: printers.fax',
+      'line 12: printers.bad name',
+    ],
+  );
+  t.true(found.some((p) => p.includes('unknown backend "fax"')));
+  // The message a station owner sees names the file too.
+  const error = t.throws(() => parseAgentConfig(source, PATH), { instanceOf: AgentConfigError });
+  t.true(error?.message.startsWith(`${PATH}:\n  - `));
+});
+
+test('token and token_file together, or an empty server, are refused', (t) => {
+  const found = problems('server = ""\ntoken = "svc_dev_a"\ntoken_file = "/etc/spool/t"\n');
+  t.deepEqual(
+    found.map((p) => p.split(': ').slice(0, 2).join(': ')),
+    ['line 1: server', 'line 3: token_file'],
+  );
+});
+
+test('the state directory is fixed, not the folder the agent started from', (t) => {
+  t.is(defaultStateDir({ STATE_DIRECTORY: '/var/lib/spool-agent' }, 1000), '/var/lib/spool-agent');
+  t.is(defaultStateDir({}, 0), '/var/lib/spool-agent');
+  t.is(
+    defaultStateDir({ XDG_STATE_HOME: '/home/a/.state', HOME: '/home/a' }, 1000),
+    '/home/a/.state/spool-agent',
+  );
+  t.is(defaultStateDir({ HOME: '/home/a' }, 1000), '/home/a/.local/state/spool-agent');
+});
+
+test('the systemd unit runs the agent hardened, restarting, with its token as a credential', (t) => {
+  const config = parseAgentConfig(
+    'server = "a:1"\ntoken_file = "/etc/spool/agent.token"\n[printers]\ndesk = "file:/srv/printed"\n',
+    PATH,
+  );
+  const unit = systemdUnit({
+    exec: ['/opt/spool-agent/bin/spool-agent'],
+    configPath: PATH,
+    config,
+  });
+  const lines = unit.split('\n');
+  for (const line of [
+    'ExecStart=/opt/spool-agent/bin/spool-agent run --config /etc/spool/agent.toml',
+    'Restart=always',
+    'DynamicUser=yes',
+    'StateDirectory=spool-agent',
+    'LoadCredential=device-token:/etc/spool/agent.token',
+    'NoNewPrivileges=yes',
+    'ProtectSystem=strict',
+    'ProtectHome=yes',
+    'ReadWritePaths=/srv/printed',
+    'WantedBy=multi-user.target',
+  ]) {
+    t.true(lines.includes(line), line);
+  }
+  t.false(unit.includes('svc_dev_'));
+});
+
+test('install-service --dry-run prints the unit for the configuration, and warns of an inline token', async (t) => {
+  const dir = await tempDir('spool-agent-config-');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(join(dir, 'out'));
+  const config = join(dir, 'agent.toml');
+  await writeFile(
+    config,
+    `server = "localhost:7070"\ntoken = "svc_dev_inline"\n[printers]\ndesk = "file:${join(dir, 'out')}"\n`,
+  );
+  const unitFile = join(dir, 'unit.service');
+  const result = await runSpool(
+    ['agent', 'install-service', '--dry-run', '--config', config, '--unit-file', unitFile],
+    {},
+  );
+  t.is(result.code, 0, result.stderr);
+  t.regex(result.stdout, /^\[Unit\]/);
+  t.regex(result.stdout, new RegExp(`^ExecStart=.+ agent run --config ${config}$`, 'm'));
+  t.regex(result.stdout, /^Restart=always$/m);
+  t.regex(result.stdout, /^DynamicUser=yes$/m);
+  t.regex(result.stdout, new RegExp(`^ReadWritePaths=${join(dir, 'out')}$`, 'm'));
+  t.false(result.stdout.includes('svc_dev_inline'));
+  t.regex(result.stderr, /holds the token itself/);
+  // A dry run writes nothing.
+  await t.throwsAsync(() => import('node:fs/promises').then((fs) => fs.access(unitFile)));
+
+  // Without --dry-run it writes the unit where it is told.
+  const written = await runSpool(
+    ['agent', 'install-service', '--config', config, '--unit-file', unitFile],
+    {},
+  );
+  t.is(written.code, 0, written.stderr);
+  t.regex(written.stdout, /systemctl daemon-reload && systemctl enable --now unit.service/);
+});
+
+test('a bad configuration file stops the agent before it starts, naming the line', async (t) => {
+  const dir = await tempDir('spool-agent-config-');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const config = join(dir, 'agent.toml');
+  await writeFile(config, 'server = "localhost:7070"\n[printers]\ndesk = "fax:1"\n');
+  const result = await runSpool(['agent', '--state-dir', join(dir, 'state')], {
+    SPOOL_AGENT_CONFIG: config,
+    SPOOL_DEVICE_TOKEN: 'svc_dev_x',
+  });
+  t.is(result.code, 1);
+  t.regex(result.stderr, new RegExp(`${config}: line 3: printers.desk: invalid printer`));
+});
