@@ -74,6 +74,13 @@ const gatewayOnly = {
     min: 0,
     max: 10_000_000,
   }),
+  publicUrl: {
+    ...url('PUBLIC_URL', ['http', 'https'], {
+      description:
+        'the public base URL of the gateway, for the links it hands out (invitations); else the request’s origin',
+    }),
+    fallback: () => undefined,
+  } as Variable<string | undefined>,
   keyCacheTtlMs: int('KEY_CACHE_TTL_MS', {
     description: 'how long a gateway trusts a looked-up API key',
     default: 30_000,

@@ -128,6 +128,9 @@ export async function runDev(env: Env): Promise<void> {
     // On a laptop, receivers are local: http:// and private addresses are allowed (DESIGN §5).
     webhooks: webhookSettings(config, secretKey, true),
     metricsHandler: telemetry().metricsHandler,
+    // On a laptop the console is served over plain http, where a Secure cookie is never sent.
+    secureCookies: false,
+    publicUrl: config.publicUrl,
   });
   stops.unshift(() => system.stop(config.shutdownGraceMs));
   stops.push(() => telemetry().shutdown());

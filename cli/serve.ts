@@ -193,6 +193,7 @@ async function serveGateway(env: Env): Promise<void> {
     trustProxy: config.trustProxy,
     keyCacheTtlMs: config.keyCacheTtlMs,
     metricsHandler: telemetry().metricsHandler,
+    publicUrl: config.publicUrl,
   });
   const port = await gateway.listen(config.host, config.port);
   logger.info({ port }, 'gateway listening');

@@ -21,6 +21,7 @@ import { watchHealth } from '../lib/health-watch.js';
 import type { Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import { migrations as accountsMigrations, createAccounts } from '../services/accounts/index.js';
+import type { SessionSettings } from '../services/accounts/people-server.js';
 import { createJobs, migrations as jobsMigrations } from '../services/jobs/index.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import type { Sweeper } from '../services/jobs/sweeper.js';
@@ -78,6 +79,12 @@ export interface SystemOptions {
   webhooks?: Partial<WebhooksSettings>;
   /** Answers the gateways' `GET /metrics` (lib/telemetry.ts). */
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Mark the console's session cookie `Secure` (default true; false in `spool dev`). */
+  secureCookies?: boolean;
+  /** The gateway's public base URL (PUBLIC_URL), for links such as invitations. */
+  publicUrl?: string | undefined;
+  /** Session expiry, invitation lifetime and sign-in limits of the accounts service. */
+  sessions?: Partial<SessionSettings>;
   /** The gateways' event streams: keep-alive interval and per-client buffer. */
   eventStreams?: Partial<EventStreamOptions>;
 }
@@ -136,7 +143,13 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     deadlineMs,
   });
 
-  const accounts = createAccounts({ pool, nc, logger, clock });
+  const accounts = createAccounts({
+    pool,
+    nc,
+    logger,
+    clock,
+    ...(options.sessions ? { sessions: options.sessions } : {}),
+  });
   const jobs = await createJobs({
     pool,
     nc,
@@ -209,6 +222,14 @@ export async function startSystem(options: SystemOptions): Promise<System> {
         ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
         ...(options.keyCacheTtlMs === undefined ? {} : { keyCacheTtlMs: options.keyCacheTtlMs }),
         metricsHandler: options.metricsHandler,
+        secureCookies: options.secureCookies ?? true,
+        publicUrl: options.publicUrl,
+        ...(options.sessions?.idleMs === undefined
+          ? {}
+          : { sessionIdleMs: options.sessions.idleMs }),
+        ...(options.sessions?.absoluteMs === undefined
+          ? {}
+          : { sessionAbsoluteMs: options.sessions.absoluteMs }),
         ...(options.eventStreams ? { eventStreams: options.eventStreams } : {}),
       });
       const bound = await gateway.listen(host, port);

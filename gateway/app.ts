@@ -19,9 +19,11 @@ import type { KeyCache } from './key-cache.js';
 import { buildOpenApi } from './openapi.js';
 import { assertDescribed, buildAdminOpenApi } from './openapi-admin.js';
 import { adminRouter } from './routes/admin.js';
+import { consoleRouter } from './routes/console.js';
 import { publicRouter } from './routes/public.js';
 import { v1Router } from './routes/v1.js';
 import { webhooksAdminRouter } from './routes/webhooks-admin.js';
+import type { SessionOptions } from './session-auth.js';
 import type { GatewayState } from './state.js';
 import type { PublicStatus } from './status.js';
 import { telemetryMiddleware } from './telemetry.js';
@@ -50,6 +52,8 @@ export interface AppDeps {
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** The event streams of `GET /v1/orgs/{org}/stream`. */
   events: EventStreams;
+  /** Signed-in sessions of the console (cookie, CSRF, session cache). */
+  sessions: SessionOptions;
 }
 
 export function createApp(deps: AppDeps): Koa<GatewayState> {
@@ -109,8 +113,10 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     backends: deps.backends,
     operatorToken: deps.operatorToken,
     bodyLimit: deps.bodyLimit,
+    publicUrl: deps.sessions.publicUrl,
   });
   const v1 = v1Router({
+    sessions: deps.sessions,
     cache: deps.cache,
     clock: deps.clock,
     keyLimit: deps.keyLimit,
@@ -131,7 +137,8 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     status: deps.status,
     limit: deps.publicLimit,
   });
-  const routers = [admin, webhooksAdmin, publicApi, v1];
+  const consoleApi = consoleRouter({ ...deps, publicUrl: deps.sessions.publicUrl });
+  const routers = [admin, webhooksAdmin, publicApi, v1, consoleApi];
   for (const router of routers) app.use(router.routes());
 
   // A route of the operator API without a description would be missing from its document.

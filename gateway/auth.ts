@@ -8,6 +8,7 @@ import type { Middleware } from 'koa';
 import type { Clock } from '../lib/clock.js';
 import { credentialKind, hashCredential, ipAllowed, type Scope } from '../lib/credentials.js';
 import { forbidden, notFound, SpoolError, unauthorized } from '../lib/errors.js';
+import { roleForScope, roleMessage } from '../lib/roles.js';
 import type { KeyCache } from './key-cache.js';
 import type { GatewayState } from './state.js';
 
@@ -69,6 +70,8 @@ export const requireOwnOrg: Middleware<GatewayState> = async (ctx, next) => {
 export function requireScope(scope: Scope): Middleware<GatewayState> {
   return async (ctx, next) => {
     if (!ctx.state.key?.scopes.includes(scope)) {
+      const session = ctx.state.session;
+      if (session) throw forbidden(roleMessage(roleForScope(scope), session.role ?? 'viewer'));
       throw forbidden(`this API key lacks the ${scope} scope`);
     }
     await next();

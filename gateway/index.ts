@@ -13,6 +13,7 @@ import type { Backends } from './clients.js';
 import { createEventStreams, type EventStreamOptions, type EventStreams } from './event-stream.js';
 import { followRevocations, KeyCache } from './key-cache.js';
 import { kvCounter, localCounter, RATE_LIMIT_BUCKET, rateLimit } from './rate-limit.js';
+import { followSessionRevocations, SessionCache } from './session-cache.js';
 import { createStatusChecker, type StatusSources } from './status.js';
 
 export interface GatewayOptions {
@@ -33,6 +34,15 @@ export interface GatewayOptions {
   keyRateLimit?: number;
   /** Answers `GET /metrics` (lib/telemetry.ts). */
   metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  /** Mark the session cookie `Secure` (default true; `spool dev` serves plain http). */
+  secureCookies?: boolean;
+  /** The public base URL of the gateway (PUBLIC_URL), for links such as invitations. */
+  publicUrl?: string | undefined;
+  /** How long a gateway trusts a looked-up session (default 30 s). */
+  sessionCacheTtlMs?: number;
+  /** Session expiry: unused for this long (default 12 hours), or this long after sign-in (7 days). */
+  sessionIdleMs?: number;
+  sessionAbsoluteMs?: number;
   /** Keep-alive interval and per-client buffer of the event streams. */
   eventStreams?: Partial<EventStreamOptions>;
 }
@@ -40,6 +50,8 @@ export interface GatewayOptions {
 export interface Gateway {
   server: Server;
   cache: KeyCache;
+  /** The cache of signed-in sessions. */
+  sessions: SessionCache;
   /** The open event streams (`GET /v1/orgs/{org}/stream`). */
   events: EventStreams;
   /** Listens on host:port (0 for any free port) and resolves the port. */
@@ -63,6 +75,26 @@ export function createGateway(options: GatewayOptions): Gateway {
       }),
   });
   const stopFollowing = followRevocations(options.nc, cache, logger);
+  const sessionCache = new SessionCache({
+    clock: options.clock,
+    ...(options.sessionCacheTtlMs === undefined ? {} : { ttlMs: options.sessionCacheTtlMs }),
+    ...(options.sessionIdleMs === undefined ? {} : { idleMs: options.sessionIdleMs }),
+    ...(options.sessionAbsoluteMs === undefined ? {} : { absoluteMs: options.sessionAbsoluteMs }),
+    load: (hash) =>
+      options.backends.accounts.authenticateSession({ sessionHash: hash }).then((res) => {
+        if (!res.person || !res.createdAt || !res.lastSeenAt) {
+          throw new Error('accounts answered without a session');
+        }
+        return {
+          sessionId: res.sessionId,
+          person: res.person,
+          memberships: res.memberships,
+          createdAt: res.createdAt,
+          lastSeenAt: res.lastSeenAt,
+        };
+      }),
+  });
+  const stopFollowingSessions = followSessionRevocations(options.nc, sessionCache, logger);
   const events = createEventStreams({
     nc: options.nc,
     clock: options.clock,
@@ -111,6 +143,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     ready: async () => !draining && !options.nc.isClosed(),
     metricsHandler: options.metricsHandler,
     events,
+    sessions: {
+      cache: sessionCache,
+      clock: options.clock,
+      secureCookies: options.secureCookies ?? true,
+      publicUrl: options.publicUrl,
+      ...(options.sessionAbsoluteMs === undefined ? {} : { absoluteMs: options.sessionAbsoluteMs }),
+    },
   });
   const handle = app.callback();
   const server = createServer((req, res) => {
@@ -123,6 +162,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     cache,
+    sessions: sessionCache,
     events,
     listen: (host, port) =>
       new Promise((resolve, reject) => {
@@ -136,6 +176,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       draining = true;
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       stopFollowing();
+      stopFollowingSessions();
       // Event streams never finish by themselves: they end now, and their clients resume elsewhere.
       await events.close();
       await new Promise<void>((resolve) => {

@@ -7,6 +7,7 @@
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';
+import { ROLES } from '../lib/roles.js';
 import {
   buildDocument,
   DEFAULT_SERVER,
@@ -22,6 +23,7 @@ import {
   CreateOrgBody,
   CreateStationBody,
   CreateTemplateBody,
+  InviteBody,
   SettingsBody,
 } from './routes/admin.js';
 import {
@@ -64,6 +66,19 @@ const STATION = {
   created_at: '2026-05-01T12:00:00Z',
 };
 const ORG_ERRORS: ErrorCode[] = ['not_found'];
+
+const InvitationSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    email: Type.String({ description: 'the invitee, lowercased' }),
+    role: Type.Union(
+      ROLES.map((r) => Type.Literal(r)),
+      { description: ROLES.join(', ') },
+    ),
+    expires_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
 const empty = { schema: { $ref: '#/components/schemas/EmptyBody' }, required: false };
 
 /** The operations of `/admin/v1` besides webhook endpoints, by `METHOD /path`. */
@@ -126,6 +141,48 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     summary: 'Revoke an API key',
     description: 'It stops working on every gateway within a second. Revoking again answers 204.',
     success: { status: 204, description: 'revoked' },
+    errors: ORG_ERRORS,
+  },
+  'POST /admin/v1/orgs/:org/invitations': {
+    operationId: 'createInvitation',
+    tag: 'People',
+    summary: 'Invite a person to the console',
+    description:
+      'The invitee opens `url` (the token is in its fragment), chooses a display name and a password, and is signed in as a member with `role`. Invitations are single-use and last 7 days. `url` starts with PUBLIC_URL when it is set, else with the origin of this request.',
+    request: {
+      schema: InviteBody,
+      examples: {
+        owner: { summary: 'the first owner', value: { email: 'ada@example.com', role: 'owner' } },
+      },
+    },
+    success: {
+      status: 201,
+      description: 'the invitation and its one-time link',
+      schema: answer('invitation', InvitationSchema, {
+        url: Type.String({ description: 'the link to send the invitee; shown only here' }),
+      }),
+      location: ADMIN_CREATED.invitation.location,
+    },
+    errors: ['conflict', ...ORG_ERRORS],
+  },
+  'GET /admin/v1/orgs/:org/invitations/:id': {
+    operationId: 'getInvitation',
+    tag: 'People',
+    summary: 'An invitation, used or not',
+    success: {
+      status: 200,
+      description: 'the invitation; used_at is null until it is accepted',
+      schema: answer(
+        'invitation',
+        Type.Object(
+          {
+            ...InvitationSchema.properties,
+            used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    },
     errors: ORG_ERRORS,
   },
   'POST /admin/v1/orgs/:org/locations': {
@@ -294,6 +351,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
       tags: [
         { name: 'Organizations', description: 'The organizations this Spool serves' },
         { name: 'Keys', description: "API keys of an organization's integrations" },
+        { name: 'People', description: 'Invitations of people to the console' },
         {
           name: 'Stations',
           description: 'Stations, where the agent runs, and their device tokens',
@@ -312,6 +370,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
         Location: LocationSchema,
         Template: TemplateSchema,
         Settings: SettingsSchema,
+        Invitation: InvitationSchema,
         WebhookEndpoint: WebhookEndpointSchema,
         WebhookDelivery: WebhookDeliverySchema,
       },

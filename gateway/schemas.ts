@@ -109,7 +109,9 @@ export const EventSchema = Type.Object(
     at: Time,
     status: oneOfStrings(JOB_STATUSES),
     detail: Type.String(),
-    actor: Type.String({ description: 'api_key:<id>, station:<id>, system or admin' }),
+    actor: Type.String({
+      description: 'api_key:<id>, person:<id> (a signed-in session), station:<id>, system or admin',
+    }),
   },
   { additionalProperties: false },
 );

@@ -43,6 +43,7 @@ const impl: AsyncServer<AccountsServiceServer> = {
   renameOrg: notCalled,
   createInvitation: notCalled,
   getInvitation: notCalled,
+  getOrgInvitation: notCalled,
   acceptInvitation: notCalled,
   signIn: notCalled,
   authenticateSession: notCalled,

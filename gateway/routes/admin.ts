@@ -6,11 +6,13 @@ import { Router } from '@koa/router';
 import { type Static, Type } from '@sinclair/typebox';
 import { SCOPES } from '../../lib/credentials.js';
 import { invalid } from '../../lib/errors.js';
-import { parseRfc3339 } from '../../lib/time.js';
+import { ROLES } from '../../lib/roles.js';
+import { parseRfc3339, rfc3339OrNull } from '../../lib/time.js';
 import { requireOperator } from '../auth.js';
 import { body } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
+import { invitationUrl, invitationView } from '../people-views.js';
 import { listParams } from '../query.js';
 import type { GatewayState } from '../state.js';
 import {
@@ -149,6 +151,17 @@ export const CreateStationBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const InviteBody = Type.Object(
+  {
+    email: Type.String({ minLength: 3, maxLength: 254, description: 'an email address' }),
+    role: Type.Union(
+      ROLES.map((r) => Type.Literal(r)),
+      { description: ROLES.join(', ') },
+    ),
+  },
+  { additionalProperties: false },
+);
+
 /** Whether `name` is a time zone of the IANA database that Node's Intl knows (aliases included). */
 function isTimeZone(name: string): boolean {
   try {
@@ -166,12 +179,15 @@ export const ADMIN_CREATED = {
   location: { field: 'location', location: '/admin/v1/orgs/{org}/locations/{id}' },
   station: { field: 'station', location: '/admin/v1/orgs/{org}/stations/{id}' },
   template: { field: 'template', location: '/admin/v1/orgs/{org}/templates/{id}' },
+  invitation: { field: 'invitation', location: '/admin/v1/orgs/{org}/invitations/{id}' },
 } satisfies Record<string, Created>;
 
 export interface AdminDeps {
   backends: Backends;
   operatorToken: string;
   bodyLimit: number;
+  /** The base of links the gateway hands out (PUBLIC_URL); else the request's origin. */
+  publicUrl?: string | undefined;
 }
 
 export function adminRouter(deps: AdminDeps): Router<GatewayState> {
@@ -216,6 +232,31 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(keyView), next_cursor: res.nextCursor };
+  });
+
+  router.post('/orgs/:org/invitations', setLocation(ADMIN_CREATED.invitation), async (ctx) => {
+    const req = await body(ctx, InviteBody, deps.bodyLimit);
+    const { invitation, token } = await accounts.createInvitation({
+      orgId: ctx.params.org ?? '',
+      email: req.email,
+      role: req.role,
+      actorPersonId: '',
+    });
+    ctx.status = 201;
+    ctx.body = {
+      invitation: invitationView(invitation),
+      url: invitationUrl(ctx, deps.publicUrl, token),
+    };
+  });
+
+  router.get('/orgs/:org/invitations/:id', async (ctx) => {
+    const res = await accounts.getOrgInvitation({
+      orgId: ctx.params.org ?? '',
+      invitationId: ctx.params.id ?? '',
+    });
+    ctx.body = {
+      invitation: { ...invitationView(res.invitation), used_at: rfc3339OrNull(res.usedAt) },
+    };
   });
 
   router.post('/orgs/:org/locations', setLocation(ADMIN_CREATED.location), async (ctx) => {

@@ -9,8 +9,9 @@ export function orgOf(ctx: Ctx): string {
   return ctx.state.key?.orgId ?? '';
 }
 
-/** The request's `actor` in job events: `api_key:<id>`. */
+/** The request's `actor` in job events: `api_key:<id>`, or `person:<id>` for a signed-in session. */
 export function actorOf(ctx: Ctx): string {
+  if (ctx.state.session) return `person:${ctx.state.session.personId}`;
   return `api_key:${ctx.state.key?.id ?? ''}`;
 }
 

@@ -7,12 +7,13 @@ import type { Middleware } from 'koa';
 import type { Clock } from '../../lib/clock.js';
 import type { Scope } from '../../lib/credentials.js';
 import { SpoolError } from '../../lib/errors.js';
-import { requireKey, requireOwnOrg, requireScope } from '../auth.js';
+import { requireOwnOrg, requireScope } from '../auth.js';
 import type { Backends } from '../clients.js';
 import type { EventStreams } from '../event-stream.js';
 import { type Created, setLocation } from '../http-manners.js';
 import { idempotency } from '../idempotency.js';
 import type { KeyCache } from '../key-cache.js';
+import { requireKeyOrSession, type SessionOptions } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { fleetHandlers } from './fleet.js';
 import { jobHandlers } from './jobs.js';
@@ -85,6 +86,8 @@ export const V1_ROUTES: readonly V1Route[] = [
 export interface V1Deps {
   cache: KeyCache;
   clock: Clock;
+  /** Signed-in sessions (cookie) accepted beside API keys; without it, keys only. */
+  sessions?: SessionOptions;
   /** The per-key rate limit, after authentication. */
   keyLimit: Middleware<GatewayState>;
   backends: Backends;
@@ -122,11 +125,10 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
     const chain: Middleware<GatewayState>[] = [
       // First, so that a 201 replayed for an Idempotency-Key names its resource too.
       ...(route.created ? [setLocation(route.created)] : []),
-      requireKey({
-        cache: deps.cache,
-        clock: deps.clock,
-        sessionIsInvalid: route.path === '/v1/key',
-      }),
+      requireKeyOrSession(
+        { cache: deps.cache, clock: deps.clock, sessionIsInvalid: route.path === '/v1/key' },
+        deps.sessions,
+      ),
       requireOwnOrg,
       deps.keyLimit,
     ];

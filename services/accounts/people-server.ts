@@ -108,6 +108,7 @@ export type PeopleRpcs = Pick<
   AsyncServer<AccountsServiceServer>,
   | 'createInvitation'
   | 'getInvitation'
+  | 'getOrgInvitation'
   | 'acceptInvitation'
   | 'signIn'
   | 'authenticateSession'
@@ -161,6 +162,12 @@ export function createPeopleServer(deps: {
       );
       if (!invitation) throw notFound(INVITATION_NOT_VALID);
       return { invitation };
+    },
+
+    async getOrgInvitation(req) {
+      const orgId = orgIdOf(req.orgId);
+      if (!isUuid(req.invitationId)) throw notFound('no such invitation in this organization');
+      return store.orgInvitation(orgId, req.invitationId);
     },
 
     async acceptInvitation(req) {

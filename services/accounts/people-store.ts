@@ -233,6 +233,16 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
 
     pool,
 
+    async orgInvitation(orgId: string, id: string) {
+      const { rows } = await pool.query<InvitationRow>(
+        `${INVITATION_SELECT} WHERE i.org_id = $1 AND i.id = $2`,
+        [orgId, id],
+      );
+      const row = rows[0];
+      if (!row) throw notFound('no such invitation in this organization');
+      return { invitation: toInvitation(row), usedAt: row.used_at ?? undefined };
+    },
+
     /**
      * Uses up the invitation and makes its invitee a member, creating the person when
      * `newPerson` is given (the email is new) and otherwise joining `existingId`; opens a session.

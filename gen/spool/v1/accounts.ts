@@ -212,6 +212,19 @@ export interface GetInvitationResponse {
   invitation: Invitation | undefined;
 }
 
+export interface GetOrgInvitationRequest {
+  orgId: string;
+  invitationId: string;
+}
+
+export interface GetOrgInvitationResponse {
+  invitation:
+    | Invitation
+    | undefined;
+  /** Unset while the invitation is not used. */
+  usedAt: Date | undefined;
+}
+
 export interface AcceptInvitationRequest {
   tokenHash: Buffer;
   /** Used for a new person; a person who exists keeps theirs. */
@@ -3182,6 +3195,190 @@ export const GetInvitationResponse: MessageFns<GetInvitationResponse> = {
   },
 };
 
+function createBaseGetOrgInvitationRequest(): GetOrgInvitationRequest {
+  return { orgId: "", invitationId: "" };
+}
+
+export const GetOrgInvitationRequest: MessageFns<GetOrgInvitationRequest> = {
+  encode(message: GetOrgInvitationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.invitationId !== "") {
+      writer.uint32(18).string(message.invitationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrgInvitationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOrgInvitationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.invitationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOrgInvitationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      invitationId: isSet(object.invitationId)
+        ? globalThis.String(object.invitationId)
+        : isSet(object.invitation_id)
+        ? globalThis.String(object.invitation_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetOrgInvitationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.invitationId !== "") {
+      obj.invitationId = message.invitationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetOrgInvitationRequest>): GetOrgInvitationRequest {
+    return GetOrgInvitationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetOrgInvitationRequest>): GetOrgInvitationRequest {
+    const message = createBaseGetOrgInvitationRequest();
+    message.orgId = object.orgId ?? "";
+    message.invitationId = object.invitationId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetOrgInvitationResponse(): GetOrgInvitationResponse {
+  return { invitation: undefined, usedAt: undefined };
+}
+
+export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
+  encode(message: GetOrgInvitationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.invitation !== undefined) {
+      Invitation.encode(message.invitation, writer.uint32(10).fork()).join();
+    }
+    if (message.usedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.usedAt), writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetOrgInvitationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetOrgInvitationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.invitation = Invitation.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.usedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetOrgInvitationResponse {
+    return {
+      invitation: isSet(object.invitation) ? Invitation.fromJSON(object.invitation) : undefined,
+      usedAt: isSet(object.usedAt)
+        ? fromJsonTimestamp(object.usedAt)
+        : isSet(object.used_at)
+        ? fromJsonTimestamp(object.used_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: GetOrgInvitationResponse): unknown {
+    const obj: any = {};
+    if (message.invitation !== undefined) {
+      obj.invitation = Invitation.toJSON(message.invitation);
+    }
+    if (message.usedAt !== undefined) {
+      obj.usedAt = message.usedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetOrgInvitationResponse>): GetOrgInvitationResponse {
+    return GetOrgInvitationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetOrgInvitationResponse>): GetOrgInvitationResponse {
+    const message = createBaseGetOrgInvitationResponse();
+    message.invitation = (object.invitation !== undefined && object.invitation !== null)
+      ? Invitation.fromPartial(object.invitation)
+      : undefined;
+    message.usedAt = object.usedAt ?? undefined;
+    return message;
+  },
+};
+
 function createBaseAcceptInvitationRequest(): AcceptInvitationRequest {
   return { tokenHash: Buffer.alloc(0), displayName: "", password: "" };
 }
@@ -4515,6 +4712,18 @@ export const AccountsServiceService = {
       Buffer.from(GetInvitationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetInvitationResponse => GetInvitationResponse.decode(value),
   },
+  /** An invitation of the organization by id, whatever its state. */
+  getOrgInvitation: {
+    path: "/spool.v1.AccountsService/GetOrgInvitation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetOrgInvitationRequest): Buffer =>
+      Buffer.from(GetOrgInvitationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetOrgInvitationRequest => GetOrgInvitationRequest.decode(value),
+    responseSerialize: (value: GetOrgInvitationResponse): Buffer =>
+      Buffer.from(GetOrgInvitationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetOrgInvitationResponse => GetOrgInvitationResponse.decode(value),
+  },
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
    * uses up the invitation and opens a session.
@@ -4615,6 +4824,8 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
   createInvitation: handleUnaryCall<CreateInvitationRequest, CreateInvitationResponse>;
   /** Answers NOT_FOUND alike for an unknown, used or expired invitation. */
   getInvitation: handleUnaryCall<GetInvitationRequest, GetInvitationResponse>;
+  /** An invitation of the organization by id, whatever its state. */
+  getOrgInvitation: handleUnaryCall<GetOrgInvitationRequest, GetOrgInvitationResponse>;
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
    * uses up the invitation and opens a session.
@@ -4808,6 +5019,22 @@ export interface AccountsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetInvitationResponse) => void,
+  ): ClientUnaryCall;
+  /** An invitation of the organization by id, whatever its state. */
+  getOrgInvitation(
+    request: GetOrgInvitationRequest,
+    callback: (error: ServiceError | null, response: GetOrgInvitationResponse) => void,
+  ): ClientUnaryCall;
+  getOrgInvitation(
+    request: GetOrgInvitationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetOrgInvitationResponse) => void,
+  ): ClientUnaryCall;
+  getOrgInvitation(
+    request: GetOrgInvitationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetOrgInvitationResponse) => void,
   ): ClientUnaryCall;
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
