@@ -5,7 +5,7 @@
  * installed) a private CUPS scheduler's queues.
  */
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, open, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import { SCOPES } from '../lib/credentials.js';
@@ -124,7 +124,7 @@ test('the build writes an archive per platform and a manifest with their URL, SH
     ],
     { PATH: process.env.PATH ?? '' },
   );
-  t.is(await elfMachine(join(unpacked, root, 'lib', 'node')), ELF_MACHINE[OTHER_ARCH]);
+  t.is(await elfMachine(join(unpacked, root, 'lib', 'node')), ELF_MACHINE[OTHER_ARCH] as number);
   t.regex(await readFile(join(unpacked, root, 'bin', 'spool-agent'), 'utf8'), /^#!\/bin\/sh\n/);
 });
 
@@ -147,7 +147,7 @@ test('the packaged agent runs with no Node on PATH, prints, restarts without pri
     PATH: process.env.PATH ?? '',
   });
   const home = join(root, 'opt', `spool-agent-${artifact.version}-linux-${HOST_ARCH}`);
-  t.is(await elfMachine(join(home, 'lib', 'node')), ELF_MACHINE[HOST_ARCH]);
+  t.is(await elfMachine(join(home, 'lib', 'node')), ELF_MACHINE[HOST_ARCH] as number);
   const bin = join(home, 'bin', 'spool-agent');
 
   // PATH holds the package and, when CUPS is here, its client commands: never a node.
