@@ -218,6 +218,8 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
       role: req.role,
       actorPersonId: actorOf(ctx),
     });
+    // This replica forgets the person's sessions now; the others when the bus tells them.
+    deps.sessions.cache.evict(ctx.params.person_id ?? '');
     ctx.body = { member: memberView(member) };
   });
 
@@ -227,6 +229,7 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
       personId: ctx.params.person_id ?? '',
       actorPersonId: actorOf(ctx),
     });
+    deps.sessions.cache.evict(ctx.params.person_id ?? '');
     ctx.status = 204;
   });
 

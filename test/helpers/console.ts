@@ -26,6 +26,7 @@ export function sessionCookieOf(headers: Headers): { value: string; header: stri
 export class Browser {
   cookie = '';
   csrf = '';
+  personId = '';
 
   constructor(public base: string) {}
 
@@ -47,7 +48,10 @@ export class Browser {
     const set = sessionCookieOf(res.headers);
     if (set) this.cookie = set.value;
     const body = res.body as unknown as Partial<SignedIn>;
-    if (res.status === 200 && typeof body?.csrf_token === 'string') this.csrf = body.csrf_token;
+    if (res.status === 200 && typeof body?.csrf_token === 'string') {
+      this.csrf = body.csrf_token;
+      this.personId = body.person?.id ?? '';
+    }
     return res;
   }
 
