@@ -53,8 +53,11 @@ export const DEFAULT_EVENT_STREAM_OPTIONS: EventStreamOptions = {
 interface Frame {
   seq: number;
   type: EventType;
-  text: string;
+  /** The message's bytes, made once and written to every stream that wants it. */
+  bytes: Buffer;
 }
+
+const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
 
 /** The SSE message of one event: `id`, `event` and the webhook body as `data`. */
 export function eventFrame(seq: number, type: string, body: Buffer | string): string {
@@ -83,7 +86,7 @@ function frameOf(msg: JsMsg): { orgId: string; frame: Frame } | undefined {
     frame: {
       seq: msg.seq,
       type: event.type,
-      text: eventFrame(msg.seq, event.type, deliveryBody(event)),
+      bytes: Buffer.from(eventFrame(msg.seq, event.type, deliveryBody(event))),
     },
   };
 }
@@ -96,6 +99,8 @@ class Listener {
   held: Frame[] | undefined;
   heldBytes = 0;
   closed = false;
+  /** Writes are gathered until the end of the current turn of the event loop. */
+  corked = false;
 
   constructor(
     readonly orgId: string,
@@ -105,6 +110,7 @@ class Listener {
     after: number,
     resuming: boolean,
     readonly onClose: (l: Listener) => void,
+    readonly onCork: (l: Listener) => void,
   ) {
     this.last = after;
     this.held = resuming ? [] : undefined;
@@ -120,22 +126,28 @@ class Listener {
     if (this.closed || frame.seq <= this.last) return;
     if (this.held) {
       this.held.push(frame);
-      this.heldBytes += frame.text.length;
+      this.heldBytes += frame.bytes.length;
       if (this.heldBytes > this.bufferBytes) this.close(true);
       return;
     }
-    if (this.wants(frame)) this.send(frame.seq, frame.text);
+    if (this.wants(frame)) this.send(frame.seq, frame.bytes);
   }
 
-  send(seq: number, text: string): void {
+  send(seq: number, bytes: Buffer): void {
     if (this.closed) return;
     if (seq > this.last) this.last = seq;
-    this.write(text);
+    this.write(bytes);
   }
 
-  write(text: string): void {
+  write(bytes: Buffer): void {
     if (this.closed) return;
-    this.res.write(text);
+    if (!this.corked) {
+      // Events that arrive together leave in one write to the socket, not one each.
+      this.corked = true;
+      this.res.cork();
+      this.onCork(this);
+    }
+    this.res.write(bytes);
     // What the socket has not taken yet stays in memory: past the limit the client is too slow.
     if (this.res.writableLength > this.bufferBytes) this.close(true);
   }
@@ -145,7 +157,7 @@ class Listener {
     const held = this.held ?? [];
     this.held = undefined;
     this.heldBytes = 0;
-    for (const frame of held) if (this.wants(frame)) this.send(frame.seq, frame.text);
+    for (const frame of held) if (this.wants(frame)) this.send(frame.seq, frame.bytes);
   }
 
   close(abort = false): void {
@@ -155,6 +167,12 @@ class Listener {
     this.onClose(this);
     if (abort) this.res.destroy();
     else this.res.end();
+  }
+
+  uncork(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    if (!this.closed) this.res.uncork();
   }
 }
 
@@ -189,6 +207,17 @@ export function createEventStreams(deps: {
   const byOrg = new Map<string, Set<Listener>>();
   let count = 0;
   let closed = false;
+  const corked = new Set<Listener>();
+  let flushing: NodeJS.Immediate | undefined;
+  const flush = () => {
+    flushing = undefined;
+    for (const l of corked) l.uncork();
+    corked.clear();
+  };
+  const cork = (l: Listener) => {
+    corked.add(l);
+    flushing ??= setImmediate(flush);
+  };
   /** The last sequence of `EVENTS` the feed has handed out. */
   let fed = 0;
   let stopFeed: (() => Promise<void>) | undefined;
@@ -240,7 +269,7 @@ export function createEventStreams(deps: {
   started.catch((err) => logger.error({ err }, 'the event feed did not start'));
 
   const keepAlive = setInterval(() => {
-    for (const set of byOrg.values()) for (const l of set) l.write(': keep-alive\n\n');
+    for (const set of byOrg.values()) for (const l of set) l.write(KEEP_ALIVE);
   }, options.keepAliveMs);
   keepAlive.unref();
 
@@ -310,7 +339,7 @@ export function createEventStreams(deps: {
           if (msg.time.getTime() < cutoff) continue;
           const item = frameOf(msg);
           if (item && item.orgId === l.orgId && l.wants(item.frame)) {
-            l.send(item.frame.seq, item.frame.text);
+            l.send(item.frame.seq, item.frame.bytes);
           }
         }
         if (got === 0) break;
@@ -341,6 +370,7 @@ export function createEventStreams(deps: {
         stream.lastEventId ?? fed,
         resuming,
         remove,
+        cork,
       );
       let set = byOrg.get(l.orgId);
       if (!set) {
@@ -362,6 +392,8 @@ export function createEventStreams(deps: {
       if (closed) return;
       closed = true;
       clearInterval(keepAlive);
+      if (flushing) clearImmediate(flushing);
+      flush();
       for (const set of [...byOrg.values()]) for (const l of [...set]) l.close();
       await started.catch(() => undefined);
       await stopFeed?.();
