@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['ingest', 'e2e', 'fixed-rate', 'fanout', 'fleet'] as const;
+export const SCENARIOS = ['ingest', 'e2e', 'fixed-rate', 'fanout', 'fleet', 'streams'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface Options {

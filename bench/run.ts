@@ -28,6 +28,7 @@ import { runFanout } from './scenarios/fanout.js';
 import { runFixedRate } from './scenarios/fixed-rate.js';
 import { runFleet } from './scenarios/fleet.js';
 import { INGEST_CONCURRENCY, PG_CONCURRENCY, runIngest } from './scenarios/ingest.js';
+import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
 import { startServers } from './servers.js';
 import { ENDPOINTS_PER_ORG, setUpOrgs } from './setup.js';
 
@@ -104,6 +105,15 @@ async function measure(
     const fanout = await runFanout(ctx, orgs);
     figures.push(...fanout.figures);
     details.fanout = fanout.details;
+  }
+  if (orgs && wants('streams')) {
+    const streams = await runStreams(ctx, orgs);
+    figures.push(...streams.figures);
+    details.streams = streams.details;
+    series.push({
+      label: `${STREAMS} event streams: state change → event`,
+      samples: streams.samples,
+    });
   }
   if (wants('fleet')) {
     const fleet = await runFleet(ctx, {
@@ -196,6 +206,7 @@ async function main(): Promise<void> {
         'end-to-end window': WINDOW,
         agents: options.agents,
         'fleet links': options.fleetStations,
+        'event streams': `${STREAMS} on a gateway of their own, ${STREAM_JOB_RATE} jobs/s`,
         postgres: servers.postgresSettings,
         redis: 'appendonly yes, appendfsync always, no snapshots',
         'nats-server': 'JetStream, file store, default sync',

@@ -37,6 +37,17 @@ export interface Servers {
    * for the fleet; undefined when Spool was given (the fleet then uses its link).
    */
   startStations: (() => Promise<StationsProcess>) | undefined;
+  /**
+   * Starts a gateway of its own (`spool serve gateway`) in front of `spool dev`'s services, so
+   * that its memory and CPU are the gateway's alone; undefined when Spool was given.
+   */
+  startGateway: (() => Promise<GatewayProcess>) | undefined;
+  stop(): Promise<void>;
+}
+
+export interface GatewayProcess {
+  url: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -91,6 +102,7 @@ function given(options: Options): Servers {
     natsPid: options.natsPid,
     postgresSettings: 'as given',
     startStations: undefined,
+    startGateway: undefined,
     async stop() {},
   };
 }
@@ -198,6 +210,38 @@ export async function startServers(
           startedAt,
           async stop() {
             await stations.stop();
+          },
+        };
+      },
+      startGateway: async () => {
+        const gatewayPort = await freePort();
+        const gateway = spawnSpool(
+          ['serve', 'gateway'],
+          {
+            NATS_URL: nats.url,
+            HOST: '127.0.0.1',
+            PORT: String(gatewayPort),
+            ACCOUNTS_ADDR: jobsAddr,
+            JOBS_ADDR: jobsAddr,
+            STATIONS_ADDR: jobsAddr,
+            WEBHOOKS_ADDR: jobsAddr,
+            SPOOL_ADMIN_TOKEN: adminToken,
+            KEY_RATE_LIMIT: '0',
+            LOG_LEVEL: 'info',
+          },
+          profiling,
+        );
+        try {
+          await gateway.waitFor(/gateway listening/, 60_000);
+        } catch (err) {
+          await gateway.stop();
+          throw err;
+        }
+        return {
+          url: `http://127.0.0.1:${gatewayPort}`,
+          pid: gateway.pid,
+          async stop() {
+            await gateway.stop();
           },
         };
       },
