@@ -5,6 +5,7 @@
  * person looking after the station (docs/agent.md). The packaged agent (`spool-agent`) is these
  * same commands.
  */
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -12,7 +13,6 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
 import { type Command, Option } from 'commander';
 import { messageOf, type PrinterStatus } from '../agent/backends/backend.js';
-import { discoverCupsQueues } from '../agent/backends/cups.js';
 import {
   AgentConfigError,
   type AgentFileConfig,
@@ -387,27 +387,6 @@ export async function listPrinters(flags: AgentCommonFlags, env: Env): Promise<P
   const wildcards = s.printers.filter(
     (p) => p.backend.kind === 'cups' && p.backend.queue === ALL_CUPS_QUEUES,
   );
-  // A cups:* that finds nothing says why, rather than vanish from the list.
-  const unreachable: PrinterListing[] = [];
-  for (const w of wildcards) {
-    try {
-      await discoverCupsQueues({ ...(s.cupsServer ? { server: s.cupsServer } : {}) });
-    } catch (error) {
-      unreachable.push({
-        name: w.name,
-        backend: 'cups:*',
-        status: 'unknown',
-        detail: `cannot list the CUPS queues: ${messageOf(error)}`,
-        capabilities: {
-          copies: false,
-          paper_sizes: [],
-          duplex: false,
-          color: false,
-          page_options: false,
-        },
-      });
-    }
-  }
   const found = set.reports().map((r) => {
     const spec = byName.get(r.name);
     const listing: PrinterListing = {
@@ -436,7 +415,45 @@ export async function listPrinters(flags: AgentCommonFlags, env: Env): Promise<P
     return listing;
   });
   await set.stop();
+  // A cups:* that found nothing says why, rather than vanish from the list.
+  const unreachable: PrinterListing[] = [];
+  for (const w of wildcards) {
+    if (found.some((p) => p.discovered_by === `${w.name}=cups:*`)) continue;
+    unreachable.push({
+      name: w.name,
+      backend: 'cups:*',
+      status: 'unknown',
+      detail: `no CUPS queues found: ${await cupsScheduler(s.cupsServer)}`,
+      capabilities: {
+        copies: false,
+        paper_sizes: [],
+        duplex: false,
+        color: false,
+        page_options: false,
+      },
+    });
+  }
   return [...found, ...unreachable];
+}
+
+/** What `lpstat -r` says of the CUPS scheduler, for a `cups:*` that found no queue. */
+function cupsScheduler(server: string | undefined): Promise<string> {
+  const where = server === undefined ? 'the local CUPS' : `CUPS at ${server}`;
+  return new Promise((resolve) => {
+    execFile(
+      'lpstat',
+      [...(server === undefined ? [] : ['-h', server]), '-r'],
+      { timeout: 10_000, env: { ...process.env, LC_ALL: 'C', LANG: 'C' } },
+      (error, stdout, stderr) => {
+        if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT') {
+          resolve('lpstat is not installed (install cups-client)');
+        } else {
+          const said = (stdout.trim() || stderr.trim() || messageOf(error)).split('\n')[0];
+          resolve(said === 'scheduler is running' ? `${where} has no queues` : `${where}: ${said}`);
+        }
+      },
+    );
+  });
 }
 
 export function formatPrinters(printers: PrinterListing[]): string {
