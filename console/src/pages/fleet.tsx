@@ -134,7 +134,7 @@ export function PrintersPage(): JSX.Element {
                       p.capabilities.color ? 'color' : null,
                     ]
                       .filter(Boolean)
-                      .join(' · ') || <span class="muted">as is</span>}
+                      .join(' · ') || <span class="muted">prints documents as they are</span>}
                   </td>
                   <td>
                     <Time at={p.updated_at} />
@@ -253,12 +253,9 @@ export function StationsPage(): JSX.Element {
               secret={created.token}
               note={
                 <>
-                  The device token of <strong>{created.station.name}</strong>, shown only now. Start
-                  its agent with{' '}
-                  <code>
-                    spool agent --server {location.hostname}:7070 --token … --printer NAME=BACKEND
-                  </code>
-                  .
+                  The device token of <strong>{created.station.name}</strong>, shown only now: the
+                  station's agent connects with it (<code>SPOOL_DEVICE_TOKEN</code>, see the agent's
+                  documentation).
                 </>
               }
             />

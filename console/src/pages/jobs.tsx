@@ -307,6 +307,12 @@ export function JobPage(props: { id: string }): JSX.Element {
     if (what === 'reprint') navigate(`/jobs/${res.job.id}`);
     else await r.reload();
   });
+  const actorName = (actor: string) => {
+    const [kind, id = ''] = actor.split(':');
+    if (kind === 'station') return `by station ${names.station(id)}`;
+    if (kind === 'api_key') return `by API key ${short(id)}`;
+    return `by ${actor}`;
+  };
   const job = r.data?.job;
   return (
     <>
@@ -396,8 +402,8 @@ export function JobPage(props: { id: string }): JSX.Element {
                 <li key={`${e.at}-${i}`}>
                   <Status status={e.status} /> <Time at={e.at} />
                   <div class="small muted">
-                    {e.detail ? `${e.detail} · ` : ''}
-                    {e.actor}
+                    {e.detail && e.detail !== e.status ? `${e.detail} · ` : ''}
+                    {actorName(e.actor)}
                   </div>
                 </li>
               ))}

@@ -202,7 +202,9 @@ export function KeysPage(): JSX.Element {
                     <span class="tag">{k.live ? 'live' : 'test'}</span>
                   </th>
                   <td>
-                    <code id={`key-${k.id}`}>{k.hint}</code>
+                    <code class="nowrap" id={`key-${k.id}`}>
+                      {k.hint}
+                    </code>
                   </td>
                   <td class="small">{k.scopes.join(', ') || <span class="muted">none</span>}</td>
                   <td class="small">

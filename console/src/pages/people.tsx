@@ -68,16 +68,20 @@ export function PeoplePage(): JSX.Element {
                 onInput={(e) => setEmail(e.currentTarget.value)}
               />
             </label>
-            <label>
-              Role
-              <select value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+            <div class="field">
+              <label for="invite-role">Role</label>
+              <select
+                id="invite-role"
+                value={role}
+                onChange={(e) => setRole(e.currentTarget.value as Role)}
+              >
                 {assignable.map((x) => (
                   <option key={x} value={x}>
                     {x}
                   </option>
                 ))}
               </select>
-            </label>
+            </div>
             <button type="submit" disabled={invite.busy}>
               Invite
             </button>

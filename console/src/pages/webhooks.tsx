@@ -1,6 +1,6 @@
 /** Webhook endpoints: create (secret shown once), rotate, send test, the delivery log, resend. */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { type Delivery, del, type Endpoint, enc, get, patch, post, query } from '../api.js';
 import { useLive } from '../live.js';
 import { Link, navigate } from '../router.js';
@@ -41,7 +41,9 @@ function EventChecks(props: { value: string[]; onChange(v: string[]): void }): J
             checked={all}
             onChange={(e) => props.onChange(e.currentTarget.checked ? ['*'] : [])}
           />
-          Every event (<code>*</code>)
+          <span>
+            Every event (<code>*</code>)
+          </span>
         </label>
         {EVENTS.map((t) => (
           <label class="check" key={t}>
@@ -209,6 +211,13 @@ export function EndpointPage(props: { id: string }): JSX.Element {
       if (cursor === '') deliveries.reloadSoon();
     },
   );
+  // Attempts are not events of the stream: while a delivery is still pending, look again shortly.
+  const pending = (deliveries.data?.items ?? []).some((d) => d.state === 'pending');
+  useEffect(() => {
+    if (!pending) return;
+    const timer = window.setTimeout(() => deliveries.reloadSoon(), 1000);
+    return () => window.clearTimeout(timer);
+  }, [deliveries.data, pending]);
   const [secret, setSecret] = useState('');
   const [events, setEvents] = useState<string[] | null>(null);
   const act = useAction(async (what: 'rotate' | 'test' | 'enable' | 'disable' | 'delete') => {
