@@ -22,7 +22,8 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
 test.before(async (t) => {
-  const sys = await startTestSystem();
+  // Sign-in limits per client address are tested with X-Forwarded-For.
+  const sys = await startTestSystem({ trustProxy: true });
   t.context = { sys, orgId: await createOrg(sys.url, 'Acme Print') };
 });
 
@@ -119,6 +120,32 @@ test('sign-in attempts are limited per account: 429 with Retry-After, until the 
 
   sys.clock.advance(retryAfter * 1000);
   t.is((await new Browser(sys.url).signIn('limited@example.com', PASSWORD)).status, 200);
+});
+
+test('sign-in attempts are limited per client address, whatever the accounts tried', async (t) => {
+  const { sys, orgId } = t.context;
+  await member(sys.url, orgId, 'viewer', 'from-anywhere@example.com');
+  const from = (ip: string) => ({ 'x-forwarded-for': ip });
+  for (let i = 0; i < 50; i++) {
+    const res = await new Browser(sys.url).call('POST', '/console/v1/sign-in', {
+      body: { email: `guess-${i}@example.com`, password: 'a guessed password' },
+      headers: from('203.0.113.7'),
+    });
+    t.is(res.status, 401);
+  }
+  const limited = await new Browser(sys.url).call<ErrorBody>('POST', '/console/v1/sign-in', {
+    body: { email: 'from-anywhere@example.com', password: PASSWORD },
+    headers: from('203.0.113.7'),
+  });
+  t.is(limited.status, 429);
+  t.is(limited.body.error.code, 'rate_limited');
+  t.truthy(limited.headers.get('retry-after'));
+  const elsewhere = await new Browser(sys.url).call('POST', '/console/v1/sign-in', {
+    body: { email: 'from-anywhere@example.com', password: PASSWORD },
+    headers: from('198.51.100.20'),
+  });
+  t.is(elsewhere.status, 200);
+  sys.clock.advance(15 * MINUTE);
 });
 
 test('a state-changing request with the cookie needs the CSRF token and a same-site Origin', async (t) => {

@@ -15,6 +15,7 @@ import {
   tokenOf,
 } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
+import { runSpool } from './helpers/spool.js';
 import {
   call,
   createOrg,
@@ -407,4 +408,30 @@ test('the operator’s invitation is described, and names a created resource', a
     body: { email: 'x@example.com', role: 'viewer' },
   });
   t.is(unknownOrg.status, 404);
+});
+
+test('spool admin invite prints the invitation and its link, as the admin API answers', async (t) => {
+  const { sys, orgId } = t.context;
+  const env = { SPOOL_URL: sys.url, SPOOL_ADMIN_TOKEN: OPERATOR_TOKEN };
+  const res = await runSpool(
+    ['admin', 'invite', '--org', orgId, '--email', 'Cli@Example.com', '--role', 'admin'],
+    env,
+  );
+  t.is(res.code, 0, res.stderr);
+  const printed = JSON.parse(res.stdout) as InvitationAnswer;
+  t.like(printed.invitation, { email: 'cli@example.com', role: 'admin' });
+  t.regex(printed.url, new RegExp(`^${sys.url}/console/invitation#svc_inv_`));
+  // The printed link works once.
+  const accepted = await new Browser(sys.url).accept(printed.url, PASSWORD);
+  t.is(accepted.status, 200);
+  t.deepEqual(
+    accepted.body.orgs.map((o) => o.role),
+    ['admin'],
+  );
+  const bad = await runSpool(
+    ['admin', 'invite', '--org', orgId, '--email', 'x@example.com', '--role', 'root'],
+    env,
+  );
+  t.not(bad.code, 0);
+  t.regex(bad.stderr, /root/);
 });
