@@ -322,7 +322,9 @@ export function formatStatus(report: StatusReport): string {
   out.push(report.running ? 'printers:' : 'printers (when it last ran):');
   const width = Math.max(4, ...status.printers.map((p) => p.name.length));
   for (const p of status.printers) {
-    out.push(`  ${p.name.padEnd(width)}  ${p.status.padEnd(12)}${p.detail ? `  ${p.detail}` : ''}`);
+    out.push(
+      `  ${p.name.padEnd(width)}  ${p.detail ? `${p.status.padEnd(12)}  ${p.detail}` : p.status}`,
+    );
   }
   if (status.printers.length === 0) out.push('  (none)');
   out.push(
@@ -330,7 +332,7 @@ export function formatStatus(report: StatusReport): string {
   );
   out.push(
     status.last_error
-      ? `last error: ${when(status.last_error.at)}: ${status.last_error.message}`
+      ? `last error: ${when(status.last_error.at)}: ${status.last_error.message.trim()}`
       : 'last error: none',
   );
   return `${out.join('\n')}\n`;
