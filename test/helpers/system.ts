@@ -39,6 +39,8 @@ export async function startTestSystem(
     serverKeys?: ServerKeys;
     keyRateLimit?: number;
     eventStreams?: Partial<EventStreamOptions>;
+    /** Mark the session cookie `Secure` (default true, as outside `spool dev`). */
+    secureCookies?: boolean;
   } = {},
 ): Promise<TestSystem> {
   const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
@@ -58,6 +60,7 @@ export async function startTestSystem(
     ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
     ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
     ...(options.eventStreams === undefined ? {} : { eventStreams: options.eventStreams }),
+    ...(options.secureCookies === undefined ? {} : { secureCookies: options.secureCookies }),
     webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.maxDocumentBytes === undefined
