@@ -7,7 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
@@ -143,7 +143,14 @@ async function deviceToken(
   if (s.file?.token) return s.file.token;
   if (s.file?.tokenFile) {
     try {
-      return (await readFile(s.file.tokenFile, 'utf8')).trim();
+      const token = (await readFile(s.file.tokenFile, 'utf8')).trim();
+      if (((await stat(s.file.tokenFile)).mode & 0o077) !== 0) {
+        logger.warn(
+          { token_file: s.file.tokenFile },
+          'the token file can be read by other users; chmod 600 it',
+        );
+      }
+      return token;
     } catch (error) {
       throw new AgentConfigError(s.file.path, [
         `token_file ${s.file.tokenFile} cannot be read: ${messageOf(error)}`,

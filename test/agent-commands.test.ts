@@ -3,7 +3,7 @@
  * the token kept off the command line, `status` while connected, after the link is lost and after
  * the agent was killed, `printers` and `test-print`.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
@@ -112,7 +112,15 @@ test.serial(
     t.false(cmdline.includes(s.token));
     t.false(agent.output().includes(s.token));
     t.false(agent.output().includes('--token puts'));
+    t.false(agent.output().includes('can be read by other users'));
     t.is(await agent.stop(), 0);
+
+    // A token file others can read is used, with a warning.
+    await chmod(join(s.dir, 'agent.token'), 0o644);
+    const loose = stopAgent(t, spawnSpool(['agent', '--config', s.config], {}));
+    await loose.waitFor(/the token file can be read by other users; chmod 600 it/);
+    await loose.waitFor(/"msg":"agent started"/);
+    t.is(await loose.stop(), 0);
 
     // The environment, with no token in the file at all.
     const other = await station(t, t.context.sys.linkAddress);
