@@ -3,7 +3,6 @@ import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { enc, get, type Location, type Printer, post, query, type Station } from '../api.js';
 import { useLive } from '../live.js';
-import { Link } from '../router.js';
 import {
   Empty,
   ErrorText,
@@ -57,18 +56,15 @@ export function OverviewPage(): JSX.Element {
             <p class="big">
               {o.stations.online} <span class="muted">of {o.stations.total}</span>
             </p>
-            <Link href="/stations">See stations</Link>
           </section>
           <section class="card" aria-labelledby="ov-printers">
             <h2 id="ov-printers">Printers by status</h2>
             <Counts counts={o.printers} empty="No printers reported yet." />
-            <Link href="/printers">See printers</Link>
           </section>
           <section class="card" aria-labelledby="ov-jobs">
             <h2 id="ov-jobs">Jobs today</h2>
             <p class="big">{jobsTotal}</p>
             <Counts counts={o.jobs_today} empty="No jobs today." />
-            <Link href="/jobs">See jobs</Link>
           </section>
         </div>
       ) : null}

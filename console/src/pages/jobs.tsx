@@ -7,6 +7,7 @@ import {
   get,
   type Job,
   type JobEvent,
+  type Member,
   type Printer,
   post,
   query,
@@ -307,17 +308,25 @@ export function JobPage(props: { id: string }): JSX.Element {
     if (what === 'reprint') navigate(`/jobs/${res.job.id}`);
     else await r.reload();
   });
+  const people = useResource(
+    () => get<{ items: Member[] }>(`/console/v1/orgs/${enc(org.id)}/people`),
+    [org.id],
+  );
   const actorName = (actor: string) => {
     const [kind, id = ''] = actor.split(':');
     if (kind === 'station') return `by station ${names.station(id)}`;
     if (kind === 'api_key') return `by API key ${short(id)}`;
+    if (kind === 'person') {
+      const who = people.data?.items.find((m) => m.person_id === id);
+      return `by ${who ? who.display_name : `person ${short(id)}`}`;
+    }
     return `by ${actor}`;
   };
   const job = r.data?.job;
   return (
     <>
       <p class="crumbs">
-        <Link href="/jobs">← All jobs</Link>
+        <Link href="/jobs">← Back to the list</Link>
       </p>
       <PageHeader title={job ? job.title || `Job ${short(job.id)}` : 'Job'}>
         {job && canWrite ? (

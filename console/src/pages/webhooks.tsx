@@ -250,7 +250,7 @@ export function EndpointPage(props: { id: string }): JSX.Element {
   return (
     <>
       <p class="crumbs">
-        <Link href="/webhooks">← All endpoints</Link>
+        <Link href="/webhooks">← Back to the list</Link>
       </p>
       <PageHeader title={ep ? ep.url : 'Endpoint'}>
         {ep && canWrite ? (
