@@ -10,14 +10,15 @@
  *   dist/agent/manifest.json   {"linux_x64": {platform, version, url, sha256, size, file}, …}
  *
  * The Node binary comes from the npm registry's `node-linux-<arch>` package, checked against the
- * integrity pinned below. Options: `--arch x64,arm64` (default both), `--base-url URL` (or
+ * integrity pinned below. The archives are reproducible: the same sources give the same bytes.
+ * Options: `--arch x64,arm64` (default both), `--base-url URL` (or
  * SPOOL_AGENT_DOWNLOAD_BASE_URL; the manifest's URLs are `<base-url>/<file>`, else the bare file
  * name), `--out DIR` (default dist/agent).
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { build } from 'esbuild';
@@ -120,6 +121,36 @@ async function nodePackage(arch: string, cacheDir: string): Promise<string> {
   return tgz;
 }
 
+/**
+ * The licences of every package the bundle took code from (its inputs under node_modules), each
+ * with its name, version and licence text.
+ */
+async function thirdPartyNotices(inputs: string[]): Promise<string> {
+  const roots = new Set<string>();
+  for (const input of inputs) {
+    const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (m?.[1]) roots.add(m[1]);
+  }
+  const parts: string[] = [
+    'spool-agent bundles code from the packages below; their licences follow.',
+    '',
+  ];
+  for (const root of [...roots].sort()) {
+    const dir = join(ROOT, root);
+    const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {
+      name: string;
+      version: string;
+      license?: string;
+    };
+    const files = (await readdir(dir)).filter((f) => /^(licen[cs]e|copying|notice)/i.test(f));
+    parts.push(`${'='.repeat(78)}\n${pkg.name}@${pkg.version} (${pkg.license ?? 'see below'})\n`);
+    for (const file of files.sort())
+      parts.push((await readFile(join(dir, file), 'utf8')).trim(), '');
+    if (files.length === 0) parts.push(`(no licence file; package.json says ${pkg.license})`, '');
+  }
+  return `${parts.join('\n')}\n`;
+}
+
 /** Builds the bundle once and an archive per architecture; writes and returns the manifest. */
 export async function buildAgent(options: BuildOptions = {}): Promise<Record<string, Artifact>> {
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -135,8 +166,10 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
   await mkdir(work, { recursive: true });
 
   const bundle = join(work, 'spool-agent.mjs');
-  await build({
+  const result = await build({
     entryPoints: [join(ROOT, 'cli', 'agent-main.ts')],
+    // Paths in the bundle's comments are relative to the repository, wherever the build runs.
+    absWorkingDir: ROOT,
     outfile: bundle,
     bundle: true,
     platform: 'node',
@@ -148,10 +181,13 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
     banner: {
       js: "import { createRequire as __spoolCreateRequire } from 'node:module'; const require = __spoolCreateRequire(import.meta.url);",
     },
-    legalComments: 'linked',
+    legalComments: 'none',
+    metafile: true,
     logLevel: 'warning',
   });
   log(`bundled the agent: ${(await stat(bundle)).size} bytes`);
+  const notices = join(work, 'THIRD-PARTY-NOTICES.txt');
+  await writeFile(notices, await thirdPartyNotices(Object.keys(result.metafile.inputs)));
 
   const manifest: Record<string, Artifact> = {};
   // A fixed time for every file, so an archive depends only on what is in it.
@@ -169,7 +205,7 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
     await chmod(join(dir, 'lib', 'node'), 0o755);
     await copyFile(join(unpack, 'package', 'LICENSE'), join(dir, 'LICENSE.node'));
     await copyFile(bundle, join(dir, 'lib', 'spool-agent.mjs'));
-    await copyFile(`${bundle}.LEGAL.txt`, join(dir, 'THIRD-PARTY-NOTICES.txt')).catch(() => {});
+    await copyFile(notices, join(dir, 'THIRD-PARTY-NOTICES.txt'));
     await writeFile(join(dir, 'bin', 'spool-agent'), LAUNCHER, { mode: 0o755 });
     await chmod(join(dir, 'bin', 'spool-agent'), 0o755);
     await writeFile(join(dir, 'agent.toml.example'), EXAMPLE_CONFIG);
@@ -203,6 +239,8 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
         '--owner=0',
         '--group=0',
         '--numeric-owner',
+        // Modes independent of the builder's umask.
+        '--mode=u+rwX,go+rX,go-w',
         `--mtime=@${mtime}`,
         '--use-compress-program=gzip -n',
         '-cf',
