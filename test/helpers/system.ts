@@ -41,6 +41,8 @@ export async function startTestSystem(
     eventStreams?: Partial<EventStreamOptions>;
     /** Mark the session cookie `Secure` (default true, as outside `spool dev`). */
     secureCookies?: boolean;
+    /** The gateway's public base URL (PUBLIC_URL). */
+    publicUrl?: string;
   } = {},
 ): Promise<TestSystem> {
   const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
@@ -61,6 +63,7 @@ export async function startTestSystem(
     ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
     ...(options.eventStreams === undefined ? {} : { eventStreams: options.eventStreams }),
     ...(options.secureCookies === undefined ? {} : { secureCookies: options.secureCookies }),
+    ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
     webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.maxDocumentBytes === undefined
