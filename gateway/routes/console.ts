@@ -1,9 +1,9 @@
 /**
- * The console's own HTTP endpoints under `/console/v1` (docs/console.md): sign-in and sign-out,
+ * The console's own HTTP endpoints under `/console/v1` (docs/console-api.md): sign-in and sign-out,
  * the session, invitations, people, keys, stations, the overview and the organization's settings.
  * Everything but sign-in and invitations needs a signed-in session (the `spool_session` cookie);
  * state-changing requests also need the CSRF token, and each organization's route the role the
- * table of docs/console.md gives.
+ * table of docs/console-api.md gives.
  */
 import { Router } from '@koa/router';
 import { Type } from '@sinclair/typebox';
