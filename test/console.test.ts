@@ -230,7 +230,7 @@ test.serial(
     await page.getByRole('button', { name: 'Create endpoint' }).click();
     t.regex((await page.getByLabel('Secret').textContent()) ?? '', /^whsec_/);
     await screenshot(page, 'webhooks');
-    await page.getByRole('link', { name: `${receiver.url}/spool` }).click();
+    // Its actions and delivery log are on the same page.
     await page.getByRole('button', { name: 'Send test' }).click();
     await receiver.until((r) => r.length >= 1);
     await page
@@ -247,6 +247,8 @@ test.serial(
     t.is(receiver.requests[0]?.delivery, receiver.requests[1]?.delivery);
     await page.getByRole('button', { name: 'Rotate secret' }).click();
     t.regex((await page.getByLabel('Secret').textContent()) ?? '', /^whsec_/);
+    // The resent delivery's new attempt succeeds, and the log shows it without a reload.
+    await page.locator('.delivery-head').getByText('succeeded').waitFor();
     await screenshot(page, 'endpoint');
 
     // A job posted through the API with that key appears and prints, without a reload.
@@ -332,6 +334,12 @@ test.serial(
     });
     t.is(refused.status, 403, refused.text);
     t.regex(refused.text, /developer/);
+    await go(viewer, 'Webhooks');
+    await viewer.getByRole('heading', { name: `${receiver.url}/spool` }).waitFor();
+    await viewer.getByRole('heading', { name: 'Delivery log' }).waitFor();
+    for (const name of ['Create endpoint', 'Rotate secret', 'Send test', 'Resend']) {
+      t.is(await viewer.getByRole('button', { name }).count(), 0, name);
+    }
     await go(viewer, 'Jobs');
     await viewer.getByRole('link', { name: 'Invoice 1042' }).click();
     await viewer.getByRole('heading', { name: 'Timeline' }).waitFor();

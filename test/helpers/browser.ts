@@ -47,5 +47,7 @@ export const SCREENSHOTS = fileURLToPath(new URL('../../docs/console/', import.m
 export async function screenshot(page: Page, name: string): Promise<void> {
   if (process.env.SPOOL_SCREENSHOTS !== '1') return;
   await mkdir(SCREENSHOTS, { recursive: true });
+  // From the top, so that the sticky header stays where it belongs in a full-page picture.
+  await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
 }

@@ -229,11 +229,14 @@ export function JobsPage(): JSX.Element {
               {items.map((j) => (
                 <tr key={j.id} data-job-id={j.id}>
                   <th scope="row">
-                    <Link href={`/jobs/${j.id}`}>{j.title || short(j.id)}</Link>
-                    {j.live ? null : <span class="tag">test</span>}
+                    <Link href={`/jobs/${j.id}`} class="job-link">
+                      <span>{j.title || 'Untitled job'}</span>
+                      <span class="job-id">{j.id}</span>
+                    </Link>
                   </th>
                   <td>
                     <Status status={j.status} />
+                    {j.live ? null : <span class="tag">test</span>}
                     {j.status_detail ? <div class="small muted">{j.status_detail}</div> : null}
                   </td>
                   <td>{names.printer(j.printer_id)}</td>

@@ -127,7 +127,7 @@ export function PeoplePage(): JSX.Element {
                 <td>
                   {canManage(m) ? (
                     <select
-                      aria-label={`Role of ${m.display_name}`}
+                      aria-label={`Access of ${m.display_name}`}
                       value={m.role}
                       disabled={change.busy}
                       onChange={(e) => void change.run(m.person_id, e.currentTarget.value as Role)}

@@ -1,5 +1,5 @@
 /** Webhook endpoints: create (secret shown once), rotate, send test, the delivery log, resend. */
-import type { JSX } from 'preact';
+import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { type Delivery, del, type Endpoint, enc, get, patch, post, query } from '../api.js';
 import { useLive } from '../live.js';
@@ -67,6 +67,11 @@ function EventChecks(props: { value: string[]; onChange(v: string[]): void }): J
   );
 }
 
+interface Shown {
+  secret: string;
+  note: ComponentChildren;
+}
+
 export function WebhooksPage(): JSX.Element {
   const { org } = useApp();
   const canWrite = useCan('developer');
@@ -77,7 +82,8 @@ export function WebhooksPage(): JSX.Element {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [events, setEvents] = useState<string[]>(['job.printed', 'job.failed']);
-  const [created, setCreated] = useState<{ endpoint: Endpoint; secret: string } | null>(null);
+  // One secret on the page at a time: the new endpoint's, or the one a rotation made.
+  const [shown, setShown] = useState<Shown | null>(null);
   const create = useAction(async () => {
     const body: Record<string, unknown> = { url, events };
     if (description.trim()) body.description = description.trim();
@@ -85,7 +91,15 @@ export function WebhooksPage(): JSX.Element {
       `/v1/orgs/${enc(org.id)}/webhooks`,
       body,
     );
-    setCreated(res);
+    setShown({
+      secret: res.secret,
+      note: (
+        <>
+          The signing secret of <strong>{res.endpoint.url}</strong>. Copy it now: it is not shown
+          again (Rotate secret makes a new one).
+        </>
+      ),
+    });
     setUrl('');
     setDescription('');
     await r.reload();
@@ -136,60 +150,49 @@ export function WebhooksPage(): JSX.Element {
               </button>
             </div>
           </form>
-          {created ? (
-            <SecretBox
-              secret={created.secret}
-              note={
-                <>
-                  The signing secret of <strong>{created.endpoint.url}</strong>. Copy it now: it is
-                  not shown again (Rotate secret makes a new one).
-                </>
-              }
-            />
-          ) : null}
         </section>
       ) : null}
+      {shown ? <SecretBox secret={shown.secret} note={shown.note} /> : null}
       <ErrorText error={r.error} />
       {r.data && items.length === 0 ? <Empty>No endpoints yet.</Empty> : null}
-      {items.length > 0 ? (
-        <div class="table-wrap">
-          <table aria-label="Endpoints">
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Events</th>
-                <th scope="col">State</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((e) => (
-                <tr key={e.id}>
-                  <th scope="row">
-                    <Link href={`/webhooks/${e.id}`}>{e.url}</Link>
-                    {e.description ? <div class="small muted">{e.description}</div> : null}
-                  </th>
-                  <td class="small">{e.events.join(', ')}</td>
-                  <td>
-                    <Status status={e.enabled ? 'enabled' : 'disabled'} />
-                    {e.disabled_reason ? (
-                      <span class="small muted"> ({e.disabled_reason})</span>
-                    ) : null}
-                  </td>
-                  <td>
-                    <Time at={e.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      {items.map((e) => (
+        <EndpointPanel
+          key={e.id}
+          id={e.id}
+          initial={e}
+          onSecret={setShown}
+          onDeleted={() => {
+            setShown(null);
+            void r.reload();
+          }}
+        />
+      ))}
     </>
   );
 }
 
+/** One endpoint on a page of its own (`/console/webhooks/{id}`). */
 export function EndpointPage(props: { id: string }): JSX.Element {
+  const [shown, setShown] = useState<Shown | null>(null);
+  return (
+    <>
+      <p class="crumbs">
+        <Link href="/webhooks">← Back to the list</Link>
+      </p>
+      <PageHeader title="Webhook endpoint" />
+      {shown ? <SecretBox secret={shown.secret} note={shown.note} /> : null}
+      <EndpointPanel id={props.id} onSecret={setShown} onDeleted={() => navigate('/webhooks')} />
+    </>
+  );
+}
+
+/** An endpoint: its settings, its actions and its delivery log with every attempt. */
+function EndpointPanel(props: {
+  id: string;
+  initial?: Endpoint;
+  onSecret(shown: Shown): void;
+  onDeleted(): void;
+}): JSX.Element {
   const { org } = useApp();
   const canWrite = useCan('developer');
   const base = `/v1/orgs/${enc(org.id)}/webhooks/${enc(props.id)}`;
@@ -200,7 +203,7 @@ export function EndpointPage(props: { id: string }): JSX.Element {
   const deliveries = useResource(
     () =>
       get<{ items: Delivery[]; next_cursor: string }>(
-        `${base}/deliveries${query({ limit: '25', cursor, state })}`,
+        `${base}/deliveries${query({ limit: '10', cursor, state })}`,
       ),
     [base, cursor, state],
   );
@@ -218,18 +221,26 @@ export function EndpointPage(props: { id: string }): JSX.Element {
     const timer = window.setTimeout(() => deliveries.reloadSoon(), 1000);
     return () => window.clearTimeout(timer);
   }, [deliveries.data, pending]);
-  const [secret, setSecret] = useState('');
   const [events, setEvents] = useState<string[] | null>(null);
+  const ep = r.data?.endpoint ?? props.initial;
   const act = useAction(async (what: 'rotate' | 'test' | 'enable' | 'disable' | 'delete') => {
     if (what === 'rotate') {
       const res = await post<{ secret: string }>(`${base}/rotate`);
-      setSecret(res.secret);
+      props.onSecret({
+        secret: res.secret,
+        note: (
+          <>
+            The new signing secret of <strong>{ep?.url}</strong>, shown only now. The previous one
+            keeps working for a while, so that your receiver can switch.
+          </>
+        ),
+      });
     } else if (what === 'test') {
       await post(`${base}/test`);
       await deliveries.reload();
     } else if (what === 'delete') {
       await del(base);
-      navigate('/webhooks');
+      props.onDeleted();
       return;
     } else {
       await patch(base, { enabled: what === 'enable' });
@@ -246,148 +257,135 @@ export function EndpointPage(props: { id: string }): JSX.Element {
     await post(`${base}/deliveries/${enc(id)}/resend`);
     await deliveries.reload();
   });
-  const ep = r.data?.endpoint;
+  const headingId = `endpoint-${props.id}`;
   return (
-    <>
-      <p class="crumbs">
-        <Link href="/webhooks">← Back to the list</Link>
-      </p>
-      <PageHeader title={ep ? ep.url : 'Endpoint'}>
-        {ep && canWrite ? (
-          <>
-            <button type="button" disabled={act.busy} onClick={() => void act.run('rotate')}>
-              Rotate secret
-            </button>
-            <button
-              type="button"
-              class="secondary"
-              disabled={act.busy}
-              onClick={() => void act.run('test')}
-            >
-              Send test
-            </button>
-            <button
-              type="button"
-              class="secondary"
-              disabled={act.busy}
-              onClick={() => void act.run(ep.enabled ? 'disable' : 'enable')}
-            >
-              {ep.enabled ? 'Disable' : 'Enable'}
-            </button>
-            <button
-              type="button"
-              class="danger"
-              disabled={act.busy}
-              onClick={() => void act.run('delete')}
-            >
-              Delete endpoint
-            </button>
-          </>
-        ) : null}
-      </PageHeader>
+    <section class="panel endpoint" aria-labelledby={headingId}>
+      <div class="endpoint-head">
+        <h2 id={headingId} class="endpoint-url">
+          {ep ? ep.url : 'Endpoint'}
+        </h2>
+        {ep ? <Status status={ep.enabled ? 'enabled' : 'disabled'} /> : null}
+      </div>
       <ErrorText error={r.error || act.error} />
-      {secret ? (
-        <SecretBox
-          secret={secret}
-          note="The new signing secret, shown only now. The previous one keeps working for a while so that your receiver can switch."
-        />
-      ) : null}
       {ep ? (
-        <section class="panel" aria-labelledby="ep-details">
-          <h2 id="ep-details">Endpoint</h2>
-          <dl class="details">
-            <dt>State</dt>
-            <dd>
-              <Status status={ep.enabled ? 'enabled' : 'disabled'} />
-              {ep.disabled_reason ? ` (${ep.disabled_reason})` : ''}
-              {ep.failing_since ? (
-                <span class="muted">
-                  {' '}
-                  failing since <Time at={ep.failing_since} />
-                </span>
-              ) : null}
-            </dd>
-            <dt>Description</dt>
-            <dd>{ep.description || '—'}</dd>
-            <dt>Secret rotated</dt>
-            <dd>
-              <Time at={ep.secret_rotated_at} empty="never" />
-            </dd>
-          </dl>
+        <>
+          <p class="small muted endpoint-meta">
+            {ep.description ? <>{ep.description} · </> : null}
+            events <code>{ep.events.join(', ')}</code>
+            {ep.disabled_reason ? <> · disabled ({ep.disabled_reason})</> : null}
+            {ep.failing_since ? (
+              <>
+                {' '}
+                · failing since <Time at={ep.failing_since} />
+              </>
+            ) : null}{' '}
+            · secret rotated <Time at={ep.secret_rotated_at} empty="never" /> · created{' '}
+            <Time at={ep.created_at} />
+          </p>
           {canWrite ? (
-            <form
-              class="stack-form"
-              onSubmit={(e) => {
-                e.preventDefault();
-                void saveEvents.run();
-              }}
-            >
-              <EventChecks value={events ?? ep.events} onChange={setEvents} />
-              <ErrorText error={saveEvents.error} />
-              <div>
-                <button type="submit" class="secondary" disabled={!events || saveEvents.busy}>
-                  Save events
-                </button>
-              </div>
-            </form>
-          ) : (
-            <p>
-              Events: <code>{ep.events.join(', ')}</code>
-            </p>
-          )}
-        </section>
-      ) : null}
-      <section aria-labelledby="ep-deliveries">
-        <div class="section-head">
-          <h2 id="ep-deliveries">Delivery log</h2>
-          <label class="inline">
-            State
-            <select
-              value={state}
-              onChange={(e) => {
-                setState(e.currentTarget.value);
-                setCursors([]);
-              }}
-            >
-              <option value="">All</option>
-              <option value="pending">pending</option>
-              <option value="succeeded">succeeded</option>
-              <option value="failed">failed</option>
-            </select>
-          </label>
-        </div>
-        <ErrorText error={deliveries.error || resend.error} />
-        {deliveries.data && deliveries.data.items.length === 0 ? (
-          <Empty>No deliveries yet. Send test sends a ping.</Empty>
-        ) : null}
-        <ul class="deliveries">
-          {(deliveries.data?.items ?? []).map((d) => (
-            <li key={d.id} class="delivery">
-              <div class="delivery-head">
-                <code>{d.event_type}</code> <Status status={d.state} />
-                <span class="small muted">
-                  {' '}
-                  {d.attempt_count} attempt{d.attempt_count === 1 ? '' : 's'} · created{' '}
-                  <Time at={d.created_at} />
-                  {d.next_attempt_at ? (
-                    <>
-                      {' '}
-                      · next <Time at={d.next_attempt_at} />
-                    </>
-                  ) : null}
-                </span>
-                {canWrite ? (
-                  <button
-                    type="button"
-                    class="secondary small-button"
-                    disabled={resend.busy}
-                    onClick={() => void resend.run(d.id)}
-                  >
-                    Resend
+            <div class="endpoint-actions">
+              <button type="button" disabled={act.busy} onClick={() => void act.run('rotate')}>
+                Rotate secret
+              </button>
+              <button
+                type="button"
+                class="secondary"
+                disabled={act.busy}
+                onClick={() => void act.run('test')}
+              >
+                Send test
+              </button>
+              <button
+                type="button"
+                class="secondary"
+                disabled={act.busy}
+                onClick={() => void act.run(ep.enabled ? 'disable' : 'enable')}
+              >
+                {ep.enabled ? 'Disable' : 'Enable'}
+              </button>
+              <button
+                type="button"
+                class="danger"
+                disabled={act.busy}
+                onClick={() => void act.run('delete')}
+              >
+                Delete endpoint
+              </button>
+            </div>
+          ) : null}
+          {canWrite ? (
+            <details class="filters">
+              <summary>Change events</summary>
+              <form
+                class="stack-form"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  void saveEvents.run();
+                }}
+              >
+                <EventChecks value={events ?? ep.events} onChange={setEvents} />
+                <ErrorText error={saveEvents.error} />
+                <div>
+                  <button type="submit" class="secondary" disabled={!events || saveEvents.busy}>
+                    Save events
                   </button>
+                </div>
+              </form>
+            </details>
+          ) : null}
+        </>
+      ) : null}
+      <div class="section-head">
+        <h3>Delivery log</h3>
+        <label class="inline">
+          State
+          <select
+            value={state}
+            onChange={(e) => {
+              setState(e.currentTarget.value);
+              setCursors([]);
+            }}
+          >
+            <option value="">All</option>
+            <option value="pending">pending</option>
+            <option value="succeeded">succeeded</option>
+            <option value="failed">failed</option>
+          </select>
+        </label>
+      </div>
+      <ErrorText error={deliveries.error || resend.error} />
+      {deliveries.data && deliveries.data.items.length === 0 ? (
+        <p class="muted">No deliveries yet. Send test sends a ping.</p>
+      ) : null}
+      <ul class="deliveries">
+        {(deliveries.data?.items ?? []).map((d) => (
+          <li key={d.id} class="delivery">
+            <div class="delivery-head">
+              <code>{d.event_type}</code> <Status status={d.state} />
+              <span class="small muted">
+                {' '}
+                {d.attempt_count} attempt{d.attempt_count === 1 ? '' : 's'} · created{' '}
+                <Time at={d.created_at} />
+                {d.next_attempt_at ? (
+                  <>
+                    {' '}
+                    · next <Time at={d.next_attempt_at} />
+                  </>
                 ) : null}
-              </div>
-              {d.attempts.length > 0 ? (
+              </span>
+              {canWrite ? (
+                <button
+                  type="button"
+                  class="secondary small-button"
+                  disabled={resend.busy}
+                  onClick={() => void resend.run(d.id)}
+                >
+                  Resend
+                </button>
+              ) : null}
+            </div>
+            {d.attempts.length > 0 ? (
+              <div class="table-scroll">
                 <table class="attempts" aria-label={`Attempts of ${d.event_type} ${d.id}`}>
                   <thead>
                     <tr>
@@ -416,17 +414,17 @@ export function EndpointPage(props: { id: string }): JSX.Element {
                     ))}
                   </tbody>
                 </table>
-              ) : null}
-            </li>
-          ))}
-        </ul>
-        <Pager
-          hasPrev={cursors.length > 0}
-          next={deliveries.data?.next_cursor}
-          onPrev={() => setCursors(cursors.slice(0, -1))}
-          onNext={(c) => setCursors([...cursors, c])}
-        />
-      </section>
-    </>
+              </div>
+            ) : null}
+          </li>
+        ))}
+      </ul>
+      <Pager
+        hasPrev={cursors.length > 0}
+        next={deliveries.data?.next_cursor}
+        onPrev={() => setCursors(cursors.slice(0, -1))}
+        onNext={(c) => setCursors([...cursors, c])}
+      />
+    </section>
   );
 }
