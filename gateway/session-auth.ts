@@ -69,15 +69,24 @@ export function ownOrigin(ctx: Ctx): string {
   return `${ctx.protocol}://${ctx.host}`;
 }
 
-/** Refuses a request whose Origin header names another site. */
+/**
+ * Refuses a request whose Origin header names another site: its host must be the one the request
+ * was sent to (the scheme may differ behind a proxy that ends TLS), or PUBLIC_URL's origin.
+ */
 export function checkOrigin(ctx: Ctx, options: SessionOptions): void {
   const origin = ctx.get('origin');
   if (origin === '') return;
-  const allowed = [ownOrigin(ctx)];
-  if (options.publicUrl) allowed.push(new URL(options.publicUrl).origin);
-  if (!allowed.includes(origin)) {
+  if (options.publicUrl && origin === new URL(options.publicUrl).origin) return;
+  let host: string | undefined;
+  try {
+    const url = new URL(origin);
+    if (url.protocol === 'http:' || url.protocol === 'https:') host = url.host;
+  } catch {
+    // "null" (a sandboxed or privacy-sensitive context) or garbage: not this site.
+  }
+  if (host === undefined || host !== ctx.host.toLowerCase()) {
     throw forbidden(
-      `cross-site request refused: the Origin ${origin} is not this console's (${allowed[0]})`,
+      `cross-site request refused: the Origin ${origin} is not this console's (${ownOrigin(ctx)})`,
     );
   }
 }

@@ -185,8 +185,17 @@ test('a state-changing request with the cookie needs the CSRF token and a same-s
   t.is(job.status, 403);
   t.regex(job.body.error.message, /X-CSRF-Token/);
 
+  const opaque = await admin.call<ErrorBody>('POST', path, { body, headers: { origin: 'null' } });
+  t.is(opaque.status, 403);
+
   const sameOrigin = await admin.call('POST', path, { body, headers: { origin: sys.url } });
   t.is(sameOrigin.status, 201);
+  // Behind a proxy that ends TLS the browser's Origin is https: the host is what counts.
+  const viaTls = await admin.call('POST', path, {
+    body: { ...body, email: 'tls@example.com' },
+    headers: { origin: sys.url.replace('http:', 'https:') },
+  });
+  t.is(viaTls.status, 201);
 });
 
 test('GET /v1/key with a session answers 400 invalid; a session reads /v1 with its role', async (t) => {
