@@ -39,7 +39,7 @@ const NOT_BUILT = `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Spool console: not built</title></head>
-<body style="font-family: system-ui, sans-serif; max-width: 40rem; margin: 3rem auto; padding: 0 1rem; line-height: 1.5">
+<body>
 <h1>The console is not built</h1>
 <p>This gateway serves the console from <code>console/dist</code>, which is missing.
 <code>npm ci</code> (or <code>npm install</code>) builds it; to build it again, run</p>

@@ -369,9 +369,21 @@ test.serial(
     await page.getByLabel('Password').fill('not the password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').getByText('wrong email or password').waitFor();
-    await page.getByLabel('Password').fill(OWNER.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    // Again with the keyboard alone: type, Tab, type, Enter; then a link, with a visible focus.
+    await page.getByLabel('Password').fill('');
+    await page.getByLabel('Email').focus();
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(OWNER.password);
+    await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await page.getByRole('link', { name: 'Overview' }).focus();
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(
+      `(() => { const e = document.activeElement; return [e.textContent, getComputedStyle(e).outlineStyle]; })()`,
+    );
+    t.deepEqual(focused, ['Jobs', 'solid']);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Jobs', exact: true }).waitFor();
 
     // On a phone: the menu opens the navigation.
     const phone = await newPage(390, 844);
