@@ -192,77 +192,82 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
   const manifest: Record<string, Artifact> = {};
   // A fixed time for every file, so an archive depends only on what is in it.
   const mtime = process.env.SOURCE_DATE_EPOCH ?? '0';
-  for (const arch of arches) {
-    const name = `spool-agent-${version}-linux-${arch}`;
-    const dir = join(work, name);
-    await mkdir(join(dir, 'bin'), { recursive: true });
-    await mkdir(join(dir, 'lib'), { recursive: true });
-    const tgz = await nodePackage(arch, cacheDir);
-    const unpack = join(work, `node-${arch}`);
-    await mkdir(unpack, { recursive: true });
-    await exec('tar', ['-xzf', tgz, '-C', unpack, 'package/bin/node', 'package/LICENSE']);
-    await copyFile(join(unpack, 'package', 'bin', 'node'), join(dir, 'lib', 'node'));
-    await chmod(join(dir, 'lib', 'node'), 0o755);
-    await copyFile(join(unpack, 'package', 'LICENSE'), join(dir, 'LICENSE.node'));
-    await copyFile(bundle, join(dir, 'lib', 'spool-agent.mjs'));
-    await copyFile(notices, join(dir, 'THIRD-PARTY-NOTICES.txt'));
-    await writeFile(join(dir, 'bin', 'spool-agent'), LAUNCHER, { mode: 0o755 });
-    await chmod(join(dir, 'bin', 'spool-agent'), 0o755);
-    await writeFile(join(dir, 'agent.toml.example'), EXAMPLE_CONFIG);
-    await writeFile(
-      join(dir, 'VERSION'),
-      `spool-agent ${version} linux-${arch}, Node ${NODE_VERSION}\n`,
-    );
-    await writeFile(
-      join(dir, 'README.txt'),
-      [
-        `spool-agent ${version} for linux-${arch}`,
-        '',
-        'Unpack anywhere (for example /opt/spool-agent), write /etc/spool/agent.toml',
-        '(see agent.toml.example) and run:',
-        '',
-        '  bin/spool-agent status            is the agent running and connected?',
-        '  bin/spool-agent printers          the printers it can see',
-        '  bin/spool-agent test-print NAME   print a test page',
-        '  bin/spool-agent install-service   install the systemd service',
-        '',
-        "Everything is in Spool's docs/agent.md.",
-        '',
-      ].join('\n'),
-    );
-    const file = `${name}.tar.gz`;
-    const archive = join(outDir, file);
-    await exec(
-      'tar',
-      [
-        '--sort=name',
-        '--owner=0',
-        '--group=0',
-        '--numeric-owner',
-        // Modes independent of the builder's umask.
-        '--mode=u+rwX,go+rX,go-w',
-        `--mtime=@${mtime}`,
-        '--use-compress-program=gzip -n',
-        '-cf',
-        archive,
-        '-C',
-        work,
-        name,
-      ],
-      { env: { ...process.env, GZIP: '' } },
-    );
-    const size = (await stat(archive)).size;
-    const base = options.baseUrl ?? process.env.SPOOL_AGENT_DOWNLOAD_BASE_URL;
-    manifest[`linux_${arch}`] = {
-      platform: `linux-${arch}`,
-      version,
-      url: base ? `${base.replace(/\/+$/, '')}/${file}` : file,
-      sha256: await sha256Of(archive),
-      size,
-      file,
-    };
-    log(`wrote ${archive}: ${size} bytes`);
-  }
+  // The platforms are packed side by side: most of the time is gzip, one core each.
+  const packed = await Promise.all(
+    arches.map(async (arch): Promise<[string, Artifact]> => {
+      const name = `spool-agent-${version}-linux-${arch}`;
+      const dir = join(work, name);
+      await mkdir(join(dir, 'bin'), { recursive: true });
+      await mkdir(join(dir, 'lib'), { recursive: true });
+      const tgz = await nodePackage(arch, cacheDir);
+      const unpack = join(work, `node-${arch}`);
+      await mkdir(unpack, { recursive: true });
+      await exec('tar', ['-xzf', tgz, '-C', unpack, 'package/bin/node', 'package/LICENSE']);
+      await copyFile(join(unpack, 'package', 'bin', 'node'), join(dir, 'lib', 'node'));
+      await chmod(join(dir, 'lib', 'node'), 0o755);
+      await copyFile(join(unpack, 'package', 'LICENSE'), join(dir, 'LICENSE.node'));
+      await copyFile(bundle, join(dir, 'lib', 'spool-agent.mjs'));
+      await copyFile(notices, join(dir, 'THIRD-PARTY-NOTICES.txt'));
+      await writeFile(join(dir, 'bin', 'spool-agent'), LAUNCHER, { mode: 0o755 });
+      await chmod(join(dir, 'bin', 'spool-agent'), 0o755);
+      await writeFile(join(dir, 'agent.toml.example'), EXAMPLE_CONFIG);
+      await writeFile(
+        join(dir, 'VERSION'),
+        `spool-agent ${version} linux-${arch}, Node ${NODE_VERSION}\n`,
+      );
+      await writeFile(
+        join(dir, 'README.txt'),
+        [
+          `spool-agent ${version} for linux-${arch}`,
+          '',
+          'Unpack anywhere (for example /opt/spool-agent), write /etc/spool/agent.toml',
+          '(see agent.toml.example) and run:',
+          '',
+          '  bin/spool-agent status            is the agent running and connected?',
+          '  bin/spool-agent printers          the printers it can see',
+          '  bin/spool-agent test-print NAME   print a test page',
+          '  bin/spool-agent install-service   install the systemd service',
+          '',
+          "Everything is in Spool's docs/agent.md.",
+          '',
+        ].join('\n'),
+      );
+      const file = `${name}.tar.gz`;
+      const archive = join(outDir, file);
+      await exec(
+        'tar',
+        [
+          '--sort=name',
+          '--owner=0',
+          '--group=0',
+          '--numeric-owner',
+          // Modes independent of the builder's umask.
+          '--mode=u+rwX,go+rX,go-w',
+          `--mtime=@${mtime}`,
+          '--use-compress-program=gzip -n',
+          '-cf',
+          archive,
+          '-C',
+          work,
+          name,
+        ],
+        { env: { ...process.env, GZIP: '' } },
+      );
+      const size = (await stat(archive)).size;
+      const base = options.baseUrl ?? process.env.SPOOL_AGENT_DOWNLOAD_BASE_URL;
+      const artifact: Artifact = {
+        platform: `linux-${arch}`,
+        version,
+        url: base ? `${base.replace(/\/+$/, '')}/${file}` : file,
+        sha256: await sha256Of(archive),
+        size,
+        file,
+      };
+      log(`wrote ${archive}: ${size} bytes`);
+      return [`linux_${arch}`, artifact];
+    }),
+  );
+  for (const [key, artifact] of packed) manifest[key] = artifact;
   await rm(work, { recursive: true, force: true });
   await writeFile(join(outDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   log(`wrote ${join(outDir, 'manifest.json')}`);
