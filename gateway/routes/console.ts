@@ -370,7 +370,7 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
     for (const param of ['job_document_retention_days', 'upload_retention_days'] as const) {
       if (req[param] !== undefined && req[param] !== current[param]) {
         throw invalid(
-          `${param} is set for the whole installation by its operator (spool admin settings), not per organization`,
+          `${param} is set for the whole installation by its operator (spool admin settings set), not per organization`,
           param,
         );
       }
