@@ -435,3 +435,40 @@ test('spool admin invite prints the invitation and its link, as the admin API an
   t.not(bad.code, 0);
   t.regex(bad.stderr, /root/);
 });
+
+test('settings: owners rename the organization; retention stays the operator’s', async (t) => {
+  const { sys } = t.context;
+  const orgId = await createOrg(sys.url, 'Settled');
+  const owner = await member(sys.url, orgId, 'owner');
+  interface Settings {
+    settings: {
+      id: string;
+      name: string;
+      job_document_retention_days: number;
+      upload_retention_days: number;
+    };
+  }
+  const got = await owner.call<Settings>('GET', `/console/v1/orgs/${orgId}/settings`);
+  t.is(got.status, 200);
+  t.deepEqual(got.body.settings, {
+    id: orgId,
+    name: 'Settled',
+    job_document_retention_days: 30,
+    upload_retention_days: 7,
+  });
+  const renamed = await owner.call<Settings>('PATCH', `/console/v1/orgs/${orgId}/settings`, {
+    body: { name: 'Settled Co', job_document_retention_days: 30 },
+  });
+  t.is(renamed.status, 200);
+  t.is(renamed.body.settings.name, 'Settled Co');
+  const org = await call<{ org: { name: string } }>(sys.url, 'GET', `/admin/v1/orgs/${orgId}`, {
+    token: OPERATOR_TOKEN,
+  });
+  t.is(org.body.org.name, 'Settled Co');
+  const retention = await owner.call<ErrorBody>('PATCH', `/console/v1/orgs/${orgId}/settings`, {
+    body: { upload_retention_days: 1 },
+  });
+  t.is(retention.status, 400);
+  t.is(retention.body.error.param, 'upload_retention_days');
+  t.regex(retention.body.error.message, /operator/);
+});
