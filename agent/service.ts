@@ -54,6 +54,8 @@ export function systemdUnit(options: UnitOptions): string {
     'StateDirectoryMode=0700',
     ...(config?.tokenFile ? [`LoadCredential=${TOKEN_CREDENTIAL}:${config.tokenFile}`] : []),
     'NoNewPrivileges=yes',
+    'CapabilityBoundingSet=',
+    'AmbientCapabilities=',
     'ProtectSystem=strict',
     // A file: printer's folder under a home directory must stay reachable to be written.
     writable.some((dir) => /^\/(home|root|run\/user)(\/|$)/.test(dir))
@@ -61,6 +63,9 @@ export function systemdUnit(options: UnitOptions): string {
       : 'ProtectHome=yes',
     'PrivateTmp=yes',
     'PrivateDevices=yes',
+    'DevicePolicy=closed',
+    'PrivateMounts=yes',
+    'ProtectProc=invisible',
     'ProtectKernelTunables=yes',
     'ProtectKernelModules=yes',
     'ProtectKernelLogs=yes',
@@ -73,6 +78,9 @@ export function systemdUnit(options: UnitOptions): string {
     'RestrictSUIDSGID=yes',
     'LockPersonality=yes',
     'SystemCallArchitectures=native',
+    'SystemCallFilter=@system-service',
+    'SystemCallFilter=~@privileged @resources',
+    'SystemCallErrorNumber=EPERM',
     'UMask=0077',
     ...(writable.length > 0 ? [`ReadWritePaths=${writable.map(quote).join(' ')}`] : []),
     '',

@@ -8,6 +8,7 @@ import test from 'ava';
 import { AgentConfigError, defaultStateDir, parseAgentConfig } from '../agent/config.js';
 import { systemdUnit } from '../agent/service.js';
 import { tempDir } from './helpers/printing-org.js';
+import { runProcess } from './helpers/processes.js';
 import { runSpool } from './helpers/spool.js';
 
 const PATH = '/etc/spool/agent.toml';
@@ -193,4 +194,43 @@ test('a bad configuration file stops the agent before it starts, naming the line
   });
   t.is(result.code, 1);
   t.regex(result.stderr, new RegExp(`${config}: line 3: printers.desk: invalid printer`));
+});
+
+test('systemd accepts the unit, and rates its exposure low', async (t) => {
+  const analyze = await runProcess('/bin/sh', ['-c', 'command -v systemd-analyze'], {
+    PATH: process.env.PATH ?? '',
+  });
+  if (analyze.code !== 0) {
+    t.log('SKIPPED: systemd-analyze is not installed (apt-get install systemd)');
+    t.pass();
+    return;
+  }
+  const dir = await tempDir('spool-agent-unit-');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(join(dir, 'out'));
+  const config = join(dir, 'agent.toml');
+  await writeFile(
+    config,
+    `server = "localhost:7070"\ntoken_file = "${join(dir, 'token')}"\n[printers]\ndesk = "file:${join(dir, 'out')}"\n`,
+  );
+  const unit = join(dir, 'spool-agent.service');
+  const written = await runSpool(
+    ['agent', 'install-service', '--config', config, '--unit-file', unit],
+    {},
+  );
+  t.is(written.code, 0, written.stderr);
+  const env = { PATH: process.env.PATH ?? '', SYSTEMD_LOG_LEVEL: 'warning' };
+  const verify = await runProcess('systemd-analyze', ['verify', unit], env);
+  t.is(verify.code, 0, verify.stderr);
+  t.is(verify.stderr.trim(), '');
+  const security = await runProcess(
+    'systemd-analyze',
+    ['security', '--offline=true', '--threshold=20', unit],
+    env,
+  );
+  const level = /Overall exposure level for spool-agent\.service: ([\d.]+) (\w+)/.exec(
+    security.stdout,
+  );
+  t.truthy(level, security.stdout + security.stderr);
+  t.true(Number(level?.[1]) <= 2, `exposure ${level?.[1]} ${level?.[2]}`);
 });
