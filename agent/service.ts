@@ -79,7 +79,7 @@ export function systemdUnit(options: UnitOptions): string {
     'LockPersonality=yes',
     'SystemCallArchitectures=native',
     'SystemCallFilter=@system-service',
-    'SystemCallFilter=~@privileged @resources',
+    'SystemCallFilter=~@privileged',
     'SystemCallErrorNumber=EPERM',
     'UMask=0077',
     ...(writable.length > 0 ? [`ReadWritePaths=${writable.map(quote).join(' ')}`] : []),
