@@ -345,6 +345,23 @@ test.serial(
     await viewer.getByRole('heading', { name: 'Timeline' }).waitFor();
     t.is(await viewer.getByRole('button', { name: 'Reprint job' }).count(), 0);
 
+    // The owner makes the viewer a developer: Create key appears for them; then removes them.
+    await go(page, 'People');
+    await page.getByLabel(`Access of ${VIEWER.name}`).selectOption('developer');
+    await eventually(
+      () => pageCall(viewer, 'GET', '/console/v1/session'),
+      (r) => r.text.includes('"developer"'),
+    );
+    await go(viewer, 'API keys');
+    await viewer.reload();
+    await viewer.getByRole('button', { name: 'Create key' }).waitFor();
+    await page.getByRole('button', { name: `Remove ${VIEWER.name}` }).click();
+    await page.getByRole('row', { name: new RegExp(VIEWER.email) }).waitFor({ state: 'detached' });
+    await eventually(
+      () => pageCall(viewer, 'GET', `/console/v1/orgs/${org.orgId}/keys`),
+      (r) => r.status === 404,
+    );
+
     // The owner revokes the key; the API stops taking it.
     await go(page, 'API keys');
     await page

@@ -11,7 +11,7 @@ import { JobPage, JobsPage } from './pages/jobs.js';
 import { KeysPage } from './pages/keys.js';
 import { PeoplePage, SettingsPage } from './pages/people.js';
 import { EndpointPage, WebhooksPage } from './pages/webhooks.js';
-import { Link, navigate, usePath } from './router.js';
+import { Link, navigate, usePath, visitCount } from './router.js';
 import { AppContext, type AppState, ErrorText, messageOf } from './ui.js';
 
 const NAV: { href: string; label: string }[] = [
@@ -126,7 +126,7 @@ function Shell(props: { app: AppState; path: string }): JSX.Element {
           </ul>
         </nav>
         <main id="main" tabIndex={-1}>
-          <Page path={path} />
+          <Page key={visitCount()} path={path} />
         </main>
       </div>
     </AppContext.Provider>

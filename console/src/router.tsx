@@ -9,7 +9,15 @@ function current(): string {
   return p === '' ? '/' : p;
 }
 
+let visits = 0;
+
+/** Counts navigations, so that following a link to the page already shown reloads it. */
+export function visitCount(): number {
+  return visits;
+}
+
 export function navigate(to: string, replace = false): void {
+  visits += 1;
   const url = BASE + to;
   if (replace) history.replaceState(null, '', url);
   else history.pushState(null, '', url);
@@ -18,9 +26,9 @@ export function navigate(to: string, replace = false): void {
 }
 
 export function usePath(): string {
-  const [path, setPath] = useState(current);
+  const [{ path }, setPath] = useState(() => ({ path: current(), visit: visits }));
   useEffect(() => {
-    const update = () => setPath(current() + location.search);
+    const update = () => setPath({ path: current() + location.search, visit: visits });
     update();
     window.addEventListener('popstate', update);
     window.addEventListener('spool:navigate', update);
