@@ -57,7 +57,7 @@ export SPOOL_AGENT_BIN
 exec "$root/lib/node" "$root/lib/spool-agent.mjs" "$@"
 `;
 
-const EXAMPLE_CONFIG = `# /etc/spool/agent.toml: the Spool station agent's configuration (docs/agent.md).
+export const EXAMPLE_CONFIG = `# /etc/spool/agent.toml: the Spool station agent's configuration (docs/agent.md).
 server = "spool.example.com:7070"        # the station link; a list is tried in turn
 token_file = "/etc/spool/agent.token"    # chmod 600; or SPOOL_DEVICE_TOKEN
 # state_dir = "/var/lib/spool-agent"     # default: systemd's StateDirectory, else as docs/agent.md says

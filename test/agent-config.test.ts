@@ -2,11 +2,12 @@
  * The agent's configuration file: what a station owner writes in /etc/spool/agent.toml, and the
  * errors that name the line and key when it is wrong.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { AgentConfigError, defaultStateDir, parseAgentConfig } from '../agent/config.js';
 import { systemdUnit } from '../agent/service.js';
+import { EXAMPLE_CONFIG } from '../scripts/build-agent.js';
 import { tempDir } from './helpers/printing-org.js';
 import { runProcess } from './helpers/processes.js';
 import { runSpool } from './helpers/spool.js';
@@ -233,4 +234,16 @@ test('systemd accepts the unit, and rates its exposure low', async (t) => {
   );
   t.truthy(level, security.stdout + security.stderr);
   t.true(Number(level?.[1]) <= 2, `exposure ${level?.[1]} ${level?.[2]}`);
+});
+
+test('the example in docs/agent.md and the one in the package are valid configurations', async (t) => {
+  const doc = await readFile(join(import.meta.dirname, '..', 'docs', 'agent.md'), 'utf8');
+  const example = /```toml\n([\s\S]*?)```/.exec(doc)?.[1];
+  t.truthy(example);
+  const config = parseAgentConfig(example ?? '', PATH);
+  t.deepEqual(
+    config.printers.map((p) => p.name),
+    ['desk', 'labels', 'office', '*'],
+  );
+  t.is(parseAgentConfig(EXAMPLE_CONFIG, PATH).printers.length, 1);
 });
