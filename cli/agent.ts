@@ -23,6 +23,7 @@ import {
   TOKEN_CREDENTIAL,
 } from '../agent/config.js';
 import { parsePrinterSpec, runAgent } from '../agent/index.js';
+import { JOURNAL_FILE } from '../agent/journal.js';
 import { prettyDestination } from '../agent/log-format.js';
 import { ALL_CUPS_QUEUES, type PrinterSpec } from '../agent/printer-spec.js';
 import { PrinterSet } from '../agent/printers.js';
@@ -179,6 +180,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
       'give the server address: server = "HOST:PORT" in the configuration file, or --server',
     );
   }
+  await refuseOldStateDir(flags, s);
   const token = await deviceToken(flags, s, logger);
   if (!token) {
     throw new Error(
@@ -230,6 +232,26 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
   // Resolves after SIGTERM; rejects when the server refuses the token, which retrying cannot fix.
   await agent.done;
 }
+
+/**
+ * The state directory used to default to `.spool-agent` in the folder the agent started from. An
+ * agent upgraded in place would start with an empty journal beside its old one and could print a
+ * job twice, so it refuses until the old journal is moved or named.
+ */
+async function refuseOldStateDir(flags: AgentCommonFlags, s: Settings): Promise<void> {
+  const chosen = flags.stateDir ?? s.env.stateDir ?? s.file?.stateDir;
+  if (chosen !== undefined) return;
+  const old = resolve(OLD_STATE_DIR);
+  if (old === s.stateDir || !existsSync(join(old, JOURNAL_FILE))) return;
+  if (existsSync(join(s.stateDir, JOURNAL_FILE))) return;
+  throw new Error(
+    `${old} holds a journal from an agent that kept its state there (the old default); move it to ` +
+      `the state directory (mkdir -p ${s.stateDir} && mv ${join(old, '*')} ${s.stateDir}/) or ` +
+      `give --state-dir ${OLD_STATE_DIR}, so that no job prints twice`,
+  );
+}
+
+const OLD_STATE_DIR = '.spool-agent';
 
 /** Stops cleanly on SIGTERM or SIGINT, then exits. */
 function onSignal(logger: Logger, stop: () => Promise<void>): void {

@@ -247,3 +247,22 @@ test('the example in docs/agent.md and the one in the package are valid configur
   );
   t.is(parseAgentConfig(EXAMPLE_CONFIG, PATH).printers.length, 1);
 });
+
+test('an agent that kept its journal in ./.spool-agent, the old default, is not started on an empty one', async (t) => {
+  const dir = await tempDir('spool-agent-old-');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(join(dir, '.spool-agent'));
+  await writeFile(join(dir, '.spool-agent', 'journal.jsonl'), '');
+  const bin = join(import.meta.dirname, '..', 'bin', 'spool.js');
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: join(dir, 'home'),
+    XDG_STATE_HOME: join(dir, 'state'),
+    SPOOL_DEVICE_TOKEN: 'svc_dev_x',
+  };
+  const args = [bin, 'agent', '--server', '127.0.0.1:1', '--printer', `desk=file:${dir}`];
+  const refused = await runProcess(process.execPath, args, env, { cwd: dir });
+  t.is(refused.code, 1);
+  t.regex(refused.stderr, /\.spool-agent holds a journal from an agent that kept its state there/);
+  t.regex(refused.stderr, /give --state-dir \.spool-agent, so that no job prints twice/);
+});

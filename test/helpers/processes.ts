@@ -73,14 +73,15 @@ export function spawnProcess(
   };
 }
 
-/** Runs a command to completion with exactly `env`. */
+/** Runs a command to completion with exactly `env` (in `cwd`, if given). */
 export async function runProcess(
   command: string,
   args: string[],
   env: Record<string, string>,
+  options: { cwd?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(command, args, { env });
+    const { stdout, stderr } = await exec(command, args, { env, ...options });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
