@@ -309,7 +309,9 @@ test.serial(
     await page.getByRole('heading', { name: 'Jobs today' }).waitFor();
     await screenshot(page, 'overview');
     await go(page, 'Settings');
-    await page.getByLabel('Organization name').waitFor();
+    await page.getByLabel('Organization name').fill('Acme Print & Mail');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('banner').getByText('Acme Print & Mail').waitFor();
     await screenshot(page, 'settings');
 
     // The owner invites a viewer from the console.

@@ -220,6 +220,12 @@ function App(): JSX.Element {
       setOrgId(id);
       navigate('/');
     },
+    renamedOrg(name) {
+      setSession({
+        ...session,
+        orgs: session.orgs.map((o) => (o.id === org.id ? { ...o, name } : o)),
+      });
+    },
     async signOut() {
       try {
         await post('/console/v1/sign-out');

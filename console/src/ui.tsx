@@ -9,6 +9,8 @@ export interface AppState {
   org: OrgMembership;
   setOrg(id: string): void;
   signOut(): Promise<void>;
+  /** Shows the organization's new name (the settings page renamed it). */
+  renamedOrg(name: string): void;
 }
 export const AppContext = createContext<AppState | null>(null);
 

@@ -205,7 +205,7 @@ const LABELS: Record<string, string> = {
 };
 
 export function SettingsPage(): JSX.Element {
-  const { org } = useApp();
+  const { org, renamedOrg } = useApp();
   const isOwner = useCan('owner');
   const url = `/console/v1/orgs/${enc(org.id)}/settings`;
   const r = useResource(async () => {
@@ -216,9 +216,10 @@ export function SettingsPage(): JSX.Element {
   const [saved, setSaved] = useState(false);
   const save = useAction(async () => {
     setSaved(false);
-    await patch(url, draft);
+    const res = await patch<{ settings?: Settings }>(url, draft);
     setDraft({});
     setSaved(true);
+    if (typeof res.settings?.name === 'string') renamedOrg(res.settings.name);
     await r.reload();
   });
   const settings = r.data ?? {};
