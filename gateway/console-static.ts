@@ -42,7 +42,8 @@ const NOT_BUILT = `<!doctype html>
 <body>
 <h1>The console is not built</h1>
 <p>This gateway serves the console from <code>console/dist</code>, which is missing.
-<code>npm ci</code> (or <code>npm install</code>) builds it; to build it again, run</p>
+<code>npm ci</code> (or <code>npm install</code>) builds it when dev dependencies are installed; to
+build it, run</p>
 <pre>npm run build:console</pre>
 <p>in the Spool checkout, then reload this page. The container image has it built in.</p>
 </body>
