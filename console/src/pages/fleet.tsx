@@ -20,6 +20,8 @@ interface Overview {
   stations: { online: number; total: number };
   printers: Record<string, number>;
   jobs_today: Record<string, number>;
+  /** The start of the UTC day the jobs are counted from. */
+  since?: string;
 }
 
 function Counts(props: { counts: Record<string, number>; empty: string }): JSX.Element {
@@ -64,6 +66,11 @@ export function OverviewPage(): JSX.Element {
           <section class="card" aria-labelledby="ov-jobs">
             <h2 id="ov-jobs">Jobs today</h2>
             <p class="big">{jobsTotal}</p>
+            {o.since ? (
+              <p class="small muted">
+                since <Time at={o.since} /> (midnight UTC)
+              </p>
+            ) : null}
             <Counts counts={o.jobs_today} empty="No jobs today." />
           </section>
         </div>
