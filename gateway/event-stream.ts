@@ -22,6 +22,8 @@ import {
   type JsMsg,
   jetstream,
   jetstreamManager,
+  type MsgRequest,
+  type StoredMsg,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { NatsConnection } from '../lib/bus.js';
@@ -72,7 +74,10 @@ export function parseEventId(text: string): number | undefined {
   return Number.isSafeInteger(n) ? n : undefined;
 }
 
-function frameOf(msg: JsMsg): { orgId: string; frame: Frame } | undefined {
+/** What the feed reads of a stored event: a consumer's message or one fetched by sequence. */
+type StoredEvent = Pick<JsMsg, 'subject' | 'seq' | 'json'>;
+
+function frameOf(msg: StoredEvent): { orgId: string; frame: Frame } | undefined {
   let event: ReturnType<typeof parseEvent>;
   try {
     event = parseEvent(msg.json());
@@ -167,6 +172,21 @@ class Listener {
     this.onClose(this);
     if (abort) this.res.destroy();
     else this.res.end();
+  }
+
+  /** Resolves once what was written has reached the socket, or the stream has closed. */
+  async drained(): Promise<void> {
+    this.uncork();
+    if (this.closed || this.res.writableLength === 0) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
   }
 
   uncork(): void {
@@ -291,8 +311,19 @@ export function createEventStreams(deps: {
       );
     });
 
-  /** Sends the organization's events after `after` that are under a day old, up to the stream's end. */
-  async function replay(l: Listener, after: number): Promise<void> {
+  /** The organization's first stored event at or after `seq`, if any. */
+  async function nextOf(orgId: string, seq: number): Promise<StoredMsg | null> {
+    if (!jsm) throw new Error('the event feed has not started');
+    // STREAM.MSG.GET takes `next_by_subj` (nats-server 2.9+), which the client's type omits.
+    const query = { seq, next_by_subj: `events.${orgId}.>` } as unknown as MsgRequest;
+    return jsm.streams.getMessage(STREAM, query);
+  }
+
+  /**
+   * Sends the organization's events after `after` that are under a day old, up to `until`, the
+   * feed's position when the stream opened; the live feed has held everything after it.
+   */
+  async function replay(l: Listener, after: number, until: number): Promise<void> {
     if (!jsm) throw new Error('the event feed has not started');
     const cutoff = deps.clock.now().getTime() - RESUME_WINDOW_MS;
     const state = (await jsm.streams.info(STREAM)).state;
@@ -325,24 +356,45 @@ export function createEventStreams(deps: {
         : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: start.opt_start_time }),
     });
     try {
-      let pending = info.num_pending;
       const consumer = await jetstream(deps.nc).consumers.get(STREAM, info.name);
-      while (pending > 0 && !l.closed) {
-        const batch = await consumer.fetch({
-          max_messages: Math.min(pending, 256),
-          expires: 5_000,
-        });
-        let got = 0;
-        for await (const msg of batch) {
-          got++;
-          pending = msg.info.pending;
-          if (msg.time.getTime() < cutoff) continue;
-          const item = frameOf(msg);
-          if (item && item.orgId === l.orgId && l.wants(item.frame)) {
-            l.send(item.frame.seq, item.frame.bytes);
+      /** The last sequence the replay read; the live feed sends what comes after `until`. */
+      let read = 'opt_start_seq' in start ? start.opt_start_seq - 1 : undefined;
+      let more = info.num_pending > 0;
+      /** Set when the consumer stops short of what is stored: the rest is read one by one. */
+      let byOne = false;
+      const deliver = async (msg: StoredEvent, at: number) => {
+        read = msg.seq;
+        if (at < cutoff) return;
+        const item = frameOf(msg);
+        if (item && item.orgId === l.orgId && l.wants(item.frame)) {
+          l.send(item.frame.seq, item.frame.bytes);
+          // A day of events is read no faster than the client takes them.
+          if (l.res.writableLength > options.bufferBytes / 2) await l.drained();
+        }
+      };
+      while (!l.closed) {
+        if (!more) {
+          // The consumer's count of what is left is only a hint: nats-server 2.9 can stop a
+          // filtered consumer short of the last stored events. The stream itself settles it.
+          if (read === undefined || read >= until) break;
+          const next = await nextOf(l.orgId, read + 1);
+          if (!next || next.seq > until) break;
+          if (byOne) {
+            await deliver(next, next.time.getTime());
+            continue;
           }
         }
-        if (got === 0) break;
+        const batch = await consumer.fetch({ max_messages: 256, expires: 1_000 });
+        let got = 0;
+        more = false;
+        for await (const msg of batch) {
+          got++;
+          await deliver(msg, msg.time.getTime());
+          if (l.closed || msg.seq >= until) break;
+          if (msg.info.pending === 0) break;
+          if (got === 256) more = true;
+        }
+        if (got === 0) byOne = true;
       }
     } finally {
       await jsm.consumers.delete(STREAM, info.name).catch(() => undefined);
@@ -361,13 +413,15 @@ export function createEventStreams(deps: {
       }
       if (stream.res.destroyed) return;
       const resuming = stream.lastEventId !== undefined;
+      // Everything after this the feed hands to the listener; a replay reads up to it.
+      const until = fed;
       const l = new Listener(
         stream.orgId,
         stream.res,
         stream.types,
         options.bufferBytes,
         // A new stream starts with what happens after it opened.
-        stream.lastEventId ?? fed,
+        stream.lastEventId ?? until,
         resuming,
         remove,
         cork,
@@ -381,7 +435,7 @@ export function createEventStreams(deps: {
       count++;
       if (!resuming) return;
       try {
-        await replay(l, stream.lastEventId as number);
+        await replay(l, stream.lastEventId as number, until);
         l.goLive();
       } catch (err) {
         logger.warn({ err }, 'could not send the missed events; closing the stream');

@@ -5,6 +5,10 @@
  * repeats, `types=` filters, keep-alive comments come on the configured interval, and a draining
  * gateway ends its streams cleanly.
  */
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, request } from 'node:http';
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import anyTest, { type TestFn } from 'ava';
 import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
@@ -18,10 +22,11 @@ interface Ctx {
 
 const test = anyTest as TestFn<Ctx>;
 const KEEP_ALIVE_MS = 300;
+const BUFFER_BYTES = 256 * 1024;
 
 test.before(async (t) => {
   const [org, receiver] = await Promise.all([
-    startPrintingOrg({ eventStreams: { keepAliveMs: KEEP_ALIVE_MS } }),
+    startPrintingOrg({ eventStreams: { keepAliveMs: KEEP_ALIVE_MS, bufferBytes: BUFFER_BYTES } }),
     startReceiver(),
   ]);
   t.context = { org, receiver };
@@ -294,5 +299,89 @@ test.serial(
     t.teardown(() => resumed.close());
     await resumed.until(printed(later), 20_000);
     t.deepEqual(ofJob(resumed.messages, jobId), []);
+  },
+);
+
+test.serial(
+  'a client that stops reading is cut off past the buffer limit, and resumes without loss',
+  async (t) => {
+    const { org } = t.context;
+    // The id to resume from: the last event so far.
+    const marker = await openStream(streamUrl(t), { token: org.key });
+    const jobId = await postJob(t, 'stream-slow');
+    await marker.until(printed(jobId), 20_000);
+    const from = (marker.messages[marker.messages.length - 1] as SseMessage).id;
+    marker.close();
+
+    // A client that reads nothing after the headers.
+    const gateway = org.sys.gateway.gateway;
+    // Every stream of the tests before has closed.
+    await eventually(
+      async () => gateway.events.size,
+      (n) => n === 0,
+    );
+    const stalled = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request(
+        streamUrl(t),
+        { headers: { authorization: `Bearer ${org.key}` }, agent: false },
+        (res) => {
+          res.pause();
+          resolve(res);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    t.teardown(() => stalled.destroy());
+    t.is(stalled.statusCode, 200);
+    await eventually(
+      async () => gateway.events.size,
+      (n) => n === 1,
+    );
+
+    // 160 events of 100 KB each: far more than the socket buffers and the limit hold.
+    const nc = await connect({ servers: org.sys.nats.url });
+    t.teardown(() => nc.close());
+    const js = jetstream(nc);
+    const detail = 'x'.repeat(100 * 1024);
+    const printerId = randomUUID();
+    for (let i = 0; i < 160; i++) {
+      await js.publish(
+        `events.${org.orgId}.printer.status`,
+        JSON.stringify({
+          id: randomUUID(),
+          type: 'printer.status',
+          created_at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+          org_id: org.orgId,
+          data: { printer_id: printerId, status: 'error', detail: `${i} ${detail}` },
+        }),
+      );
+    }
+    // The gateway let go of the stalled stream rather than holding 16 MB for it.
+    await eventually(
+      async () => gateway.events.size,
+      (n) => n === 0,
+      20_000,
+    );
+    const ending = new Promise<string>((resolve) => {
+      stalled.on('end', () => resolve('end'));
+      stalled.on('error', () => resolve('error'));
+      stalled.on('close', () => resolve(stalled.complete ? 'end' : 'error'));
+    });
+    stalled.resume();
+    t.is(await ending, 'error', 'the stream was cut, not ended');
+
+    // Resuming from before the burst gets all of it, read at the client's pace.
+    const resumed = await openStream(streamUrl(t), { token: org.key, lastEventId: from });
+    t.teardown(() => resumed.close());
+    const burst = (ms: SseMessage[]) =>
+      ms.filter((m) => m.event === 'printer.status' && m.data.includes(printerId));
+    await resumed.until((ms) => burst(ms).length >= 160, 20_000);
+    t.deepEqual(
+      burst(resumed.messages).map(
+        (m) => (JSON.parse(m.data) as { data: { detail: string } }).data.detail.split(' ')[0],
+      ),
+      Array.from({ length: 160 }, (_, i) => String(i)),
+    );
   },
 );
