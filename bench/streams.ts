@@ -2,8 +2,9 @@
  * The event-stream clients, run as their own process (`bench/run.ts` forks it): holds many
  * `GET /v1/orgs/{org}/stream` connections open at once, each on its own socket as separate
  * browsers' would be, and notes when each event (by its id) arrives on each of them. To cost as
- * little CPU as it can beside the gateway it measures, it reads only the `id:` line of a message;
- * one stream also reads `data:`, to tell which job and event type an id is.
+ * little CPU as it can beside the gateway it measures, it finds the `id:` lines in the bytes
+ * without decoding them; one stream also reads `event:` and `data:`, to tell which job and event
+ * type an id is. Keep-alive comments are counted on that stream only.
  */
 import { type IncomingMessage, request } from 'node:http';
 import { epochMs } from './clock.js';
@@ -22,6 +23,44 @@ let described = new Map<string, { jobId: string; type: string }>();
 let comments = 0;
 let ended = 0;
 
+const ID_LINE = Buffer.from('\nid: ');
+const NL = 0x0a;
+
+function arrived(id: string, at: number): void {
+  const list = arrivals.get(id);
+  if (list) list.push(at);
+  else arrivals.set(id, [at]);
+}
+
+/**
+ * Notes the ids in a stream's bytes without decoding them: each message starts on a new line with
+ * `id: ` (JSON bodies escape their line breaks, so `\nid: ` occurs nowhere else).
+ */
+function idScanner(): (chunk: Buffer) => void {
+  // The stream's first message has no line break before it.
+  let carry: Buffer = Buffer.from('\n');
+  return (chunk) => {
+    const at = epochMs();
+    const buf = carry.length ? Buffer.concat([carry, chunk]) : chunk;
+    let from = 0;
+    let done = 0;
+    for (;;) {
+      const p = buf.indexOf(ID_LINE, from);
+      if (p < 0) break;
+      const end = buf.indexOf(NL, p + ID_LINE.length);
+      if (end < 0) {
+        done = p;
+        break;
+      }
+      arrived(buf.toString('latin1', p + ID_LINE.length, end), at);
+      from = end;
+      done = end;
+    }
+    // Keep what may hold the start of an id line split across chunks.
+    carry = buf.subarray(Math.max(done, buf.length - ID_LINE.length - 20));
+  };
+}
+
 function openOne(url: string, key: string, describe: boolean): Promise<Opened> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -31,6 +70,12 @@ function openOne(url: string, key: string, describe: boolean): Promise<Opened> {
         if (res.statusCode !== 200) {
           res.resume();
           reject(new Error(`the stream answered ${res.statusCode}`));
+          return;
+        }
+        res.on('close', () => ended++);
+        if (!describe) {
+          res.on('data', idScanner());
+          resolve({ res, close: () => req.destroy() });
           return;
         }
         res.setEncoding('utf8');
@@ -46,14 +91,12 @@ function openOne(url: string, key: string, describe: boolean): Promise<Opened> {
             buffered = buffered.slice(nl + 1);
             if (line.startsWith('id: ')) {
               id = line.slice(4);
-              const list = arrivals.get(id);
-              if (list) list.push(at);
-              else arrivals.set(id, [at]);
+              arrived(id, at);
             } else if (line.startsWith(':')) {
               comments++;
-            } else if (describe && line.startsWith('event: ')) {
+            } else if (line.startsWith('event: ')) {
               type = line.slice(7);
-            } else if (describe && line.startsWith('data: ')) {
+            } else if (line.startsWith('data: ')) {
               try {
                 const body = JSON.parse(line.slice(6)) as { data: { job?: { id: string } } };
                 described.set(id, { jobId: body.data.job?.id ?? '', type });
@@ -64,7 +107,6 @@ function openOne(url: string, key: string, describe: boolean): Promise<Opened> {
             nl = buffered.indexOf('\n');
           }
         });
-        res.on('close', () => ended++);
         resolve({ res, close: () => req.destroy() });
       },
     );

@@ -74,6 +74,11 @@ export async function runStreams(ctx: Context, orgs: Orgs): Promise<StreamsResul
     /** Each event's last arrival minus its first: the fan-out across the streams. */
     spreadP50: [] as number[],
     spreadP99: [] as number[],
+    /** `job.printed`: the state change to the event reaching NATS, and NATS to the first stream. */
+    toNatsP50: [] as number[],
+    toNatsP99: [] as number[],
+    natsToFirstP50: [] as number[],
+    natsToFirstP99: [] as number[],
   };
   let samples: number[] = [];
   const middle = Math.ceil(ctx.options.repeats / 2);
@@ -141,6 +146,10 @@ export async function runStreams(ctx: Context, orgs: Orgs): Promise<StreamsResul
           stateAt.set(`${c.job_id} ${EVENT_OF_STATUS[c.status]}`, c.at.getTime());
         }
         const jobs = new Set(loaded.jobs);
+        const natsTimes = await load.call('printedTimes', { ids: loaded.jobs });
+        const natsAt = new Map(loaded.jobs.map((id, i) => [id, natsTimes[i]]));
+        const toNats: number[] = [];
+        const natsToFirst: number[] = [];
         const runSamples: number[] = [];
         const firsts: number[] = [];
         const spreads: number[] = [];
@@ -155,6 +164,11 @@ export async function runStreams(ctx: Context, orgs: Orgs): Promise<StreamsResul
           for (const t of a.at) runSamples.push(t - at);
           const first = Math.min(...a.at);
           firsts.push(first - at);
+          const nats = a.type === 'job.printed' ? natsAt.get(a.jobId) : undefined;
+          if (nats) {
+            toNats.push(nats - at);
+            natsToFirst.push(first - nats);
+          }
           spreads.push(Math.max(...a.at) - first);
         }
         const l = latency(runSamples);
@@ -181,6 +195,12 @@ export async function runStreams(ctx: Context, orgs: Orgs): Promise<StreamsResul
         rows.firstP99.push(f.p99);
         rows.spreadP50.push(sp.p50);
         rows.spreadP99.push(sp.p99);
+        const n = latency(toNats);
+        const nf = latency(natsToFirst);
+        rows.toNatsP50.push(n.p50);
+        rows.toNatsP99.push(n.p99);
+        rows.natsToFirstP50.push(nf.p50);
+        rows.natsToFirstP99.push(nf.p99);
         if (run === middle) samples = runSamples;
         ctx.log(
           `streams ${run}: ${opened.opened} open in ${(opened.ms / 1000).toFixed(1)} s; ` +
@@ -189,7 +209,8 @@ export async function runStreams(ctx: Context, orgs: Orgs): Promise<StreamsResul
             `${STREAM_JOB_RATE} jobs/s: ${(rows.loadCores.at(-1) ?? 0).toFixed(2)} cores ` +
             `(no streams: ${(rows.loadCoresNoStreams.at(-1) ?? 0).toFixed(2)}); ` +
             `${messages} of ${expected} messages, state change → stream p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms; ` +
-            `first stream p50 ${f.p50} ms, p99 ${f.p99} ms; first → last stream p50 ${sp.p50} ms, p99 ${sp.p99} ms`,
+            `first stream p50 ${f.p50} ms, p99 ${f.p99} ms; first → last stream p50 ${sp.p50} ms, p99 ${sp.p99} ms; ` +
+            `job.printed: state change → NATS p50 ${n.p50} ms, p99 ${n.p99} ms, NATS → first stream p50 ${nf.p50} ms, p99 ${nf.p99} ms`,
         );
       } finally {
         await clients.call('close').catch(() => undefined);
