@@ -252,8 +252,19 @@ export function createEventStreams(deps: {
   };
 
   const started = (async () => {
-    jsm = await jetstreamManager(deps.nc);
-    fed = (await jsm.streams.info(STREAM)).state.last_seq;
+    // The services create the stream; a gateway that starts first waits for it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        jsm ??= await jetstreamManager(deps.nc);
+        fed = (await jsm.streams.info(STREAM)).state.last_seq;
+        break;
+      } catch (err) {
+        if (closed) return;
+        if (attempt % 10 === 1) logger.warn({ err }, 'the event feed is waiting for its stream');
+        await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * attempt)));
+      }
+    }
+    if (closed) return;
     const js = jetstream(deps.nc);
     let messages: ConsumerMessages | undefined;
     let stopped = false;
@@ -449,7 +460,7 @@ export function createEventStreams(deps: {
       if (flushing) clearImmediate(flushing);
       flush();
       for (const set of [...byOrg.values()]) for (const l of [...set]) l.close();
-      await started.catch(() => undefined);
+      // A feed still waiting for its stream sees `closed` and gives up by itself.
       await stopFeed?.();
     },
   };
