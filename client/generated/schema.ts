@@ -734,7 +734,7 @@ export interface components {
             at: string;
             status: "scheduled" | "held" | "queued" | "sent" | "printed" | "failed" | "cancelled";
             detail: string;
-            /** @description api_key:<id>, station:<id>, system or admin */
+            /** @description api_key:<id>, person:<id> (a signed-in session), station:<id>, system or admin */
             actor: string;
         };
         JobAnswer: {
