@@ -1,15 +1,17 @@
 /**
  * Realtime: `GET /v1/orgs/{org}/stream` (DESIGN §5) against a running Spool with a real agent, read
  * by a real HTTP client: a job's events arrive with the webhook's bodies, only the key's
- * organization's events arrive, `jobs:read` is needed, `Last-Event-ID` resumes without gaps or
- * repeats, `types=` filters, keep-alive comments come on the configured interval, and a draining
- * gateway ends its streams cleanly.
+ * organization's events arrive, `jobs:read` or a member's session is needed, `Last-Event-ID`
+ * resumes without gaps or repeats, `types=` filters, keep-alive comments come on the configured
+ * interval, a draining gateway ends its streams cleanly, and a client that stops reading is cut
+ * off rather than held in memory.
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, request } from 'node:http';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import anyTest, { type TestFn } from 'ava';
+import { member } from './helpers/console.js';
 import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
 import { openStream, type SseMessage } from './helpers/sse.js';
@@ -264,6 +266,33 @@ test.serial('types= sends only the named types; an unknown type is a 400', async
   t.is(unknown.status, 400);
   t.like(unknown.body.error, { code: 'unknown_field', param: 'since' });
 });
+
+test.serial(
+  "a signed-in person's session reads the stream of their organization only",
+  async (t) => {
+    const { org } = t.context;
+    const viewer = await member(org.sys.url, org.orgId, 'viewer');
+    const stream = await openStream(streamUrl(t), {
+      headers: { cookie: `spool_session=${viewer.cookie}` },
+    });
+    t.teardown(() => stream.close());
+    t.is(stream.status, 200);
+    const jobId = await postJob(t, 'stream-session');
+    await stream.until(printed(jobId), 20_000);
+    t.deepEqual(
+      ofJob(stream.messages, jobId).map((m) => m.event),
+      ['job.created', 'job.printed'],
+    );
+
+    const otherOrg = await createOrg(org.sys.url, 'Elsewhere Print');
+    const outsider = await member(org.sys.url, otherOrg, 'owner');
+    const refused = await openStream(streamUrl(t), {
+      headers: { cookie: `spool_session=${outsider.cookie}` },
+    });
+    t.is(refused.status, 404);
+    t.is((JSON.parse(await refused.body()) as ErrorBody).error.code, 'not_found');
+  },
+);
 
 test.serial('a keep-alive comment comes on the configured interval', async (t) => {
   const { org } = t.context;
