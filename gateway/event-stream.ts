@@ -5,10 +5,10 @@
  * the server.
  *
  * An event's id on the wire is its sequence number in `EVENTS`: ids grow with time across the
- * installation, so resuming after `Last-Event-ID` is a consumer of the organization's subjects
- * that starts at the next sequence (or, when that event is over 24 hours old, at the first event
- * of the last 24 hours), read to its end and then joined to the live feed; the sequence tells
- * replayed and live copies apart, so the switch loses and repeats nothing.
+ * installation, so resuming after `Last-Event-ID` is a short-lived consumer of the organization's
+ * subjects that starts at the next sequence (or, when that event is over 24 hours old, at the first
+ * event of the last 24 hours), read up to where the live feed took over for that stream; the
+ * sequence tells replayed and live copies apart, so the switch loses and repeats nothing.
  *
  * A stream whose client reads too slowly is closed once more than `bufferBytes` wait for it; the
  * client resumes with `Last-Event-ID` and misses nothing that is under a day old.
@@ -320,6 +320,8 @@ export function createEventStreams(deps: {
             const set = byOrg.get(item.orgId);
             if (set) for (const l of set) l.live(item.frame);
           }
+          // The consumer went away without an error (deleted, say): a new one goes on from `fed`.
+          if (!stopped) await new Promise((r) => setTimeout(r, 1_000));
         } catch (err) {
           if (stopped) break;
           logger.warn({ err }, 'event feed failed; restarting');
