@@ -217,6 +217,9 @@ export const webhooksConfig = {
   ...grpcServer,
   ...webhookTuning,
   secretKey: secretKey(true),
+  accountsAddr: address('ACCOUNTS_ADDR', {
+    description: 'host:port of the accounts service (for the delivery log retention setting)',
+  }),
   allowInsecure: bool('SPOOL_WEBHOOKS_ALLOW_INSECURE', {
     description: 'allow http:// webhook URLs and private addresses',
     default: false,

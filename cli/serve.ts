@@ -299,15 +299,27 @@ export function webhookSettings(
 
 async function serveWebhooks(env: Env): Promise<void> {
   const config = readConfig(env, webhooksConfig);
+  const accounts = createClient(AccountsServiceClient, {
+    service: 'accounts',
+    address: config.accountsAddr,
+  });
   await serveService('webhooks', config, async ({ pool, nc, logger }) => {
     logger.info({ allowInsecure: config.allowInsecure }, 'webhook targets');
-    return createWebhooks({
+    const webhooks = await createWebhooks({
       pool,
       nc,
       logger,
       clock: systemClock,
       settings: webhookSettings(config, config.secretKey as Buffer, config.allowInsecure),
+      accounts,
     });
+    return {
+      ...webhooks,
+      async stop() {
+        await webhooks.stop();
+        accounts.close();
+      },
+    };
   });
 }
 

@@ -157,6 +157,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     logger,
     clock,
     settings: { ...WEBHOOK_DEFAULTS, secretKey: randomBytes(32), ...options.webhooks },
+    accounts: accountsClient,
   });
   const parts = [accounts.grpc, jobs.grpc, stations.grpc, webhooks.grpc];
   for (const part of parts) grpc.add(part);

@@ -100,6 +100,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       GRPC_PORT: String(ports.webhooks),
       METRICS_PORT: String(metricsPorts.webhooks),
       WEBHOOK_SECRET_KEY: CLUSTER_WEBHOOK_SECRET_KEY,
+      ACCOUNTS_ADDR: `127.0.0.1:${ports.accounts}`,
       // Test receivers listen on loopback over http.
       SPOOL_WEBHOOKS_ALLOW_INSECURE: '1',
       ...options.webhooksEnv,
