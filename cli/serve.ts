@@ -156,7 +156,10 @@ async function serveAccounts(env: Env): Promise<void> {
 
 async function serveGateway(env: Env): Promise<void> {
   const config = readConfig(env, gatewayConfig);
-  await checkPortsFree([{ host: config.host, port: config.port, variable: 'PORT' }]);
+  await checkPortsFree([
+    { host: config.host, port: config.port, variable: 'PORT' },
+    { host: config.host, port: config.metricsPort, variable: 'METRICS_PORT' },
+  ]);
   const logger = createLogger({ name: 'gateway', level: config.logLevel });
   const nc = await connectBus({
     url: config.natsUrl,
@@ -192,12 +195,16 @@ async function serveGateway(env: Env): Promise<void> {
     maxDocumentBytes: config.maxDocumentBytes,
     trustProxy: config.trustProxy,
     keyCacheTtlMs: config.keyCacheTtlMs,
-    metricsHandler: telemetry().metricsHandler,
   });
   const port = await gateway.listen(config.host, config.port);
-  logger.info({ port }, 'gateway listening');
+  const metricsServer = await serveMetrics(config.host, config.metricsPort);
+  logger.info(
+    { port, ...(metricsServer ? { metricsPort: metricsServer.port } : {}) },
+    'gateway listening',
+  );
   onShutdown(logger, async () => {
     await gateway.close(config.shutdownGraceMs, config.shutdownDelayMs);
+    metricsServer?.server.close();
     closeBackends(backends);
     for (const client of Object.values(health)) client.close();
     await nc.drain();

@@ -5,7 +5,6 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { closeBackends, connectBackends } from '../gateway/clients.js';
 import type { EventStreamOptions } from '../gateway/event-stream.js';
 import { createGateway, type Gateway } from '../gateway/index.js';
@@ -76,8 +75,6 @@ export interface SystemOptions {
   linkPort?: number;
   /** The webhooks service's settings; by default the specification's, with a random secret key. */
   webhooks?: Partial<WebhooksSettings>;
-  /** Answers the gateways' `GET /metrics` (lib/telemetry.ts). */
-  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** The gateways' event streams: keep-alive interval and per-client buffer. */
   eventStreams?: Partial<EventStreamOptions>;
 }
@@ -209,7 +206,6 @@ export async function startSystem(options: SystemOptions): Promise<System> {
           : { publicRateLimit: options.publicRateLimit }),
         ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
         ...(options.keyCacheTtlMs === undefined ? {} : { keyCacheTtlMs: options.keyCacheTtlMs }),
-        metricsHandler: options.metricsHandler,
         ...(options.eventStreams ? { eventStreams: options.eventStreams } : {}),
       });
       const bound = await gateway.listen(host, port);

@@ -2,7 +2,7 @@
  * The gateway deployable: `createGateway` builds the HTTP server from the connections it is given
  * (used by `spool serve gateway` and `spool dev`).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '../lib/bus.js';
@@ -31,8 +31,6 @@ export interface GatewayOptions {
   publicRateLimit?: number;
   /** Requests an API key may make a minute on one replica; 0 for no limit. */
   keyRateLimit?: number;
-  /** Answers `GET /metrics` (lib/telemetry.ts). */
-  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** Keep-alive interval and per-client buffer of the event streams. */
   eventStreams?: Partial<EventStreamOptions>;
 }
@@ -109,7 +107,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     maxDocumentBytes: options.maxDocumentBytes,
     trustProxy: options.trustProxy,
     ready: async () => !draining && !options.nc.isClosed(),
-    metricsHandler: options.metricsHandler,
     events,
   });
   const handle = app.callback();
