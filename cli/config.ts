@@ -45,6 +45,14 @@ const grpcServer = {
   }),
 };
 
+/** The gateway's and `spool dev`'s metrics, kept off the API port. */
+const httpMetrics = {
+  metricsPort: port('METRICS_PORT', {
+    description: 'port serving GET /metrics (Prometheus text), on HOST; 0: not served',
+    default: 0,
+  }),
+};
+
 const gatewayOnly = {
   bodyLimit: int('BODY_LIMIT_BYTES', {
     description: 'largest JSON request body accepted',
@@ -224,6 +232,9 @@ export const webhooksConfig = {
   ...grpcServer,
   ...webhookTuning,
   secretKey: secretKey(true),
+  accountsAddr: address('ACCOUNTS_ADDR', {
+    description: 'host:port of the accounts service (for the delivery log retention setting)',
+  }),
   allowInsecure: bool('SPOOL_WEBHOOKS_ALLOW_INSECURE', {
     description: 'allow http:// webhook URLs and private addresses',
     default: false,
@@ -234,6 +245,7 @@ export const gatewayConfig = {
   ...common,
   ...nats,
   ...gatewayOnly,
+  ...httpMetrics,
   host: str('HOST', { description: 'address the HTTP server binds', default: '0.0.0.0' }),
   port: port('PORT', { description: 'HTTP port', default: 8080 }),
   shutdownDelayMs: int('SHUTDOWN_DELAY_MS', {
@@ -253,6 +265,7 @@ export const gatewayConfig = {
 export const devConfig = {
   ...common,
   ...gatewayOnly,
+  ...httpMetrics,
   ...documents,
   ...sealing,
   host: str('HOST', { description: 'address the HTTP server binds', default: '127.0.0.1' }),

@@ -12,7 +12,7 @@ import { createLogger } from '../lib/logger.js';
 import { startNatsServer } from '../lib/nats-server.js';
 import { startPgliteServer } from '../lib/pglite-server.js';
 import { generateServerKeyPair, serverKeysFrom } from '../lib/sealing.js';
-import { telemetry } from '../lib/telemetry.js';
+import { serveMetrics, telemetry } from '../lib/telemetry.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
 import { devConfig } from './config.js';
@@ -74,6 +74,7 @@ export async function runDev(env: Env): Promise<void> {
   await checkPortsFree([
     { host: config.host, port: config.port, variable: 'PORT' },
     { host: config.host, port: config.stationPort, variable: 'STATION_PORT' },
+    { host: config.host, port: config.metricsPort, variable: 'METRICS_PORT' },
   ]);
   const logger = createLogger({ name: 'spool-dev', level: config.logLevel });
   const dataDir = resolve(config.dataDir);
@@ -127,7 +128,6 @@ export async function runDev(env: Env): Promise<void> {
     serverKeys: await devServerKeys(config.serverPrivateKey, config.serverPreviousKeys, dataDir),
     // On a laptop, receivers are local: http:// and private addresses are allowed (DESIGN §5).
     webhooks: webhookSettings(config, secretKey, true),
-    metricsHandler: telemetry().metricsHandler,
     // On a laptop the console is served over plain http, where a Secure cookie is never sent.
     secureCookies: false,
     publicUrl: config.publicUrl,
@@ -135,12 +135,17 @@ export async function runDev(env: Env): Promise<void> {
   stops.unshift(() => system.stop(config.shutdownGraceMs));
   stops.push(() => telemetry().shutdown());
   const gateway = await system.startGateway(config.host, config.port);
+  const metricsServer = await serveMetrics(config.host, config.metricsPort);
+  if (metricsServer) stops.push(async () => void metricsServer.server.close());
 
   process.stdout.write(
     [
       '',
       `Spool is running at ${gateway.url}`,
       `  station agents connect to ${system.linkAddress}`,
+      ...(metricsServer
+        ? [`  metrics at http://${config.host}:${metricsServer.port}/metrics`]
+        : []),
       `  operator token: ${config.adminToken ? '(from SPOOL_ADMIN_TOKEN)' : token}`,
       config.adminToken ? '' : `  (also in ${tokenFile}, which spool admin reads)`,
       '',

@@ -275,6 +275,10 @@ export function buildProgram(env: Env): Command {
     .description('change the settings given; prints {settings}')
     .option('--job-document-retention-days <days>', 'days a job document is kept after it finishes')
     .option('--upload-retention-days <days>', 'days an upload is kept')
+    .option(
+      '--webhook-delivery-retention-days <days>',
+      'days a finished webhook delivery stays in the delivery log',
+    )
     .option('--notice <text>', 'a notice on the public status page ("" for none)')
     .option('--pricing-file <file>', 'a JSON file of the public prices in cents ("" to withdraw)')
     .option('--downloads-file <file>', 'a JSON file of the latest agent release per platform')
@@ -282,6 +286,7 @@ export function buildProgram(env: Env): Command {
       async (opts: {
         jobDocumentRetentionDays?: string;
         uploadRetentionDays?: string;
+        webhookDeliveryRetentionDays?: string;
         notice?: string;
         pricingFile?: string;
         downloadsFile?: string;
@@ -297,6 +302,9 @@ export function buildProgram(env: Env): Command {
           ...(opts.uploadRetentionDays === undefined
             ? {}
             : { upload_retention_days: Number(opts.uploadRetentionDays) }),
+          ...(opts.webhookDeliveryRetentionDays === undefined
+            ? {}
+            : { webhook_delivery_retention_days: Number(opts.webhookDeliveryRetentionDays) }),
           ...(opts.notice === undefined ? {} : { notice: opts.notice === '' ? null : opts.notice }),
           ...(await jsonFile(opts.pricingFile, 'pricing')),
           ...(await jsonFile(opts.downloadsFile, 'downloads')),

@@ -156,7 +156,10 @@ async function serveAccounts(env: Env): Promise<void> {
 
 async function serveGateway(env: Env): Promise<void> {
   const config = readConfig(env, gatewayConfig);
-  await checkPortsFree([{ host: config.host, port: config.port, variable: 'PORT' }]);
+  await checkPortsFree([
+    { host: config.host, port: config.port, variable: 'PORT' },
+    { host: config.host, port: config.metricsPort, variable: 'METRICS_PORT' },
+  ]);
   const logger = createLogger({ name: 'gateway', level: config.logLevel });
   const nc = await connectBus({
     url: config.natsUrl,
@@ -192,13 +195,17 @@ async function serveGateway(env: Env): Promise<void> {
     maxDocumentBytes: config.maxDocumentBytes,
     trustProxy: config.trustProxy,
     keyCacheTtlMs: config.keyCacheTtlMs,
-    metricsHandler: telemetry().metricsHandler,
     publicUrl: config.publicUrl,
   });
   const port = await gateway.listen(config.host, config.port);
-  logger.info({ port }, 'gateway listening');
+  const metricsServer = await serveMetrics(config.host, config.metricsPort);
+  logger.info(
+    { port, ...(metricsServer ? { metricsPort: metricsServer.port } : {}) },
+    'gateway listening',
+  );
   onShutdown(logger, async () => {
     await gateway.close(config.shutdownGraceMs, config.shutdownDelayMs);
+    metricsServer?.server.close();
     closeBackends(backends);
     for (const client of Object.values(health)) client.close();
     await nc.drain();
@@ -300,15 +307,27 @@ export function webhookSettings(
 
 async function serveWebhooks(env: Env): Promise<void> {
   const config = readConfig(env, webhooksConfig);
+  const accounts = createClient(AccountsServiceClient, {
+    service: 'accounts',
+    address: config.accountsAddr,
+  });
   await serveService('webhooks', config, async ({ pool, nc, logger }) => {
     logger.info({ allowInsecure: config.allowInsecure }, 'webhook targets');
-    return createWebhooks({
+    const webhooks = await createWebhooks({
       pool,
       nc,
       logger,
       clock: systemClock,
       settings: webhookSettings(config, config.secretKey as Buffer, config.allowInsecure),
+      accounts,
     });
+    return {
+      ...webhooks,
+      async stop() {
+        await webhooks.stop();
+        accounts.close();
+      },
+    };
   });
 }
 

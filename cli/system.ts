@@ -5,7 +5,6 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { closeBackends, connectBackends } from '../gateway/clients.js';
 import type { EventStreamOptions } from '../gateway/event-stream.js';
 import { createGateway, type Gateway } from '../gateway/index.js';
@@ -77,8 +76,6 @@ export interface SystemOptions {
   linkPort?: number;
   /** The webhooks service's settings; by default the specification's, with a random secret key. */
   webhooks?: Partial<WebhooksSettings>;
-  /** Answers the gateways' `GET /metrics` (lib/telemetry.ts). */
-  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** Mark the console's session cookie `Secure` (default true; false in `spool dev`). */
   secureCookies?: boolean;
   /** The gateway's public base URL (PUBLIC_URL), for links such as invitations. */
@@ -170,6 +167,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     logger,
     clock,
     settings: { ...WEBHOOK_DEFAULTS, secretKey: randomBytes(32), ...options.webhooks },
+    accounts: accountsClient,
   });
   const parts = [accounts.grpc, jobs.grpc, stations.grpc, webhooks.grpc];
   for (const part of parts) grpc.add(part);
@@ -221,7 +219,6 @@ export async function startSystem(options: SystemOptions): Promise<System> {
           : { publicRateLimit: options.publicRateLimit }),
         ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
         ...(options.keyCacheTtlMs === undefined ? {} : { keyCacheTtlMs: options.keyCacheTtlMs }),
-        metricsHandler: options.metricsHandler,
         secureCookies: options.secureCookies ?? true,
         publicUrl: options.publicUrl,
         ...(options.sessions?.idleMs === undefined

@@ -4,7 +4,6 @@
  * over gRPC.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa, { type Middleware } from 'koa';
 import type { Clock } from '../lib/clock.js';
 import { SpoolError } from '../lib/errors.js';
@@ -48,8 +47,6 @@ export interface AppDeps {
   keyLimit: Middleware<GatewayState>;
   /** Whether this replica should receive traffic; false while starting or draining. */
   ready(): Promise<boolean>;
-  /** Answers `GET /metrics` with the process's metrics; without it the path is not found. */
-  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** The event streams of `GET /v1/orgs/{org}/stream`. */
   events: EventStreams;
   /** Signed-in sessions of the console (cookie, CSRF, session cache). */
@@ -70,9 +67,9 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
 
   const openapi = buildOpenApi();
   const adminOpenapi = buildAdminOpenApi();
-  // Fixed GET paths answered before the routers, for the 405 middleware to know of.
+  // Fixed GET paths answered before the routers, for the 405 middleware to know of. `/metrics` is
+  // not one of them: it is served on its own port (METRICS_PORT), never on the public one.
   const fixed = ['/healthz', '/readyz', '/v1/openapi.json', '/admin/v1/openapi.json'];
-  if (deps.metricsHandler) fixed.push('/metrics');
   app.use(async (ctx, next) => {
     if (ctx.method !== 'GET') return next();
     if (ctx.path === '/healthz') {
@@ -83,11 +80,6 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
       const ready = await deps.ready();
       ctx.status = ready ? 200 : 503;
       ctx.body = { status: ready ? 'ready' : 'not ready' };
-      return;
-    }
-    if (ctx.path === '/metrics' && deps.metricsHandler) {
-      ctx.respond = false;
-      deps.metricsHandler(ctx.req, ctx.res);
       return;
     }
     if (ctx.path === '/v1/openapi.json') {

@@ -2,7 +2,7 @@
  * The gateway deployable: `createGateway` builds the HTTP server from the connections it is given
  * (used by `spool serve gateway` and `spool dev`).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '../lib/bus.js';
@@ -32,8 +32,6 @@ export interface GatewayOptions {
   publicRateLimit?: number;
   /** Requests an API key may make a minute on one replica; 0 for no limit. */
   keyRateLimit?: number;
-  /** Answers `GET /metrics` (lib/telemetry.ts). */
-  metricsHandler?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   /** Mark the session cookie `Secure` (default true; `spool dev` serves plain http). */
   secureCookies?: boolean;
   /** The public base URL of the gateway (PUBLIC_URL), for links such as invitations. */
@@ -141,7 +139,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     maxDocumentBytes: options.maxDocumentBytes,
     trustProxy: options.trustProxy,
     ready: async () => !draining && !options.nc.isClosed(),
-    metricsHandler: options.metricsHandler,
     events,
     sessions: {
       cache: sessionCache,

@@ -91,8 +91,8 @@ export async function startTelemetry(env: Env, serviceName: string): Promise<Tel
 }
 
 /**
- * Serves `GET /metrics` on its own port, for processes without an HTTP server of their own (the
- * gRPC services and the agent). Serves nothing, and resolves undefined, when `port` is 0 or
+ * Serves `GET /metrics` on its own port, apart from any API: the gRPC services', the agent's, and the
+ * gateway's, whose API port is public. Serves nothing, and resolves undefined, when `port` is 0 or
  * telemetry is disabled.
  */
 export async function serveMetrics(

@@ -234,11 +234,24 @@ for (const [label, args] of [
       podSpec(find(objects, 'Deployment', 'spool-gateway')).containers,
       'container',
     );
-    t.false(env(gateway).has('METRICS_PORT'), 'the gateway serves /metrics on its own port');
+    t.is(env(gateway).get('METRICS_PORT')?.value, '9464', 'the gateway: METRICS_PORT');
     t.deepEqual(
-      gateway.ports?.map((p) => p.name),
-      ['http'],
+      gateway.ports?.map((p) => [p.name, p.containerPort]),
+      [
+        ['http', 8080],
+        ['metrics', 9464],
+      ],
     );
+    const publicSpec = find(objects, 'Service', 'spool-gateway').spec as unknown as ServiceSpec;
+    t.deepEqual(
+      publicSpec.ports.map((p) => p.name),
+      ['http'],
+      'the public Service carries no metrics',
+    );
+    const metricsSpec = find(objects, 'Service', 'spool-gateway-metrics')
+      .spec as unknown as ServiceSpec;
+    t.like(metricsSpec, { type: 'ClusterIP' });
+    t.like(metricsSpec.ports[0], { name: 'metrics', port: 9464, targetPort: 'metrics' });
   });
 
   test(`${label}: every pod runs restricted: non-root, read-only root, no privilege escalation`, async (t) => {
@@ -459,7 +472,7 @@ for (const [label, args] of [
   ['serviceMonitor.enabled', ['--set', 'serviceMonitor.enabled=true']],
   ['the production-like values', ['-f', PRODUCTION]],
 ] as const) {
-  test(`with ${label}, a ServiceMonitor per component scrapes its /metrics: the gateway on http, each service on metrics`, async (t) => {
+  test(`with ${label}, a ServiceMonitor per component scrapes its /metrics on its metrics port, the gateway's off its public Service`, async (t) => {
     const objects = await render([...args]);
     t.is(objects.filter((o) => o.kind === 'ServiceMonitor').length, COMPONENTS.length);
     for (const component of COMPONENTS) {
@@ -472,16 +485,17 @@ for (const [label, args] of [
         'app.kubernetes.io/component': component,
       });
       t.deepEqual(spec.namespaceSelector?.matchNames, ['print']);
-      const portName = component === 'gateway' ? 'http' : 'metrics';
-      // Exactly one target: the component's own Service (the station link's has no such port).
+      // Exactly one target: the component's metrics Service (the gateway's public Service and the
+      // station link's have no such port).
+      const scraped = component === 'gateway' ? 'spool-gateway-metrics' : name;
       const targets = scrapeTargets(objects, monitor);
       t.deepEqual(
         targets.map((target) => [target.service, target.port.name, target.path]),
-        [[name, portName, '/metrics']],
+        [[scraped, 'metrics', '/metrics']],
         name,
       );
       // The Service port leads to the container port the process serves /metrics on.
-      const svc = find(objects, 'Service', name).spec as unknown as ServiceSpec;
+      const svc = find(objects, 'Service', scraped).spec as unknown as ServiceSpec;
       const deployment = find(objects, 'Deployment', name);
       const template = (
         deployment.spec as { template: { metadata: { labels: Record<string, string> } } }
@@ -491,13 +505,11 @@ for (const [label, args] of [
         `${name}: the Service selects its pods`,
       );
       const container = only(podSpec(deployment).containers, 'container');
-      const served = Number(
-        env(container).get(component === 'gateway' ? 'PORT' : 'METRICS_PORT')?.value,
-      );
+      const served = Number(env(container).get('METRICS_PORT')?.value);
       t.is(
         container.ports?.find((p) => p.name === targets[0]?.port.targetPort)?.containerPort,
         served,
-        `${name}: ${portName} is the port /metrics is served on`,
+        `${name}: metrics is the port /metrics is served on`,
       );
     }
   });
@@ -511,7 +523,7 @@ test('without serviceMonitor.enabled there is no ServiceMonitor (the CRD may be 
   );
 });
 
-test("metrics.port 0 turns the services' metrics off, and a port another one uses is refused", async (t) => {
+test("metrics.port 0 turns every component's metrics off, and a port another one uses is refused", async (t) => {
   const objects = await render([
     '--set',
     'metrics.port=0',
@@ -520,12 +532,23 @@ test("metrics.port 0 turns the services' metrics off, and a port another one use
     '--set',
     'networkPolicy.enabled=true',
   ]);
-  for (const service of SERVICES) {
+  for (const service of COMPONENTS) {
     const container = only(
       podSpec(find(objects, 'Deployment', `spool-${service}`)).containers,
       'container',
     );
     t.false(env(container).has('METRICS_PORT'), service);
+    const policy = find(objects, 'NetworkPolicy', `spool-${service}`).spec as {
+      ingress: NetworkPolicyRule[];
+    };
+    t.false(policy.ingress.some((rule) => rule.ports.some((p) => p.port === 'metrics')));
+  }
+  t.false(objects.some((o) => o.kind === 'Service' && o.metadata.name === 'spool-gateway-metrics'));
+  for (const service of SERVICES) {
+    const container = only(
+      podSpec(find(objects, 'Deployment', `spool-${service}`)).containers,
+      'container',
+    );
     t.false(
       container.ports?.some((p) => p.name === 'metrics'),
       service,
@@ -535,15 +558,11 @@ test("metrics.port 0 turns the services' metrics off, and a port another one use
       spec.ports.map((p) => p.name),
       ['grpc'],
     );
-    const policy = find(objects, 'NetworkPolicy', `spool-${service}`).spec as {
-      ingress: NetworkPolicyRule[];
-    };
-    t.false(policy.ingress.some((rule) => rule.ports.some((p) => p.port === 'metrics')));
   }
   t.deepEqual(
     objects.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name),
-    ['spool-gateway'],
-    "the gateway's /metrics is on its http port either way",
+    [],
+    'nothing to scrape',
   );
 
   const link = await helm(['template', 'spool', CHART_DIR, '--set', 'metrics.port=7070']);
@@ -552,6 +571,9 @@ test("metrics.port 0 turns the services' metrics off, and a port another one use
   const grpc = await helm(['template', 'spool', CHART_DIR, '--set', 'metrics.port=50051']);
   t.not(grpc.code, 0);
   t.regex(grpc.stderr, /metrics\.port 50051 is also accounts\.grpcPort/);
+  const http = await helm(['template', 'spool', CHART_DIR, '--set', 'metrics.port=8080']);
+  t.not(http.code, 0);
+  t.regex(http.stderr, /metrics\.port 8080 is also gateway\.port/);
 });
 
 test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or from networkPolicy.metricsFrom', async (t) => {
@@ -560,7 +582,7 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
       (rule) => rule.ports.some((p) => p.port === 'metrics'),
     );
   const open = await render(['--set', 'networkPolicy.enabled=true']);
-  for (const service of SERVICES) {
+  for (const service of COMPONENTS) {
     const rules = metricsRule(open, `spool-${service}`);
     t.is(rules.length, 1, service);
     t.is(rules[0]?.from, undefined, `${service}: no metricsFrom, so from anywhere`);
@@ -570,7 +592,7 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
   const monitoring = {
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
   };
-  for (const service of SERVICES) {
+  for (const service of COMPONENTS) {
     const rules = metricsRule(production, `spool-${service}`);
     t.deepEqual(
       rules.map((rule) => rule.from),
@@ -578,7 +600,7 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
       service,
     );
   }
-  // The gateway's /metrics is on its http port: the ingress controller and Prometheus reach it.
+  // The gateway's http port, with no /metrics on it, is for the ingress controller alone.
   const gateway = find(production, 'NetworkPolicy', 'spool-gateway').spec as {
     ingress: NetworkPolicyRule[];
   };
@@ -587,11 +609,10 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
     .flatMap((rule) => rule.from ?? []);
   t.deepEqual(fromHttp, [
     { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
-    monitoring,
   ]);
 });
 
-test('the Ingress routes only /v1 and /admin/v1 to the gateway, so its /metrics stays in the cluster', async (t) => {
+test('the Ingress routes only /v1 and /admin/v1 to the gateway', async (t) => {
   for (const args of [
     ['--set', 'ingress.enabled=true'],
     ['-f', PRODUCTION],

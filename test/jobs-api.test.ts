@@ -134,6 +134,7 @@ test.serial(
       settings: async () => ({
         jobDocumentRetentionDays: 30,
         uploadRetentionDays: 7,
+        webhookDeliveryRetentionDays: 30,
         statusNotice: '',
         pricingJson: '',
         downloadsJson: '',

@@ -6,7 +6,6 @@ import { silentLogger } from '../lib/logger.js';
 import { enqueue, OutboxRelay } from '../lib/outbox.js';
 import { startTestNats, type TestNats } from './helpers/nats.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
-import { eventually } from './helpers/system.js';
 
 const test = anyTest as TestFn<{
   db: TestDatabase;

@@ -274,6 +274,8 @@ test.serial('every process serves its metrics in the Prometheus format', async (
     return res.text();
   };
   const gateway = await scrape(cluster.metricsUrls.gateway);
+  const onApi = await fetch(`${cluster.url}/metrics`);
+  t.is(onApi.status, 404, 'the public API port does not serve /metrics');
   t.regex(
     gateway,
     /http_server_request_duration_count\{[^}]*http_request_method="POST"[^}]*http_response_status_code="201"[^}]*http_route="\/v1\/orgs\/:org\/jobs"[^}]*\} 1/,

@@ -8,8 +8,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import test from 'ava';
+import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { connectBus } from '../lib/bus.js';
 import { createPool } from '../lib/db.js';
+import { createClient } from '../lib/grpc.js';
 import { silentLogger } from '../lib/logger.js';
 import { createWebhooks, WEBHOOK_DEFAULTS } from '../services/webhooks/index.js';
 import { CLUSTER_OPERATOR_TOKEN, startCluster } from './helpers/cluster.js';
@@ -57,15 +59,21 @@ test('two webhooks replicas share the schedule and send each attempt once', asyn
   t.teardown(() => sys.stop());
   const pool = createPool({ url: sys.db.url, max: 5 });
   const nc = await connectBus({ url: sys.nats.url, name: 'webhooks-b', logger: silentLogger });
+  const accounts = createClient(AccountsServiceClient, {
+    service: 'accounts',
+    address: sys.system.servicesAddress,
+  });
   const b = await createWebhooks({
     pool,
     nc,
     logger: silentLogger,
     clock: sys.clock,
     settings: { ...WEBHOOK_DEFAULTS, allowInsecure: true, ...settings },
+    accounts,
   });
   t.teardown(async () => {
     await b.stop();
+    accounts.close();
     await nc.drain();
     await pool.end();
   });

@@ -120,6 +120,9 @@ export const SettingsBody = Type.Object(
     upload_retention_days: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }),
     ),
+    webhook_delivery_retention_days: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }),
+    ),
     notice: Type.Optional(
       Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], {
         description: 'a notice on the public status page, or null for none',
@@ -317,6 +320,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     const { settings } = await accounts.updateSettings({
       jobDocumentRetentionDays: req.job_document_retention_days,
       uploadRetentionDays: req.upload_retention_days,
+      webhookDeliveryRetentionDays: req.webhook_delivery_retention_days,
       statusNotice: req.notice === undefined ? undefined : (req.notice ?? ''),
       pricingJson: json(req.pricing),
       downloadsJson: json(req.downloads),

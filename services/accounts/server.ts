@@ -116,6 +116,7 @@ export function createAccountsServer(deps: {
       for (const [param, value] of [
         ['job_document_retention_days', req.jobDocumentRetentionDays],
         ['upload_retention_days', req.uploadRetentionDays],
+        ['webhook_delivery_retention_days', req.webhookDeliveryRetentionDays],
       ] as const) {
         if (value !== undefined && (value < 1 || value > MAX_RETENTION_DAYS)) {
           throw invalid(`${param} must be from 1 to ${MAX_RETENTION_DAYS} days`, param);
@@ -144,6 +145,8 @@ export function createAccountsServer(deps: {
         changes.jobDocumentRetentionDays = req.jobDocumentRetentionDays;
       if (req.uploadRetentionDays !== undefined)
         changes.uploadRetentionDays = req.uploadRetentionDays;
+      if (req.webhookDeliveryRetentionDays !== undefined)
+        changes.webhookDeliveryRetentionDays = req.webhookDeliveryRetentionDays;
       if (req.statusNotice !== undefined) changes.statusNotice = req.statusNotice;
       if (req.pricingJson !== undefined) changes.pricingJson = req.pricingJson;
       if (req.downloadsJson !== undefined) changes.downloadsJson = req.downloadsJson;

@@ -72,10 +72,14 @@ export interface KeyRevokedMessage {
   org_id: string;
 }
 
-/** Defaults of the settings (spec §2: documents 30 days after a job finishes, uploads 7 days). */
+/**
+ * Defaults of the settings (spec §2: documents 30 days after a job finishes, uploads 7 days; the
+ * webhook delivery log 30 days after a delivery finishes).
+ */
 export const DEFAULT_SETTINGS: Settings = {
   jobDocumentRetentionDays: 30,
   uploadRetentionDays: 7,
+  webhookDeliveryRetentionDays: 30,
   statusNotice: '',
   pricingJson: '',
   downloadsJson: '',
@@ -84,6 +88,7 @@ export const DEFAULT_SETTINGS: Settings = {
 const SETTING_NAMES: Record<keyof Settings, string> = {
   jobDocumentRetentionDays: 'job_document_retention_days',
   uploadRetentionDays: 'upload_retention_days',
+  webhookDeliveryRetentionDays: 'webhook_delivery_retention_days',
   statusNotice: 'status_notice',
   pricingJson: 'pricing',
   downloadsJson: 'downloads',

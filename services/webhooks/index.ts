@@ -6,15 +6,17 @@
  */
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
+import type { AccountsServiceClient } from '../../gen/spool/v1/accounts.js';
 import { WebhooksServiceService } from '../../gen/spool/v1/webhooks.js';
 import type { NatsConnection } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
-import { adaptServer, type GrpcService } from '../../lib/grpc.js';
+import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { createSecretBox } from './crypto.js';
 import { createSender, type Sender } from './delivery.js';
 import { type Fanout, startFanout } from './fanout.js';
+import { DeliveryLogSweeper } from './retention.js';
 import { createWebhooksServer } from './server.js';
 import { createWebhookStore, type WebhookStore } from './store.js';
 import { DeliveryWorker, RETRY_JITTER, RETRY_WAITS_MS } from './worker.js';
@@ -67,6 +69,8 @@ export interface WebhooksDeps {
   logger: Logger;
   clock: Clock;
   settings: WebhooksSettings;
+  /** For the delivery log's retention setting. */
+  accounts: AsyncClient<AccountsServiceClient>;
 }
 
 export interface WebhooksPart {
@@ -75,6 +79,8 @@ export interface WebhooksPart {
   worker: DeliveryWorker;
   sender: Sender;
   fanout: Fanout;
+  /** The delivery log's retention sweep, for tests that move the clock and sweep. */
+  logSweeper: DeliveryLogSweeper;
   stop(): Promise<void>;
 }
 
@@ -107,6 +113,17 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     onDeliveries: () => worker.kick(),
   });
   worker.start();
+  const logSweeper = new DeliveryLogSweeper({
+    store,
+    retentionDays: async () => {
+      const { settings } = await deps.accounts.getSettings({});
+      if (!settings) throw new Error('accounts answered without settings');
+      return settings.webhookDeliveryRetentionDays;
+    },
+    clock: deps.clock,
+    logger,
+  });
+  logSweeper.start();
   const server = createWebhooksServer({
     store,
     allowInsecure: settings.allowInsecure,
@@ -123,7 +140,9 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     worker,
     sender,
     fanout,
+    logSweeper,
     async stop() {
+      await logSweeper.stop();
       await fanout.stop();
       await worker.stop();
       await sender.close();

@@ -859,6 +859,27 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
         return (await finish('failed', notice)) ? 'failed' : 'lost';
       });
     },
+
+    /**
+     * Deletes up to `limit` deliveries of any organization that finished before `cutoff`, with
+     * their attempts, for the delivery log's retention; answers how many went. A pending delivery
+     * (a resent one included) is never deleted.
+     */
+    async deleteFinishedBefore(cutoff: Date, limit: number): Promise<number> {
+      return withTx(pool, async (tx) => {
+        const { rows } = await tx.query<{ id: string }>(
+          `SELECT id FROM webhook_deliveries
+           WHERE state <> 'pending' AND finished_at < $1
+           ORDER BY finished_at LIMIT $2`,
+          [cutoff, limit],
+        );
+        const ids = rows.map((r) => r.id);
+        if (ids.length === 0) return 0;
+        await tx.query('DELETE FROM webhook_attempts WHERE delivery_id = ANY($1)', [ids]);
+        await tx.query('DELETE FROM webhook_deliveries WHERE id = ANY($1)', [ids]);
+        return ids.length;
+      });
+    },
   };
 }
 

@@ -59,6 +59,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     http: await freePort(),
   };
   const metricsPorts = {
+    gateway: await freePort(),
     accounts: await freePort(),
     jobs: await freePort(),
     stations: await freePort(),
@@ -100,6 +101,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       GRPC_PORT: String(ports.webhooks),
       METRICS_PORT: String(metricsPorts.webhooks),
       WEBHOOK_SECRET_KEY: CLUSTER_WEBHOOK_SECRET_KEY,
+      ACCOUNTS_ADDR: `127.0.0.1:${ports.accounts}`,
       // Test receivers listen on loopback over http.
       SPOOL_WEBHOOKS_ALLOW_INSECURE: '1',
       ...options.webhooksEnv,
@@ -109,6 +111,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       NATS_URL: nats.url,
       HOST: '127.0.0.1',
       PORT: String(ports.http),
+      METRICS_PORT: String(metricsPorts.gateway),
       ACCOUNTS_ADDR: `127.0.0.1:${ports.accounts}`,
       JOBS_ADDR: `127.0.0.1:${ports.jobs}`,
       STATIONS_ADDR: `127.0.0.1:${ports.stations}`,
@@ -141,7 +144,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     linkAddress: `127.0.0.1:${ports.link}`,
     processes,
     metricsUrls: {
-      gateway: `http://127.0.0.1:${ports.http}/metrics`,
+      gateway: `http://127.0.0.1:${metricsPorts.gateway}/metrics`,
       accounts: `http://127.0.0.1:${metricsPorts.accounts}/metrics`,
       jobs: `http://127.0.0.1:${metricsPorts.jobs}/metrics`,
       stations: `http://127.0.0.1:${metricsPorts.stations}/metrics`,

@@ -115,14 +115,18 @@ Call with (dict "root" $ "service" "jobs").
 {{- end }}
 
 {{/*
-The port a gRPC service serves GET /metrics on (metrics.port; 0: none), refused when it is one
-of the component's other ports. Call with (dict "root" $ "component" "jobs").
+The port a component serves GET /metrics on (metrics.port; 0: none), apart from its API, refused
+when it is one of the component's other ports. Call with (dict "root" $ "component" "jobs").
 */}}
 {{- define "spool.metricsPort" -}}
 {{- $port := int .root.Values.metrics.port }}
 {{- $values := index .root.Values .component }}
-{{- if and (gt $port 0) (ne .component "gateway") }}
-{{- if eq $port (int $values.grpcPort) }}
+{{- if gt $port 0 }}
+{{- if eq .component "gateway" }}
+{{- if eq $port (int $values.port) }}
+{{- fail (printf "metrics.port %d is also gateway.port; give them different ports" $port) }}
+{{- end }}
+{{- else if eq $port (int $values.grpcPort) }}
 {{- fail (printf "metrics.port %d is also %s.grpcPort; give them different ports" $port .component) }}
 {{- end }}
 {{- if and (eq .component "stations") (eq $port (int $values.link.port)) }}
@@ -207,6 +211,11 @@ Call with (dict "root" $ "component" "jobs").
     secretKeyRef:
       name: {{ $secret }}
       key: {{ $root.Values.secrets.keys.adminToken }}
+{{- $metricsPort := include "spool.metricsPort" . | int }}
+{{- if gt $metricsPort 0 }}
+- name: METRICS_PORT
+  value: {{ $metricsPort | toString | quote }}
+{{- end }}
 {{- else }}
 - name: GRPC_HOST
   value: {{ $root.Values.bindAddress | quote }}

@@ -35,6 +35,8 @@ export interface Settings {
   pricingJson: string;
   /** The latest stable agent release per platform as a JSON object, or empty when none. */
   downloadsJson: string;
+  /** Days a finished webhook delivery and its attempts are kept in the delivery log. */
+  webhookDeliveryRetentionDays: number;
 }
 
 export interface GetSettingsRequest {
@@ -51,6 +53,7 @@ export interface UpdateSettingsRequest {
   statusNotice?: string | undefined;
   pricingJson?: string | undefined;
   downloadsJson?: string | undefined;
+  webhookDeliveryRetentionDays?: number | undefined;
 }
 
 export interface UpdateSettingsResponse {
@@ -297,7 +300,14 @@ export interface RemoveMemberResponse {
 }
 
 function createBaseSettings(): Settings {
-  return { jobDocumentRetentionDays: 0, uploadRetentionDays: 0, statusNotice: "", pricingJson: "", downloadsJson: "" };
+  return {
+    jobDocumentRetentionDays: 0,
+    uploadRetentionDays: 0,
+    statusNotice: "",
+    pricingJson: "",
+    downloadsJson: "",
+    webhookDeliveryRetentionDays: 0,
+  };
 }
 
 export const Settings: MessageFns<Settings> = {
@@ -316,6 +326,9 @@ export const Settings: MessageFns<Settings> = {
     }
     if (message.downloadsJson !== "") {
       writer.uint32(42).string(message.downloadsJson);
+    }
+    if (message.webhookDeliveryRetentionDays !== 0) {
+      writer.uint32(48).uint32(message.webhookDeliveryRetentionDays);
     }
     return writer;
   },
@@ -373,6 +386,14 @@ export const Settings: MessageFns<Settings> = {
             message.downloadsJson = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.webhookDeliveryRetentionDays = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -412,6 +433,11 @@ export const Settings: MessageFns<Settings> = {
         : isSet(object.downloads_json)
         ? globalThis.String(object.downloads_json)
         : "",
+      webhookDeliveryRetentionDays: isSet(object.webhookDeliveryRetentionDays)
+        ? globalThis.Number(object.webhookDeliveryRetentionDays)
+        : isSet(object.webhook_delivery_retention_days)
+        ? globalThis.Number(object.webhook_delivery_retention_days)
+        : 0,
     };
   },
 
@@ -432,6 +458,9 @@ export const Settings: MessageFns<Settings> = {
     if (message.downloadsJson !== "") {
       obj.downloadsJson = message.downloadsJson;
     }
+    if (message.webhookDeliveryRetentionDays !== 0) {
+      obj.webhookDeliveryRetentionDays = Math.round(message.webhookDeliveryRetentionDays);
+    }
     return obj;
   },
 
@@ -445,6 +474,7 @@ export const Settings: MessageFns<Settings> = {
     message.statusNotice = object.statusNotice ?? "";
     message.pricingJson = object.pricingJson ?? "";
     message.downloadsJson = object.downloadsJson ?? "";
+    message.webhookDeliveryRetentionDays = object.webhookDeliveryRetentionDays ?? 0;
     return message;
   },
 };
@@ -577,6 +607,7 @@ function createBaseUpdateSettingsRequest(): UpdateSettingsRequest {
     statusNotice: undefined,
     pricingJson: undefined,
     downloadsJson: undefined,
+    webhookDeliveryRetentionDays: undefined,
   };
 }
 
@@ -596,6 +627,9 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
     }
     if (message.downloadsJson !== undefined) {
       writer.uint32(42).string(message.downloadsJson);
+    }
+    if (message.webhookDeliveryRetentionDays !== undefined) {
+      writer.uint32(48).uint32(message.webhookDeliveryRetentionDays);
     }
     return writer;
   },
@@ -653,6 +687,14 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
             message.downloadsJson = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.webhookDeliveryRetentionDays = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -692,6 +734,11 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
         : isSet(object.downloads_json)
         ? globalThis.String(object.downloads_json)
         : undefined,
+      webhookDeliveryRetentionDays: isSet(object.webhookDeliveryRetentionDays)
+        ? globalThis.Number(object.webhookDeliveryRetentionDays)
+        : isSet(object.webhook_delivery_retention_days)
+        ? globalThis.Number(object.webhook_delivery_retention_days)
+        : undefined,
     };
   },
 
@@ -712,6 +759,9 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
     if (message.downloadsJson !== undefined) {
       obj.downloadsJson = message.downloadsJson;
     }
+    if (message.webhookDeliveryRetentionDays !== undefined) {
+      obj.webhookDeliveryRetentionDays = Math.round(message.webhookDeliveryRetentionDays);
+    }
     return obj;
   },
 
@@ -725,6 +775,7 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
     message.statusNotice = object.statusNotice ?? undefined;
     message.pricingJson = object.pricingJson ?? undefined;
     message.downloadsJson = object.downloadsJson ?? undefined;
+    message.webhookDeliveryRetentionDays = object.webhookDeliveryRetentionDays ?? undefined;
     return message;
   },
 };
