@@ -3,6 +3,7 @@
  * stations, printers, locations, templates and the audit log; and the `--url` and `--token` flags
  * every admin command takes.
  */
+import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { AdminFlags } from './admin.js';
 
@@ -166,6 +167,44 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
         `${template.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
       ),
   );
+
+  template.cmd
+    .command('update')
+    .description("change a template's name, kind, body or fields; prints {template}")
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <id>', 'template id')
+    .option('--name <name>', 'a new name')
+    .option('--kind <kind>', 'text, zpl or escpos')
+    .option('--body-file <file>', 'a file with the new body, using {{field}} placeholders')
+    .option(
+      '--field <name[=default]>',
+      'a field, replacing all the fields; with =default it is optional; repeatable',
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
+    .action(
+      async (opts: {
+        org: string;
+        id: string;
+        name?: string;
+        kind?: string;
+        bodyFile?: string;
+        field: string[];
+      }) =>
+        admin('PATCH', template.path(opts.org, opts.id), {
+          ...(opts.name === undefined ? {} : { name: opts.name }),
+          ...(opts.kind === undefined ? {} : { kind: opts.kind }),
+          ...(opts.bodyFile === undefined ? {} : { body: await readFile(opts.bodyFile, 'utf8') }),
+          ...(opts.field.length === 0
+            ? {}
+            : {
+                fields: opts.field.map((f) => {
+                  const eq = f.indexOf('=');
+                  return eq < 0 ? { name: f } : { name: f.slice(0, eq), default: f.slice(eq + 1) };
+                }),
+              }),
+        }),
+    );
 
   paged(
     adminCommand

@@ -28,10 +28,10 @@ export class AdminError extends Error {
 
 /** The gateway could not be reached at all: nothing answered at the URL. */
 export class UnreachableError extends Error {
-  constructor(url: string, cause: unknown) {
+  constructor(url: string, cause: unknown, urlSource = 'SPOOL_URL') {
     const code = causeCode(cause);
     super(
-      `could not reach Spool at ${url}${code ? ` (${code})` : ''}: is spool dev (or the gateway) running, and is SPOOL_URL right?`,
+      `could not reach Spool at ${url}${code ? ` (${code})` : ''}: is spool dev (or the gateway) running, and is ${urlSource} right?`,
       { cause },
     );
     this.name = 'UnreachableError';
@@ -106,7 +106,7 @@ export async function adminClient(
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         });
       } catch (err) {
-        throw new UnreachableError(base, err);
+        throw new UnreachableError(base, err, flags.url === undefined ? 'SPOOL_URL' : '--url');
       }
       const text = await res.text();
       if (res.status === 401) {

@@ -6,7 +6,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';
 import type { OperationSpec, QueryParameter } from './openapi-builder.js';
-import { UpdateLocationBody, UpdateStationBody } from './routes/admin-fleet.js';
+import { UpdateLocationBody, UpdateStationBody, UpdateTemplateBody } from './routes/admin-fleet.js';
 import {
   itemsOf,
   LocationSchema,
@@ -201,6 +201,20 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'getTemplate',
     tag: 'Templates',
     summary: 'A template',
+    success: {
+      status: 200,
+      description: 'the template',
+      schema: answer('template', TemplateSchema),
+    },
+    errors: NOT_FOUND,
+  },
+  'PATCH /admin/v1/orgs/:org/templates/:id': {
+    operationId: 'updateTemplate',
+    tag: 'Templates',
+    summary: "Change a template's name, kind, body or fields",
+    description:
+      'Fields left out keep their value; `fields`, when given, replaces them all. The result is checked as a new template is. Jobs already made from it keep their document.',
+    request: { schema: UpdateTemplateBody },
     success: {
       status: 200,
       description: 'the template',

@@ -309,7 +309,7 @@ test('locations are listed, got, changed, and deleted only once no station is in
   t.is((await op(t, 'GET', `/orgs/${org}/locations/${hall}`)).status, 404);
 });
 
-test('templates are listed, got and deleted', async (t) => {
+test('templates are listed, got, changed and deleted', async (t) => {
   const { sys } = t.context;
   const org = await createOrg(sys.url, 'Templates Co');
   const other = await createOrg(sys.url, 'Other Templates Co');
@@ -332,6 +332,31 @@ test('templates are listed, got and deleted', async (t) => {
   );
   t.deepEqual(got.body, created.body);
   t.is((await op(t, 'GET', `/orgs/${other}/templates/${id}`)).status, 404);
+
+  const changed = await op<{ template: { name: string; body: string; fields: unknown[] } }>(
+    t,
+    'PATCH',
+    `/orgs/${org}/templates/${id}`,
+    {
+      name: 'Badge',
+      body: 'Hi {{name}} of {{team}}',
+      fields: [{ name: 'name' }, { name: 'team', default: 'ops' }],
+    },
+  );
+  t.is(changed.status, 200);
+  t.like(changed.body.template, { name: 'Badge', body: 'Hi {{name}} of {{team}}' });
+  t.deepEqual(changed.body.template.fields, [
+    { name: 'name', required: true, default: null },
+    { name: 'team', required: false, default: 'ops' },
+  ]);
+  const unknownField = await op<ErrorBody>(t, 'PATCH', `/orgs/${org}/templates/${id}`, {
+    body: 'Hi {{nobody}}',
+  });
+  t.is(unknownField.status, 400);
+  t.is((await op(t, 'PATCH', `/orgs/${other}/templates/${id}`, { name: 'x' })).status, 404);
+  const kept = await op<{ template: { body: string } }>(t, 'GET', `/orgs/${org}/templates/${id}`);
+  t.is(kept.body.template.body, 'Hi {{name}} of {{team}}');
+
   t.is((await op(t, 'DELETE', `/orgs/${other}/templates/${id}`)).status, 404);
   t.is((await op(t, 'DELETE', `/orgs/${org}/templates/${id}`)).status, 204);
   t.is((await op(t, 'GET', `/orgs/${org}/templates/${id}`)).status, 404);

@@ -116,13 +116,33 @@ test('spool admin updates and deletes, says why a delete is refused, and the aud
   const gone = await spool(t, ['station', 'delete', '--org', org, '--id', station.id]);
   t.deepEqual(gone.json, { deleted: true, id: station.id });
 
+  const tpl = await call<{ template: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${org}/templates`,
+    { token: OPERATOR_TOKEN, body: { name: 'Label', kind: 'text', body: 'Hi', fields: [] } },
+  );
+  const renamedTemplate = await spool(t, [
+    'template',
+    'update',
+    '--org',
+    org,
+    '--id',
+    tpl.body.template.id,
+    '--name',
+    'Badge',
+  ]);
+  t.like(renamedTemplate.json?.template, { name: 'Badge', body: 'Hi' });
+
   const log = await spool(t, ['audit', '--org', org, '--actor', 'operator']);
   t.is(log.code, 0, log.stderr);
   t.deepEqual(log.json, (await http(t, `/audit?org=${org}&actor=operator`)).body);
   const items = log.json?.items as Array<{ method: string; route: string; status: number }>;
   t.deepEqual(
-    items.slice(0, 5).map((e) => `${e.method} ${e.route} ${e.status}`),
+    items.slice(0, 7).map((e) => `${e.method} ${e.route} ${e.status}`),
     [
+      'PATCH /admin/v1/orgs/:org/templates/:id 200',
+      'POST /admin/v1/orgs/:org/templates 201',
       'DELETE /admin/v1/orgs/:org/stations/:id 204',
       'DELETE /admin/v1/orgs/:org/locations/:id 204',
       'PATCH /admin/v1/orgs/:org/locations/:id 200',

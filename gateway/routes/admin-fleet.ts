@@ -16,6 +16,7 @@ import type { Backends } from '../clients.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
+import { CreateTemplateBody } from './admin.js';
 
 export const UpdateStationBody = Type.Object(
   {
@@ -43,6 +44,17 @@ export const UpdateLocationBody = Type.Object(
         description: 'an IANA time zone such as Europe/Berlin, or empty for none',
       }),
     ),
+  },
+  { additionalProperties: false },
+);
+
+const { name, kind, body: templateBody, fields } = CreateTemplateBody.properties;
+export const UpdateTemplateBody = Type.Object(
+  {
+    name: Type.Optional(name),
+    kind: Type.Optional(kind),
+    body: Type.Optional(templateBody),
+    fields: Type.Optional(fields),
   },
   { additionalProperties: false },
 );
@@ -220,6 +232,24 @@ export function adminFleetRouter(deps: {
 
   router.get('/orgs/:org/templates/:id', async (ctx) => {
     const { template } = await jobs.getTemplate({ orgId: org(ctx), templateId: id(ctx) });
+    ctx.body = { template: templateView(template) };
+  });
+
+  router.patch('/orgs/:org/templates/:id', async (ctx) => {
+    const req = await body(ctx, UpdateTemplateBody, deps.bodyLimit);
+    const { template } = await jobs.updateTemplate({
+      orgId: org(ctx),
+      templateId: id(ctx),
+      name: req.name,
+      kind: req.kind,
+      body: req.body,
+      setFields: req.fields !== undefined,
+      fields: (req.fields ?? []).map((f) => ({
+        name: f.name,
+        required: f.required ?? f.default === undefined,
+        defaultValue: f.default ?? '',
+      })),
+    });
     ctx.body = { template: templateView(template) };
   });
 

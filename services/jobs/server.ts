@@ -392,6 +392,22 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       return { template };
     },
 
+    async updateTemplate(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const current = await store.getTemplate(orgId, requireUuid(req.templateId, 'template'));
+      if (!current) throw notFound('no such template');
+      const next = {
+        id: current.id,
+        orgId,
+        name: req.name ?? current.name,
+        kind: req.kind ?? current.kind,
+        body: req.body ?? current.body,
+        fields: req.setFields ? req.fields : current.fields,
+      };
+      checkTemplate(next.kind, next.body, next.fields);
+      return { template: await store.updateTemplate(next) };
+    },
+
     async deleteTemplate(req) {
       const orgId = requireUuid(req.orgId, 'organization');
       await store.deleteTemplate(orgId, requireUuid(req.templateId, 'template'));

@@ -642,6 +642,16 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       }
     },
 
+    async updateTemplate(t: Omit<Template, 'createdAt'>): Promise<Template> {
+      const { rows } = await pool.query<TemplateRow>(
+        `UPDATE templates SET name = $3, kind = $4, body = $5, fields = $6
+         WHERE org_id = $1 AND id = $2 RETURNING *`,
+        [t.orgId, t.id, t.name, t.kind, t.body, JSON.stringify(t.fields)],
+      );
+      if (!rows[0]) throw notFound('no such template');
+      return toTemplate(rows[0]);
+    },
+
     async deleteTemplate(orgId: string, id: string): Promise<void> {
       const res = await pool.query('DELETE FROM templates WHERE org_id = $1 AND id = $2', [
         orgId,

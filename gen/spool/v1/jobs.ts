@@ -310,6 +310,23 @@ export interface GetTemplateResponse {
   template: Template | undefined;
 }
 
+export interface UpdateTemplateRequest {
+  orgId: string;
+  templateId: string;
+  name?: string | undefined;
+  kind?: string | undefined;
+  body?:
+    | string
+    | undefined;
+  /** Whether `fields` replaces the template's fields (a repeated field cannot say "unset"). */
+  setFields: boolean;
+  fields: TemplateField[];
+}
+
+export interface UpdateTemplateResponse {
+  template: Template | undefined;
+}
+
 export interface DeleteTemplateRequest {
   orgId: string;
   templateId: string;
@@ -4967,6 +4984,254 @@ export const GetTemplateResponse: MessageFns<GetTemplateResponse> = {
   },
 };
 
+function createBaseUpdateTemplateRequest(): UpdateTemplateRequest {
+  return { orgId: "", templateId: "", name: undefined, kind: undefined, body: undefined, setFields: false, fields: [] };
+}
+
+export const UpdateTemplateRequest: MessageFns<UpdateTemplateRequest> = {
+  encode(message: UpdateTemplateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.templateId !== "") {
+      writer.uint32(18).string(message.templateId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.kind !== undefined) {
+      writer.uint32(34).string(message.kind);
+    }
+    if (message.body !== undefined) {
+      writer.uint32(42).string(message.body);
+    }
+    if (message.setFields !== false) {
+      writer.uint32(48).bool(message.setFields);
+    }
+    for (const v of message.fields) {
+      TemplateField.encode(v!, writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateTemplateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateTemplateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.templateId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.setFields = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.fields.push(TemplateField.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateTemplateRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      templateId: isSet(object.templateId)
+        ? globalThis.String(object.templateId)
+        : isSet(object.template_id)
+        ? globalThis.String(object.template_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : undefined,
+      body: isSet(object.body) ? globalThis.String(object.body) : undefined,
+      setFields: isSet(object.setFields)
+        ? globalThis.Boolean(object.setFields)
+        : isSet(object.set_fields)
+        ? globalThis.Boolean(object.set_fields)
+        : false,
+      fields: globalThis.Array.isArray(object?.fields)
+        ? object.fields.map((e: any) => TemplateField.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: UpdateTemplateRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.templateId !== "") {
+      obj.templateId = message.templateId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.kind !== undefined) {
+      obj.kind = message.kind;
+    }
+    if (message.body !== undefined) {
+      obj.body = message.body;
+    }
+    if (message.setFields !== false) {
+      obj.setFields = message.setFields;
+    }
+    if (message.fields?.length) {
+      obj.fields = message.fields.map((e) => TemplateField.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateTemplateRequest>): UpdateTemplateRequest {
+    return UpdateTemplateRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateTemplateRequest>): UpdateTemplateRequest {
+    const message = createBaseUpdateTemplateRequest();
+    message.orgId = object.orgId ?? "";
+    message.templateId = object.templateId ?? "";
+    message.name = object.name ?? undefined;
+    message.kind = object.kind ?? undefined;
+    message.body = object.body ?? undefined;
+    message.setFields = object.setFields ?? false;
+    message.fields = object.fields?.map((e) => TemplateField.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateTemplateResponse(): UpdateTemplateResponse {
+  return { template: undefined };
+}
+
+export const UpdateTemplateResponse: MessageFns<UpdateTemplateResponse> = {
+  encode(message: UpdateTemplateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.template !== undefined) {
+      Template.encode(message.template, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateTemplateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateTemplateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.template = Template.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateTemplateResponse {
+    return { template: isSet(object.template) ? Template.fromJSON(object.template) : undefined };
+  },
+
+  toJSON(message: UpdateTemplateResponse): unknown {
+    const obj: any = {};
+    if (message.template !== undefined) {
+      obj.template = Template.toJSON(message.template);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateTemplateResponse>): UpdateTemplateResponse {
+    return UpdateTemplateResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateTemplateResponse>): UpdateTemplateResponse {
+    const message = createBaseUpdateTemplateResponse();
+    message.template = (object.template !== undefined && object.template !== null)
+      ? Template.fromPartial(object.template)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseDeleteTemplateRequest(): DeleteTemplateRequest {
   return { orgId: "", templateId: "" };
 }
@@ -6164,6 +6429,18 @@ export const JobsServiceService = {
     responseSerialize: (value: GetTemplateResponse): Buffer => Buffer.from(GetTemplateResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetTemplateResponse => GetTemplateResponse.decode(value),
   },
+  /** Changes the fields given; jobs already made from the template keep their document. */
+  updateTemplate: {
+    path: "/spool.v1.JobsService/UpdateTemplate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateTemplateRequest): Buffer =>
+      Buffer.from(UpdateTemplateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateTemplateRequest => UpdateTemplateRequest.decode(value),
+    responseSerialize: (value: UpdateTemplateResponse): Buffer =>
+      Buffer.from(UpdateTemplateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateTemplateResponse => UpdateTemplateResponse.decode(value),
+  },
   /** Jobs already made from the template keep their document. */
   deleteTemplate: {
     path: "/spool.v1.JobsService/DeleteTemplate" as const,
@@ -6258,6 +6535,8 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
   createTemplate: handleUnaryCall<CreateTemplateRequest, CreateTemplateResponse>;
   listTemplates: handleUnaryCall<ListTemplatesRequest, ListTemplatesResponse>;
   getTemplate: handleUnaryCall<GetTemplateRequest, GetTemplateResponse>;
+  /** Changes the fields given; jobs already made from the template keep their document. */
+  updateTemplate: handleUnaryCall<UpdateTemplateRequest, UpdateTemplateResponse>;
   /** Jobs already made from the template keep their document. */
   deleteTemplate: handleUnaryCall<DeleteTemplateRequest, DeleteTemplateResponse>;
   /** Fails every unfinished job of printers about to be deleted (`printer_deleted` in the machine). */
@@ -6473,6 +6752,22 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  /** Changes the fields given; jobs already made from the template keep their document. */
+  updateTemplate(
+    request: UpdateTemplateRequest,
+    callback: (error: ServiceError | null, response: UpdateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  updateTemplate(
+    request: UpdateTemplateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  updateTemplate(
+    request: UpdateTemplateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateTemplateResponse) => void,
   ): ClientUnaryCall;
   /** Jobs already made from the template keep their document. */
   deleteTemplate(
