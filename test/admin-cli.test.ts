@@ -60,7 +60,7 @@ test('spool admin lists and gets with --url and --token, printing what the API a
   t.is(orgs.code, 0, orgs.stderr);
   t.deepEqual(orgs.json, (await http(t, '/orgs?q=cli%20harbour')).body);
   t.deepEqual(
-    (orgs.json?.items as Array<{ id: string }>).map((o) => o.id),
+    ((orgs.json?.items ?? []) as Array<{ id: string }>).map((o) => o.id),
     [org],
   );
   t.deepEqual(stations.json, (await http(t, `/orgs/${org}/stations`)).body);
