@@ -211,7 +211,7 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
       .command('audit')
       .description('the audit log of operator and console actions, newest first')
       .option('--org <org>', 'only actions on this organization')
-      .option('--actor <actor>', 'only actions of operator, person:<id> or api_key:<id>'),
+      .option('--actor <actor>', 'only actions of operator or person:<id>'),
   ).action((opts: Page & { org?: string; actor?: string }) =>
     admin(
       'GET',

@@ -1,15 +1,15 @@
 /**
- * The audit log's writer (docs/audit.md). Every state-changing request to `/admin/v1` or
- * `/console/v1`, and every state-changing request a signed-in session makes anywhere, is recorded
- * by the accounts service: who (the operator, a person and their session, an API key), what (the
- * method, the route template and the ids in the path), when, from where (client address, user
- * agent), the request id and the status answered.
+ * The audit log's writer (docs/audit.md). Every state-changing request to `/admin/v1` with the
+ * operator token, every one to `/console/v1` or elsewhere with a live signed-in session, and every
+ * sign-in or invitation acceptance that succeeds is recorded by the accounts service: who (the
+ * operator, a person and their session), what (the method, the route template and the ids in the
+ * path), when, from where (client address, user agent), the request id and the status answered.
  *
- * The entry is written twice, to one row: before the action runs, and with its outcome before the
- * answer leaves. When the first write fails the action does not run and the caller gets 503, so no
- * action happens without an entry; when the second fails the entry keeps status 0 ("outcome not
- * recorded") and the gateway logs the outcome at error level. Bodies are never recorded, nor
- * credentials, nor a path parameter that carries a token.
+ * An authenticated request's entry is written twice, to one row: before the action runs, and with
+ * its outcome before the answer leaves. When the first write fails the action does not run and
+ * the caller gets 503, so no action happens without an entry; when the second fails the entry
+ * keeps status 0 ("outcome not recorded") and the gateway logs the outcome at error level. Bodies
+ * are never recorded, nor credentials, nor a path parameter that carries a token.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
@@ -18,11 +18,10 @@ import { isSpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { isTransient, unavailable } from '../lib/transient.js';
 import type { Backends } from './clients.js';
-import { sessionCookie } from './session-auth.js';
+import { authenticateSession, type SessionOptions, sessionCookie } from './session-auth.js';
 import type { GatewayState } from './state.js';
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
-const AUDITED_PREFIXES = ['/admin/v1/', '/console/v1/'];
 /** Path parameters never recorded: they carry a credential (an invitation token). */
 const SECRET_PARAM = /token|secret|password|credential/i;
 
@@ -37,7 +36,6 @@ function actorOf(ctx: Ctx, operator: boolean): { actor: string; sessionId: strin
   const session = ctx.state.session;
   if (session) return { actor: `person:${session.personId}`, sessionId: session.id };
   if (operator) return { actor: 'operator', sessionId: '' };
-  if (ctx.state.key) return { actor: `api_key:${ctx.state.key.id}`, sessionId: '' };
   return { actor: '', sessionId: '' };
 }
 
@@ -52,22 +50,45 @@ export function auditMiddleware(deps: {
   backends: Pick<Backends, 'accounts'>;
   operatorToken: string;
   logger: Logger;
+  sessions: SessionOptions;
 }): Middleware<GatewayState> {
   const operatorDigest = digest(deps.operatorToken);
+  /** Whether the session cookie holds a live session (and, for a write, the CSRF token). */
+  const signedIn = async (ctx: Ctx): Promise<boolean> => {
+    try {
+      await authenticateSession(ctx, deps.sessions);
+      return true;
+    } catch (err) {
+      if (isSpoolError(err) && (err.code === 'unauthorized' || err.code === 'forbidden'))
+        return false;
+      throw err;
+    }
+  };
   const isOperator = (ctx: Ctx) => {
     const m = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
     return m?.[1] !== undefined && timingSafeEqual(digest(m[1]), operatorDigest);
   };
   return async (ctx, next) => {
     if (READS.has(ctx.method)) return next();
-    const admin = ctx.path.startsWith('/admin/v1/') || ctx.path === '/admin/v1';
-    const audited =
-      AUDITED_PREFIXES.some((p) => ctx.path.startsWith(p)) || sessionCookie(ctx) !== undefined;
-    if (!audited) return next();
-    // A request to /admin/v1 without the operator token changes nothing (the router refuses it):
-    // it is in the access log, not here, so that anyone's noise cannot fill the audit log.
+    const admin = ctx.path.startsWith('/admin/v1/');
+    const consolePath = ctx.path.startsWith('/console/v1/');
+    const cookie = sessionCookie(ctx) !== undefined;
+    if (!admin && !consolePath && !cookie) return next();
+
+    // Only an authenticated request gets its entry before it runs. One that is not changes
+    // nothing (its router refuses it) and is in the access log only, so that nobody's noise can
+    // fill the audit log; except that a sign-in or an accepted invitation that succeeds, which
+    // has no credential before its answer, is recorded once after it, naming the person.
+    let mode: 'before' | 'after' | 'none';
     const operator = admin && isOperator(ctx);
-    if (admin && !operator) return next();
+    if (admin) {
+      mode = operator ? 'before' : 'none';
+    } else if (cookie && (await signedIn(ctx))) {
+      mode = 'before';
+    } else {
+      mode = consolePath ? 'after' : 'none';
+    }
+    if (mode === 'none') return next();
 
     const started: AuditEntry = {
       id: randomUUID(),
@@ -82,14 +103,16 @@ export function auditMiddleware(deps: {
       userAgent: ctx.get('user-agent'),
       requestId: ctx.state.requestId,
     };
-    try {
-      await deps.backends.accounts.recordAudit({ entry: started });
-    } catch (err) {
-      deps.logger.error(
-        { err, requestId: ctx.state.requestId },
-        'could not write the audit log; the action was refused',
-      );
-      throw unavailable(err);
+    if (mode === 'before') {
+      try {
+        await deps.backends.accounts.recordAudit({ entry: started });
+      } catch (err) {
+        deps.logger.error(
+          { err, requestId: ctx.state.requestId },
+          'could not write the audit log; the action was refused',
+        );
+        throw unavailable(err);
+      }
     }
 
     let status = 0;
@@ -120,17 +143,17 @@ export function auditMiddleware(deps: {
         target,
         status,
       };
-      try {
-        await deps.backends.accounts.recordAudit({ entry: outcome });
-      } catch (err) {
-        // The entry stays with status 0; this line keeps what it would have said.
-        deps.logger.error(
-          {
-            err,
-            audit: { ...outcome, at: undefined },
-          },
-          'could not record the outcome of an audited action',
-        );
+      if (mode === 'before' || outcome.actor !== '') {
+        try {
+          await deps.backends.accounts.recordAudit({ entry: outcome });
+        } catch (err) {
+          // The entry stays with status 0 (or, after a sign-in, is missing); this line keeps
+          // what it would have said.
+          deps.logger.error(
+            { err, audit: { ...outcome, at: undefined } },
+            'could not record the outcome of an audited action',
+          );
+        }
       }
     }
   };

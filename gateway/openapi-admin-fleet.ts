@@ -36,8 +36,7 @@ export const AuditEntrySchema = Type.Object(
     id: Type.String({ format: 'uuid' }),
     at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     actor: Type.Union([Type.String(), Type.Null()], {
-      description:
-        'operator, person:<id> (a signed-in session) or api_key:<id>; null when the request was not authenticated',
+      description: 'operator, or person:<id> (a signed-in person)',
     }),
     session_id: Type.Union([Type.String(), Type.Null()], {
       description: 'the session of a signed-in person',
@@ -235,12 +234,12 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     tag: AUDIT_TAG.name,
     summary: 'The audit log, newest first',
     description:
-      'One entry per state-changing request to `/admin/v1` or `/console/v1` and per state-changing request of a signed-in session. Written before the action runs (if that write fails the action does not run and the answer is 503) and completed with the status before the answer is sent. Never holds a body or a credential.',
+      'One entry per authenticated state-changing request to `/admin/v1` (the operator) or `/console/v1`, per state-changing request of a signed-in session anywhere, and per successful sign-in. Written before the action runs (if that write fails the action does not run and the answer is 503) and completed with the status before the answer is sent. Never holds a body or a credential.',
     query: [
       { name: 'org', description: 'only actions on this organization', schema: { type: 'string' } },
       {
         name: 'actor',
-        description: 'only actions of this actor: operator, person:<id> or api_key:<id>',
+        description: 'only actions of this actor: operator or person:<id>',
         schema: { type: 'string' },
       },
       ...listQuery,

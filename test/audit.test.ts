@@ -90,12 +90,14 @@ test('operator actions are in the audit log: who, what, which target, from where
   const { sys } = t.context;
   const org = await createOrg(sys.url, 'Audited Org');
   const station = await createStation(sys.url, org, { name: 'Desk' });
+  sys.clock.advance(1000);
   const rename = await call(sys.url, 'PATCH', `/admin/v1/orgs/${org}/stations/${station.id}`, {
     token: OPERATOR_TOKEN,
     body: { name: 'Front desk' },
     headers: UA,
   });
   t.is(rename.status, 200);
+  sys.clock.advance(1000);
   const missing = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
   const gone = await call(sys.url, 'DELETE', `/admin/v1/orgs/${org}/templates/${missing}`, {
     token: OPERATOR_TOKEN,
@@ -190,6 +192,38 @@ test('console actions are in the audit log as the person and session that made t
     target: { id: missingJob },
   });
 
+  // Requests that are not authenticated change nothing and leave no entry: a failed sign-in, an
+  // ended or forged session, a write without the CSRF token, a console path that does not exist.
+  const stranger = new Browser(sys.url);
+  const failedSignIn = await stranger.signIn('ada@example.com', 'wrong password!');
+  t.is(failedSignIn.status, 401);
+  stranger.cookie = 'svc_sess_forged';
+  const forged = await stranger.call('POST', `/console/v1/orgs/${org}/keys`, { body: {} });
+  t.is(forged.status, 401);
+  const noCsrf = await admin.call('POST', `/console/v1/orgs/${org}/keys`, {
+    body: { name: 'x', mode: 'test', scopes: [] },
+    csrf: false,
+  });
+  t.is(noCsrf.status, 403);
+  const nowhere = await call(sys.url, 'POST', '/console/v1/nothing-here');
+  t.is(nowhere.status, 404);
+  const recorded = new Set((await audit(sys, '?limit=200')).items.map((e) => e.request_id));
+  for (const res of [failedSignIn, forged, noCsrf, nowhere])
+    t.false(recorded.has(res.headers.get('request-id') ?? ''), `${res.status} left no entry`);
+  // A sign-in that succeeds names the person it signed in.
+  const again = new Browser(sys.url);
+  const signIn = await again.signIn('ada@example.com', PASSWORD);
+  t.is(signIn.status, 200);
+  const latest = (await audit(sys, '?limit=200')).items.find(
+    (e) => e.request_id === signIn.headers.get('request-id'),
+  );
+  t.like(latest, {
+    route: '/console/v1/sign-in',
+    status: 200,
+    actor: `person:${admin.personId}`,
+    org_id: null,
+  });
+
   // The invitation's acceptance (its token is in the path) names the person and not the token.
   const accepted = (await audit(sys, '?limit=200')).items.filter(
     (e) => e.route === '/console/v1/invitations/:token/accept',
@@ -197,7 +231,14 @@ test('console actions are in the audit log as the person and session that made t
   t.true(accepted.length >= 1);
   t.true(accepted.every((e) => e.status === 200 && e.actor?.startsWith('person:')));
   const everything = JSON.stringify((await audit(sys, '?limit=200')).items);
-  for (const secret of [key.body.secret, tokenOf(url), PASSWORD, admin.cookie, OPERATOR_TOKEN])
+  for (const secret of [
+    key.body.secret,
+    tokenOf(url),
+    PASSWORD,
+    admin.cookie,
+    again.cookie,
+    OPERATOR_TOKEN,
+  ])
     t.false(everything.includes(secret), 'no secret in the audit log');
 });
 
