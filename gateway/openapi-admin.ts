@@ -348,7 +348,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
       title: 'Spool operator API',
       version: '1',
       description:
-        'Organizations, API keys, stations, locations, templates, settings and webhook endpoints, for the operator of a Spool. Authenticate with the operator token (`SPOOL_ADMIN_TOKEN`) as `Authorization: Bearer <token>`. Each operation has a `spool admin` command that prints the same JSON.',
+        'Organizations, API keys, stations, printers, locations, templates, settings, webhook endpoints and the audit log, for the operator of a Spool. Authenticate with the operator token (`SPOOL_ADMIN_TOKEN`) as `Authorization: Bearer <token>`. Each operation has a `spool admin` command that prints the same JSON.',
       surface: SURFACE,
       securityScheme: {
         name: 'operatorToken',
