@@ -116,6 +116,7 @@ test('spool admin updates and deletes, says why a delete is refused, and the aud
   const gone = await spool(t, ['station', 'delete', '--org', org, '--id', station.id]);
   t.deepEqual(gone.json, { deleted: true, id: station.id });
 
+  sys.clock.advance(1000);
   const tpl = await call<{ template: { id: string } }>(
     sys.url,
     'POST',
