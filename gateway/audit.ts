@@ -72,7 +72,8 @@ export function auditMiddleware(deps: {
     if (READS.has(ctx.method)) return next();
     const admin = ctx.path.startsWith('/admin/v1/');
     const consolePath = ctx.path.startsWith('/console/v1/');
-    const cookie = sessionCookie(ctx) !== undefined;
+    // With an Authorization header the cookie is not the credential (/v1 takes the key then).
+    const cookie = sessionCookie(ctx) !== undefined && ctx.get('authorization') === '';
     if (!admin && !consolePath && !cookie) return next();
 
     // Only an authenticated request gets its entry before it runs. One that is not changes

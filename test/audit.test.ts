@@ -192,6 +192,14 @@ test('console actions are in the audit log as the person and session that made t
     target: { id: missingJob },
   });
 
+  // An API key's request is the key's, even from a browser that holds a session cookie.
+  const { secret } = await createKey(sys.url, org, { scopes: ['jobs:write'] });
+  const byKey = await call(sys.url, 'POST', `/v1/orgs/${org}/jobs/${missingJob}/cancel`, {
+    token: secret,
+    headers: { cookie: `spool_session=${admin.cookie}` },
+  });
+  t.is(byKey.status, 404);
+
   // Requests that are not authenticated change nothing and leave no entry: a failed sign-in, an
   // ended or forged session, a write without the CSRF token, a console path that does not exist.
   const stranger = new Browser(sys.url);
@@ -208,7 +216,7 @@ test('console actions are in the audit log as the person and session that made t
   const nowhere = await call(sys.url, 'POST', '/console/v1/nothing-here');
   t.is(nowhere.status, 404);
   const recorded = new Set((await audit(sys, '?limit=200')).items.map((e) => e.request_id));
-  for (const res of [failedSignIn, forged, noCsrf, nowhere])
+  for (const res of [failedSignIn, forged, noCsrf, nowhere, byKey])
     t.false(recorded.has(res.headers.get('request-id') ?? ''), `${res.status} left no entry`);
   // A sign-in that succeeds names the person it signed in.
   const again = new Browser(sys.url);
