@@ -28,10 +28,10 @@ export class AdminError extends Error {
 
 /** The gateway could not be reached at all: nothing answered at the URL. */
 export class UnreachableError extends Error {
-  constructor(url: string, cause: unknown) {
+  constructor(url: string, cause: unknown, urlSource = 'SPOOL_URL') {
     const code = causeCode(cause);
     super(
-      `could not reach Spool at ${url}${code ? ` (${code})` : ''}: is spool dev (or the gateway) running, and is SPOOL_URL right?`,
+      `could not reach Spool at ${url}${code ? ` (${code})` : ''}: is spool dev (or the gateway) running, and is ${urlSource} right?`,
       { cause },
     );
     this.name = 'UnreachableError';
@@ -55,14 +55,30 @@ function causeCode(err: unknown): string | undefined {
   return reason;
 }
 
+/** `--url` and `--token` of a `spool admin` command; they win over the environment. */
+export interface AdminFlags {
+  url?: string | undefined;
+  token?: string | undefined;
+}
+
 /**
- * A client for `/admin/v1`. The token comes from `SPOOL_ADMIN_TOKEN`, or else from the file spool
+ * A client for `/admin/v1`. The token comes from `--token` or `SPOOL_ADMIN_TOKEN`, or else from the file spool
  * dev writes; `tokenSource` says which, so that a refused token can be traced to where it came from.
  */
-export async function adminClient(env: Env): Promise<AdminClient & { tokenSource: string }> {
-  const config = readConfig(env, adminClientConfig);
+export async function adminClient(
+  env: Env,
+  flags: AdminFlags = {},
+): Promise<AdminClient & { tokenSource: string }> {
+  const config = readConfig(
+    {
+      ...env,
+      ...(flags.url === undefined ? {} : { SPOOL_URL: flags.url }),
+      ...(flags.token === undefined ? {} : { SPOOL_ADMIN_TOKEN: flags.token }),
+    },
+    adminClientConfig,
+  );
   let token = config.adminToken;
-  let tokenSource = 'SPOOL_ADMIN_TOKEN';
+  let tokenSource = flags.token === undefined ? 'SPOOL_ADMIN_TOKEN' : '--token';
   if (!token) {
     const file = join(config.dataDir, 'admin-token');
     try {
@@ -90,7 +106,7 @@ export async function adminClient(env: Env): Promise<AdminClient & { tokenSource
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         });
       } catch (err) {
-        throw new UnreachableError(base, err);
+        throw new UnreachableError(base, err, flags.url === undefined ? 'SPOOL_URL' : '--url');
       }
       const text = await res.text();
       if (res.status === 401) {

@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { Env } from '../lib/config.js';
-import { adminClient } from './admin.js';
+import { type AdminFlags, adminClient } from './admin.js';
+import { addAdminFleetCommands, addConnectionFlags } from './admin-commands.js';
 import { addAgentCommands } from './agent.js';
 import { runDev } from './dev.js';
 import { registerJobsCommands } from './jobs-commands.js';
@@ -29,8 +30,9 @@ function collect(value: string, previous: string[]): string[] {
 }
 
 export function buildProgram(env: Env): Command {
+  let flags: AdminFlags = {};
   async function admin(method: string, path: string, body?: unknown, empty?: unknown) {
-    const client = await adminClient(env);
+    const client = await adminClient(env, flags);
     const answer = (await client.request(method, path, body)) ?? empty;
     if (answer !== undefined) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
   }
@@ -84,7 +86,9 @@ export function buildProgram(env: Env): Command {
 
   const adminCommand = program
     .command('admin')
-    .description('operator commands against a running gateway (SPOOL_URL, SPOOL_ADMIN_TOKEN)');
+    .description(
+      'operator commands against a running gateway (--url and --token, or SPOOL_URL and SPOOL_ADMIN_TOKEN)',
+    );
 
   const org = adminCommand.command('org').description('organizations');
   org
@@ -313,6 +317,10 @@ export function buildProgram(env: Env): Command {
     );
 
   addWebhookCommands(adminCommand, admin);
+  addAdminFleetCommands(adminCommand, admin);
+  addConnectionFlags(adminCommand, (f) => {
+    flags = f;
+  });
   registerJobsCommands(program, env);
 
   return program;

@@ -8,6 +8,8 @@ import Koa, { type Middleware } from 'koa';
 import type { Clock } from '../lib/clock.js';
 import { SpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
+import { accessLogMiddleware } from './access-log.js';
+import { auditMiddleware } from './audit.js';
 import type { Backends } from './clients.js';
 import { consoleStatic } from './console-static.js';
 import { docsPages } from './docs-page.js';
@@ -18,6 +20,7 @@ import type { KeyCache } from './key-cache.js';
 import { buildOpenApi } from './openapi.js';
 import { assertDescribed, buildAdminOpenApi } from './openapi-admin.js';
 import { adminRouter } from './routes/admin.js';
+import { adminFleetRouter } from './routes/admin-fleet.js';
 import { consoleRouter } from './routes/console.js';
 import { publicRouter } from './routes/public.js';
 import { v1Router } from './routes/v1.js';
@@ -63,7 +66,9 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     ctx.set('Request-Id', ctx.state.requestId);
     await next();
   });
+  app.use(accessLogMiddleware(deps.logger));
   app.use(errorMiddleware(deps.logger));
+  app.use(auditMiddleware(deps));
 
   const openapi = buildOpenApi();
   const adminOpenapi = buildAdminOpenApi();
@@ -124,18 +129,23 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     operatorToken: deps.operatorToken,
     bodyLimit: deps.bodyLimit,
   });
+  const adminFleet = adminFleetRouter({
+    backends: deps.backends,
+    operatorToken: deps.operatorToken,
+    bodyLimit: deps.bodyLimit,
+  });
   const publicApi = publicRouter({
     backends: deps.backends,
     status: deps.status,
     limit: deps.publicLimit,
   });
   const consoleApi = consoleRouter({ ...deps, publicUrl: deps.sessions.publicUrl });
-  const routers = [admin, webhooksAdmin, publicApi, v1, consoleApi];
+  const routers = [admin, adminFleet, webhooksAdmin, publicApi, v1, consoleApi];
   for (const router of routers) app.use(router.routes());
 
   // A route of the operator API without a description would be missing from its document.
   assertDescribed(
-    [admin, webhooksAdmin].flatMap((r) =>
+    [admin, adminFleet, webhooksAdmin].flatMap((r) =>
       r.stack
         .filter((l) => l.methods.length > 0)
         .flatMap((l) =>

@@ -8,6 +8,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';
 import { ROLES } from '../lib/roles.js';
+import { AUDIT_TAG, AuditEntrySchema, FLEET_OPERATIONS } from './openapi-admin-fleet.js';
 import {
   buildDocument,
   DEFAULT_SERVER,
@@ -63,6 +64,7 @@ const STATION = {
   location_id: null,
   online: false,
   last_seen_at: null,
+  agent_version: null,
   created_at: '2026-05-01T12:00:00Z',
 };
 const ORG_ERRORS: ErrorCode[] = ['not_found'];
@@ -320,7 +322,11 @@ function adminWebhookOperations(): Array<[string, OperationSpec]> {
 
 /** Every operation of the document by `METHOD /path`. */
 export function adminOperations(): Map<string, OperationSpec> {
-  return new Map([...Object.entries(ADMIN_OPERATIONS), ...adminWebhookOperations()]);
+  return new Map([
+    ...Object.entries(ADMIN_OPERATIONS),
+    ...Object.entries(FLEET_OPERATIONS),
+    ...adminWebhookOperations(),
+  ]);
 }
 
 /** Throws when a route the gateway answers under `/admin/v1` has no operation here. */
@@ -342,7 +348,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
       title: 'Spool operator API',
       version: '1',
       description:
-        'Organizations, API keys, stations, locations, templates, settings and webhook endpoints, for the operator of a Spool. Authenticate with the operator token (`SPOOL_ADMIN_TOKEN`) as `Authorization: Bearer <token>`. Each operation has a `spool admin` command that prints the same JSON.',
+        'Organizations, API keys, stations, printers, locations, templates, settings, webhook endpoints and the audit log, for the operator of a Spool. Authenticate with the operator token (`SPOOL_ADMIN_TOKEN`) as `Authorization: Bearer <token>`. Each operation has a `spool admin` command that prints the same JSON.',
       surface: SURFACE,
       securityScheme: {
         name: 'operatorToken',
@@ -356,10 +362,12 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
           name: 'Stations',
           description: 'Stations, where the agent runs, and their device tokens',
         },
+        { name: 'Printers', description: 'The printers stations report' },
         { name: 'Locations', description: 'Where stations and printers are' },
         { name: 'Templates', description: 'Templates that jobs fill with field values' },
         WEBHOOKS_TAG,
         { name: 'Settings', description: 'Retention, the status notice, prices and downloads' },
+        AUDIT_TAG,
       ],
       operations,
       schemas: {
@@ -370,6 +378,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
         Location: LocationSchema,
         Template: TemplateSchema,
         Settings: SettingsSchema,
+        AuditEntry: AuditEntrySchema,
         Invitation: InvitationSchema,
         WebhookEndpoint: WebhookEndpointSchema,
         WebhookDelivery: WebhookDeliverySchema,

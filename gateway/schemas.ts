@@ -289,6 +289,9 @@ export const StationSchema = Type.Object(
     location_id: NullableId,
     online: Type.Boolean(),
     last_seen_at: NullableTime,
+    agent_version: Type.Union([Type.String(), Type.Null()], {
+      description: "the agent's version at its last connection; null before the first",
+    }),
     created_at: NullableTime,
   },
   { additionalProperties: false },

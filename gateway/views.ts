@@ -45,6 +45,7 @@ export function stationView(station: Station | undefined) {
     location_id: station.locationId || null,
     online: station.online,
     last_seen_at: rfc3339OrNull(station.lastSeenAt),
+    agent_version: station.agentVersion || null,
     created_at: rfc3339OrNull(station.createdAt),
   };
 }

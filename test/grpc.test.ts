@@ -51,6 +51,9 @@ const impl: AsyncServer<AccountsServiceServer> = {
   listMembers: notCalled,
   changeRole: notCalled,
   removeMember: notCalled,
+  listOrgs: notCalled,
+  recordAudit: notCalled,
+  listAudit: notCalled,
 };
 
 test.before(async (t) => {

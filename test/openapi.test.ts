@@ -247,7 +247,7 @@ test('a known path asked with a method it does not take answers 405 with Allow, 
   for (const [method, path, allow] of [
     ['POST', '/v1/key', 'HEAD, GET'],
     ['DELETE', `/v1/orgs/${org}/jobs`, 'POST, HEAD, GET'],
-    ['PUT', '/admin/v1/orgs', 'POST'],
+    ['PUT', '/admin/v1/orgs', 'POST, HEAD, GET'],
     ['POST', '/v1/public/status', 'HEAD, GET, OPTIONS'],
     ['DELETE', '/v1/openapi.json', 'GET'],
   ] as const) {

@@ -11,6 +11,7 @@ import { adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
+import { createAuditServer, createAuditStore } from './audit.js';
 import { createPeopleServer, type SessionSettings } from './people-server.js';
 import { createPeopleStore } from './people-store.js';
 import { createAccountsServer } from './server.js';
@@ -51,6 +52,7 @@ export function createAccounts(deps: AccountsDeps): AccountsPart {
     clock: deps.clock,
     onRevoked: () => relay.kick(),
     people,
+    audit: createAuditServer(createAuditStore(deps.pool, deps.clock)),
   });
   relay.start();
   return {

@@ -16,6 +16,7 @@ import { invalid, notFound, unauthorized } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
+import type { AuditRpcs } from './audit.js';
 import type { PeopleRpcs } from './people-server.js';
 import type { AccountsStore } from './store.js';
 
@@ -45,10 +46,20 @@ export function createAccountsServer(deps: {
   onRevoked?: () => void;
   /** The RPCs of people, invitations and sessions (people-server.ts). */
   people: PeopleRpcs;
+  /** The RPCs of the audit log (audit.ts). */
+  audit: AuditRpcs;
 }): AsyncServer<AccountsServiceServer> {
   const { store, clock } = deps;
   return {
     ...deps.people,
+    ...deps.audit,
+
+    async listOrgs(req) {
+      const query = req.query.trim();
+      if (query.length > MAX_NAME_LENGTH)
+        throw invalid(`q must be at most ${MAX_NAME_LENGTH} characters`, 'q');
+      return store.listOrgs(query, pageLimit(req.limit), req.cursor);
+    },
 
     async createOrg(req) {
       return { org: await store.createOrg(checkName(req.name, 'name', true)) };

@@ -147,6 +147,21 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
       return toOrg(rows[0] as OrgRow);
     },
 
+    /** Organizations oldest first; a non-empty `query` keeps names containing it, ignoring case. */
+    async listOrgs(query: string, limit: number, cursor: string) {
+      const { items, nextCursor } = await listOldestFirst<OrgRow>(
+        pool,
+        {
+          select: 'SELECT id, name, created_at FROM orgs',
+          where: "($1::TEXT = '' OR strpos(lower(name), lower($1::TEXT)) > 0)",
+          params: [query],
+        },
+        limit,
+        cursor,
+      );
+      return { items: items.map(toOrg), nextCursor };
+    },
+
     async getOrg(orgId: string): Promise<Org> {
       const { rows } = await pool.query<OrgRow>(
         'SELECT id, name, created_at FROM orgs WHERE id = $1',

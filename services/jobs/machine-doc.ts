@@ -9,6 +9,7 @@ const TRIGGER_TEXT: Record<string, string> = {
   failed: 'the station reports it failed (`status_detail` says why)',
   due: 'its `schedule_at` has come (the scheduler)',
   expire: 'it waited undelivered longer than `expire_after` (detail `expired`)',
+  printer_deleted: 'the operator deleted its printer or station (`status_detail` says which)',
 };
 
 export function transitionTable(): string {

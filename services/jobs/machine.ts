@@ -36,7 +36,9 @@ export type Trigger =
   /** a scheduled job's time has come */
   | 'due'
   /** a job waited undelivered longer than its expire_after */
-  | 'expire';
+  | 'expire'
+  /** the operator deleted the job's printer (or its station) */
+  | 'printer_deleted';
 
 export interface Transition {
   trigger: Trigger;
@@ -88,6 +90,14 @@ export const TRANSITIONS: readonly Transition[] = [
   {
     trigger: 'expire',
     from: ['queued'],
+    to: 'failed',
+    event: 'job.failed',
+    dispatch: 'withdraw',
+  },
+  // No printer is left to print it; a retry would have nowhere to go either.
+  {
+    trigger: 'printer_deleted',
+    from: ['scheduled', 'held', 'queued', 'sent'],
     to: 'failed',
     event: 'job.failed',
     dispatch: 'withdraw',

@@ -385,6 +385,47 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       return store.listTemplates(orgId, pageLimit(req.limit), req.cursor);
     },
 
+    async getTemplate(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const template = await store.getTemplate(orgId, requireUuid(req.templateId, 'template'));
+      if (!template) throw notFound('no such template');
+      return { template };
+    },
+
+    async updateTemplate(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const current = await store.getTemplate(orgId, requireUuid(req.templateId, 'template'));
+      if (!current) throw notFound('no such template');
+      const next = {
+        id: current.id,
+        orgId,
+        name: req.name ?? current.name,
+        kind: req.kind ?? current.kind,
+        body: req.body ?? current.body,
+        fields: req.setFields ? req.fields : current.fields,
+      };
+      checkTemplate(next.kind, next.body, next.fields);
+      return { template: await store.updateTemplate(next) };
+    },
+
+    async deleteTemplate(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      await store.deleteTemplate(orgId, requireUuid(req.templateId, 'template'));
+      return {};
+    },
+
+    async failPrinterJobs(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const stationId = requireUuid(req.stationId, 'station');
+      if (req.printerIds.length > 10_000) throw invalid('at most 10000 printer ids', 'printer_ids');
+      for (const id of req.printerIds) requireUuid(id, 'printer');
+      const failed = await store.failPrinterJobs(orgId, stationId, req.printerIds, {
+        actor: req.actor,
+        detail: req.detail.slice(0, 500) || 'the printer was deleted',
+      });
+      return { failed };
+    },
+
     async claimIdempotencyKey(req) {
       const orgId = requireUuid(req.orgId, 'organization');
       return deps.idempotency.claim(orgId, req.key, req.fingerprint);

@@ -24,6 +24,7 @@ import {
   type JobStatus,
   PENDING_STATUSES,
   statusesFor,
+  TRANSITIONS,
   type Trigger,
   transition,
 } from './machine.js';
@@ -608,6 +609,56 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
 
     /** Fails queued jobs that waited longer than their expire_after. */
     expireDue: (limit = 500) => sweepDue('queued', 'expire_at', 'expire', limit),
+
+    /**
+     * Fails every unfinished job of `printerIds` of `stationId` (of all its printers when
+     * `printerIds` is empty), each once.
+     */
+    async failPrinterJobs(
+      orgId: string,
+      stationId: string,
+      printerIds: string[],
+      how: { actor: string; detail: string },
+    ): Promise<number> {
+      const from = TRANSITIONS.find((t) => t.trigger === 'printer_deleted')?.from ?? [];
+      let failed = 0;
+      for (;;) {
+        const changes = await withTx(pool, async (tx) => {
+          const { rows } = await tx.query<JobRow>(
+            `SELECT ${JOB_COLUMNS} FROM jobs
+             WHERE org_id = $1 AND station_id = $2
+               AND (cardinality($3::UUID[]) = 0 OR printer_id = ANY($3::UUID[]))
+               AND status = ANY($4) ORDER BY created_at, id LIMIT 500 FOR UPDATE`,
+            [orgId, stationId, printerIds, from],
+          );
+          const changes: Change[] = [];
+          for (const row of rows) changes.push(await applyInTx(tx, row, 'printer_deleted', how));
+          return changes;
+        });
+        changes.forEach(observe);
+        committed(changes.flatMap((c) => c.outbox));
+        failed += changes.filter((c) => c.changed).length;
+        if (changes.length < 500) return failed;
+      }
+    },
+
+    async updateTemplate(t: Omit<Template, 'createdAt'>): Promise<Template> {
+      const { rows } = await pool.query<TemplateRow>(
+        `UPDATE templates SET name = $3, kind = $4, body = $5, fields = $6
+         WHERE org_id = $1 AND id = $2 RETURNING *`,
+        [t.orgId, t.id, t.name, t.kind, t.body, JSON.stringify(t.fields)],
+      );
+      if (!rows[0]) throw notFound('no such template');
+      return toTemplate(rows[0]);
+    },
+
+    async deleteTemplate(orgId: string, id: string): Promise<void> {
+      const res = await pool.query('DELETE FROM templates WHERE org_id = $1 AND id = $2', [
+        orgId,
+        id,
+      ]);
+      if (res.rowCount === 0) throw notFound('no such template');
+    },
 
     async pending(orgId: string, stationId: string): Promise<Job[]> {
       const { rows } = await pool.query<JobRow>(

@@ -205,8 +205,17 @@ class Session {
     this.#tokenHash = hashCredential(token as string);
   }
 
-  async #open(station: LinkStation, printers: PrinterReport[]): Promise<void> {
-    this.#printerIds = await this.#deps.store.linkOpened(station, this.#linkId, printers);
+  async #open(
+    station: LinkStation,
+    printers: PrinterReport[],
+    agentVersion: string,
+  ): Promise<void> {
+    this.#printerIds = await this.#deps.store.linkOpened(
+      station,
+      this.#linkId,
+      printers,
+      agentVersion,
+    );
     this.#deps.onChange?.();
     if (this.#closed) return;
 
@@ -405,7 +414,7 @@ class Session {
         return;
       }
       this.#opened = true;
-      await this.#open(station, msg.hello.printers);
+      await this.#open(station, msg.hello.printers, msg.hello.agentVersion);
     } else if (msg.printers) {
       const known = new Set(Object.values(this.#printerIds));
       this.#printerIds = await this.#deps.store.printersChanged(station, msg.printers.printers);

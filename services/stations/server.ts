@@ -102,6 +102,54 @@ export function createStationsServer(deps: {
       );
     },
 
+    async getStation(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return { station: await store.getStation(orgId, requireUuid(req.stationId, 'station')) };
+    },
+
+    async updateStation(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const station = await store.updateStation(orgId, requireUuid(req.stationId, 'station'), {
+        name: req.name === undefined ? undefined : text(req.name, 'name', true),
+        locationId:
+          req.locationId === undefined ? undefined : optionalId(req.locationId, 'location_id'),
+      });
+      return { station };
+    },
+
+    async deleteStation(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const { station, printerIds } = await store.deleteStation(
+        orgId,
+        requireUuid(req.stationId, 'station'),
+      );
+      // The token's hash went with the row: a link that outlives this message is refused at its
+      // next re-read.
+      deps.cutLinks(station.id);
+      return { station, printerIds };
+    },
+
+    async deletePrinter(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      return { printer: await store.deletePrinter(orgId, requireUuid(req.printerId, 'printer')) };
+    },
+
+    async updateLocation(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const location = await store.updateLocation(orgId, requireUuid(req.locationId, 'location'), {
+        name: req.name === undefined ? undefined : text(req.name, 'name', true),
+        address: req.address === undefined ? undefined : text(req.address, 'address', false),
+        timezone: req.timezone === undefined ? undefined : text(req.timezone, 'timezone', false),
+      });
+      return { location };
+    },
+
+    async deleteLocation(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      await store.deleteLocation(orgId, requireUuid(req.locationId, 'location'));
+      return {};
+    },
+
     async getPrinter(req) {
       const orgId = requireUuid(req.orgId, 'organization');
       return { printer: await store.getPrinter(orgId, requireUuid(req.printerId, 'printer')) };

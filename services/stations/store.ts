@@ -14,7 +14,7 @@ import type {
 } from '../../gen/spool/v1/stations.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
-import { invalid, notFound } from '../../lib/errors.js';
+import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { enqueue, type OutboxMessage } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
@@ -43,6 +43,7 @@ interface StationRow {
   last_seen_at: Date | null;
   revoked_at: Date | null;
   created_at: Date;
+  agent_version: string;
 }
 
 interface PrinterRow {
@@ -60,7 +61,9 @@ interface PrinterRow {
 }
 
 const STATION_COLUMNS =
-  'id, org_id, name, location_id, online, link_id, last_seen_at, revoked_at, created_at';
+  'id, org_id, name, location_id, online, link_id, last_seen_at, revoked_at, created_at, agent_version';
+
+const LOCATION_COLUMNS = 'id, org_id, name, address, timezone, created_at';
 
 const PRINTER_SELECT = `SELECT p.id, p.org_id, p.station_id, p.name, p.status, p.detail,
   p.capabilities, p.created_at, p.updated_at, s.location_id, s.online AS station_online
@@ -86,6 +89,7 @@ function toStation(row: StationRow): Station {
     online: row.online,
     lastSeenAt: row.last_seen_at ?? undefined,
     createdAt: row.created_at,
+    agentVersion: row.agent_version,
   };
 }
 
@@ -278,6 +282,122 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       return toStation(rows[0]);
     },
 
+    async getStation(orgId: string, id: string): Promise<Station> {
+      const { rows } = await pool.query<StationRow>(
+        `SELECT ${STATION_COLUMNS} FROM stations WHERE org_id = $1 AND id = $2`,
+        [orgId, id],
+      );
+      if (!rows[0]) throw notFound('no such station');
+      return toStation(rows[0]);
+    },
+
+    /** Renames a station or moves it; `locationId` '' takes it out of its location. */
+    async updateStation(
+      orgId: string,
+      id: string,
+      changes: { name?: string | undefined; locationId?: string | undefined },
+    ): Promise<Station> {
+      return withTx(pool, async (tx) => {
+        if (changes.locationId) {
+          const loc = await tx.query('SELECT 1 FROM locations WHERE org_id = $1 AND id = $2', [
+            orgId,
+            changes.locationId,
+          ]);
+          if (loc.rowCount === 0)
+            throw invalid('location_id names no location of this organization', 'location_id');
+        }
+        const { rows } = await tx.query<StationRow>(
+          `UPDATE stations SET name = COALESCE($3, name),
+             location_id = CASE WHEN $4::TEXT IS NULL THEN location_id
+                                WHEN $4::TEXT = '' THEN NULL ELSE $4::TEXT::UUID END
+           WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`,
+          [orgId, id, changes.name ?? null, changes.locationId ?? null],
+        );
+        if (!rows[0]) throw notFound('no such station');
+        return toStation(rows[0]);
+      });
+    },
+
+    /**
+     * Deletes a station and its printers in one transaction, and queues `station.offline` when it
+     * was online. Returns the station as it was and the ids of its printers.
+     */
+    async deleteStation(
+      orgId: string,
+      id: string,
+    ): Promise<{ station: Station; printerIds: string[] }> {
+      return withTx(pool, async (tx) => {
+        const { rows } = await tx.query<StationRow>(
+          `DELETE FROM stations WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`,
+          [orgId, id],
+        );
+        const row = rows[0];
+        if (!row) throw notFound('no such station');
+        const printers = await tx.query<{ id: string }>(
+          'DELETE FROM printers WHERE org_id = $1 AND station_id = $2 RETURNING id',
+          [orgId, id],
+        );
+        if (row.online) {
+          await enqueue(tx, OUTBOX_TABLE, [
+            eventMessage(orgId, 'station.offline', { station_id: id }, clock.now()),
+          ]);
+        }
+        return { station: toStation(row), printerIds: printers.rows.map((r) => r.id) };
+      });
+    },
+
+    async deletePrinter(orgId: string, id: string): Promise<Printer> {
+      return withTx(pool, async (tx) => {
+        const { rows } = await tx.query<PrinterRow>(
+          `${PRINTER_SELECT} WHERE p.org_id = $1 AND p.id = $2`,
+          [orgId, id],
+        );
+        if (!rows[0]) throw notFound('no such printer');
+        await tx.query('DELETE FROM printers WHERE org_id = $1 AND id = $2', [orgId, id]);
+        return toPrinter(rows[0]);
+      });
+    },
+
+    async updateLocation(
+      orgId: string,
+      id: string,
+      changes: {
+        name?: string | undefined;
+        address?: string | undefined;
+        timezone?: string | undefined;
+      },
+    ): Promise<Location> {
+      const { rows } = await pool.query<LocationRow>(
+        `UPDATE locations SET name = COALESCE($3, name), address = COALESCE($4, address),
+           timezone = COALESCE($5, timezone)
+         WHERE org_id = $1 AND id = $2 RETURNING ${LOCATION_COLUMNS}`,
+        [orgId, id, changes.name ?? null, changes.address ?? null, changes.timezone ?? null],
+      );
+      if (!rows[0]) throw notFound('no such location');
+      return toLocation(rows[0]);
+    },
+
+    /** Deletes an empty location; a conflict while a station is in it. */
+    async deleteLocation(orgId: string, id: string): Promise<void> {
+      await withTx(pool, async (tx) => {
+        const { rows } = await tx.query<{ n: string }>(
+          'SELECT count(*) AS n FROM stations WHERE org_id = $1 AND location_id = $2',
+          [orgId, id],
+        );
+        const n = Number(rows[0]?.n ?? 0);
+        if (n > 0) {
+          throw conflict(
+            `${n} station${n === 1 ? ' is' : 's are'} in this location: move or delete ${n === 1 ? 'it' : 'them'} first`,
+          );
+        }
+        const res = await tx.query('DELETE FROM locations WHERE org_id = $1 AND id = $2', [
+          orgId,
+          id,
+        ]);
+        if (res.rowCount === 0) throw notFound('no such location');
+      });
+    },
+
     async stationByTokenHash(hash: Buffer): Promise<LinkStation | undefined> {
       const { rows } = await pool.query<StationRow>(
         `SELECT ${STATION_COLUMNS} FROM stations WHERE token_hash = $1`,
@@ -330,13 +450,14 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       station: LinkStation,
       linkId: string,
       printers: PrinterReport[],
+      agentVersion = '',
     ): Promise<Record<string, string>> {
       return withTx(pool, async (tx) => {
         const now = clock.now();
         await tx.query(
-          `UPDATE stations SET online = true, link_id = $3, last_seen_at = $4
+          `UPDATE stations SET online = true, link_id = $3, last_seen_at = $4, agent_version = $5
            WHERE org_id = $1 AND id = $2`,
-          [station.orgId, station.id, linkId, now],
+          [station.orgId, station.id, linkId, now, agentVersion.slice(0, 100)],
         );
         const messages = [
           eventMessage(station.orgId, 'station.online', { station_id: station.id }, now),

@@ -5,7 +5,7 @@
 import { type GatewayReplica, type System, startSystem } from '../../cli/system.js';
 import type { EventStreamOptions } from '../../gateway/event-stream.js';
 import { type Clock, ManualClock } from '../../lib/clock.js';
-import { silentLogger } from '../../lib/logger.js';
+import { type Logger, silentLogger } from '../../lib/logger.js';
 import { generateServerKeyPair, serverKeysFrom } from '../../lib/sealing.js';
 import type { ServerKeys } from '../../services/jobs/server.js';
 import type { WebhooksSettings } from '../../services/webhooks/index.js';
@@ -43,6 +43,8 @@ export async function startTestSystem(
     secureCookies?: boolean;
     /** The gateway's public base URL (PUBLIC_URL). */
     publicUrl?: string;
+    /** Where every part logs; silent unless given. */
+    logger?: Logger;
   } = {},
 ): Promise<TestSystem> {
   const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
@@ -50,7 +52,7 @@ export async function startTestSystem(
   const system = await startSystem({
     databaseUrl: db.url,
     natsUrl: nats.url,
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     clock,
     operatorToken: OPERATOR_TOKEN,
     // Tests move the clock and call the sweeper themselves.

@@ -89,6 +89,65 @@ export interface ApiKey {
   name: string;
 }
 
+export interface ListOrgsRequest {
+  query: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListOrgsResponse {
+  items: Org[];
+  nextCursor: string;
+}
+
+/** One action: who did what to which resource, when, from where, and how it ended. */
+export interface AuditEntry {
+  id: string;
+  at:
+    | Date
+    | undefined;
+  /** operator, person:<id> or api_key:<id> */
+  actor: string;
+  /** The session of a signed-in person; empty otherwise. */
+  sessionId: string;
+  /** The organization of the path; empty for installation-wide actions. */
+  orgId: string;
+  method: string;
+  /** The route template, such as /admin/v1/orgs/:org/stations/:id. */
+  route: string;
+  /** The path parameters other than the organization (id, delivery…). */
+  target: { [key: string]: string };
+  status: number;
+  ip: string;
+  userAgent: string;
+  requestId: string;
+}
+
+export interface AuditEntry_TargetEntry {
+  key: string;
+  value: string;
+}
+
+export interface RecordAuditRequest {
+  entry: AuditEntry | undefined;
+}
+
+export interface RecordAuditResponse {
+  entry: AuditEntry | undefined;
+}
+
+export interface ListAuditRequest {
+  orgId: string;
+  actor: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListAuditResponse {
+  items: AuditEntry[];
+  nextCursor: string;
+}
+
 export interface CreateOrgRequest {
   name: string;
 }
@@ -1194,6 +1253,933 @@ export const ApiKey: MessageFns<ApiKey> = {
     message.revokedAt = object.revokedAt ?? undefined;
     message.hint = object.hint ?? "";
     message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseListOrgsRequest(): ListOrgsRequest {
+  return { query: "", limit: 0, cursor: "" };
+}
+
+export const ListOrgsRequest: MessageFns<ListOrgsRequest> = {
+  encode(message: ListOrgsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.query !== "") {
+      writer.uint32(10).string(message.query);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOrgsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOrgsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOrgsRequest {
+    return {
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListOrgsRequest): unknown {
+    const obj: any = {};
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListOrgsRequest>): ListOrgsRequest {
+    return ListOrgsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListOrgsRequest>): ListOrgsRequest {
+    const message = createBaseListOrgsRequest();
+    message.query = object.query ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListOrgsResponse(): ListOrgsResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListOrgsResponse: MessageFns<ListOrgsResponse> = {
+  encode(message: ListOrgsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Org.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListOrgsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListOrgsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Org.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListOrgsResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Org.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListOrgsResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Org.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListOrgsResponse>): ListOrgsResponse {
+    return ListOrgsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListOrgsResponse>): ListOrgsResponse {
+    const message = createBaseListOrgsResponse();
+    message.items = object.items?.map((e) => Org.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseAuditEntry(): AuditEntry {
+  return {
+    id: "",
+    at: undefined,
+    actor: "",
+    sessionId: "",
+    orgId: "",
+    method: "",
+    route: "",
+    target: {},
+    status: 0,
+    ip: "",
+    userAgent: "",
+    requestId: "",
+  };
+}
+
+export const AuditEntry: MessageFns<AuditEntry> = {
+  encode(message: AuditEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.at !== undefined) {
+      Timestamp.encode(toTimestamp(message.at), writer.uint32(18).fork()).join();
+    }
+    if (message.actor !== "") {
+      writer.uint32(26).string(message.actor);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(34).string(message.sessionId);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(42).string(message.orgId);
+    }
+    if (message.method !== "") {
+      writer.uint32(50).string(message.method);
+    }
+    if (message.route !== "") {
+      writer.uint32(58).string(message.route);
+    }
+    globalThis.Object.entries(message.target).forEach(([key, value]: [string, string]) => {
+      AuditEntry_TargetEntry.encode({ key: key as any, value }, writer.uint32(66).fork()).join();
+    });
+    if (message.status !== 0) {
+      writer.uint32(72).uint32(message.status);
+    }
+    if (message.ip !== "") {
+      writer.uint32(82).string(message.ip);
+    }
+    if (message.userAgent !== "") {
+      writer.uint32(90).string(message.userAgent);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(98).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuditEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuditEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.at = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.method = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.route = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            const entry8 = AuditEntry_TargetEntry.decode(reader, reader.uint32());
+            if (entry8.value !== undefined) {
+              message.target[entry8.key] = entry8.value;
+            }
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.status = reader.uint32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.userAgent = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuditEntry {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      at: isSet(object.at) ? fromJsonTimestamp(object.at) : undefined,
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      method: isSet(object.method) ? globalThis.String(object.method) : "",
+      route: isSet(object.route) ? globalThis.String(object.route) : "",
+      target: isObject(object.target)
+        ? (globalThis.Object.entries(object.target) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      ip: isSet(object.ip) ? globalThis.String(object.ip) : "",
+      userAgent: isSet(object.userAgent)
+        ? globalThis.String(object.userAgent)
+        : isSet(object.user_agent)
+        ? globalThis.String(object.user_agent)
+        : "",
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
+  },
+
+  toJSON(message: AuditEntry): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.at !== undefined) {
+      obj.at = message.at.toISOString();
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.method !== "") {
+      obj.method = message.method;
+    }
+    if (message.route !== "") {
+      obj.route = message.route;
+    }
+    if (message.target) {
+      const entries = globalThis.Object.entries(message.target) as [string, string][];
+      if (entries.length > 0) {
+        obj.target = {};
+        entries.forEach(([k, v]) => {
+          obj.target[k] = v;
+        });
+      }
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.ip !== "") {
+      obj.ip = message.ip;
+    }
+    if (message.userAgent !== "") {
+      obj.userAgent = message.userAgent;
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuditEntry>): AuditEntry {
+    return AuditEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuditEntry>): AuditEntry {
+    const message = createBaseAuditEntry();
+    message.id = object.id ?? "";
+    message.at = object.at ?? undefined;
+    message.actor = object.actor ?? "";
+    message.sessionId = object.sessionId ?? "";
+    message.orgId = object.orgId ?? "";
+    message.method = object.method ?? "";
+    message.route = object.route ?? "";
+    message.target = (globalThis.Object.entries(object.target ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.status = object.status ?? 0;
+    message.ip = object.ip ?? "";
+    message.userAgent = object.userAgent ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseAuditEntry_TargetEntry(): AuditEntry_TargetEntry {
+  return { key: "", value: "" };
+}
+
+export const AuditEntry_TargetEntry: MessageFns<AuditEntry_TargetEntry> = {
+  encode(message: AuditEntry_TargetEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuditEntry_TargetEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuditEntry_TargetEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuditEntry_TargetEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: AuditEntry_TargetEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<AuditEntry_TargetEntry>): AuditEntry_TargetEntry {
+    return AuditEntry_TargetEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AuditEntry_TargetEntry>): AuditEntry_TargetEntry {
+    const message = createBaseAuditEntry_TargetEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseRecordAuditRequest(): RecordAuditRequest {
+  return { entry: undefined };
+}
+
+export const RecordAuditRequest: MessageFns<RecordAuditRequest> = {
+  encode(message: RecordAuditRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.entry !== undefined) {
+      AuditEntry.encode(message.entry, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordAuditRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordAuditRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entry = AuditEntry.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordAuditRequest {
+    return { entry: isSet(object.entry) ? AuditEntry.fromJSON(object.entry) : undefined };
+  },
+
+  toJSON(message: RecordAuditRequest): unknown {
+    const obj: any = {};
+    if (message.entry !== undefined) {
+      obj.entry = AuditEntry.toJSON(message.entry);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordAuditRequest>): RecordAuditRequest {
+    return RecordAuditRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordAuditRequest>): RecordAuditRequest {
+    const message = createBaseRecordAuditRequest();
+    message.entry = (object.entry !== undefined && object.entry !== null)
+      ? AuditEntry.fromPartial(object.entry)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRecordAuditResponse(): RecordAuditResponse {
+  return { entry: undefined };
+}
+
+export const RecordAuditResponse: MessageFns<RecordAuditResponse> = {
+  encode(message: RecordAuditResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.entry !== undefined) {
+      AuditEntry.encode(message.entry, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordAuditResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordAuditResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entry = AuditEntry.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordAuditResponse {
+    return { entry: isSet(object.entry) ? AuditEntry.fromJSON(object.entry) : undefined };
+  },
+
+  toJSON(message: RecordAuditResponse): unknown {
+    const obj: any = {};
+    if (message.entry !== undefined) {
+      obj.entry = AuditEntry.toJSON(message.entry);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordAuditResponse>): RecordAuditResponse {
+    return RecordAuditResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordAuditResponse>): RecordAuditResponse {
+    const message = createBaseRecordAuditResponse();
+    message.entry = (object.entry !== undefined && object.entry !== null)
+      ? AuditEntry.fromPartial(object.entry)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListAuditRequest(): ListAuditRequest {
+  return { orgId: "", actor: "", limit: 0, cursor: "" };
+}
+
+export const ListAuditRequest: MessageFns<ListAuditRequest> = {
+  encode(message: ListAuditRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.actor !== "") {
+      writer.uint32(18).string(message.actor);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(34).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAuditRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAuditRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAuditRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListAuditRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAuditRequest>): ListAuditRequest {
+    return ListAuditRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAuditRequest>): ListAuditRequest {
+    const message = createBaseListAuditRequest();
+    message.orgId = object.orgId ?? "";
+    message.actor = object.actor ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListAuditResponse(): ListAuditResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListAuditResponse: MessageFns<ListAuditResponse> = {
+  encode(message: ListAuditResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      AuditEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAuditResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAuditResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(AuditEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAuditResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => AuditEntry.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListAuditResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => AuditEntry.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAuditResponse>): ListAuditResponse {
+    return ListAuditResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAuditResponse>): ListAuditResponse {
+    const message = createBaseListAuditResponse();
+    message.items = object.items?.map((e) => AuditEntry.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };
@@ -4737,6 +5723,36 @@ export const AccountsServiceService = {
     responseSerialize: (value: RenameOrgResponse): Buffer => Buffer.from(RenameOrgResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RenameOrgResponse => RenameOrgResponse.decode(value),
   },
+  /** Organizations oldest first; `query` keeps those whose name contains it, ignoring case. */
+  listOrgs: {
+    path: "/spool.v1.AccountsService/ListOrgs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListOrgsRequest): Buffer => Buffer.from(ListOrgsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListOrgsRequest => ListOrgsRequest.decode(value),
+    responseSerialize: (value: ListOrgsResponse): Buffer => Buffer.from(ListOrgsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListOrgsResponse => ListOrgsResponse.decode(value),
+  },
+  /** The audit log of operator and console actions: written before the action's answer is sent. */
+  recordAudit: {
+    path: "/spool.v1.AccountsService/RecordAudit" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordAuditRequest): Buffer => Buffer.from(RecordAuditRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordAuditRequest => RecordAuditRequest.decode(value),
+    responseSerialize: (value: RecordAuditResponse): Buffer => Buffer.from(RecordAuditResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordAuditResponse => RecordAuditResponse.decode(value),
+  },
+  /** Entries newest first. */
+  listAudit: {
+    path: "/spool.v1.AccountsService/ListAudit" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAuditRequest): Buffer => Buffer.from(ListAuditRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAuditRequest => ListAuditRequest.decode(value),
+    responseSerialize: (value: ListAuditResponse): Buffer => Buffer.from(ListAuditResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAuditResponse => ListAuditResponse.decode(value),
+  },
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
    * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
@@ -4868,6 +5884,12 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
   getSettings: handleUnaryCall<GetSettingsRequest, GetSettingsResponse>;
   updateSettings: handleUnaryCall<UpdateSettingsRequest, UpdateSettingsResponse>;
   renameOrg: handleUnaryCall<RenameOrgRequest, RenameOrgResponse>;
+  /** Organizations oldest first; `query` keeps those whose name contains it, ignoring case. */
+  listOrgs: handleUnaryCall<ListOrgsRequest, ListOrgsResponse>;
+  /** The audit log of operator and console actions: written before the action's answer is sent. */
+  recordAudit: handleUnaryCall<RecordAuditRequest, RecordAuditResponse>;
+  /** Entries newest first. */
+  listAudit: handleUnaryCall<ListAuditRequest, ListAuditResponse>;
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
    * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
@@ -5035,6 +6057,54 @@ export interface AccountsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RenameOrgResponse) => void,
+  ): ClientUnaryCall;
+  /** Organizations oldest first; `query` keeps those whose name contains it, ignoring case. */
+  listOrgs(
+    request: ListOrgsRequest,
+    callback: (error: ServiceError | null, response: ListOrgsResponse) => void,
+  ): ClientUnaryCall;
+  listOrgs(
+    request: ListOrgsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListOrgsResponse) => void,
+  ): ClientUnaryCall;
+  listOrgs(
+    request: ListOrgsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListOrgsResponse) => void,
+  ): ClientUnaryCall;
+  /** The audit log of operator and console actions: written before the action's answer is sent. */
+  recordAudit(
+    request: RecordAuditRequest,
+    callback: (error: ServiceError | null, response: RecordAuditResponse) => void,
+  ): ClientUnaryCall;
+  recordAudit(
+    request: RecordAuditRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordAuditResponse) => void,
+  ): ClientUnaryCall;
+  recordAudit(
+    request: RecordAuditRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordAuditResponse) => void,
+  ): ClientUnaryCall;
+  /** Entries newest first. */
+  listAudit(
+    request: ListAuditRequest,
+    callback: (error: ServiceError | null, response: ListAuditResponse) => void,
+  ): ClientUnaryCall;
+  listAudit(
+    request: ListAuditRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListAuditResponse) => void,
+  ): ClientUnaryCall;
+  listAudit(
+    request: ListAuditRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListAuditResponse) => void,
   ): ClientUnaryCall;
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
@@ -5245,6 +6315,10 @@ function fromJsonTimestamp(o: any): Date {
   } else {
     return fromTimestamp(Timestamp.fromJSON(o));
   }
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {

@@ -301,6 +301,54 @@ export interface ListTemplatesResponse {
   nextCursor: string;
 }
 
+export interface GetTemplateRequest {
+  orgId: string;
+  templateId: string;
+}
+
+export interface GetTemplateResponse {
+  template: Template | undefined;
+}
+
+export interface UpdateTemplateRequest {
+  orgId: string;
+  templateId: string;
+  name?: string | undefined;
+  kind?: string | undefined;
+  body?:
+    | string
+    | undefined;
+  /** Whether `fields` replaces the template's fields (a repeated field cannot say "unset"). */
+  setFields: boolean;
+  fields: TemplateField[];
+}
+
+export interface UpdateTemplateResponse {
+  template: Template | undefined;
+}
+
+export interface DeleteTemplateRequest {
+  orgId: string;
+  templateId: string;
+}
+
+export interface DeleteTemplateResponse {
+}
+
+export interface FailPrinterJobsRequest {
+  orgId: string;
+  /** The printers, all of `station_id`; empty for every printer of the station (it is deleted). */
+  printerIds: string[];
+  /** The jobs' status_detail, such as "the printer was deleted". */
+  detail: string;
+  actor: string;
+  stationId: string;
+}
+
+export interface FailPrinterJobsResponse {
+  failed: number;
+}
+
 export interface ClaimIdempotencyKeyRequest {
   orgId: string;
   key: string;
@@ -4774,6 +4822,773 @@ export const ListTemplatesResponse: MessageFns<ListTemplatesResponse> = {
   },
 };
 
+function createBaseGetTemplateRequest(): GetTemplateRequest {
+  return { orgId: "", templateId: "" };
+}
+
+export const GetTemplateRequest: MessageFns<GetTemplateRequest> = {
+  encode(message: GetTemplateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.templateId !== "") {
+      writer.uint32(18).string(message.templateId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetTemplateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetTemplateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.templateId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetTemplateRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      templateId: isSet(object.templateId)
+        ? globalThis.String(object.templateId)
+        : isSet(object.template_id)
+        ? globalThis.String(object.template_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetTemplateRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.templateId !== "") {
+      obj.templateId = message.templateId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetTemplateRequest>): GetTemplateRequest {
+    return GetTemplateRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetTemplateRequest>): GetTemplateRequest {
+    const message = createBaseGetTemplateRequest();
+    message.orgId = object.orgId ?? "";
+    message.templateId = object.templateId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetTemplateResponse(): GetTemplateResponse {
+  return { template: undefined };
+}
+
+export const GetTemplateResponse: MessageFns<GetTemplateResponse> = {
+  encode(message: GetTemplateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.template !== undefined) {
+      Template.encode(message.template, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetTemplateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetTemplateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.template = Template.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetTemplateResponse {
+    return { template: isSet(object.template) ? Template.fromJSON(object.template) : undefined };
+  },
+
+  toJSON(message: GetTemplateResponse): unknown {
+    const obj: any = {};
+    if (message.template !== undefined) {
+      obj.template = Template.toJSON(message.template);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetTemplateResponse>): GetTemplateResponse {
+    return GetTemplateResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetTemplateResponse>): GetTemplateResponse {
+    const message = createBaseGetTemplateResponse();
+    message.template = (object.template !== undefined && object.template !== null)
+      ? Template.fromPartial(object.template)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateTemplateRequest(): UpdateTemplateRequest {
+  return { orgId: "", templateId: "", name: undefined, kind: undefined, body: undefined, setFields: false, fields: [] };
+}
+
+export const UpdateTemplateRequest: MessageFns<UpdateTemplateRequest> = {
+  encode(message: UpdateTemplateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.templateId !== "") {
+      writer.uint32(18).string(message.templateId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.kind !== undefined) {
+      writer.uint32(34).string(message.kind);
+    }
+    if (message.body !== undefined) {
+      writer.uint32(42).string(message.body);
+    }
+    if (message.setFields !== false) {
+      writer.uint32(48).bool(message.setFields);
+    }
+    for (const v of message.fields) {
+      TemplateField.encode(v!, writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateTemplateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateTemplateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.templateId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.setFields = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.fields.push(TemplateField.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateTemplateRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      templateId: isSet(object.templateId)
+        ? globalThis.String(object.templateId)
+        : isSet(object.template_id)
+        ? globalThis.String(object.template_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : undefined,
+      body: isSet(object.body) ? globalThis.String(object.body) : undefined,
+      setFields: isSet(object.setFields)
+        ? globalThis.Boolean(object.setFields)
+        : isSet(object.set_fields)
+        ? globalThis.Boolean(object.set_fields)
+        : false,
+      fields: globalThis.Array.isArray(object?.fields)
+        ? object.fields.map((e: any) => TemplateField.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: UpdateTemplateRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.templateId !== "") {
+      obj.templateId = message.templateId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.kind !== undefined) {
+      obj.kind = message.kind;
+    }
+    if (message.body !== undefined) {
+      obj.body = message.body;
+    }
+    if (message.setFields !== false) {
+      obj.setFields = message.setFields;
+    }
+    if (message.fields?.length) {
+      obj.fields = message.fields.map((e) => TemplateField.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateTemplateRequest>): UpdateTemplateRequest {
+    return UpdateTemplateRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateTemplateRequest>): UpdateTemplateRequest {
+    const message = createBaseUpdateTemplateRequest();
+    message.orgId = object.orgId ?? "";
+    message.templateId = object.templateId ?? "";
+    message.name = object.name ?? undefined;
+    message.kind = object.kind ?? undefined;
+    message.body = object.body ?? undefined;
+    message.setFields = object.setFields ?? false;
+    message.fields = object.fields?.map((e) => TemplateField.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateTemplateResponse(): UpdateTemplateResponse {
+  return { template: undefined };
+}
+
+export const UpdateTemplateResponse: MessageFns<UpdateTemplateResponse> = {
+  encode(message: UpdateTemplateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.template !== undefined) {
+      Template.encode(message.template, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateTemplateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateTemplateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.template = Template.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateTemplateResponse {
+    return { template: isSet(object.template) ? Template.fromJSON(object.template) : undefined };
+  },
+
+  toJSON(message: UpdateTemplateResponse): unknown {
+    const obj: any = {};
+    if (message.template !== undefined) {
+      obj.template = Template.toJSON(message.template);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateTemplateResponse>): UpdateTemplateResponse {
+    return UpdateTemplateResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateTemplateResponse>): UpdateTemplateResponse {
+    const message = createBaseUpdateTemplateResponse();
+    message.template = (object.template !== undefined && object.template !== null)
+      ? Template.fromPartial(object.template)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteTemplateRequest(): DeleteTemplateRequest {
+  return { orgId: "", templateId: "" };
+}
+
+export const DeleteTemplateRequest: MessageFns<DeleteTemplateRequest> = {
+  encode(message: DeleteTemplateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.templateId !== "") {
+      writer.uint32(18).string(message.templateId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteTemplateRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteTemplateRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.templateId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteTemplateRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      templateId: isSet(object.templateId)
+        ? globalThis.String(object.templateId)
+        : isSet(object.template_id)
+        ? globalThis.String(object.template_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteTemplateRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.templateId !== "") {
+      obj.templateId = message.templateId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteTemplateRequest>): DeleteTemplateRequest {
+    return DeleteTemplateRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteTemplateRequest>): DeleteTemplateRequest {
+    const message = createBaseDeleteTemplateRequest();
+    message.orgId = object.orgId ?? "";
+    message.templateId = object.templateId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteTemplateResponse(): DeleteTemplateResponse {
+  return {};
+}
+
+export const DeleteTemplateResponse: MessageFns<DeleteTemplateResponse> = {
+  encode(_: DeleteTemplateResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteTemplateResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteTemplateResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteTemplateResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteTemplateResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteTemplateResponse>): DeleteTemplateResponse {
+    return DeleteTemplateResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<DeleteTemplateResponse>): DeleteTemplateResponse {
+    const message = createBaseDeleteTemplateResponse();
+    return message;
+  },
+};
+
+function createBaseFailPrinterJobsRequest(): FailPrinterJobsRequest {
+  return { orgId: "", printerIds: [], detail: "", actor: "", stationId: "" };
+}
+
+export const FailPrinterJobsRequest: MessageFns<FailPrinterJobsRequest> = {
+  encode(message: FailPrinterJobsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    for (const v of message.printerIds) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.detail !== "") {
+      writer.uint32(26).string(message.detail);
+    }
+    if (message.actor !== "") {
+      writer.uint32(34).string(message.actor);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(42).string(message.stationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FailPrinterJobsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFailPrinterJobsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.printerIds.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FailPrinterJobsRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      printerIds: globalThis.Array.isArray(object?.printerIds)
+        ? object.printerIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.printer_ids)
+        ? object.printer_ids.map((e: any) => globalThis.String(e))
+        : [],
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+    };
+  },
+
+  toJSON(message: FailPrinterJobsRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.printerIds?.length) {
+      obj.printerIds = message.printerIds;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FailPrinterJobsRequest>): FailPrinterJobsRequest {
+    return FailPrinterJobsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FailPrinterJobsRequest>): FailPrinterJobsRequest {
+    const message = createBaseFailPrinterJobsRequest();
+    message.orgId = object.orgId ?? "";
+    message.printerIds = object.printerIds?.map((e) => e) || [];
+    message.detail = object.detail ?? "";
+    message.actor = object.actor ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
+};
+
+function createBaseFailPrinterJobsResponse(): FailPrinterJobsResponse {
+  return { failed: 0 };
+}
+
+export const FailPrinterJobsResponse: MessageFns<FailPrinterJobsResponse> = {
+  encode(message: FailPrinterJobsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.failed !== 0) {
+      writer.uint32(8).uint32(message.failed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FailPrinterJobsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFailPrinterJobsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.failed = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FailPrinterJobsResponse {
+    return { failed: isSet(object.failed) ? globalThis.Number(object.failed) : 0 };
+  },
+
+  toJSON(message: FailPrinterJobsResponse): unknown {
+    const obj: any = {};
+    if (message.failed !== 0) {
+      obj.failed = Math.round(message.failed);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FailPrinterJobsResponse>): FailPrinterJobsResponse {
+    return FailPrinterJobsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FailPrinterJobsResponse>): FailPrinterJobsResponse {
+    const message = createBaseFailPrinterJobsResponse();
+    message.failed = object.failed ?? 0;
+    return message;
+  },
+};
+
 function createBaseClaimIdempotencyKeyRequest(): ClaimIdempotencyKeyRequest {
   return { orgId: "", key: "", fingerprint: "" };
 }
@@ -5605,6 +6420,51 @@ export const JobsServiceService = {
       Buffer.from(ListTemplatesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListTemplatesResponse => ListTemplatesResponse.decode(value),
   },
+  getTemplate: {
+    path: "/spool.v1.JobsService/GetTemplate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetTemplateRequest): Buffer => Buffer.from(GetTemplateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetTemplateRequest => GetTemplateRequest.decode(value),
+    responseSerialize: (value: GetTemplateResponse): Buffer => Buffer.from(GetTemplateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetTemplateResponse => GetTemplateResponse.decode(value),
+  },
+  /** Changes the fields given; jobs already made from the template keep their document. */
+  updateTemplate: {
+    path: "/spool.v1.JobsService/UpdateTemplate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateTemplateRequest): Buffer =>
+      Buffer.from(UpdateTemplateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateTemplateRequest => UpdateTemplateRequest.decode(value),
+    responseSerialize: (value: UpdateTemplateResponse): Buffer =>
+      Buffer.from(UpdateTemplateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateTemplateResponse => UpdateTemplateResponse.decode(value),
+  },
+  /** Jobs already made from the template keep their document. */
+  deleteTemplate: {
+    path: "/spool.v1.JobsService/DeleteTemplate" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteTemplateRequest): Buffer =>
+      Buffer.from(DeleteTemplateRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteTemplateRequest => DeleteTemplateRequest.decode(value),
+    responseSerialize: (value: DeleteTemplateResponse): Buffer =>
+      Buffer.from(DeleteTemplateResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteTemplateResponse => DeleteTemplateResponse.decode(value),
+  },
+  /** Fails every unfinished job of printers about to be deleted (`printer_deleted` in the machine). */
+  failPrinterJobs: {
+    path: "/spool.v1.JobsService/FailPrinterJobs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FailPrinterJobsRequest): Buffer =>
+      Buffer.from(FailPrinterJobsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FailPrinterJobsRequest => FailPrinterJobsRequest.decode(value),
+    responseSerialize: (value: FailPrinterJobsResponse): Buffer =>
+      Buffer.from(FailPrinterJobsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FailPrinterJobsResponse => FailPrinterJobsResponse.decode(value),
+  },
   /**
    * Idempotency-Key handling for the API's POSTs: claim a key before the work, record the answer
    * after it, or release the claim when the work failed in a way worth retrying.
@@ -5674,6 +6534,13 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
   createUpload: handleUnaryCall<CreateUploadRequest, CreateUploadResponse>;
   createTemplate: handleUnaryCall<CreateTemplateRequest, CreateTemplateResponse>;
   listTemplates: handleUnaryCall<ListTemplatesRequest, ListTemplatesResponse>;
+  getTemplate: handleUnaryCall<GetTemplateRequest, GetTemplateResponse>;
+  /** Changes the fields given; jobs already made from the template keep their document. */
+  updateTemplate: handleUnaryCall<UpdateTemplateRequest, UpdateTemplateResponse>;
+  /** Jobs already made from the template keep their document. */
+  deleteTemplate: handleUnaryCall<DeleteTemplateRequest, DeleteTemplateResponse>;
+  /** Fails every unfinished job of printers about to be deleted (`printer_deleted` in the machine). */
+  failPrinterJobs: handleUnaryCall<FailPrinterJobsRequest, FailPrinterJobsResponse>;
   /**
    * Idempotency-Key handling for the API's POSTs: claim a key before the work, record the answer
    * after it, or release the claim when the work failed in a way worth retrying.
@@ -5870,6 +6737,69 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  getTemplate(
+    request: GetTemplateRequest,
+    callback: (error: ServiceError | null, response: GetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  getTemplate(
+    request: GetTemplateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  getTemplate(
+    request: GetTemplateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetTemplateResponse) => void,
+  ): ClientUnaryCall;
+  /** Changes the fields given; jobs already made from the template keep their document. */
+  updateTemplate(
+    request: UpdateTemplateRequest,
+    callback: (error: ServiceError | null, response: UpdateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  updateTemplate(
+    request: UpdateTemplateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  updateTemplate(
+    request: UpdateTemplateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateTemplateResponse) => void,
+  ): ClientUnaryCall;
+  /** Jobs already made from the template keep their document. */
+  deleteTemplate(
+    request: DeleteTemplateRequest,
+    callback: (error: ServiceError | null, response: DeleteTemplateResponse) => void,
+  ): ClientUnaryCall;
+  deleteTemplate(
+    request: DeleteTemplateRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteTemplateResponse) => void,
+  ): ClientUnaryCall;
+  deleteTemplate(
+    request: DeleteTemplateRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteTemplateResponse) => void,
+  ): ClientUnaryCall;
+  /** Fails every unfinished job of printers about to be deleted (`printer_deleted` in the machine). */
+  failPrinterJobs(
+    request: FailPrinterJobsRequest,
+    callback: (error: ServiceError | null, response: FailPrinterJobsResponse) => void,
+  ): ClientUnaryCall;
+  failPrinterJobs(
+    request: FailPrinterJobsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FailPrinterJobsResponse) => void,
+  ): ClientUnaryCall;
+  failPrinterJobs(
+    request: FailPrinterJobsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FailPrinterJobsResponse) => void,
   ): ClientUnaryCall;
   /**
    * Idempotency-Key handling for the API's POSTs: claim a key before the work, record the answer

@@ -42,7 +42,11 @@ export interface Station {
   locationId: string;
   online: boolean;
   lastSeenAt: Date | undefined;
-  createdAt: Date | undefined;
+  createdAt:
+    | Date
+    | undefined;
+  /** The version the station's agent gave in its last hello; empty before it first connected. */
+  agentVersion: string;
 }
 
 export interface PrinterCapabilities {
@@ -172,6 +176,70 @@ export interface GetPrinterRequest {
 
 export interface GetPrinterResponse {
   printer: Printer | undefined;
+}
+
+export interface GetStationRequest {
+  orgId: string;
+  stationId: string;
+}
+
+export interface GetStationResponse {
+  station: Station | undefined;
+}
+
+export interface UpdateStationRequest {
+  orgId: string;
+  stationId: string;
+  /** Only the fields set here change; an empty location_id takes the station out of its location. */
+  name?: string | undefined;
+  locationId?: string | undefined;
+}
+
+export interface UpdateStationResponse {
+  station: Station | undefined;
+}
+
+export interface DeleteStationRequest {
+  orgId: string;
+  stationId: string;
+}
+
+export interface DeleteStationResponse {
+  station:
+    | Station
+    | undefined;
+  /** The printers removed with it. */
+  printerIds: string[];
+}
+
+export interface DeletePrinterRequest {
+  orgId: string;
+  printerId: string;
+}
+
+export interface DeletePrinterResponse {
+  printer: Printer | undefined;
+}
+
+export interface UpdateLocationRequest {
+  orgId: string;
+  locationId: string;
+  /** Only the fields set here change. */
+  name?: string | undefined;
+  address?: string | undefined;
+  timezone?: string | undefined;
+}
+
+export interface UpdateLocationResponse {
+  location: Location | undefined;
+}
+
+export interface DeleteLocationRequest {
+  orgId: string;
+  locationId: string;
+}
+
+export interface DeleteLocationResponse {
 }
 
 /** What a station agent reports about one of its printers. */
@@ -463,7 +531,16 @@ export const Location: MessageFns<Location> = {
 };
 
 function createBaseStation(): Station {
-  return { id: "", orgId: "", name: "", locationId: "", online: false, lastSeenAt: undefined, createdAt: undefined };
+  return {
+    id: "",
+    orgId: "",
+    name: "",
+    locationId: "",
+    online: false,
+    lastSeenAt: undefined,
+    createdAt: undefined,
+    agentVersion: "",
+  };
 }
 
 export const Station: MessageFns<Station> = {
@@ -488,6 +565,9 @@ export const Station: MessageFns<Station> = {
     }
     if (message.createdAt !== undefined) {
       Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(58).fork()).join();
+    }
+    if (message.agentVersion !== "") {
+      writer.uint32(66).string(message.agentVersion);
     }
     return writer;
   },
@@ -561,6 +641,14 @@ export const Station: MessageFns<Station> = {
             message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.agentVersion = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -598,6 +686,11 @@ export const Station: MessageFns<Station> = {
         : isSet(object.created_at)
         ? fromJsonTimestamp(object.created_at)
         : undefined,
+      agentVersion: isSet(object.agentVersion)
+        ? globalThis.String(object.agentVersion)
+        : isSet(object.agent_version)
+        ? globalThis.String(object.agent_version)
+        : "",
     };
   },
 
@@ -624,6 +717,9 @@ export const Station: MessageFns<Station> = {
     if (message.createdAt !== undefined) {
       obj.createdAt = message.createdAt.toISOString();
     }
+    if (message.agentVersion !== "") {
+      obj.agentVersion = message.agentVersion;
+    }
     return obj;
   },
 
@@ -639,6 +735,7 @@ export const Station: MessageFns<Station> = {
     message.online = object.online ?? false;
     message.lastSeenAt = object.lastSeenAt ?? undefined;
     message.createdAt = object.createdAt ?? undefined;
+    message.agentVersion = object.agentVersion ?? "";
     return message;
   },
 };
@@ -2700,6 +2797,1067 @@ export const GetPrinterResponse: MessageFns<GetPrinterResponse> = {
     message.printer = (object.printer !== undefined && object.printer !== null)
       ? Printer.fromPartial(object.printer)
       : undefined;
+    return message;
+  },
+};
+
+function createBaseGetStationRequest(): GetStationRequest {
+  return { orgId: "", stationId: "" };
+}
+
+export const GetStationRequest: MessageFns<GetStationRequest> = {
+  encode(message: GetStationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetStationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetStationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetStationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetStationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetStationRequest>): GetStationRequest {
+    return GetStationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetStationRequest>): GetStationRequest {
+    const message = createBaseGetStationRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetStationResponse(): GetStationResponse {
+  return { station: undefined };
+}
+
+export const GetStationResponse: MessageFns<GetStationResponse> = {
+  encode(message: GetStationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.station !== undefined) {
+      Station.encode(message.station, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetStationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetStationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.station = Station.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetStationResponse {
+    return { station: isSet(object.station) ? Station.fromJSON(object.station) : undefined };
+  },
+
+  toJSON(message: GetStationResponse): unknown {
+    const obj: any = {};
+    if (message.station !== undefined) {
+      obj.station = Station.toJSON(message.station);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetStationResponse>): GetStationResponse {
+    return GetStationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetStationResponse>): GetStationResponse {
+    const message = createBaseGetStationResponse();
+    message.station = (object.station !== undefined && object.station !== null)
+      ? Station.fromPartial(object.station)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateStationRequest(): UpdateStationRequest {
+  return { orgId: "", stationId: "", name: undefined, locationId: undefined };
+}
+
+export const UpdateStationRequest: MessageFns<UpdateStationRequest> = {
+  encode(message: UpdateStationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.locationId !== undefined) {
+      writer.uint32(34).string(message.locationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateStationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateStationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateStationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateStationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.locationId !== undefined) {
+      obj.locationId = message.locationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateStationRequest>): UpdateStationRequest {
+    return UpdateStationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateStationRequest>): UpdateStationRequest {
+    const message = createBaseUpdateStationRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    message.name = object.name ?? undefined;
+    message.locationId = object.locationId ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateStationResponse(): UpdateStationResponse {
+  return { station: undefined };
+}
+
+export const UpdateStationResponse: MessageFns<UpdateStationResponse> = {
+  encode(message: UpdateStationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.station !== undefined) {
+      Station.encode(message.station, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateStationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateStationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.station = Station.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateStationResponse {
+    return { station: isSet(object.station) ? Station.fromJSON(object.station) : undefined };
+  },
+
+  toJSON(message: UpdateStationResponse): unknown {
+    const obj: any = {};
+    if (message.station !== undefined) {
+      obj.station = Station.toJSON(message.station);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateStationResponse>): UpdateStationResponse {
+    return UpdateStationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateStationResponse>): UpdateStationResponse {
+    const message = createBaseUpdateStationResponse();
+    message.station = (object.station !== undefined && object.station !== null)
+      ? Station.fromPartial(object.station)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteStationRequest(): DeleteStationRequest {
+  return { orgId: "", stationId: "" };
+}
+
+export const DeleteStationRequest: MessageFns<DeleteStationRequest> = {
+  encode(message: DeleteStationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteStationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteStationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteStationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteStationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteStationRequest>): DeleteStationRequest {
+    return DeleteStationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteStationRequest>): DeleteStationRequest {
+    const message = createBaseDeleteStationRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteStationResponse(): DeleteStationResponse {
+  return { station: undefined, printerIds: [] };
+}
+
+export const DeleteStationResponse: MessageFns<DeleteStationResponse> = {
+  encode(message: DeleteStationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.station !== undefined) {
+      Station.encode(message.station, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.printerIds) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteStationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteStationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.station = Station.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.printerIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteStationResponse {
+    return {
+      station: isSet(object.station) ? Station.fromJSON(object.station) : undefined,
+      printerIds: globalThis.Array.isArray(object?.printerIds)
+        ? object.printerIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.printer_ids)
+        ? object.printer_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: DeleteStationResponse): unknown {
+    const obj: any = {};
+    if (message.station !== undefined) {
+      obj.station = Station.toJSON(message.station);
+    }
+    if (message.printerIds?.length) {
+      obj.printerIds = message.printerIds;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteStationResponse>): DeleteStationResponse {
+    return DeleteStationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteStationResponse>): DeleteStationResponse {
+    const message = createBaseDeleteStationResponse();
+    message.station = (object.station !== undefined && object.station !== null)
+      ? Station.fromPartial(object.station)
+      : undefined;
+    message.printerIds = object.printerIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseDeletePrinterRequest(): DeletePrinterRequest {
+  return { orgId: "", printerId: "" };
+}
+
+export const DeletePrinterRequest: MessageFns<DeletePrinterRequest> = {
+  encode(message: DeletePrinterRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.printerId !== "") {
+      writer.uint32(18).string(message.printerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePrinterRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePrinterRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.printerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeletePrinterRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      printerId: isSet(object.printerId)
+        ? globalThis.String(object.printerId)
+        : isSet(object.printer_id)
+        ? globalThis.String(object.printer_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeletePrinterRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.printerId !== "") {
+      obj.printerId = message.printerId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeletePrinterRequest>): DeletePrinterRequest {
+    return DeletePrinterRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeletePrinterRequest>): DeletePrinterRequest {
+    const message = createBaseDeletePrinterRequest();
+    message.orgId = object.orgId ?? "";
+    message.printerId = object.printerId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeletePrinterResponse(): DeletePrinterResponse {
+  return { printer: undefined };
+}
+
+export const DeletePrinterResponse: MessageFns<DeletePrinterResponse> = {
+  encode(message: DeletePrinterResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.printer !== undefined) {
+      Printer.encode(message.printer, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePrinterResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePrinterResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.printer = Printer.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeletePrinterResponse {
+    return { printer: isSet(object.printer) ? Printer.fromJSON(object.printer) : undefined };
+  },
+
+  toJSON(message: DeletePrinterResponse): unknown {
+    const obj: any = {};
+    if (message.printer !== undefined) {
+      obj.printer = Printer.toJSON(message.printer);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeletePrinterResponse>): DeletePrinterResponse {
+    return DeletePrinterResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeletePrinterResponse>): DeletePrinterResponse {
+    const message = createBaseDeletePrinterResponse();
+    message.printer = (object.printer !== undefined && object.printer !== null)
+      ? Printer.fromPartial(object.printer)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateLocationRequest(): UpdateLocationRequest {
+  return { orgId: "", locationId: "", name: undefined, address: undefined, timezone: undefined };
+}
+
+export const UpdateLocationRequest: MessageFns<UpdateLocationRequest> = {
+  encode(message: UpdateLocationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(18).string(message.locationId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.address !== undefined) {
+      writer.uint32(34).string(message.address);
+    }
+    if (message.timezone !== undefined) {
+      writer.uint32(42).string(message.timezone);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateLocationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateLocationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateLocationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      address: isSet(object.address) ? globalThis.String(object.address) : undefined,
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+    };
+  },
+
+  toJSON(message: UpdateLocationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.address !== undefined) {
+      obj.address = message.address;
+    }
+    if (message.timezone !== undefined) {
+      obj.timezone = message.timezone;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateLocationRequest>): UpdateLocationRequest {
+    return UpdateLocationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateLocationRequest>): UpdateLocationRequest {
+    const message = createBaseUpdateLocationRequest();
+    message.orgId = object.orgId ?? "";
+    message.locationId = object.locationId ?? "";
+    message.name = object.name ?? undefined;
+    message.address = object.address ?? undefined;
+    message.timezone = object.timezone ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateLocationResponse(): UpdateLocationResponse {
+  return { location: undefined };
+}
+
+export const UpdateLocationResponse: MessageFns<UpdateLocationResponse> = {
+  encode(message: UpdateLocationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.location !== undefined) {
+      Location.encode(message.location, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateLocationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateLocationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.location = Location.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateLocationResponse {
+    return { location: isSet(object.location) ? Location.fromJSON(object.location) : undefined };
+  },
+
+  toJSON(message: UpdateLocationResponse): unknown {
+    const obj: any = {};
+    if (message.location !== undefined) {
+      obj.location = Location.toJSON(message.location);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateLocationResponse>): UpdateLocationResponse {
+    return UpdateLocationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateLocationResponse>): UpdateLocationResponse {
+    const message = createBaseUpdateLocationResponse();
+    message.location = (object.location !== undefined && object.location !== null)
+      ? Location.fromPartial(object.location)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteLocationRequest(): DeleteLocationRequest {
+  return { orgId: "", locationId: "" };
+}
+
+export const DeleteLocationRequest: MessageFns<DeleteLocationRequest> = {
+  encode(message: DeleteLocationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(18).string(message.locationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteLocationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteLocationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteLocationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteLocationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteLocationRequest>): DeleteLocationRequest {
+    return DeleteLocationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteLocationRequest>): DeleteLocationRequest {
+    const message = createBaseDeleteLocationRequest();
+    message.orgId = object.orgId ?? "";
+    message.locationId = object.locationId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteLocationResponse(): DeleteLocationResponse {
+  return {};
+}
+
+export const DeleteLocationResponse: MessageFns<DeleteLocationResponse> = {
+  encode(_: DeleteLocationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteLocationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteLocationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteLocationResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteLocationResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteLocationResponse>): DeleteLocationResponse {
+    return DeleteLocationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<DeleteLocationResponse>): DeleteLocationResponse {
+    const message = createBaseDeleteLocationResponse();
     return message;
   },
 };
@@ -4955,6 +6113,70 @@ export const StationsServiceService = {
     responseSerialize: (value: GetPrinterResponse): Buffer => Buffer.from(GetPrinterResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetPrinterResponse => GetPrinterResponse.decode(value),
   },
+  getStation: {
+    path: "/spool.v1.StationsService/GetStation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetStationRequest): Buffer => Buffer.from(GetStationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetStationRequest => GetStationRequest.decode(value),
+    responseSerialize: (value: GetStationResponse): Buffer => Buffer.from(GetStationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetStationResponse => GetStationResponse.decode(value),
+  },
+  /** Renames a station or moves it to another location of its organization. */
+  updateStation: {
+    path: "/spool.v1.StationsService/UpdateStation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateStationRequest): Buffer => Buffer.from(UpdateStationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateStationRequest => UpdateStationRequest.decode(value),
+    responseSerialize: (value: UpdateStationResponse): Buffer =>
+      Buffer.from(UpdateStationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateStationResponse => UpdateStationResponse.decode(value),
+  },
+  /** Removes a station and its printers; its device token stops working and its link is cut. */
+  deleteStation: {
+    path: "/spool.v1.StationsService/DeleteStation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteStationRequest): Buffer => Buffer.from(DeleteStationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteStationRequest => DeleteStationRequest.decode(value),
+    responseSerialize: (value: DeleteStationResponse): Buffer =>
+      Buffer.from(DeleteStationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteStationResponse => DeleteStationResponse.decode(value),
+  },
+  deletePrinter: {
+    path: "/spool.v1.StationsService/DeletePrinter" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeletePrinterRequest): Buffer => Buffer.from(DeletePrinterRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeletePrinterRequest => DeletePrinterRequest.decode(value),
+    responseSerialize: (value: DeletePrinterResponse): Buffer =>
+      Buffer.from(DeletePrinterResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeletePrinterResponse => DeletePrinterResponse.decode(value),
+  },
+  updateLocation: {
+    path: "/spool.v1.StationsService/UpdateLocation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateLocationRequest): Buffer =>
+      Buffer.from(UpdateLocationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateLocationRequest => UpdateLocationRequest.decode(value),
+    responseSerialize: (value: UpdateLocationResponse): Buffer =>
+      Buffer.from(UpdateLocationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateLocationResponse => UpdateLocationResponse.decode(value),
+  },
+  /** FAILED_PRECONDITION while a station is in the location. */
+  deleteLocation: {
+    path: "/spool.v1.StationsService/DeleteLocation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteLocationRequest): Buffer =>
+      Buffer.from(DeleteLocationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteLocationRequest => DeleteLocationRequest.decode(value),
+    responseSerialize: (value: DeleteLocationResponse): Buffer =>
+      Buffer.from(DeleteLocationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteLocationResponse => DeleteLocationResponse.decode(value),
+  },
 } as const;
 
 export interface StationsServiceServer extends UntypedServiceImplementation {
@@ -4970,6 +6192,15 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
   listPrinters: handleUnaryCall<ListPrintersRequest, ListPrintersResponse>;
   /** A printer of the organization, with the station that drives it; NOT_FOUND otherwise. */
   getPrinter: handleUnaryCall<GetPrinterRequest, GetPrinterResponse>;
+  getStation: handleUnaryCall<GetStationRequest, GetStationResponse>;
+  /** Renames a station or moves it to another location of its organization. */
+  updateStation: handleUnaryCall<UpdateStationRequest, UpdateStationResponse>;
+  /** Removes a station and its printers; its device token stops working and its link is cut. */
+  deleteStation: handleUnaryCall<DeleteStationRequest, DeleteStationResponse>;
+  deletePrinter: handleUnaryCall<DeletePrinterRequest, DeletePrinterResponse>;
+  updateLocation: handleUnaryCall<UpdateLocationRequest, UpdateLocationResponse>;
+  /** FAILED_PRECONDITION while a station is in the location. */
+  deleteLocation: handleUnaryCall<DeleteLocationRequest, DeleteLocationResponse>;
 }
 
 export interface StationsServiceClient extends Client {
@@ -5110,6 +6341,99 @@ export interface StationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetPrinterResponse) => void,
+  ): ClientUnaryCall;
+  getStation(
+    request: GetStationRequest,
+    callback: (error: ServiceError | null, response: GetStationResponse) => void,
+  ): ClientUnaryCall;
+  getStation(
+    request: GetStationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetStationResponse) => void,
+  ): ClientUnaryCall;
+  getStation(
+    request: GetStationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetStationResponse) => void,
+  ): ClientUnaryCall;
+  /** Renames a station or moves it to another location of its organization. */
+  updateStation(
+    request: UpdateStationRequest,
+    callback: (error: ServiceError | null, response: UpdateStationResponse) => void,
+  ): ClientUnaryCall;
+  updateStation(
+    request: UpdateStationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateStationResponse) => void,
+  ): ClientUnaryCall;
+  updateStation(
+    request: UpdateStationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateStationResponse) => void,
+  ): ClientUnaryCall;
+  /** Removes a station and its printers; its device token stops working and its link is cut. */
+  deleteStation(
+    request: DeleteStationRequest,
+    callback: (error: ServiceError | null, response: DeleteStationResponse) => void,
+  ): ClientUnaryCall;
+  deleteStation(
+    request: DeleteStationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteStationResponse) => void,
+  ): ClientUnaryCall;
+  deleteStation(
+    request: DeleteStationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteStationResponse) => void,
+  ): ClientUnaryCall;
+  deletePrinter(
+    request: DeletePrinterRequest,
+    callback: (error: ServiceError | null, response: DeletePrinterResponse) => void,
+  ): ClientUnaryCall;
+  deletePrinter(
+    request: DeletePrinterRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeletePrinterResponse) => void,
+  ): ClientUnaryCall;
+  deletePrinter(
+    request: DeletePrinterRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeletePrinterResponse) => void,
+  ): ClientUnaryCall;
+  updateLocation(
+    request: UpdateLocationRequest,
+    callback: (error: ServiceError | null, response: UpdateLocationResponse) => void,
+  ): ClientUnaryCall;
+  updateLocation(
+    request: UpdateLocationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateLocationResponse) => void,
+  ): ClientUnaryCall;
+  updateLocation(
+    request: UpdateLocationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateLocationResponse) => void,
+  ): ClientUnaryCall;
+  /** FAILED_PRECONDITION while a station is in the location. */
+  deleteLocation(
+    request: DeleteLocationRequest,
+    callback: (error: ServiceError | null, response: DeleteLocationResponse) => void,
+  ): ClientUnaryCall;
+  deleteLocation(
+    request: DeleteLocationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteLocationResponse) => void,
+  ): ClientUnaryCall;
+  deleteLocation(
+    request: DeleteLocationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteLocationResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,248 @@
+/**
+ * `spool admin` commands for the operator's reads, updates and deletes: organizations by name,
+ * stations, printers, locations, templates and the audit log; and the `--url` and `--token` flags
+ * every admin command takes.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import type { AdminFlags } from './admin.js';
+
+/** Sends one admin request and prints its answer, or `empty` where the answer has no body. */
+type AdminCall = (method: string, path: string, body?: unknown, empty?: unknown) => Promise<void>;
+
+const enc = encodeURIComponent;
+
+function query(values: Record<string, string | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [name, value] of Object.entries(values)) {
+    if (value !== undefined && value !== '') q.set(name, value);
+  }
+  return q.size > 0 ? `?${q}` : '';
+}
+
+interface Page {
+  limit?: string;
+  cursor?: string;
+}
+
+const paged = (cmd: Command) =>
+  cmd
+    .option('--limit <n>', 'page size (1-200)')
+    .option('--cursor <cursor>', 'next_cursor of the previous page');
+
+const inOrg = (cmd: Command) => cmd.requiredOption('--org <org>', 'organization id');
+
+/**
+ * Adds the list, get, update and delete commands of organizations, stations, printers,
+ * locations and templates, and `audit`, to `spool admin`.
+ */
+export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): void {
+  const group = (name: string, description: string) =>
+    adminCommand.commands.find((c) => c.name() === name) ??
+    adminCommand.command(name).description(description);
+
+  paged(
+    group('org', 'organizations')
+      .command('list')
+      .description('list organizations, oldest first; --name keeps those whose name contains it')
+      .option('--name <text>', 'part of the name, any case'),
+  ).action((opts: Page & { name?: string }) =>
+    admin('GET', `/orgs${query({ q: opts.name, limit: opts.limit, cursor: opts.cursor })}`),
+  );
+
+  /** list, get and delete of one kind of resource of an organization. */
+  function readAndDelete(name: string, plural: string, what: string, deleteNote: string) {
+    const cmd = group(name, plural);
+    const path = (org: string, id?: string) =>
+      `/orgs/${enc(org)}/${plural}${id === undefined ? '' : `/${enc(id)}`}`;
+    cmd
+      .command('get')
+      .description(`show a ${what}; prints {${name}}`)
+      .requiredOption('--org <org>', 'organization id')
+      .requiredOption('--id <id>', `${what} id`)
+      .action((opts: { org: string; id: string }) => admin('GET', path(opts.org, opts.id)));
+    cmd
+      .command('delete')
+      .description(`delete a ${what}${deleteNote}; prints {deleted: true, id}`)
+      .requiredOption('--org <org>', 'organization id')
+      .requiredOption('--id <id>', `${what} id`)
+      .action((opts: { org: string; id: string }) =>
+        admin('DELETE', path(opts.org, opts.id), undefined, { deleted: true, id: opts.id }),
+      );
+    return { cmd, path };
+  }
+
+  const station = readAndDelete(
+    'station',
+    'stations',
+    'station',
+    ', its printers and its device token (its unfinished jobs fail)',
+  );
+  paged(
+    inOrg(
+      station.cmd
+        .command('list')
+        .description('list stations with online state, last contact and agent version'),
+    ),
+  ).action((opts: Page & { org: string }) =>
+    admin('GET', `${station.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`),
+  );
+  station.cmd
+    .command('update')
+    .description('rename a station or move it to another location; prints {station}')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <id>', 'station id')
+    .option('--name <name>', 'a new name')
+    .option('--location <id>', 'the location to move it to')
+    .option('--no-location', 'take it out of its location')
+    .action((opts: { org: string; id: string; name?: string; location?: string | boolean }) =>
+      admin('PATCH', station.path(opts.org, opts.id), {
+        ...(opts.name === undefined ? {} : { name: opts.name }),
+        ...(opts.location === false ? { location_id: null } : {}),
+        ...(typeof opts.location === 'string' ? { location_id: opts.location } : {}),
+      }),
+    );
+
+  const printer = readAndDelete(
+    'printer',
+    'printers',
+    'printer',
+    ', whatever its status (its unfinished jobs fail)',
+  );
+  paged(
+    inOrg(
+      printer.cmd
+        .command('list')
+        .description("list an organization's printers, of one station or location if given")
+        .option('--station <id>', 'only the printers of this station')
+        .option('--location <id>', 'only the printers in this location'),
+    ),
+  ).action((opts: Page & { org: string; station?: string; location?: string }) =>
+    admin(
+      'GET',
+      `${printer.path(opts.org)}${query({
+        station_id: opts.station,
+        location_id: opts.location,
+        limit: opts.limit,
+        cursor: opts.cursor,
+      })}`,
+    ),
+  );
+
+  const location = readAndDelete(
+    'location',
+    'locations',
+    'location',
+    ' (refused while a station is in it)',
+  );
+  paged(inOrg(location.cmd.command('list').description("list an organization's locations"))).action(
+    (opts: Page & { org: string }) =>
+      admin(
+        'GET',
+        `${location.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
+      ),
+  );
+  location.cmd
+    .command('update')
+    .description("change a location's name, address or time zone; prints {location}")
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <id>', 'location id')
+    .option('--name <name>', 'a new name')
+    .option('--address <address>', 'a new postal address ("" for none)')
+    .option('--timezone <zone>', 'an IANA time zone such as Europe/Berlin ("" for none)')
+    .action(
+      (opts: { org: string; id: string; name?: string; address?: string; timezone?: string }) =>
+        admin('PATCH', location.path(opts.org, opts.id), {
+          ...(opts.name === undefined ? {} : { name: opts.name }),
+          ...(opts.address === undefined ? {} : { address: opts.address }),
+          ...(opts.timezone === undefined ? {} : { timezone: opts.timezone }),
+        }),
+    );
+
+  const template = readAndDelete('template', 'templates', 'template', '');
+  paged(inOrg(template.cmd.command('list').description("list an organization's templates"))).action(
+    (opts: Page & { org: string }) =>
+      admin(
+        'GET',
+        `${template.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
+      ),
+  );
+
+  template.cmd
+    .command('update')
+    .description("change a template's name, kind, body or fields; prints {template}")
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <id>', 'template id')
+    .option('--name <name>', 'a new name')
+    .option('--kind <kind>', 'text, zpl or escpos')
+    .option('--body-file <file>', 'a file with the new body, using {{field}} placeholders')
+    .option(
+      '--field <name[=default]>',
+      'a field, replacing all the fields; with =default it is optional; repeatable',
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
+    .action(
+      async (opts: {
+        org: string;
+        id: string;
+        name?: string;
+        kind?: string;
+        bodyFile?: string;
+        field: string[];
+      }) =>
+        admin('PATCH', template.path(opts.org, opts.id), {
+          ...(opts.name === undefined ? {} : { name: opts.name }),
+          ...(opts.kind === undefined ? {} : { kind: opts.kind }),
+          ...(opts.bodyFile === undefined ? {} : { body: await readFile(opts.bodyFile, 'utf8') }),
+          ...(opts.field.length === 0
+            ? {}
+            : {
+                fields: opts.field.map((f) => {
+                  const eq = f.indexOf('=');
+                  return eq < 0 ? { name: f } : { name: f.slice(0, eq), default: f.slice(eq + 1) };
+                }),
+              }),
+        }),
+    );
+
+  paged(
+    adminCommand
+      .command('audit')
+      .description('the audit log of operator and console actions, newest first')
+      .option('--org <org>', 'only actions on this organization')
+      .option('--actor <actor>', 'only actions of operator or person:<id>'),
+  ).action((opts: Page & { org?: string; actor?: string }) =>
+    admin(
+      'GET',
+      `/audit${query({ org: opts.org, actor: opts.actor, limit: opts.limit, cursor: opts.cursor })}`,
+    ),
+  );
+}
+
+/**
+ * Gives every command under `spool admin` the flags `--url` (where Spool answers; beats SPOOL_URL)
+ * and `--token` (the operator token; beats SPOOL_ADMIN_TOKEN and .spool/admin-token). A command
+ * that already has a `--url` of its own (a webhook endpoint's) takes `--spool-url` instead.
+ * `onFlags` receives the flags of the command about to run.
+ */
+export function addConnectionFlags(adminCommand: Command, onFlags: (f: AdminFlags) => void): void {
+  const leaves = (cmd: Command): Command[] =>
+    cmd.commands.length === 0 ? [cmd] : cmd.commands.flatMap(leaves);
+  for (const leaf of leaves(adminCommand)) {
+    const ownUrl = leaf.options.some((o) => o.long === '--url');
+    leaf.option(
+      ownUrl ? '--spool-url <url>' : '--url <url>',
+      'where Spool answers (default SPOOL_URL, else http://localhost:8080)',
+    );
+    leaf.option(
+      '--token <token>',
+      'the operator token (default SPOOL_ADMIN_TOKEN, else .spool/admin-token); other users of this machine can see it in ps: prefer the environment',
+    );
+  }
+  adminCommand.hook('preAction', (_admin, action) => {
+    const opts = action.opts<{ url?: string; spoolUrl?: string; token?: string }>();
+    const ownUrl = action.options.some((o) => o.long === '--spool-url');
+    onFlags({ url: ownUrl ? opts.spoolUrl : opts.url, token: opts.token });
+  });
+}

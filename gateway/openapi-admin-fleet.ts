@@ -1,0 +1,254 @@
+/**
+ * The OpenAPI operations of the operator's reads, updates and deletes (routes/admin-fleet.ts):
+ * organizations by name, stations, printers, locations, templates and the audit log. They join
+ * the others in openapi-admin.ts.
+ */
+import { type TSchema, Type } from '@sinclair/typebox';
+import type { ErrorCode } from '../lib/errors.js';
+import type { OperationSpec, QueryParameter } from './openapi-builder.js';
+import { UpdateLocationBody, UpdateStationBody, UpdateTemplateBody } from './routes/admin-fleet.js';
+import {
+  itemsOf,
+  LocationSchema,
+  OrgSchema,
+  PrinterSchema,
+  StationSchema,
+  TemplateSchema,
+} from './schemas.js';
+
+const listQuery: QueryParameter[] = [
+  {
+    name: 'limit',
+    description: 'page size, 1 to 200 (default 50)',
+    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+  },
+  { name: 'cursor', description: 'next_cursor of the previous page', schema: { type: 'string' } },
+];
+
+const answer = (field: string, schema: TSchema) =>
+  Type.Object({ [field]: schema }, { additionalProperties: false });
+
+const NOT_FOUND: ErrorCode[] = ['not_found'];
+const LIST_ERRORS: ErrorCode[] = ['invalid', 'unknown_field', 'not_found'];
+
+export const AuditEntrySchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    actor: Type.Union([Type.String(), Type.Null()], {
+      description: 'operator, or person:<id> (a signed-in person)',
+    }),
+    session_id: Type.Union([Type.String(), Type.Null()], {
+      description: 'the session of a signed-in person',
+    }),
+    org_id: Type.Union([Type.String(), Type.Null()], {
+      description: 'the organization of the path; null for installation-wide actions',
+    }),
+    method: Type.String(),
+    route: Type.Union([Type.String(), Type.Null()], {
+      description: 'the route template, such as /admin/v1/orgs/:org/stations/:id',
+    }),
+    target: Type.Record(Type.String(), Type.String(), {
+      description: 'the ids in the path other than the organization (id, person_id, delivery…)',
+    }),
+    status: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'the HTTP status answered; null when the outcome was never recorded',
+    }),
+    ip: Type.String({ description: 'the client address' }),
+    user_agent: Type.String(),
+    request_id: Type.String({ description: 'the Request-Id header of the answer' }),
+  },
+  { additionalProperties: false },
+);
+
+export const AUDIT_TAG = {
+  name: 'Audit',
+  description: 'Who did what, when and from where: every operator and console action',
+};
+
+export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
+  'GET /admin/v1/orgs': {
+    operationId: 'listOrgs',
+    tag: 'Organizations',
+    summary: 'Organizations, oldest first, optionally by name',
+    query: [
+      {
+        name: 'q',
+        description: 'keep organizations whose name contains this, ignoring case',
+        schema: { type: 'string', maxLength: 200 },
+      },
+      ...listQuery,
+    ],
+    success: { status: 200, description: 'a page of organizations', schema: itemsOf(OrgSchema) },
+    errors: ['invalid', 'unknown_field'],
+  },
+  'GET /admin/v1/orgs/:org/stations': {
+    operationId: 'listStations',
+    tag: 'Stations',
+    summary: 'Stations with their online state, last contact and agent version',
+    query: listQuery,
+    success: { status: 200, description: 'a page of stations', schema: itemsOf(StationSchema) },
+    errors: LIST_ERRORS,
+  },
+  'GET /admin/v1/orgs/:org/stations/:id': {
+    operationId: 'getStation',
+    tag: 'Stations',
+    summary: 'A station',
+    success: { status: 200, description: 'the station', schema: answer('station', StationSchema) },
+    errors: NOT_FOUND,
+  },
+  'PATCH /admin/v1/orgs/:org/stations/:id': {
+    operationId: 'updateStation',
+    tag: 'Stations',
+    summary: 'Rename a station or move it to another location of its organization',
+    description:
+      'Fields left out keep their value; `location_id: null` takes the station out of its location. Its printers move with it.',
+    request: { schema: UpdateStationBody },
+    success: { status: 200, description: 'the station', schema: answer('station', StationSchema) },
+    errors: NOT_FOUND,
+  },
+  'DELETE /admin/v1/orgs/:org/stations/:id': {
+    operationId: 'deleteStation',
+    tag: 'Stations',
+    summary: 'Delete a station, its printers and its device token',
+    description:
+      'Its unfinished jobs (scheduled, held, queued or sent) fail with `status_detail` "its station was deleted" and a `job.failed` webhook: no printer is left to print them. Its device token stops working and its link is cut. Finished jobs keep their record.',
+    success: { status: 204, description: 'deleted' },
+    errors: NOT_FOUND,
+  },
+  'GET /admin/v1/orgs/:org/printers': {
+    operationId: 'listPrinters',
+    tag: 'Printers',
+    summary: 'Printers of the organization, of one station or of one location',
+    query: [
+      { name: 'station_id', description: 'only those of this station', schema: { type: 'string' } },
+      {
+        name: 'location_id',
+        description: 'only those in this location',
+        schema: { type: 'string' },
+      },
+      ...listQuery,
+    ],
+    success: { status: 200, description: 'a page of printers', schema: itemsOf(PrinterSchema) },
+    errors: LIST_ERRORS,
+  },
+  'GET /admin/v1/orgs/:org/printers/:id': {
+    operationId: 'getPrinter',
+    tag: 'Printers',
+    summary: 'A printer',
+    success: { status: 200, description: 'the printer', schema: answer('printer', PrinterSchema) },
+    errors: NOT_FOUND,
+  },
+  'DELETE /admin/v1/orgs/:org/printers/:id': {
+    operationId: 'deletePrinter',
+    tag: 'Printers',
+    summary: 'Delete a printer, whatever its status',
+    description:
+      "Its unfinished jobs fail with `status_detail` naming the deleted printer and a `job.failed` webhook. A printer its agent still reports comes back, with a new id, at the agent's next report: remove it from the agent first.",
+    success: { status: 204, description: 'deleted' },
+    errors: NOT_FOUND,
+  },
+  'GET /admin/v1/orgs/:org/locations': {
+    operationId: 'listLocations',
+    tag: 'Locations',
+    summary: 'Locations, oldest first',
+    query: listQuery,
+    success: { status: 200, description: 'a page of locations', schema: itemsOf(LocationSchema) },
+    errors: LIST_ERRORS,
+  },
+  'GET /admin/v1/orgs/:org/locations/:id': {
+    operationId: 'getLocation',
+    tag: 'Locations',
+    summary: 'A location',
+    success: {
+      status: 200,
+      description: 'the location',
+      schema: answer('location', LocationSchema),
+    },
+    errors: NOT_FOUND,
+  },
+  'PATCH /admin/v1/orgs/:org/locations/:id': {
+    operationId: 'updateLocation',
+    tag: 'Locations',
+    summary: 'Rename a location or change its address or time zone',
+    description: 'Fields left out keep their value.',
+    request: { schema: UpdateLocationBody },
+    success: {
+      status: 200,
+      description: 'the location',
+      schema: answer('location', LocationSchema),
+    },
+    errors: NOT_FOUND,
+  },
+  'DELETE /admin/v1/orgs/:org/locations/:id': {
+    operationId: 'deleteLocation',
+    tag: 'Locations',
+    summary: 'Delete an empty location',
+    description: 'While a station is in it the answer is 409: move or delete its stations first.',
+    success: { status: 204, description: 'deleted' },
+    errors: ['conflict', 'not_found'],
+  },
+  'GET /admin/v1/orgs/:org/templates': {
+    operationId: 'listTemplates',
+    tag: 'Templates',
+    summary: 'Templates, oldest first',
+    query: listQuery,
+    success: { status: 200, description: 'a page of templates', schema: itemsOf(TemplateSchema) },
+    errors: LIST_ERRORS,
+  },
+  'GET /admin/v1/orgs/:org/templates/:id': {
+    operationId: 'getTemplate',
+    tag: 'Templates',
+    summary: 'A template',
+    success: {
+      status: 200,
+      description: 'the template',
+      schema: answer('template', TemplateSchema),
+    },
+    errors: NOT_FOUND,
+  },
+  'PATCH /admin/v1/orgs/:org/templates/:id': {
+    operationId: 'updateTemplate',
+    tag: 'Templates',
+    summary: "Change a template's name, kind, body or fields",
+    description:
+      'Fields left out keep their value; `fields`, when given, replaces them all. The result is checked as a new template is. Jobs already made from it keep their document.',
+    request: { schema: UpdateTemplateBody },
+    success: {
+      status: 200,
+      description: 'the template',
+      schema: answer('template', TemplateSchema),
+    },
+    errors: NOT_FOUND,
+  },
+  'DELETE /admin/v1/orgs/:org/templates/:id': {
+    operationId: 'deleteTemplate',
+    tag: 'Templates',
+    summary: 'Delete a template',
+    description: 'Jobs already made from it keep their document; new jobs naming it answer 400.',
+    success: { status: 204, description: 'deleted' },
+    errors: NOT_FOUND,
+  },
+  'GET /admin/v1/audit': {
+    operationId: 'listAudit',
+    tag: AUDIT_TAG.name,
+    summary: 'The audit log, newest first',
+    description:
+      'One entry per authenticated state-changing request to `/admin/v1` (the operator) or `/console/v1`, per state-changing request of a signed-in session anywhere, and per successful sign-in. Written before the action runs (if that write fails the action does not run and the answer is 503) and completed with the status before the answer is sent. Never holds a body or a credential.',
+    query: [
+      { name: 'org', description: 'only actions on this organization', schema: { type: 'string' } },
+      {
+        name: 'actor',
+        description: 'only actions of this actor: operator or person:<id>',
+        schema: { type: 'string' },
+      },
+      ...listQuery,
+    ],
+    success: {
+      status: 200,
+      description: 'a page of entries',
+      schema: itemsOf(AuditEntrySchema),
+    },
+    errors: ['invalid', 'unknown_field'],
+  },
+};

@@ -1,0 +1,272 @@
+/**
+ * The operator API's reads, updates and deletes (docs/api.md, operator section): organizations by
+ * name, stations, printers, locations and templates of an organization, and the audit log. Every
+ * lookup goes to the owning service with the organization of the path, which scopes it there: an
+ * id of another organization answers 404.
+ */
+import { Router } from '@koa/router';
+import { Type } from '@sinclair/typebox';
+import type { Context } from 'koa';
+import type { AuditEntry } from '../../gen/spool/v1/accounts.js';
+import { invalid } from '../../lib/errors.js';
+import { rfc3339OrNull } from '../../lib/time.js';
+import { requireOperator } from '../auth.js';
+import { body } from '../body.js';
+import type { Backends } from '../clients.js';
+import { listParams, rejectUnknownParams, single } from '../query.js';
+import type { GatewayState } from '../state.js';
+import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
+import { CreateTemplateBody } from './admin.js';
+
+export const UpdateStationBody = Type.Object(
+  {
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'a name of 1 to 200 characters' }),
+    ),
+    location_id: Type.Optional(
+      Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+        description: 'the id of a location of the organization, or null for none',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateLocationBody = Type.Object(
+  {
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'a name of 1 to 200 characters' }),
+    ),
+    address: Type.Optional(Type.String({ maxLength: 200, description: 'at most 200 characters' })),
+    timezone: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'an IANA time zone such as Europe/Berlin, or empty for none',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const { name, kind, body: templateBody, fields } = CreateTemplateBody.properties;
+export const UpdateTemplateBody = Type.Object(
+  {
+    name: Type.Optional(name),
+    kind: Type.Optional(kind),
+    body: Type.Optional(templateBody),
+    fields: Type.Optional(fields),
+  },
+  { additionalProperties: false },
+);
+
+/** The actor recorded on jobs an operator's deletion fails. */
+const OPERATOR = 'operator';
+
+export function auditView(entry: AuditEntry) {
+  return {
+    id: entry.id,
+    at: rfc3339OrNull(entry.at),
+    actor: entry.actor || null,
+    session_id: entry.sessionId || null,
+    org_id: entry.orgId || null,
+    method: entry.method,
+    route: entry.route || null,
+    target: entry.target,
+    status: entry.status === 0 ? null : entry.status,
+    ip: entry.ip,
+    user_agent: entry.userAgent,
+    request_id: entry.requestId,
+  };
+}
+
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+type Ctx = Context & { state: GatewayState; params: Record<string, string> };
+
+export function adminFleetRouter(deps: {
+  backends: Backends;
+  operatorToken: string;
+  bodyLimit: number;
+}): Router<GatewayState> {
+  const { accounts, jobs, stations } = deps.backends;
+  const router = new Router<GatewayState>({ prefix: '/admin/v1' });
+  router.use(requireOperator(deps.operatorToken));
+
+  const org = (ctx: Ctx) => ctx.params.org ?? '';
+  const id = (ctx: Ctx) => ctx.params.id ?? '';
+  /** Lists of an organization that does not exist answer 404, not an empty page. */
+  const knownOrg = async (ctx: Ctx) => {
+    await accounts.getOrg({ orgId: org(ctx) });
+    return org(ctx);
+  };
+
+  router.get('/orgs', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['q', 'limit', 'cursor']);
+    const res = await accounts.listOrgs({
+      query: single(ctx.query, 'q') ?? '',
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(orgView), next_cursor: res.nextCursor };
+  });
+
+  router.get('/orgs/:org/stations', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['limit', 'cursor']);
+    const res = await stations.listStations({
+      orgId: await knownOrg(ctx),
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(stationView), next_cursor: res.nextCursor };
+  });
+
+  router.get('/orgs/:org/stations/:id', async (ctx) => {
+    const { station } = await stations.getStation({ orgId: org(ctx), stationId: id(ctx) });
+    ctx.body = { station: stationView(station) };
+  });
+
+  router.patch('/orgs/:org/stations/:id', async (ctx) => {
+    const req = await body(ctx, UpdateStationBody, deps.bodyLimit);
+    const { station } = await stations.updateStation({
+      orgId: org(ctx),
+      stationId: id(ctx),
+      name: req.name,
+      locationId: req.location_id === undefined ? undefined : (req.location_id ?? ''),
+    });
+    ctx.body = { station: stationView(station) };
+  });
+
+  // Its unfinished jobs fail first (they could never print), then the station, its printers and
+  // its token go; a retry after a failure in between finds the station still there.
+  router.delete('/orgs/:org/stations/:id', async (ctx) => {
+    const { station } = await stations.getStation({ orgId: org(ctx), stationId: id(ctx) });
+    await jobs.failPrinterJobs({
+      orgId: org(ctx),
+      stationId: station?.id ?? '',
+      printerIds: [],
+      detail: 'its station was deleted',
+      actor: OPERATOR,
+    });
+    await stations.deleteStation({ orgId: org(ctx), stationId: id(ctx) });
+    ctx.status = 204;
+  });
+
+  router.get('/orgs/:org/printers', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['limit', 'cursor', 'station_id', 'location_id']);
+    const res = await stations.listPrinters({
+      orgId: await knownOrg(ctx),
+      ...listParams(ctx.query),
+      stationId: single(ctx.query, 'station_id') ?? '',
+      locationId: single(ctx.query, 'location_id') ?? '',
+    });
+    ctx.body = { items: res.items.map(printerView), next_cursor: res.nextCursor };
+  });
+
+  router.get('/orgs/:org/printers/:id', async (ctx) => {
+    const { printer } = await stations.getPrinter({ orgId: org(ctx), printerId: id(ctx) });
+    if (!printer) throw new Error('missing printer in response');
+    ctx.body = { printer: printerView(printer) };
+  });
+
+  router.delete('/orgs/:org/printers/:id', async (ctx) => {
+    const { printer } = await stations.getPrinter({ orgId: org(ctx), printerId: id(ctx) });
+    if (!printer) throw new Error('missing printer in response');
+    await jobs.failPrinterJobs({
+      orgId: org(ctx),
+      stationId: printer.stationId,
+      printerIds: [printer.id],
+      detail: `printer ${JSON.stringify(printer.name)} was deleted`,
+      actor: OPERATOR,
+    });
+    await stations.deletePrinter({ orgId: org(ctx), printerId: printer.id });
+    ctx.status = 204;
+  });
+
+  router.get('/orgs/:org/locations', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['limit', 'cursor']);
+    const res = await stations.listLocations({
+      orgId: await knownOrg(ctx),
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(locationView), next_cursor: res.nextCursor };
+  });
+
+  router.get('/orgs/:org/locations/:id', async (ctx) => {
+    const { location } = await stations.getLocation({ orgId: org(ctx), locationId: id(ctx) });
+    ctx.body = { location: locationView(location) };
+  });
+
+  router.patch('/orgs/:org/locations/:id', async (ctx) => {
+    const req = await body(ctx, UpdateLocationBody, deps.bodyLimit);
+    if (req.timezone !== undefined && req.timezone !== '' && !isTimeZone(req.timezone)) {
+      throw invalid(
+        `timezone must be an IANA time zone such as Europe/Berlin; ${JSON.stringify(req.timezone)} is not one`,
+        'timezone',
+      );
+    }
+    const { location } = await stations.updateLocation({
+      orgId: org(ctx),
+      locationId: id(ctx),
+      name: req.name,
+      address: req.address,
+      timezone: req.timezone,
+    });
+    ctx.body = { location: locationView(location) };
+  });
+
+  router.delete('/orgs/:org/locations/:id', async (ctx) => {
+    await stations.deleteLocation({ orgId: org(ctx), locationId: id(ctx) });
+    ctx.status = 204;
+  });
+
+  router.get('/orgs/:org/templates', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['limit', 'cursor']);
+    const res = await jobs.listTemplates({ orgId: await knownOrg(ctx), ...listParams(ctx.query) });
+    ctx.body = { items: res.items.map(templateView), next_cursor: res.nextCursor };
+  });
+
+  router.get('/orgs/:org/templates/:id', async (ctx) => {
+    const { template } = await jobs.getTemplate({ orgId: org(ctx), templateId: id(ctx) });
+    ctx.body = { template: templateView(template) };
+  });
+
+  router.patch('/orgs/:org/templates/:id', async (ctx) => {
+    const req = await body(ctx, UpdateTemplateBody, deps.bodyLimit);
+    const { template } = await jobs.updateTemplate({
+      orgId: org(ctx),
+      templateId: id(ctx),
+      name: req.name,
+      kind: req.kind,
+      body: req.body,
+      setFields: req.fields !== undefined,
+      fields: (req.fields ?? []).map((f) => ({
+        name: f.name,
+        required: f.required ?? f.default === undefined,
+        defaultValue: f.default ?? '',
+      })),
+    });
+    ctx.body = { template: templateView(template) };
+  });
+
+  router.delete('/orgs/:org/templates/:id', async (ctx) => {
+    await jobs.deleteTemplate({ orgId: org(ctx), templateId: id(ctx) });
+    ctx.status = 204;
+  });
+
+  router.get('/audit', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['org', 'actor', 'limit', 'cursor']);
+    const res = await accounts.listAudit({
+      orgId: single(ctx.query, 'org') ?? '',
+      actor: single(ctx.query, 'actor') ?? '',
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(auditView), next_cursor: res.nextCursor };
+  });
+
+  return router;
+}

@@ -1,0 +1,169 @@
+import anyTest, { type TestFn } from 'ava';
+import { freePort } from './helpers/ports.js';
+import { runSpool } from './helpers/spool.js';
+import {
+  call,
+  createOrg,
+  createStation,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
+
+const test = anyTest as TestFn<{ sys: TestSystem; env: Record<string, string> }>;
+
+test.before(async (t) => {
+  const sys = await startTestSystem();
+  // The environment points elsewhere with a wrong token: the flags must win over both.
+  const env = {
+    SPOOL_URL: `http://127.0.0.1:${await freePort()}`,
+    SPOOL_ADMIN_TOKEN: 'not-the-token',
+  };
+  t.context = { sys, env };
+});
+
+test.after.always(async (t) => {
+  await t.context.sys?.stop();
+});
+
+async function spool(
+  t: { context: { sys: TestSystem; env: Record<string, string> } },
+  args: string[],
+) {
+  // One second apart, so that the audit log's newest-first order is the order of the commands.
+  t.context.sys.clock.advance(1000);
+  const res = await runSpool(
+    ['admin', ...args, '--url', t.context.sys.url, '--token', OPERATOR_TOKEN],
+    t.context.env,
+  );
+  return {
+    ...res,
+    json: res.stdout ? (JSON.parse(res.stdout) as Record<string, unknown>) : undefined,
+  };
+}
+
+const http = (t: { context: { sys: TestSystem } }, path: string) =>
+  call(t.context.sys.url, 'GET', `/admin/v1${path}`, { token: OPERATOR_TOKEN });
+
+test('spool admin lists and gets with --url and --token, printing what the API answers', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Cli Harbour Org');
+  const station = await createStation(sys.url, org, { name: 'Desk' });
+  const [orgs, stations, got, printers, locations, templates] = await Promise.all([
+    spool(t, ['org', 'list', '--name', 'cli harbour']),
+    spool(t, ['station', 'list', '--org', org]),
+    spool(t, ['station', 'get', '--org', org, '--id', station.id]),
+    spool(t, ['printer', 'list', '--org', org, '--station', station.id]),
+    spool(t, ['location', 'list', '--org', org]),
+    spool(t, ['template', 'list', '--org', org]),
+  ]);
+  t.is(orgs.code, 0, orgs.stderr);
+  t.deepEqual(orgs.json, (await http(t, '/orgs?q=cli%20harbour')).body);
+  t.deepEqual(
+    ((orgs.json?.items ?? []) as Array<{ id: string }>).map((o) => o.id),
+    [org],
+  );
+  t.deepEqual(stations.json, (await http(t, `/orgs/${org}/stations`)).body);
+  t.deepEqual(got.json, (await http(t, `/orgs/${org}/stations/${station.id}`)).body);
+  t.deepEqual(printers.json, { items: [], next_cursor: '' });
+  t.deepEqual(locations.json, { items: [], next_cursor: '' });
+  t.deepEqual(templates.json, { items: [], next_cursor: '' });
+});
+
+test('spool admin updates and deletes, says why a delete is refused, and the audit log shows it all', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Cli Changes Org');
+  const loc = await call<{ location: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${org}/locations`,
+    { token: OPERATOR_TOKEN, body: { name: 'Hall' } },
+  );
+  const hall = loc.body.location.id;
+  const station = await createStation(sys.url, org, { name: 'Desk', location_id: hall });
+
+  const refused = await spool(t, ['location', 'delete', '--org', org, '--id', hall]);
+  t.is(refused.code, 1);
+  t.regex(refused.stderr, /"code":\s*"conflict"/);
+
+  const moved = await spool(t, [
+    'station',
+    'update',
+    '--org',
+    org,
+    '--id',
+    station.id,
+    '--name',
+    'Front desk',
+    '--no-location',
+  ]);
+  t.is(moved.code, 0, moved.stderr);
+  t.like(moved.json?.station, { name: 'Front desk', location_id: null });
+
+  const renamed = await spool(t, [
+    'location',
+    'update',
+    '--org',
+    org,
+    '--id',
+    hall,
+    '--name',
+    'Lobby',
+  ]);
+  t.like(renamed.json?.location, { name: 'Lobby' });
+  const deleted = await spool(t, ['location', 'delete', '--org', org, '--id', hall]);
+  t.deepEqual(deleted.json, { deleted: true, id: hall });
+  const gone = await spool(t, ['station', 'delete', '--org', org, '--id', station.id]);
+  t.deepEqual(gone.json, { deleted: true, id: station.id });
+
+  sys.clock.advance(1000);
+  const tpl = await call<{ template: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${org}/templates`,
+    { token: OPERATOR_TOKEN, body: { name: 'Label', kind: 'text', body: 'Hi', fields: [] } },
+  );
+  const renamedTemplate = await spool(t, [
+    'template',
+    'update',
+    '--org',
+    org,
+    '--id',
+    tpl.body.template.id,
+    '--name',
+    'Badge',
+  ]);
+  t.like(renamedTemplate.json?.template, { name: 'Badge', body: 'Hi' });
+
+  const log = await spool(t, ['audit', '--org', org, '--actor', 'operator']);
+  t.is(log.code, 0, log.stderr);
+  t.deepEqual(log.json, (await http(t, `/audit?org=${org}&actor=operator`)).body);
+  const items = log.json?.items as Array<{ method: string; route: string; status: number }>;
+  t.deepEqual(
+    items.slice(0, 7).map((e) => `${e.method} ${e.route} ${e.status}`),
+    [
+      'PATCH /admin/v1/orgs/:org/templates/:id 200',
+      'POST /admin/v1/orgs/:org/templates 201',
+      'DELETE /admin/v1/orgs/:org/stations/:id 204',
+      'DELETE /admin/v1/orgs/:org/locations/:id 204',
+      'PATCH /admin/v1/orgs/:org/locations/:id 200',
+      'PATCH /admin/v1/orgs/:org/stations/:id 200',
+      'DELETE /admin/v1/orgs/:org/locations/:id 409',
+    ],
+  );
+});
+
+test('every spool admin command takes --url and --token; a webhook command, whose --url is its own, takes --spool-url', async (t) => {
+  const res = await runSpool(['admin', 'webhook', 'list', '--help'], {});
+  t.regex(res.stdout, /--url <url>/);
+  t.regex(res.stdout, /--token <token>/);
+  const create = await runSpool(['admin', 'webhook', 'create', '--help'], {});
+  t.regex(create.stdout, /--spool-url <url>/);
+  t.regex(create.stdout, /--url <url> +the https URL deliveries are POSTed to/);
+  const refused = await runSpool(
+    ['admin', 'org', 'list', '--url', t.context.sys.url, '--token', 'wrong'],
+    {},
+  );
+  t.is(refused.code, 1);
+  t.regex(refused.stderr, /refused the operator token from --token/);
+});
