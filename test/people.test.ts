@@ -383,6 +383,48 @@ test('members print through /v1 with their session: the job names the person; th
   t.is((await dev.call('POST', cancel)).status, 200);
 });
 
+test('an admin deletes a printer from the console; its waiting job fails saying why', async (t) => {
+  const { sys } = t.context;
+  const orgId = await createOrg(sys.url, 'Pruning');
+  const admin = await member(sys.url, orgId, 'admin');
+  const dev = await member(sys.url, orgId, 'developer');
+  const station = await admin.call<{ station: { id: string }; token: string }>(
+    'POST',
+    `/console/v1/orgs/${orgId}/stations`,
+    { body: { name: 'Back office' } },
+  );
+  // The printer is stopped, so a job for it waits queued.
+  const link = await connectLink(sys.linkAddress, station.body.token, [
+    printer('old', 'offline', 'unplugged'),
+  ]);
+  t.teardown(() => link.close());
+  const listed = await eventually(
+    () => admin.call<{ printers: { id: string }[] }>('GET', `/v1/orgs/${orgId}/printers`),
+    (res) => res.body.printers?.length === 1,
+  );
+  const printerId = listed.body.printers[0]?.id as string;
+  const created = await dev.call<{ job: { id: string } }>('POST', `/v1/orgs/${orgId}/jobs`, {
+    body: { printer_id: printerId, content: { type: 'text', data: 'waiting' } },
+  });
+  t.is(created.status, 201);
+
+  const path = `/console/v1/orgs/${orgId}/printers/${printerId}`;
+  const refused = await dev.call<ErrorBody>('DELETE', path);
+  t.is(refused.status, 403);
+  t.is(refused.body.error.message, 'this needs the admin role; you are a developer');
+  const other = await member(sys.url, await createOrg(sys.url, 'Elsewhere'), 'owner');
+  t.is((await other.call('DELETE', path)).status, 404, 'another organization’s session');
+
+  t.is((await admin.call('DELETE', path)).status, 204);
+  const job = await admin.call<{ job: { status: string; status_detail: string } }>(
+    'GET',
+    `/v1/orgs/${orgId}/jobs/${created.body.job.id}`,
+  );
+  t.is(job.body.job.status, 'failed');
+  t.regex(job.body.job.status_detail, /printer "old" was deleted/);
+  t.is((await admin.call('DELETE', path)).status, 404, 'it is gone');
+});
+
 test('the operator’s invitation is described, and names a created resource', async (t) => {
   const { sys, orgId } = t.context;
   const res = await call<InvitationAnswer>(sys.url, 'POST', `/admin/v1/orgs/${orgId}/invitations`, {

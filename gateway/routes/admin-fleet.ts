@@ -13,6 +13,7 @@ import { rfc3339OrNull } from '../../lib/time.js';
 import { requireOperator } from '../auth.js';
 import { body } from '../body.js';
 import type { Backends } from '../clients.js';
+import { deletePrinter } from '../printer-deletion.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
@@ -174,16 +175,7 @@ export function adminFleetRouter(deps: {
   });
 
   router.delete('/orgs/:org/printers/:id', async (ctx) => {
-    const { printer } = await stations.getPrinter({ orgId: org(ctx), printerId: id(ctx) });
-    if (!printer) throw new Error('missing printer in response');
-    await jobs.failPrinterJobs({
-      orgId: org(ctx),
-      stationId: printer.stationId,
-      printerIds: [printer.id],
-      detail: `printer ${JSON.stringify(printer.name)} was deleted`,
-      actor: OPERATOR,
-    });
-    await stations.deletePrinter({ orgId: org(ctx), printerId: printer.id });
+    await deletePrinter({ jobs, stations }, org(ctx), id(ctx), OPERATOR);
     ctx.status = 204;
   });
 

@@ -22,6 +22,7 @@ import {
   orgsView,
   personView,
 } from '../people-views.js';
+import { deletePrinter } from '../printer-deletion.js';
 import { rejectUnknownParams } from '../query.js';
 import {
   authenticateSession,
@@ -296,6 +297,17 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { station: stationView(station), token };
+  });
+
+  // A printer its agent no longer reports (`removed`), or any: its unfinished jobs fail first.
+  router.delete('/orgs/:org/printers/:id', signedIn, role('admin'), async (ctx) => {
+    await deletePrinter(
+      { jobs, stations },
+      orgOf(ctx),
+      ctx.params.id ?? '',
+      `person:${actorOf(ctx)}`,
+    );
+    ctx.status = 204;
   });
 
   router.get('/orgs/:org/overview', signedIn, role('viewer'), async (ctx) => {

@@ -1,7 +1,7 @@
 /** Overview, printers and stations. */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { enc, get, type Location, type Printer, post, query, type Station } from '../api.js';
+import { del, enc, get, type Location, type Printer, post, query, type Station } from '../api.js';
 import { useLive } from '../live.js';
 import {
   Empty,
@@ -97,11 +97,17 @@ export function PrintersPage(): JSX.Element {
   useLive((ev) => ev.type === 'printer.status' || ev.type.startsWith('station.'), r.reloadSoon);
   const stationName = (id: string) => stations.data?.items.find((s) => s.id === id)?.name ?? id;
   const printers = r.data?.printers ?? [];
+  const canDelete = useCan('admin');
+  const remove = useAction(async (id: string) => {
+    await del(`/console/v1/orgs/${enc(org.id)}/printers/${enc(id)}`);
+    await r.reload();
+  });
   return (
     <>
       <PageHeader title="Printers" />
       <p class="lead">Printers are reported by the agents of your stations, with their status.</p>
       <ErrorText error={r.error} />
+      <ErrorText error={remove.error} />
       {r.data && printers.length === 0 ? (
         <Empty>No printers yet: start an agent on a station (see Stations).</Empty>
       ) : null}
@@ -116,12 +122,19 @@ export function PrintersPage(): JSX.Element {
                 <th scope="col">Station</th>
                 <th scope="col">Capabilities</th>
                 <th scope="col">Updated</th>
+                {canDelete ? (
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                ) : null}
               </tr>
             </thead>
             <tbody>
               {printers.map((p) => (
                 <tr key={p.id}>
-                  <th scope="row">{p.name}</th>
+                  <th scope="row" id={`printer-${p.id}`}>
+                    {p.name}
+                  </th>
                   <td>
                     <Status status={p.status} />
                   </td>
@@ -142,6 +155,25 @@ export function PrintersPage(): JSX.Element {
                   <td>
                     <Time at={p.updated_at} />
                   </td>
+                  {canDelete ? (
+                    <td>
+                      {/* Its waiting jobs fail; a printer its agent still reports comes back. */}
+                      <button
+                        type="button"
+                        class="danger"
+                        disabled={remove.busy}
+                        aria-describedby={`printer-${p.id}`}
+                        title={
+                          p.status === 'removed'
+                            ? 'Its agent no longer reports it'
+                            : 'Its agent still reports it: it comes back at the next report'
+                        }
+                        onClick={() => void remove.run(p.id)}
+                      >
+                        Delete printer
+                      </button>
+                    </td>
+                  ) : null}
                 </tr>
               ))}
             </tbody>
