@@ -490,6 +490,18 @@ test('settings: owners rename the organization; retention stays the operator’s
       upload_retention_days: number;
     };
   }
+  // Another replica has the session, with the organization's name, cached.
+  const second = await sys.system.startGateway();
+  t.teardown(() => second.stop());
+  const elsewhere = new Browser(second.url);
+  elsewhere.cookie = owner.cookie;
+  type SessionAnswer = { orgs: { id: string; name: string }[] };
+  const nameIn = async (who: Browser) =>
+    (await who.call<SessionAnswer>('GET', '/console/v1/session')).body.orgs.find(
+      (o) => o.id === orgId,
+    )?.name;
+  t.is(await nameIn(elsewhere), 'Settled');
+
   const got = await owner.call<Settings>('GET', `/console/v1/orgs/${orgId}/settings`);
   t.is(got.status, 200);
   t.deepEqual(got.body.settings, {
@@ -503,6 +515,12 @@ test('settings: owners rename the organization; retention stays the operator’s
   });
   t.is(renamed.status, 200);
   t.is(renamed.body.settings.name, 'Settled Co');
+  t.is(await nameIn(owner), 'Settled Co', 'the session says the new name at once');
+  await eventually(
+    () => nameIn(elsewhere),
+    (name) => name === 'Settled Co',
+    1_000,
+  );
   const org = await call<{ org: { name: string } }>(sys.url, 'GET', `/admin/v1/orgs/${orgId}`, {
     token: OPERATOR_TOKEN,
   });

@@ -387,7 +387,11 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
         );
       }
     }
-    if (req.name !== undefined) await accounts.renameOrg({ orgId: orgOf(ctx), name: req.name });
+    if (req.name !== undefined) {
+      await accounts.renameOrg({ orgId: orgOf(ctx), name: req.name });
+      // Sessions carry their organizations' names: here at once, elsewhere when the bus tells.
+      deps.sessions.cache.clear();
+    }
     ctx.body = { settings: await orgSettings(orgOf(ctx)) };
   });
 

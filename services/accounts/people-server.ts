@@ -136,7 +136,9 @@ export function createPeopleServer(deps: {
       if (name === '' || name.length > 200) {
         throw invalid('name must be 1 to 200 characters', 'name');
       }
-      return { org: await store.renameOrg(orgIdOf(req.orgId), name) };
+      const org = await store.renameOrg(orgIdOf(req.orgId), name);
+      announced();
+      return { org };
     },
 
     async createInvitation(req) {

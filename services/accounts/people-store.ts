@@ -173,14 +173,22 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
       return rows[0];
     },
 
+    /** Renames the organization; its members' sessions, which carry the name, are looked up anew. */
     async renameOrg(orgId: string, name: string) {
-      const { rows } = await pool.query<{ id: string; name: string; created_at: Date }>(
-        'UPDATE orgs SET name = $2 WHERE id = $1 RETURNING id, name, created_at',
-        [orgId, name],
-      );
-      const row = rows[0];
-      if (!row) throw notFound('no such organization');
-      return { id: row.id, name: row.name, createdAt: row.created_at };
+      return withTx(pool, async (tx) => {
+        const { rows } = await tx.query<{ id: string; name: string; created_at: Date }>(
+          'UPDATE orgs SET name = $2 WHERE id = $1 RETURNING id, name, created_at',
+          [orgId, name],
+        );
+        const row = rows[0];
+        if (!row) throw notFound('no such organization');
+        const members = await tx.query<{ person_id: string }>(
+          'SELECT person_id FROM memberships WHERE org_id = $1',
+          [orgId],
+        );
+        for (const m of members.rows) await announce(tx, { person_id: m.person_id });
+        return { id: row.id, name: row.name, createdAt: row.created_at };
+      });
     },
 
     async createInvitation(inv: NewInvitation): Promise<Invitation> {
