@@ -12,7 +12,8 @@ import { perJob } from '../checks.js';
 import { sleep } from '../clock.js';
 import type { Context, Orgs } from '../context.js';
 import { PATHS } from '../context.js';
-import { type Figure, figure, ratioAtLeast, requireCheck } from '../report/figures.js';
+import { startCpuMeter } from '../proc.js';
+import { type Figure, figure, ratioAtLeast, requireCheck, valueAtMost } from '../report/figures.js';
 import { latency } from '../stats.js';
 
 export const WINDOW = 64;
@@ -55,6 +56,7 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     peerP50: [] as number[],
     peerP99: [] as number[],
     rate: [] as number[],
+    cpuPerJob: [] as number[],
     printedP50: [] as number[],
     printedP99: [] as number[],
     webhookP50: [] as number[],
@@ -77,6 +79,7 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     });
     await checks.quiesce();
     const dbBefore = await checks.dbCounters();
+    const cpu = startCpuMeter(ctx.servers.spoolPid);
     const res = await load.call('pipeline', {
       target: orgs.e2e,
       window: WINDOW,
@@ -90,6 +93,8 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     const done = ok.filter((j) => j.webhookAt !== undefined);
     const lastWebhook = Math.max(...done.map((j) => j.webhookAt as number));
     const rate = done.length / ((lastWebhook - res.startedAt) / 1000);
+    // Every job's work is over once its webhook arrived; those that did not are not counted.
+    const cpuMs = cpu.perItemMs(done.length);
     const printed = ok
       .map((j, i) => (printedAt[i] ?? Number.NaN) - j.sentAt)
       .filter((v) => Number.isFinite(v));
@@ -116,6 +121,7 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     rows.peerP50.push(peerLat.p50);
     rows.peerP99.push(peerLat.p99);
     rows.rate.push(rate);
+    rows.cpuPerJob.push(cpuMs);
     rows.printedP50.push(pLat.p50);
     rows.printedP99.push(pLat.p99);
     rows.webhookP50.push(wLat.p50);
@@ -125,7 +131,7 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     rows.dbPerJob.push(db);
     if (run === middle) Object.assign(samples, { printed, webhook, peer: peer.latencies });
     ctx.log(
-      `end to end ${run}: ${rate.toFixed(0)} jobs/s (${done.length} of ${res.jobs.length} complete; ` +
+      `end to end ${run}: ${rate.toFixed(0)} jobs/s, ${cpuMs.toFixed(2)} ms of Spool CPU each (${done.length} of ${res.jobs.length} complete; ` +
         `printed p50 ${pLat.p50.toFixed(1)} ms p99 ${pLat.p99.toFixed(1)} ms, webhook p50 ${wLat.p50.toFixed(1)} ms; ` +
         `${inDb}/${ok.length} printed in the DB${durable ? '' : ', NOT DURABLE'}; per job ${db.commits} commits, ` +
         `${db.inserted} rows inserted, ${db.updated} updated, ${db.deleted} deleted${res.errors.length ? `; ${res.errors[0]}` : ''}); ` +
@@ -155,6 +161,11 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
   return {
     figures: [
       rateFigure,
+      valueAtMost(
+        figure('end to end', 'Spool CPU per printed and delivered job', 'ms', rows.cpuPerJob),
+        1.5,
+        '≤ 1.5 ms',
+      ),
       figure(
         'end to end',
         'POST → printed p50',

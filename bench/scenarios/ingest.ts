@@ -9,7 +9,8 @@
 import { type DbCounters, perJob } from '../checks.js';
 import { epochMs, sleep } from '../clock.js';
 import type { Context, Orgs } from '../context.js';
-import { type Figure, figure, ratioAtLeast } from '../report/figures.js';
+import { startCpuMeter } from '../proc.js';
+import { type Figure, figure, ratioAtLeast, valueAtMost } from '../report/figures.js';
 import { latency } from '../stats.js';
 
 export const INGEST_CONCURRENCY = 32;
@@ -36,6 +37,7 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
   await checks.quiesce();
 
   const rows = {
+    cpuPerJob: [] as number[],
     pg: [] as number[],
     pgP50: [] as number[],
     pgP99: [] as number[],
@@ -66,6 +68,7 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
     });
     await checks.quiesce();
     const dbBefore = await checks.dbCounters();
+    const cpu = startCpuMeter(ctx.servers.spoolPid);
     const res = await load.call('closedLoop', {
       target: orgs.ingest,
       concurrency: INGEST_CONCURRENCY,
@@ -76,6 +79,8 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
       await new Promise((r) => setTimeout(r, 10));
     }
     const drainMs = epochMs() - drainStart;
+    const cpuMs = cpu.perItemMs(res.ok);
+    rows.cpuPerJob.push(cpuMs);
     const rate = res.ok / ((res.elapsedMs + drainMs) / 1000);
     const lat = latency(res.latencies);
     const pgLat = latency(pg.latencies);
@@ -94,7 +99,7 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
     const db = perJob(dbBefore, await checks.dbCounters(), res.ok);
     rows.dbPerJob.push(db);
     ctx.log(
-      `ingest ${run}: ${rate.toFixed(0)} jobs/s (p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, ` +
+      `ingest ${run}: ${rate.toFixed(0)} jobs/s, ${cpuMs.toFixed(2)} ms of Spool CPU each (p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, ` +
         `outbox drained in ${drainMs.toFixed(0)} ms; per job ${db.commits} commits, ${db.inserted} rows inserted, ${db.deleted} deleted; ${res.failed} failed${res.errors.length ? `: ${res.errors[0]}` : ''}); ` +
         `SERIALIZABLE insert ${pg.rate.toFixed(0)} tx/s, JetStream ${jsAsync.rate.toFixed(0)} (500 in flight) / ${jsAwaited.rate.toFixed(0)} (awaited) msg/s`,
     );
@@ -123,6 +128,11 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
       unit: 'ms',
       values: rows.pgP99,
     }),
+    valueAtMost(
+      figure('ingest', 'Spool CPU per job created', 'ms', rows.cpuPerJob),
+      0.5,
+      '≤ 0.5 ms',
+    ),
   ];
   const failed = rows.failed.reduce((a, b) => a + b, 0);
   if (failed > 0 && figures[0]) figures[0].note = `${failed} POSTs failed`;
