@@ -1,90 +1,26 @@
 /**
- * Runs the real `spool` command as a child process, the way an operator does.
+ * Runs the real `spool` command as a child process, the way an operator does, with the test's
+ * PATH and HOME and the environment given.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { type Process, runProcess, spawnProcess } from './processes.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'spool.js');
-const exec = promisify(execFile);
 
-export interface SpoolProcess {
-  child: ChildProcess;
-  /** Everything written to stdout and stderr so far. */
-  output(): string;
-  /** Resolves with the first match of `pattern` in the output, or rejects after `timeoutMs`. */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
-  /** Sends SIGTERM and resolves with the exit code. */
-  stop(): Promise<number | null>;
-  exited: Promise<number | null>;
+export type SpoolProcess = Process;
+
+function withBasics(env: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env };
 }
 
 export function spawnSpool(args: string[], env: Record<string, string>): SpoolProcess {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const listeners = new Set<() => void>();
-  const append = (chunk: Buffer) => {
-    output += chunk.toString();
-    for (const l of listeners) l();
-  };
-  child.stdout?.on('data', append);
-  child.stderr?.on('data', append);
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => resolve(code)),
-  );
-  return {
-    child,
-    output: () => output,
-    exited,
-    waitFor(pattern, timeoutMs = 30_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const m = pattern.exec(output);
-          if (m) {
-            done();
-            resolve(m);
-          }
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`timed out waiting for ${pattern}; output:\n${output}`));
-        }, timeoutMs);
-        const onExit = () => {
-          done();
-          reject(new Error(`spool exited while waiting for ${pattern}; output:\n${output}`));
-        };
-        const done = () => {
-          clearTimeout(timer);
-          listeners.delete(check);
-          child.off('exit', onExit);
-        };
-        listeners.add(check);
-        child.once('exit', onExit);
-        check();
-      });
-    },
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
-    },
-  };
+  return spawnProcess(process.execPath, [BIN, ...args], withBasics(env));
 }
 
 /** Runs a `spool` command to completion. */
-export async function runSpool(
+export function runSpool(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: e.code ?? 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
+  return runProcess(process.execPath, [BIN, ...args], withBasics(env));
 }
