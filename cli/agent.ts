@@ -454,7 +454,7 @@ export async function listPrinters(flags: AgentCommonFlags, env: Env): Promise<P
       name: w.name,
       backend: 'cups:*',
       status: 'unknown',
-      detail: `no CUPS queues found: ${await cupsScheduler(s.cupsServer)}`,
+      detail: `no CUPS queues found: ${await cupsScheduler(s.cupsServer, env)}`,
       capabilities: {
         copies: false,
         paper_sizes: [],
@@ -468,13 +468,13 @@ export async function listPrinters(flags: AgentCommonFlags, env: Env): Promise<P
 }
 
 /** What `lpstat -r` says of the CUPS scheduler, for a `cups:*` that found no queue. */
-function cupsScheduler(server: string | undefined): Promise<string> {
+function cupsScheduler(server: string | undefined, env: Env): Promise<string> {
   const where = server === undefined ? 'the local CUPS' : `CUPS at ${server}`;
   return new Promise((resolve) => {
     execFile(
       'lpstat',
       [...(server === undefined ? [] : ['-h', server]), '-r'],
-      { timeout: 10_000, env: { ...process.env, LC_ALL: 'C', LANG: 'C' } },
+      { timeout: 10_000, env: { ...env, LC_ALL: 'C', LANG: 'C' } },
       (error, stdout, stderr) => {
         if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT') {
           resolve('lpstat is not installed (install cups-client)');
