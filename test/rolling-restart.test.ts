@@ -117,9 +117,15 @@ test('restarting every replica one at a time while jobs flow loses and duplicate
     `${cluster.replicas.length} restarts in ${Date.now() - started} ms; ${accepted.length} jobs; ${client.retried.ECONNREFUSED ?? 0} requests refused by a stopped gateway`,
   );
   // A Service sends no request to a gateway that stopped listening, so refused connections are
-  // the only failures a rolling update may show here.
-  const { ECONNREFUSED: _refused, ...failures } = client.retried;
+  // failures a rolling update may show here only because this client knows every gateway. The
+  // other is HTTP/1.1's keep-alive race: a stopping gateway closes the connections idle since its
+  // drain began, and a request the client just then sends on one is reset before the gateway read
+  // it. At most a few such, one per gateway restart; a request cut while being answered would be
+  // a reset too, so more than that fails the test.
+  const { ECONNREFUSED: _refused, ECONNRESET: reset = 0, ...failures } = client.retried;
   t.deepEqual(failures, {}, 'no request failed or was cut while another replica was up');
+  const gatewayRestarts = cluster.replicas.filter((r) => r.component === 'gateway').length;
+  t.true(reset <= gatewayRestarts, `${reset} connections reset`);
   t.deepEqual(client.wrong, []);
   t.deepEqual(refused, [], 'every POST was accepted in the end');
   t.true(accepted.length >= 30, `${accepted.length} jobs flowed`);
