@@ -2,10 +2,14 @@
  * Starts a private `nats-server` with JetStream as a child process, for `spool dev` (store in
  * `.spool/nats`) and for the tests. The server picks a random port unless told one, and reports
  * the port it bound through its ports file, so two servers never race for a port we guessed.
+ *
+ * The tests also start servers as nodes of a cluster, and clusters joined by gateways into a
+ * supercluster; the route and gateway ports are then fixed by the caller, because every node names
+ * its peers' ports before any of them is running.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants as fsConstants } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -44,6 +48,52 @@ export interface NatsServerOptions {
   logger?: NatsServerLogger;
   /** Defaults to {@link NATS_START_TIMEOUT_MS}. */
   startTimeoutMs?: number;
+  /**
+   * The server's name. Required in practice for a cluster or gateway node: without it the server
+   * names itself by a random id at every start, and its JetStream peers no longer know it after a
+   * restart.
+   */
+  serverName?: string;
+  /** Makes the server a node of a cluster; see {@link NatsClusterOptions}. */
+  cluster?: NatsClusterOptions;
+  /** Joins the server's cluster to other clusters; see {@link NatsGatewayOptions}. */
+  gateway?: NatsGatewayOptions;
+}
+
+/**
+ * A cluster node's route listener and its peers. The port is fixed by the caller (not `-1`),
+ * because the other nodes list it in their `routes` before this node has started.
+ */
+export interface NatsClusterOptions {
+  /** The cluster's name; with a gateway it must equal the gateway's name. */
+  name: string;
+  /** Port the node accepts routes on, on the server's host. */
+  port: number;
+  /**
+   * The peers' route URLs, e.g. `nats-route://127.0.0.1:6222`. The node's own may be among them
+   * (the server skips it), and a one-node cluster must list it: nats-server 2.9 refuses to start
+   * JetStream in a cluster that has no routes.
+   */
+  routes: string[];
+}
+
+/**
+ * A gateway listener and the clusters it connects to. Gateways can only be configured in a
+ * config file, so a server with this option is started with one.
+ */
+export interface NatsGatewayOptions {
+  /** This cluster's gateway name, which other clusters use to address it. */
+  name: string;
+  /** Port the server accepts gateway connections on, on the server's host. */
+  port: number;
+  /**
+   * `host:port` that other clusters should connect to for this server. Servers gossip their
+   * gateway addresses, so one reachable only through something in between (a proxy, NAT) must be
+   * advertised, or the other side learns and dials the listener directly.
+   */
+  advertise?: string;
+  /** The other clusters: each gateway's name and the `nats://host:port` URLs of its gateways. */
+  gateways: Array<{ name: string; urls: string[] }>;
 }
 
 /** A running `nats-server`. */
@@ -83,24 +133,18 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
   const storeDir = resolve(options.storeDir);
   const logger = options.logger;
   await mkdir(storeDir, { recursive: true });
-  // A directory per start: the file's name carries the pid, and nothing else writes there.
+  // A directory per start for the ports file (its name carries the pid) and the config file;
+  // the server writes nothing else there.
   const portsDir = await mkdtemp(join(tmpdir(), 'spool-nats-ports-'));
+  let args: string[];
+  try {
+    args = await serverArgs(options, { host, storeDir, portsDir });
+  } catch (error) {
+    await rm(portsDir, { recursive: true, force: true });
+    throw error;
+  }
 
-  const child = spawn(
-    binary,
-    [
-      '-js',
-      '-sd',
-      storeDir,
-      '-a',
-      host,
-      '-p',
-      String(options.port ?? -1),
-      '--ports_file_dir',
-      portsDir,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 
   let tail = '';
   let partial = '';
@@ -183,6 +227,69 @@ export async function startNatsServer(options: NatsServerOptions): Promise<NatsS
       child.kill(signal);
     },
   };
+}
+
+/**
+ * The command line. Flags win over the config file, so the client listener, JetStream and the
+ * ports file stay on flags exactly as for a single server, and the file holds only what has no
+ * flag (gateways) or belongs with it (the cluster).
+ */
+async function serverArgs(
+  options: NatsServerOptions,
+  paths: { host: string; storeDir: string; portsDir: string },
+): Promise<string[]> {
+  const args = [
+    '-js',
+    '-sd',
+    paths.storeDir,
+    '-a',
+    paths.host,
+    '-p',
+    String(options.port ?? -1),
+    '--ports_file_dir',
+    paths.portsDir,
+  ];
+  if (options.serverName !== undefined) args.push('-n', options.serverName);
+  const config = natsConfig(options, paths.host);
+  if (config) {
+    const file = join(paths.portsDir, 'nats-server.conf');
+    await writeFile(file, config);
+    args.push('-c', file);
+  }
+  return args;
+}
+
+/**
+ * The config file's text for the cluster and gateway blocks, or undefined when there are none.
+ * The format is a superset of JSON, so JSON escapes paths and names safely.
+ */
+function natsConfig(
+  options: Pick<NatsServerOptions, 'cluster' | 'gateway'>,
+  host = '127.0.0.1',
+): string | undefined {
+  const { cluster, gateway } = options;
+  if (!cluster && !gateway) return undefined;
+  const config: Record<string, unknown> = {};
+  if (cluster) {
+    config.cluster = {
+      name: cluster.name,
+      listen: listenAddress(host, cluster.port),
+      routes: cluster.routes,
+    };
+  }
+  if (gateway) {
+    config.gateway = {
+      name: gateway.name,
+      listen: listenAddress(host, gateway.port),
+      ...(gateway.advertise === undefined ? {} : { advertise: gateway.advertise }),
+      gateways: gateway.gateways.map(({ name, urls }) => ({ name, urls })),
+    };
+  }
+  return `${JSON.stringify(config, null, 2)}\n`;
+}
+
+function listenAddress(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /**
