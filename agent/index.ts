@@ -154,7 +154,14 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       return { agentVersion, printers: helloReports };
     },
     onWelcome: (welcome, server) => {
-      status.linkUp(server, welcome.stationId);
+      const regions = { home: welcome.homeRegion, server: welcome.serverRegion };
+      status.linkUp(server, welcome.stationId, regions);
+      if (regions.home && regions.server && regions.home !== regions.server) {
+        logger.warn(
+          { homeRegion: regions.home, serverRegion: regions.server, server },
+          'connected outside the station’s home region: jobs still print, but each one crosses regions; point --server at the home region’s address',
+        );
+      }
       runner.onWelcome(welcome);
       // A change between hello and welcome could not be sent then; send it now.
       const reports = printers.reports();

@@ -34,6 +34,8 @@ export interface AgentStatus {
     /** The server that welcomed the agent, while connected. */
     server?: string;
     station_id?: string;
+    /** Set while connected to a server outside the station's home region (it still prints). */
+    wrong_region?: { home: string; server: string };
   };
   printers: Array<{ name: string; status: string; detail: string }>;
   /** Jobs that finished today (the station's local date), from the journal. */
@@ -110,9 +112,15 @@ export class StatusFile {
     beat();
   }
 
-  linkUp(server: string, stationId: string): void {
+  linkUp(server: string, stationId: string, regions?: { home: string; server: string }): void {
     const since = this.#options.clock.now().toISOString();
-    this.#status.link = { connected: true, since, server, station_id: stationId };
+    this.#status.link = {
+      connected: true,
+      since,
+      server,
+      station_id: stationId,
+      ...(regions && regions.home !== regions.server ? { wrong_region: regions } : {}),
+    };
     this.#schedule();
   }
 

@@ -5,7 +5,15 @@
  */
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['ingest', 'e2e', 'fixed-rate', 'fanout', 'fleet', 'streams'] as const;
+export const SCENARIOS = [
+  'ingest',
+  'e2e',
+  'fixed-rate',
+  'fanout',
+  'fleet',
+  'streams',
+  'regions',
+] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface Options {

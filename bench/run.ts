@@ -28,6 +28,7 @@ import { runFanout } from './scenarios/fanout.js';
 import { runFixedRate } from './scenarios/fixed-rate.js';
 import { runFleet } from './scenarios/fleet.js';
 import { INGEST_CONCURRENCY, PG_CONCURRENCY, runIngest } from './scenarios/ingest.js';
+import { REGION_DELAY_MS, REGIONS_RATE, runRegions } from './scenarios/regions.js';
 import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
 import { startServers } from './servers.js';
 import { ENDPOINTS_PER_ORG, setUpOrgs } from './setup.js';
@@ -50,7 +51,7 @@ async function measure(
   const figures: Figure[] = [];
   const series: Series[] = [];
   const details: Record<string, unknown> = {};
-  const needsOrgs = options.only.some((s) => s !== 'fleet');
+  const needsOrgs = options.only.some((s) => s !== 'fleet' && s !== 'regions');
   const orgs = needsOrgs ? await setUpOrgs(ctx) : undefined;
 
   let ingestRate: number | undefined;
@@ -114,6 +115,16 @@ async function measure(
       label: `${STREAMS} event streams: state change → event`,
       samples: streams.samples,
     });
+  }
+  if (wants('regions')) {
+    const regions = await runRegions(ctx);
+    figures.push(...regions.figures);
+    details.regions = regions.details;
+    series.push(
+      { label: 'regions: one region alone, POST → printed', samples: regions.samples.alone },
+      { label: 'regions: same region of two, POST → printed', samples: regions.samples.same },
+      { label: 'regions: cross region, POST → printed', samples: regions.samples.cross },
+    );
   }
   if (wants('fleet')) {
     const fleet = await runFleet(ctx, {
@@ -207,6 +218,7 @@ async function main(): Promise<void> {
         agents: options.agents,
         'fleet links': options.fleetStations,
         'event streams': `${STREAMS} on a gateway of their own, ${STREAM_JOB_RATE} jobs/s`,
+        regions: `${REGIONS_RATE} jobs/s through region a, regions ${REGION_DELAY_MS} ms apart one way, each region's services in one process`,
         postgres: servers.postgresSettings,
         redis: 'appendonly yes, appendfsync always, no snapshots',
         'nats-server': 'JetStream, file store, default sync',

@@ -89,18 +89,29 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
   );
   station.cmd
     .command('update')
-    .description('rename a station or move it to another location; prints {station}')
+    .description(
+      'rename a station, move it to another location or to another home region; prints {station}',
+    )
     .requiredOption('--org <org>', 'organization id')
     .requiredOption('--id <id>', 'station id')
     .option('--name <name>', 'a new name')
     .option('--location <id>', 'the location to move it to')
     .option('--no-location', 'take it out of its location')
-    .action((opts: { org: string; id: string; name?: string; location?: string | boolean }) =>
-      admin('PATCH', station.path(opts.org, opts.id), {
-        ...(opts.name === undefined ? {} : { name: opts.name }),
-        ...(opts.location === false ? { location_id: null } : {}),
-        ...(typeof opts.location === 'string' ? { location_id: opts.location } : {}),
-      }),
+    .option('--region <region>', 'its new home region: its agent reconnects, its jobs go there')
+    .action(
+      (opts: {
+        org: string;
+        id: string;
+        name?: string;
+        location?: string | boolean;
+        region?: string;
+      }) =>
+        admin('PATCH', station.path(opts.org, opts.id), {
+          ...(opts.name === undefined ? {} : { name: opts.name }),
+          ...(opts.region === undefined ? {} : { region: opts.region }),
+          ...(opts.location === false ? { location_id: null } : {}),
+          ...(typeof opts.location === 'string' ? { location_id: opts.location } : {}),
+        }),
     );
 
   const printer = readAndDelete(

@@ -343,7 +343,7 @@ export function formatStatus(report: StatusReport): string {
   if (report.running) {
     out.push(
       link.connected
-        ? `link: connected to ${link.server ?? status.server} since ${when(link.since)}${link.station_id ? `, station ${link.station_id}` : ''}`
+        ? `link: connected to ${link.server ?? status.server} since ${when(link.since)}${link.station_id ? `, station ${link.station_id}` : ''}${link.wrong_region ? ` (region ${link.wrong_region.server}; the station's home region is ${link.wrong_region.home})` : ''}`
         : `link: not connected (to ${status.server}) since ${when(link.since)}`,
     );
   }

@@ -2,9 +2,11 @@
  * The environment variables each `spool` command reads, declared once. README's configuration table
  * lists the same variables.
  */
+import { type BusLayout, REGION_PATTERN, SINGLE_REGION } from '../lib/bus.js';
 import {
   address,
   bool,
+  ConfigError,
   int,
   logLevel,
   optionalStr,
@@ -31,10 +33,58 @@ const database = {
   }),
 };
 
+function regionName(raw: string): string {
+  if (!REGION_PATTERN.test(raw)) {
+    throw new Error('must be a region name: lower-case letters, digits and -, at most 32');
+  }
+  return raw;
+}
+
 const nats = {
   natsUrl: str('NATS_URL', { description: 'NATS server URL(s), comma separated' }),
   natsCreds: optionalStr('NATS_CREDS', 'path of a NATS credentials (.creds) file'),
+  natsReplicas: int('NATS_REPLICAS', {
+    description: 'copies JetStream keeps of each stream: 3 on a NATS cluster, 1 on one server',
+    default: 1,
+    min: 1,
+    max: 5,
+  }),
+  region: {
+    name: 'REGION',
+    description: 'the region this process runs in, the name of its NATS cluster',
+    parse: regionName,
+    fallback: () => SINGLE_REGION.region,
+  } as Variable<string>,
+  regions: {
+    name: 'REGIONS',
+    description:
+      'every region of the installation, comma separated, the first holding the installation-wide streams; REGION alone when unset',
+    parse: (raw: string) => raw.split(',').map((r) => regionName(r.trim())),
+    fallback: () => undefined,
+  } as Variable<string[] | undefined>,
 };
+
+/**
+ * The bus layout of a process's configuration.
+ *
+ * @throws ConfigError when REGION is not one of REGIONS.
+ */
+export function busLayoutOf(config: {
+  region: string;
+  regions: string[] | undefined;
+  natsReplicas: number;
+}): BusLayout {
+  const regions = config.regions ?? [config.region];
+  if (!regions.includes(config.region)) {
+    throw new ConfigError([
+      `REGION ${config.region} is not one of REGIONS (${regions.join(', ')})`,
+    ]);
+  }
+  if (new Set(regions).size !== regions.length) {
+    throw new ConfigError([`REGIONS names a region twice (${regions.join(', ')})`]);
+  }
+  return { region: config.region, regions, replicas: config.natsReplicas };
+}
 
 const grpcServer = {
   grpcHost: str('GRPC_HOST', { description: 'address the gRPC server binds', default: '0.0.0.0' }),

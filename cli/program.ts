@@ -200,10 +200,12 @@ export function buildProgram(env: Env): Command {
     .requiredOption('--org <org>', 'organization id')
     .requiredOption('--name <name>', 'the station name')
     .option('--location <id>', 'the location the station is in')
-    .action((opts: { org: string; name: string; location?: string }) =>
+    .option('--region <region>', "its home region; the gateway's own region when left out")
+    .action((opts: { org: string; name: string; location?: string; region?: string }) =>
       admin('POST', `/orgs/${encodeURIComponent(opts.org)}/stations`, {
         name: opts.name,
         ...(opts.location === undefined ? {} : { location_id: opts.location }),
+        ...(opts.region === undefined ? {} : { region: opts.region }),
       }),
     );
 

@@ -8,7 +8,7 @@ import { createGateway } from '../gateway/index.js';
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
-import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
+import { type BusLayout, connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
 import { systemClock } from '../lib/clock.js';
 import { type Env, readConfig } from '../lib/config.js';
 import { createPool, type Pool } from '../lib/db.js';
@@ -30,6 +30,7 @@ import { createStations, startLinkServer } from '../services/stations/index.js';
 import { createWebhooks, type WebhooksSettings } from '../services/webhooks/index.js';
 import {
   accountsConfig,
+  busLayoutOf,
   gatewayConfig,
   jobsConfig,
   migrateConfig,
@@ -80,6 +81,9 @@ interface ServiceConfig {
   databaseUrl: string;
   natsUrl: string;
   natsCreds: string | undefined;
+  natsReplicas: number;
+  region: string;
+  regions: string[] | undefined;
   grpcHost: string;
   grpcPort: number;
   metricsPort: number;
@@ -101,8 +105,14 @@ interface ServicePart {
 async function serveService(
   name: string,
   config: ServiceConfig,
-  build: (deps: { pool: Pool; nc: NatsConnection; logger: Logger }) => Promise<ServicePart>,
+  build: (deps: {
+    pool: Pool;
+    nc: NatsConnection;
+    logger: Logger;
+    layout: BusLayout;
+  }) => Promise<ServicePart>,
 ): Promise<void> {
+  const layout = busLayoutOf(config);
   await checkPortsFree([
     { host: config.grpcHost, port: config.grpcPort, variable: 'GRPC_PORT' },
     { host: config.grpcHost, port: config.metricsPort, variable: 'METRICS_PORT' },
@@ -115,8 +125,8 @@ async function serveService(
     name: `spool-${name}`,
     logger,
   });
-  await ensureStreams(nc);
-  const part = await build({ pool, nc, logger });
+  await ensureStreams(nc, layout);
+  const part = await build({ pool, nc, logger, layout });
   const grpc = await startGrpcServer({
     host: config.grpcHost,
     port: config.grpcPort,
@@ -184,6 +194,7 @@ async function serveGateway(env: Env): Promise<void> {
   };
   const gateway = createGateway({
     nc,
+    layout: busLayoutOf(config),
     backends,
     health,
     publicRateLimit: config.publicRateLimit,
@@ -223,10 +234,11 @@ async function serveJobs(env: Env): Promise<void> {
     service: 'accounts',
     address: config.accountsAddr,
   });
-  await serveService('jobs', config, async ({ pool, nc, logger }) => {
+  await serveService('jobs', config, async ({ pool, nc, logger, layout }) => {
     const jobs = await createJobs({
       pool,
       nc,
+      layout,
       logger,
       clock: systemClock,
       stations,
@@ -254,8 +266,15 @@ async function serveStations(env: Env): Promise<void> {
   await checkPortsFree([
     { host: config.stationHost, port: config.stationPort, variable: 'STATION_PORT' },
   ]);
-  await serveService('stations', config, async ({ pool, nc, logger }) => {
-    const stations = await createStations({ pool, nc, logger, clock: systemClock, jobs });
+  await serveService('stations', config, async ({ pool, nc, logger, layout }) => {
+    const stations = await createStations({
+      pool,
+      nc,
+      layout,
+      logger,
+      clock: systemClock,
+      jobs,
+    });
     let link: GrpcServerHandle | undefined;
     return {
       grpc: stations.grpc,

@@ -11,7 +11,13 @@ import { createGateway, type Gateway } from '../gateway/index.js';
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
-import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
+import {
+  type BusLayout,
+  connectBus,
+  ensureStreams,
+  type NatsConnection,
+  SINGLE_REGION,
+} from '../lib/bus.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { createPool, type Pool } from '../lib/db.js';
 import { createClient, type GrpcServerHandle, startGrpcServer } from '../lib/grpc.js';
@@ -50,6 +56,8 @@ export const DEFAULT_MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
 export interface SystemOptions {
   databaseUrl: string;
   natsUrl: string;
+  /** The region these services run in, and the installation's regions (default: one). */
+  layout?: BusLayout;
   logger: Logger;
   clock?: Clock;
   operatorToken: string;
@@ -119,7 +127,8 @@ export async function startSystem(options: SystemOptions): Promise<System> {
   });
   await migrate(pool, ALL_MIGRATIONS, logger);
   const nc = await connectBus({ url: options.natsUrl, name: 'spool-services', logger });
-  await ensureStreams(nc);
+  const layout = options.layout ?? SINGLE_REGION;
+  await ensureStreams(nc, layout);
 
   const grpc: GrpcServerHandle = await startGrpcServer({ host: '127.0.0.1', port: 0 });
   const servicesAddress = `127.0.0.1:${grpc.port}`;
@@ -150,6 +159,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
   const jobs = await createJobs({
     pool,
     nc,
+    layout,
     logger,
     clock,
     stations: stationsClient,
@@ -160,7 +170,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     ...(options.sweepIntervalMs === undefined ? {} : { sweepIntervalMs: options.sweepIntervalMs }),
     ...(options.settingsTtlMs === undefined ? {} : { settingsTtlMs: options.settingsTtlMs }),
   });
-  const stations = await createStations({ pool, nc, logger, clock, jobs: jobsClient });
+  const stations = await createStations({ pool, nc, layout, logger, clock, jobs: jobsClient });
   const webhooks = await createWebhooks({
     pool,
     nc,
@@ -206,6 +216,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       const health = createHealthClient(servicesAddress);
       const gateway = createGateway({
         nc: gatewayNc,
+        layout,
         backends,
         logger,
         clock,

@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kvm } from '@nats-io/kv';
-import type { NatsConnection } from '../lib/bus.js';
+import { type BusLayout, bucketPlacement, type NatsConnection, SINGLE_REGION } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { createApp } from './app.js';
@@ -18,6 +18,8 @@ import { createStatusChecker, type StatusSources } from './status.js';
 
 export interface GatewayOptions {
   nc: NatsConnection;
+  /** Where the installation-wide rate-limit bucket lives (default: one region). */
+  layout?: BusLayout;
   backends: Backends;
   logger: Logger;
   clock: Clock;
@@ -110,7 +112,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const publicLimit = rateLimit({
     counter: kvCounter(() =>
-      new Kvm(options.nc).create(RATE_LIMIT_BUCKET, { history: 1, ttl: 2 * 60_000 }),
+      new Kvm(options.nc).create(RATE_LIMIT_BUCKET, {
+        history: 1,
+        ttl: 2 * 60_000,
+        ...bucketPlacement(options.layout ?? SINGLE_REGION),
+      }),
     ),
     limit: options.publicRateLimit ?? 30,
     windowMs: 60_000,

@@ -65,6 +65,7 @@ const STATION = {
   online: false,
   last_seen_at: null,
   agent_version: null,
+  region: 'default',
   created_at: '2026-05-01T12:00:00Z',
 };
 const ORG_ERRORS: ErrorCode[] = ['not_found'];

@@ -72,6 +72,10 @@ export const JobSchema = Type.Object(
     title: Type.String(),
     printer_id: Id,
     station_id: Id,
+    region: Type.String({
+      description:
+        'the home region of its station: where it is dispatched and, once reported, printed (`default` with one region)',
+    }),
     live: Type.Boolean({ description: 'false for jobs made with a test key' }),
     options: Type.Object(
       {
@@ -112,6 +116,9 @@ export const EventSchema = Type.Object(
     actor: Type.String({
       description: 'api_key:<id>, person:<id> (a signed-in session), station:<id>, system or admin',
     }),
+    region: Type.Union([Type.String(), Type.Null()], {
+      description: 'for a change a station reported, the region it is homed in; null otherwise',
+    }),
   },
   { additionalProperties: false },
 );
@@ -122,6 +129,9 @@ export const PrinterSchema = Type.Object(
     name: Type.String(),
     station_id: Id,
     location_id: NullableId,
+    region: Type.String({
+      description: 'the home region of its station (`default` with one region)',
+    }),
     status: oneOfStrings(
       PRINTER_STATUSES,
       'as the station reports it; removed when its station no longer reports it',
@@ -291,6 +301,10 @@ export const StationSchema = Type.Object(
     last_seen_at: NullableTime,
     agent_version: Type.Union([Type.String(), Type.Null()], {
       description: "the agent's version at its last connection; null before the first",
+    }),
+    region: Type.String({
+      description:
+        'its home region: where its jobs are dispatched and its agent should connect (`default` with one region)',
     }),
     created_at: NullableTime,
   },

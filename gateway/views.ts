@@ -46,6 +46,7 @@ export function stationView(station: Station | undefined) {
     online: station.online,
     last_seen_at: rfc3339OrNull(station.lastSeenAt),
     agent_version: station.agentVersion || null,
+    region: station.region,
     created_at: rfc3339OrNull(station.createdAt),
   };
 }
@@ -56,6 +57,7 @@ export function printerView(printer: Printer) {
     name: printer.name,
     station_id: printer.stationId,
     location_id: printer.locationId || null,
+    region: printer.region,
     status: printer.status,
     detail: printer.detail,
     station_online: printer.stationOnline,
@@ -80,6 +82,7 @@ export function eventView(event: JobEvent) {
     status: event.status,
     detail: event.detail,
     actor: event.actor,
+    region: event.region || null,
   };
 }
 

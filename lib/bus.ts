@@ -10,23 +10,91 @@ import {
   JetStreamApiError,
   type JetStreamManager,
   jetstreamManager,
+  type Placement,
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { connect, credsAuthenticator, type NatsConnection, nanos } from '@nats-io/transport-node';
 import type { Logger } from './logger.js';
+import { retryTransient } from './transient.js';
 
 export type { NatsConnection };
 
 const HOUR = 60 * 60 * 1000;
 
-/** The streams Spool uses; created or updated at start by every process that publishes. */
-export const STREAMS: Array<Partial<StreamConfig> & { name: string; subjects: string[] }> = [
-  { name: 'DISPATCH', subjects: ['dispatch.>'], max_age: nanos(7 * 24 * HOUR) },
-  { name: 'REPORTS', subjects: ['reports.>'], max_age: nanos(7 * 24 * HOUR) },
-  { name: 'EVENTS', subjects: ['events.>'], max_age: nanos(7 * 24 * HOUR) },
-  // Account changes other processes must hear of quickly, such as a revoked key.
-  { name: 'ACCOUNTS', subjects: ['accounts.>'], max_age: nanos(24 * HOUR) },
-];
+/**
+ * Where this process sits in the installation, and so which streams and buckets it keeps and where
+ * JetStream places them (docs/deploy.md, "Running in several regions").
+ *
+ * One region (the default): one NATS server or cluster holds every stream.
+ *
+ * Several regions: NATS runs as a supercluster, one cluster per region named after it. A region's
+ * dispatch and reports stay in its own cluster (`DISPATCH_<region>`, `REPORTS_<region>`), so
+ * its stations print while the link to other regions is down. Events, account changes,
+ * documents and the public rate limit are the whole installation's (an organization spans
+ * regions, and so do its webhooks and event streams) and live in the first region's cluster.
+ */
+export interface BusLayout {
+  /** This process's region. */
+  region: string;
+  /** Every region of the installation; the first holds the installation-wide streams. */
+  regions: readonly string[];
+  /** Copies JetStream keeps of each stream and bucket: 3 on a NATS cluster, 1 on one server. */
+  replicas: number;
+}
+
+/** One region on one NATS server: `spool dev` and most tests. */
+export const SINGLE_REGION: BusLayout = { region: 'default', regions: ['default'], replicas: 1 };
+
+/** A region name: a subject token, a stream-name suffix and a NATS cluster name at once. */
+export const REGION_PATTERN = /^[a-z0-9][a-z0-9-]{0,31}$/;
+
+const multiRegion = (layout: BusLayout) => layout.regions.length > 1;
+
+/** Where JetStream puts a stream or bucket of the layout that belongs to `region`. */
+export function placement(
+  layout: BusLayout,
+  region: string = layout.regions[0] as string,
+): { num_replicas: number; placement?: Placement } {
+  return multiRegion(layout)
+    ? { num_replicas: layout.replicas, placement: { cluster: region, tags: [] } }
+    : { num_replicas: layout.replicas };
+}
+
+/** The stream holding `region`'s dispatch messages. */
+export function dispatchStream(layout: BusLayout, region: string): string {
+  return multiRegion(layout) ? `DISPATCH_${region}` : 'DISPATCH';
+}
+
+/** The stream holding the reports of `region`'s stations. */
+export function reportsStream(layout: BusLayout, region: string): string {
+  return multiRegion(layout) ? `REPORTS_${region}` : 'REPORTS';
+}
+
+type StreamSpec = Partial<StreamConfig> & { name: string; subjects: string[] };
+
+/** The streams a process of `layout` creates or updates at start: its region's, and the global. */
+export function streamsOf(layout: BusLayout): StreamSpec[] {
+  const week = nanos(7 * 24 * HOUR);
+  const regional = (prefix: string, name: string): StreamSpec => ({
+    name,
+    // One region: every subject of the kind, whatever region token it carries.
+    subjects: [multiRegion(layout) ? `${prefix}.${layout.region}.>` : `${prefix}.>`],
+    max_age: week,
+    ...placement(layout, layout.region),
+  });
+  return [
+    regional('dispatch', dispatchStream(layout, layout.region)),
+    regional('reports', reportsStream(layout, layout.region)),
+    { name: 'EVENTS', subjects: ['events.>'], max_age: week, ...placement(layout) },
+    // Account changes other processes must hear of quickly, such as a revoked key.
+    {
+      name: 'ACCOUNTS',
+      subjects: ['accounts.>'],
+      max_age: nanos(24 * HOUR),
+      ...placement(layout),
+    },
+  ];
+}
 
 /** JetStream's de-duplication window: an outbox row published twice inside it is stored once. */
 export const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
@@ -41,16 +109,20 @@ export const subjects = {
    */
   sessionRevoked: (personId: string) => `accounts.${personId}.session.revoked`,
   anySessionRevoked: 'accounts.*.session.revoked',
-  /** Jobs for one station: offers and withdrawals, written by the jobs outbox. */
-  dispatch: (orgId: string, stationId: string) => `dispatch.${orgId}.${stationId}`,
-  /** What a station reported about its jobs, read by the jobs service. */
-  reports: (orgId: string, stationId: string) => `reports.${orgId}.${stationId}`,
+  /** Jobs for one station of a region: offers and withdrawals, written by the jobs outbox. */
+  dispatch: (region: string, orgId: string, stationId: string) =>
+    `dispatch.${region}.${orgId}.${stationId}`,
+  /** What a station of a region reported about its jobs, read by that region's jobs service. */
+  reports: (region: string, orgId: string, stationId: string) =>
+    `reports.${region}.${orgId}.${stationId}`,
   /** An event for webhooks, such as `events.<org>.job.printed`. */
   event: (orgId: string, type: string) => `events.${orgId}.${type}`,
   /** Core NATS (not stored): a station's newest link announces itself so older ones close. */
   linkOpened: (stationId: string) => `links.${stationId}.opened`,
   /** Core NATS: the station's token was revoked or replaced; its links close. */
   linkRevoked: (stationId: string) => `links.${stationId}.revoked`,
+  /** Core NATS: the station's home region changed; its links close so the agent reconnects. */
+  linkMoved: (stationId: string) => `links.${stationId}.moved`,
   /** Everything about one station's links. */
   links: (stationId: string) => `links.${stationId}.*`,
 } as const;
@@ -80,20 +152,35 @@ export async function connectBus(options: {
   return nc;
 }
 
-/** Creates the streams, or brings an existing stream's configuration up to date. */
-export async function ensureStreams(nc: NatsConnection): Promise<JetStreamManager> {
-  const jsm = await jetstreamManager(nc);
-  for (const stream of STREAMS) {
+/**
+ * Creates the layout's streams, or brings an existing stream's configuration up to date. A NATS
+ * cluster that is still electing its leaders (every process of a new installation starting at
+ * once) answers with timeouts and 503s for a while; those are tried again, for up to a minute.
+ */
+export async function ensureStreams(
+  nc: NatsConnection,
+  layout: BusLayout = SINGLE_REGION,
+): Promise<JetStreamManager> {
+  const jsm = await retryTransient(() => jetstreamManager(nc));
+  for (const stream of streamsOf(layout)) {
     const config = { ...stream, duplicate_window: nanos(DUPLICATE_WINDOW_MS) };
-    try {
-      await jsm.streams.info(stream.name);
-      await jsm.streams.update(stream.name, config);
-    } catch (err) {
-      const missing =
-        err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
-      if (!missing) throw err;
-      await jsm.streams.add(config);
-    }
+    await retryTransient(async () => {
+      try {
+        await jsm.streams.info(stream.name);
+        await jsm.streams.update(stream.name, config);
+      } catch (err) {
+        const missing =
+          err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+        if (!missing) throw err;
+        await jsm.streams.add(config);
+      }
+    });
   }
   return jsm;
+}
+
+/** The replica count and placement of an installation-wide object store or KV bucket. */
+export function bucketPlacement(layout: BusLayout): { replicas: number; placement?: Placement } {
+  const { num_replicas, placement: where } = placement(layout);
+  return where ? { replicas: num_replicas, placement: where } : { replicas: num_replicas };
 }

@@ -20,6 +20,9 @@ import type { Logger } from './logger.js';
 import { spoolMetrics } from './metrics.js';
 import { contextFromHeaders, inSpan, natsAttributes, natsSpanName, SpanKind } from './tracing.js';
 
+/** How long one pull request waits for messages (nats.js's default is 30 s). */
+const PULL_EXPIRES_MS = 5_000;
+
 export interface DurableConsumer {
   stop(): Promise<void>;
 }
@@ -111,7 +114,9 @@ export async function startDurableConsumer<T>(
   const loop = (async () => {
     while (!stopped) {
       try {
-        messages = await consumer.consume({ max_messages: 256 });
+        // A pull request lives until it expires: one sent to a server that died is noticed when
+        // its heartbeats stop, at half of this, and the pull goes to the consumer's new leader.
+        messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS });
         for await (const msg of messages) {
           let value: T | undefined;
           try {

@@ -31,6 +31,7 @@ export function jobJson(job: Job) {
     title: job.title,
     printer_id: job.printerId,
     station_id: job.stationId,
+    region: job.region,
     live: job.live,
     options: optionsJson(job.options),
     content_type: job.contentType,

@@ -90,3 +90,25 @@ export function unavailable(cause: unknown): SpoolError {
     cause,
   });
 }
+
+/**
+ * Runs `attempt` until it succeeds or fails for a reason that is not transient, waiting a little
+ * longer after each transient failure (with jitter), for at most `timeoutMs` in all. For the
+ * setup a process does at start, such as creating streams while a NATS cluster is still electing
+ * its leaders.
+ */
+export async function retryTransient<T>(
+  attempt: () => Promise<T>,
+  options: { timeoutMs?: number; sleep?: (ms: number) => Promise<void> } = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  for (let failures = 0; ; failures++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!isTransient(err) || Date.now() >= deadline) throw err;
+      await sleep(Math.min(5_000, 250 * 2 ** failures) * (0.5 + Math.random() / 2));
+    }
+  }
+}

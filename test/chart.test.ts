@@ -14,6 +14,7 @@ import { LIVENESS_SERVICE } from '../lib/grpc.js';
 import { CHART_DIR, helm } from './helpers/helm.js';
 
 const PRODUCTION = join(CHART_DIR, 'ci', 'production-values.yaml');
+const MULTI_REGION = join(CHART_DIR, 'ci', 'multi-region-values.yaml');
 const COMPONENTS = ['gateway', 'accounts', 'jobs', 'stations', 'webhooks'] as const;
 const SERVICES = COMPONENTS.filter((c) => c !== 'gateway');
 /** Variables whose values are secret: they must come from a Secret, never be written inline. */
@@ -154,6 +155,7 @@ async function valuesFile(t: ExecutionContext, yaml: string): Promise<string> {
 for (const [label, args] of [
   ['the default values', []],
   ['the production-like values', ['-f', PRODUCTION]],
+  ['the multi-region values', ['-f', MULTI_REGION]],
 ] as const) {
   test(`helm lint passes with ${label}`, async (t) => {
     const res = await helm(['lint', '--strict', CHART_DIR, ...args]);
@@ -665,6 +667,36 @@ test('the production-like values add an Ingress, autoscalers, NetworkPolicies, a
     { name: 'nats-creds', mountPath: '/etc/spool/nats', readOnly: true },
   );
   t.like(find(objects, 'PodDisruptionBudget', 'spool-accounts').spec, { minAvailable: 2 });
+});
+
+test('a region of a multi-region installation: every component knows its region, the regions and the stream replicas', async (t) => {
+  const objects = await render(['-f', MULTI_REGION]);
+  for (const component of COMPONENTS) {
+    const vars = env(
+      only(podSpec(find(objects, 'Deployment', `spool-${component}`)).containers, 'container'),
+    );
+    t.is(vars.get('REGION')?.value, 'eu-west', component);
+    t.is(vars.get('REGIONS')?.value, 'eu-west,us-east', component);
+    t.is(vars.get('NATS_REPLICAS')?.value, '3', component);
+  }
+  // One region by default: no REGIONS at all.
+  const single = env(
+    only(podSpec(find(await render(), 'Deployment', 'spool-jobs')).containers, 'container'),
+  );
+  t.is(single.get('REGION')?.value, 'default');
+  t.false(single.has('REGIONS'));
+
+  const stray = await helm([
+    'template',
+    'spool',
+    CHART_DIR,
+    '--set',
+    'region=ap-south',
+    '--set',
+    'regions={eu-west,us-east}',
+  ]);
+  t.not(stray.code, 0);
+  t.regex(stray.stderr, /region "ap-south" is not one of regions \(eu-west, us-east\)/);
 });
 
 test('a wrong value fails at install with the schema naming it', async (t) => {

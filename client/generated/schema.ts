@@ -694,6 +694,8 @@ export interface components {
              * @example 0b7f4c1e-5d2a-4c3b-9e8f-1a2b3c4d5e6f
              */
             station_id: string;
+            /** @description the home region of its station: where it is dispatched and, once reported, printed (`default` with one region) */
+            region: string;
             /** @description false for jobs made with a test key */
             live: boolean;
             /** @description the options given at creation; unset ones are left out */
@@ -736,6 +738,8 @@ export interface components {
             detail: string;
             /** @description api_key:<id>, person:<id> (a signed-in session), station:<id>, system or admin */
             actor: string;
+            /** @description for a change a station reported, the region it is homed in; null otherwise */
+            region: string | null;
         };
         JobAnswer: {
             job: components["schemas"]["Job"];
@@ -753,6 +757,8 @@ export interface components {
              */
             station_id: string;
             location_id: string | null;
+            /** @description the home region of its station (`default` with one region) */
+            region: string;
             /** @description as the station reports it; removed when its station no longer reports it */
             status: "ready" | "printing" | "out_of_paper" | "paper_jam" | "door_open" | "offline" | "error" | "unknown" | "removed";
             detail: string;
@@ -1058,6 +1064,7 @@ export interface operations {
                      *           "title": "Shipping label",
                      *           "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *           "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "region": "default",
                      *           "live": true,
                      *           "options": {
                      *             "copies": 2,
@@ -1286,6 +1293,7 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "region": "default",
                      *         "live": true,
                      *         "options": {
                      *           "copies": 2,
@@ -1588,6 +1596,7 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "region": "default",
                      *         "live": true,
                      *         "options": {
                      *           "copies": 2,
@@ -1608,7 +1617,8 @@ export interface operations {
                      *           "at": "2026-05-01T12:00:00Z",
                      *           "status": "queued",
                      *           "detail": "",
-                     *           "actor": "api_key:4c3b2a19-0f8e-4d7c-b6a5-948372615a4b"
+                     *           "actor": "api_key:4c3b2a19-0f8e-4d7c-b6a5-948372615a4b",
+                     *           "region": null
                      *         }
                      *       ]
                      *     }
@@ -1814,6 +1824,7 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "region": "default",
                      *         "live": true,
                      *         "options": {
                      *           "copies": 2,
@@ -2104,6 +2115,7 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "region": "default",
                      *         "live": true,
                      *         "options": {
                      *           "copies": 2,
@@ -2396,6 +2408,7 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "region": "default",
                      *         "live": true,
                      *         "options": {
                      *           "copies": 2,
@@ -2702,6 +2715,7 @@ export interface operations {
                      *           "name": "front-desk",
                      *           "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
                      *           "location_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                     *           "region": "default",
                      *           "status": "ready",
                      *           "detail": "",
                      *           "station_online": true,

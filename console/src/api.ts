@@ -148,6 +148,8 @@ export interface Printer {
   status: string;
   detail: string;
   station_online: boolean;
+  /** The home region of its station; `default` in an installation of one region. */
+  region: string;
   capabilities: { paper_sizes?: string[]; duplex?: boolean; color?: boolean; copies?: boolean };
   updated_at: string;
 }
@@ -157,6 +159,7 @@ export interface Station {
   location_id: string | null;
   online: boolean;
   last_seen_at: string | null;
+  region: string;
   created_at: string;
 }
 export interface Location {

@@ -29,6 +29,13 @@ export const UpdateStationBody = Type.Object(
         description: 'the id of a location of the organization, or null for none',
       }),
     ),
+    region: Type.Optional(
+      Type.String({
+        maxLength: 32,
+        description:
+          "another home region, one of the installation's REGIONS: its agent's link closes and reconnects, and its jobs are dispatched there",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -138,6 +145,7 @@ export function adminFleetRouter(deps: {
       stationId: id(ctx),
       name: req.name,
       locationId: req.location_id === undefined ? undefined : (req.location_id ?? ''),
+      region: req.region,
     });
     ctx.body = { station: stationView(station) };
   });

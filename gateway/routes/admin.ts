@@ -150,6 +150,12 @@ export const CreateStationBody = Type.Object(
       description: 'a name of 1 to 200 characters',
     }),
     location_id: Type.Optional(Type.String({ description: 'the id of a location' })),
+    region: Type.Optional(
+      Type.String({
+        maxLength: 32,
+        description: "its home region, one of the installation's REGIONS; else the gateway's own",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -286,6 +292,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
       orgId: ctx.params.org ?? '',
       name: req.name,
       locationId: req.location_id ?? '',
+      region: req.region ?? '',
     });
     ctx.status = 201;
     ctx.body = { station: stationView(station), token };

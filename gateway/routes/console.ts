@@ -293,6 +293,7 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
       orgId: orgOf(ctx),
       name: req.name,
       locationId: req.location_id ?? '',
+      region: req.region ?? '',
     });
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import type { AccountsServiceClient } from '../../gen/spool/v1/accounts.js';
 import { JobsServiceService } from '../../gen/spool/v1/jobs.js';
 import type { StationsServiceClient } from '../../gen/spool/v1/stations.js';
-import type { NatsConnection } from '../../lib/bus.js';
+import { type BusLayout, type NatsConnection, SINGLE_REGION } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import { openDocuments } from '../../lib/documents.js';
 import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
@@ -30,6 +30,8 @@ export const migrations: MigrationSet = {
 export interface JobsDeps {
   pool: pg.Pool;
   nc: NatsConnection;
+  /** This process's region; it reads the reports of that region's stations. */
+  layout?: BusLayout;
   logger: Logger;
   clock: Clock;
   stations: AsyncClient<StationsServiceClient>;
@@ -55,10 +57,11 @@ export interface JobsPart {
 
 export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const logger = deps.logger.child({ service: 'jobs' });
+  const layout = deps.layout ?? SINGLE_REGION;
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   // Each change's messages leave as soon as its transaction commits, without a read back.
   const store = createJobStore(deps.pool, deps.clock, { onCommit: (rows) => relay.send(rows) });
-  const documents = await openDocuments(deps.nc);
+  const documents = await openDocuments(deps.nc, layout);
   const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
   const printerWaits = createPrinterWaits({ pool: deps.pool, logger });
   const server = createJobsServer({
@@ -80,6 +83,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   });
   const reports = await startReportReader({
     nc: deps.nc,
+    layout,
     store,
     logger,
   });

@@ -1,9 +1,9 @@
 /**
- * The jobs service's reader of station reports: one durable consumer of `reports.>` shared by every
- * jobs replica (JetStream spreads the messages among them). Each report becomes a transition; the
+ * The jobs service's reader of station reports: one durable consumer of its region's reports,
+ * shared by every jobs replica of the region (JetStream spreads the messages among them). Each report becomes a transition; the
  * transitions ignore reports that no longer apply, so redelivery is harmless.
  */
-import type { NatsConnection } from '../../lib/bus.js';
+import { type BusLayout, type NatsConnection, reportsStream } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Trigger } from './machine.js';
@@ -14,11 +14,13 @@ export const REPORTS_CONSUMER = 'jobs-reports';
 /** Reports a jobs-service process applies at once. */
 const REPORTS_IN_FLIGHT = 32;
 
-/** A station's report, as the stations service publishes it to `reports.<org>.<station>`. */
+/** A station's report, as the stations service publishes it to `reports.<region>.<org>.<station>`. */
 export interface StationReport {
   kind: 'received' | 'result';
   org_id: string;
   station_id: string;
+  /** The station's home region, where it printed; absent in reports from before regions. */
+  region?: string;
   job_id: string;
   attempt: number;
   printed?: boolean;
@@ -36,13 +38,15 @@ export interface ReportReader {
 
 export async function startReportReader(deps: {
   nc: NatsConnection;
+  layout: BusLayout;
   store: JobStore;
   logger: Logger;
 }): Promise<ReportReader> {
   return startDurableConsumer<StationReport>({
     nc: deps.nc,
-    stream: 'REPORTS',
+    stream: reportsStream(deps.layout, deps.layout.region),
     durable: REPORTS_CONSUMER,
+    // The stream holds only this region's reports (all of them, with one region).
     config: { filter_subject: 'reports.>' },
     logger: deps.logger,
     parse: (msg) => msg.json<StationReport>(),
@@ -55,6 +59,7 @@ export async function startReportReader(deps: {
           actor: `station:${report.station_id}`,
           attempt: report.attempt,
           ...(report.detail ? { detail: report.detail } : {}),
+          ...(report.region ? { region: report.region } : {}),
         });
         return 'ack';
       } catch (err) {

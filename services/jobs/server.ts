@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ServerUnaryCall } from '@grpc/grpc-js';
 import type { ObjectStore } from '@nats-io/obj';
-import type { CreateJobRequest, JobsServiceServer } from '../../gen/spool/v1/jobs.js';
+import type { CreateJobRequest, Job, JobsServiceServer } from '../../gen/spool/v1/jobs.js';
 import { PrintOptions, type StationsServiceClient } from '../../gen/spool/v1/stations.js';
 import { invalid, notFound, SpoolError } from '../../lib/errors.js';
 import type { AsyncClient, AsyncServer } from '../../lib/grpc.js';
@@ -24,7 +24,13 @@ import type { Claim, IdempotencyStore } from './idempotency.js';
 import { isJobStatus, JOB_STATUSES } from './machine.js';
 import { checkOptionsFor, checkPages } from './options.js';
 import type { PrinterWaits } from './printer-waits.js';
-import { documentName, type JobStore, type NewJob, uploadName } from './store.js';
+import {
+  documentName,
+  INLINE_DOCUMENT_BYTES,
+  type JobStore,
+  type NewJob,
+  uploadName,
+} from './store.js';
 
 const run = promisify(execFile);
 
@@ -162,8 +168,16 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     throw invalid('content is required', 'content');
   }
 
+  /** A job's document, kept with it or in the object store. */
+  async function documentOf(job: Job): Promise<Buffer> {
+    if (!job.documentInline) return readObject(documents, documentName(job.id));
+    const data = await store.inlineDocument(job.orgId, job.id);
+    if (!data) throw new SpoolError('content_deleted', 'the document is no longer stored');
+    return data;
+  }
+
   async function createFrom(
-    req: Omit<NewJob, 'id' | 'stationId' | 'contentType' | 'size' | 'sha256'>,
+    req: Omit<NewJob, 'id' | 'stationId' | 'region' | 'contentType' | 'size' | 'sha256'>,
     content: { contentType: string; document: Buffer },
     call: ServerUnaryCall<unknown, unknown>,
   ) {
@@ -182,17 +196,22 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
     checkOptionsFor(req.options, printer);
     const id = randomUUID();
-    // The bytes are stored before the job exists; a job whose commit fails leaves an object that
-    // nothing refers to, never a job without its document.
-    await documents.putBlob(
-      { name: documentName(id), description: content.contentType },
-      content.document,
-    );
+    const inline = content.document.length <= INLINE_DOCUMENT_BYTES;
+    // A large document is stored before the job exists; a job whose commit fails leaves an object
+    // that nothing refers to, never a job without its document.
+    if (!inline) {
+      await documents.putBlob(
+        { name: documentName(id), description: content.contentType },
+        content.document,
+      );
+    }
     const job = await store.create({
+      ...(inline ? { document: content.document } : {}),
       ...req,
       id,
       printerId: printer.id,
       stationId: printer.stationId,
+      region: printer.region,
       contentType: content.contentType,
       size: content.document.length,
       sha256: createHash('sha256').update(content.document).digest('hex'),
@@ -244,7 +263,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     async reprintJob(req, call) {
       const orgId = requireUuid(req.orgId, 'organization');
       const original = await store.withDocument(orgId, requireUuid(req.jobId, 'job'), 'reprint');
-      const document = await readObject(documents, documentName(original.id));
+      const document = await documentOf(original);
       const job = await createFrom(
         {
           orgId,
@@ -268,6 +287,15 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       return store.get(requireUuid(req.orgId, 'organization'), requireUuid(req.jobId, 'job'));
     },
 
+    async getJobDocument(req) {
+      const job = await store.withDocument(
+        requireUuid(req.orgId, 'organization'),
+        requireUuid(req.jobId, 'job'),
+        'print',
+      );
+      return { data: await documentOf(job) };
+    },
+
     async getJobContent(req) {
       const job = await store.withDocument(
         requireUuid(req.orgId, 'organization'),
@@ -276,7 +304,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       );
       return {
         contentType: job.contentType,
-        data: await readObject(documents, documentName(job.id)),
+        data: await documentOf(job),
       };
     },
 
@@ -286,7 +314,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
         requireUuid(req.jobId, 'job'),
         'serve',
       );
-      const data = await readObject(documents, documentName(job.id));
+      const data = await documentOf(job);
       if (job.contentType === 'application/pdf')
         return { contentType: 'image/png', data: await pdfFirstPage(data) };
       if (job.contentType === 'text/plain') {

@@ -57,13 +57,19 @@ interface JobRow {
   document_deleted_at: Date | null;
   sealed: boolean;
   trace_context: TraceCarrier;
+  region: string;
+  document_inline: boolean;
   created_at: Date;
   updated_at: Date;
 }
 
+/** Documents up to this size are kept with their job, and travel in its dispatch message. */
+export const INLINE_DOCUMENT_BYTES = 64 * 1024;
+
 const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
-  expire_at, reprint_of, document_deleted_at, sealed, trace_context, created_at, updated_at`;
+  expire_at, reprint_of, document_deleted_at, sealed, trace_context, region, created_at,
+  updated_at, document IS NOT NULL AS document_inline`;
 
 function toJob(row: JobRow): Job {
   return {
@@ -86,6 +92,8 @@ function toJob(row: JobRow): Job {
     reprintOf: row.reprint_of ?? '',
     contentDeleted: row.document_deleted_at !== null,
     traceContext: row.trace_context,
+    region: row.region,
+    documentInline: row.document_inline,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -99,6 +107,10 @@ export interface DispatchOffer {
     options: PrintOptions;
     /** The job's own trace context, for offers that do not come through this message. */
     trace_context: TraceCarrier;
+    /** The document is kept with the job (GetJobDocument), not in the object store. */
+    document_inline?: boolean;
+    /** The inline document itself, base64, when the message carries it (at creation). */
+    document?: string;
   };
 }
 
@@ -110,7 +122,7 @@ export interface DispatchWithdraw {
 
 export type DispatchMessage = DispatchOffer | DispatchWithdraw;
 
-function dispatchMessage(job: Job, kind: 'offer' | 'withdraw'): OutboxMessage {
+function dispatchMessage(job: Job, kind: 'offer' | 'withdraw', document?: Buffer): OutboxMessage {
   const payload: DispatchMessage =
     kind === 'offer'
       ? {
@@ -120,10 +132,12 @@ function dispatchMessage(job: Job, kind: 'offer' | 'withdraw'): OutboxMessage {
             sha256: job.sha256,
             options: job.options ?? PrintOptions.fromPartial({}),
             trace_context: job.traceContext,
+            ...(job.documentInline ? { document_inline: true } : {}),
+            ...(document ? { document: document.toString('base64') } : {}),
           },
         }
       : { kind, job_id: job.id, attempt: job.attempt };
-  return { subject: subjects.dispatch(job.orgId, job.stationId), payload };
+  return { subject: subjects.dispatch(job.region, job.orgId, job.stationId), payload };
 }
 
 export interface NewJob {
@@ -131,6 +145,8 @@ export interface NewJob {
   orgId: string;
   printerId: string;
   stationId: string;
+  /** The station's home region. */
+  region: string;
   live: boolean;
   title: string;
   reference: string;
@@ -150,6 +166,8 @@ export interface NewJob {
   sealed?: boolean;
   /** The request's Idempotency-Key claim, completed with the job in its transaction. */
   idempotency?: Claim;
+  /** The document, when it is kept with the job (at most {@link INLINE_DOCUMENT_BYTES}). */
+  document?: Buffer;
 }
 
 export interface JobFilters {
@@ -262,10 +280,12 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     at: Date,
     detail: string,
     actor: string,
+    region = '',
   ): void {
     const values = [randomUUID(), job.id, job.orgId].map((v) => batch.param(v));
-    const rest = [at, job.status, detail, actor].map((v) => batch.param(v));
-    const columns = 'INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor)';
+    const rest = [at, job.status, detail, actor, region].map((v) => batch.param(v));
+    const columns =
+      'INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)';
     batch.add(
       typeof version === 'number'
         ? `${columns} VALUES (${[...values, batch.param(version), ...rest].join(', ')})`
@@ -278,7 +298,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     tx: pg.PoolClient,
     row: JobRow,
     trigger: Trigger,
-    how: { actor: string; detail?: string; attempt?: number },
+    how: { actor: string; detail?: string; attempt?: number; region?: string },
   ): Promise<Change> {
     const current = toJob(row);
     const fromApi = trigger === 'cancel' || trigger === 'retry';
@@ -311,8 +331,12 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
         : row.expire_at;
     // The row as the UPDATE leaves it, so that the change, its event and its messages go to the
     // database in one statement.
+    // A station's report says where the job is: its station's home region, which an operator
+    // may have changed since the job was created.
+    const region = how.region || row.region;
     const after: JobRow = {
       ...row,
+      region,
       status: t.to,
       status_detail: statusDetail,
       attempt,
@@ -327,10 +351,10 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       `UPDATE jobs SET status = ${batch.param(t.to)}, status_detail = ${batch.param(statusDetail)},
          attempt = ${batch.param(attempt)}, updated_at = ${batch.param(now)},
          version = version + 1, finished_at = ${batch.param(finished ? now : null)},
-         expire_at = ${batch.param(expireAt)}
+         expire_at = ${batch.param(expireAt)}, region = ${batch.param(region)}
        WHERE org_id = ${org} AND id = ${id} RETURNING version`,
     );
-    addEvent(batch, job, { update }, now, detail || trigger, how.actor);
+    addEvent(batch, job, { update }, now, detail || trigger, how.actor, how.region);
     const messages: OutboxMessage[] = [];
     if (t.event) messages.push(eventMessage(row.org_id, t.event, { job: jobJson(job) }, now));
     if (t.dispatch === 'withdraw') messages.push(dispatchMessage(current, 'withdraw'));
@@ -427,6 +451,8 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
           document_deleted_at: null,
           sealed: job.sealed ?? false,
           trace_context: traceCarrier(),
+          region: job.region,
+          document_inline: job.document !== undefined,
           created_at: now,
           updated_at: now,
         };
@@ -460,13 +486,16 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
           row.reprint_of,
           row.sealed,
           JSON.stringify(row.trace_context),
+          row.region,
+          job.document ?? null,
           now,
           now,
         ]);
         batch.add(
           `INSERT INTO jobs (id, org_id, printer_id, station_id, status, reference, title, live,
              options, content_type, size, sha256, attempt, created_by, schedule_at, expire_after,
-             expire_at, reprint_of, sealed, trace_context, created_at, updated_at)
+             expire_at, reprint_of, sealed, trace_context, region, document, created_at,
+             updated_at)
            VALUES ${values}`,
         );
         addEvent(
@@ -480,7 +509,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
         const messages = [
           eventMessage(created.orgId, 'job.created', { job: jobJson(created) }, now),
         ];
-        if (status === 'queued') messages.push(dispatchMessage(created, 'offer'));
+        if (status === 'queued') messages.push(dispatchMessage(created, 'offer', job.document));
         outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
         const claim = job.idempotency
           ? completeClaimIn(
@@ -519,8 +548,8 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
 
     async get(orgId: string, jobId: string): Promise<{ job: Job; events: JobEvent[] }> {
       const row = await getRow(orgId, jobId);
-      const events = await pool.query<{ at: Date; status: string; detail: string; actor: string }>(
-        'SELECT at, status, detail, actor FROM job_events WHERE org_id = $1 AND job_id = $2 ORDER BY seq',
+      const events = await pool.query<JobEvent>(
+        'SELECT at, status, detail, actor, region FROM job_events WHERE org_id = $1 AND job_id = $2 ORDER BY seq',
         [orgId, jobId],
       );
       return { job: toJob(row), events: events.rows };
@@ -533,7 +562,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     async withDocument(
       orgId: string,
       jobId: string,
-      use: 'serve' | 'reprint',
+      use: 'serve' | 'reprint' | 'print',
     ): Promise<Job & { sealed: boolean }> {
       const row = await getRow(orgId, jobId);
       if (use === 'serve' && row.sealed) {
@@ -589,7 +618,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       orgId: string,
       jobId: string,
       trigger: Trigger,
-      how: { actor: string; detail?: string; attempt?: number },
+      how: { actor: string; detail?: string; attempt?: number; region?: string },
     ): Promise<Applied> {
       const change = await withTx(pool, async (tx) => {
         const { rows } = await tx.query<JobRow>(
@@ -660,6 +689,16 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       if (res.rowCount === 0) throw notFound('no such template');
     },
 
+    /** The document kept with a job, or `undefined` when it lives in the object store. */
+    async inlineDocument(orgId: string, jobId: string): Promise<Buffer | undefined> {
+      const { rows } = await pool.query<{ document: Buffer | null }>(
+        'SELECT document FROM jobs WHERE org_id = $1 AND id = $2',
+        [orgId, jobId],
+      );
+      if (!rows[0]) throw notFound('no such job');
+      return rows[0].document ?? undefined;
+    },
+
     async pending(orgId: string, stationId: string): Promise<Job[]> {
       const { rows } = await pool.query<JobRow>(
         `SELECT ${JOB_COLUMNS} FROM jobs
@@ -671,21 +710,25 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     },
 
     /** Jobs finished before `before` whose documents are still kept. */
-    async documentsToDelete(before: Date, limit: number): Promise<string[]> {
-      const { rows } = await pool.query<{ id: string }>(
-        `SELECT id FROM jobs WHERE finished_at <= $1 AND document_deleted_at IS NULL
+    async documentsToDelete(
+      before: Date,
+      limit: number,
+    ): Promise<Array<{ id: string; inline: boolean }>> {
+      const { rows } = await pool.query<{ id: string; inline: boolean }>(
+        `SELECT id, document IS NOT NULL AS inline FROM jobs
+         WHERE finished_at <= $1 AND document_deleted_at IS NULL
          ORDER BY finished_at LIMIT $2`,
         [before, limit],
       );
-      return rows.map((r) => r.id);
+      return rows;
     },
 
     async markDocumentsDeleted(ids: string[]): Promise<void> {
       if (ids.length === 0) return;
-      await pool.query('UPDATE jobs SET document_deleted_at = $2 WHERE id = ANY($1)', [
-        ids,
-        clock.now(),
-      ]);
+      await pool.query(
+        'UPDATE jobs SET document_deleted_at = $2, document = NULL WHERE id = ANY($1)',
+        [ids, clock.now()],
+      );
     },
 
     async createUpload(upload: Omit<Upload, 'createdAt'>): Promise<Upload> {

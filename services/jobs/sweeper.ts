@@ -84,15 +84,16 @@ export class Sweeper {
     const now = clock.now().getTime();
     let documentsDeleted = 0;
     for (;;) {
-      const ids = await store.documentsToDelete(
+      const jobs = await store.documentsToDelete(
         new Date(now - settings.jobDocumentRetentionDays * DAY_MS),
         BATCH,
       );
-      // The object goes first: a crash between the two deletes it again, harmlessly.
-      for (const id of ids) await documents.delete(documentName(id));
-      await store.markDocumentsDeleted(ids);
-      documentsDeleted += ids.length;
-      if (ids.length < BATCH) break;
+      // The object goes first: a crash between the two deletes it again, harmlessly. A document
+      // kept with its job goes with the mark.
+      for (const job of jobs) if (!job.inline) await documents.delete(documentName(job.id));
+      await store.markDocumentsDeleted(jobs.map((job) => job.id));
+      documentsDeleted += jobs.length;
+      if (jobs.length < BATCH) break;
     }
     let uploadsDeleted = 0;
     for (;;) {

@@ -8,7 +8,7 @@ import { jetstream } from '@nats-io/jetstream';
 import type pg from 'pg';
 import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
 import { StationLinkService, StationsServiceService } from '../../gen/spool/v1/stations.js';
-import { type NatsConnection, subjects } from '../../lib/bus.js';
+import { type BusLayout, type NatsConnection, SINGLE_REGION, subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import { openDocuments } from '../../lib/documents.js';
 import {
@@ -47,6 +47,8 @@ export function startLinkServer(
 export interface StationsDeps {
   pool: pg.Pool;
   nc: NatsConnection;
+  /** This process's region, and every region a station may be homed in. */
+  layout?: BusLayout;
   logger: Logger;
   clock: Clock;
   jobs: AsyncClient<JobsServiceClient>;
@@ -64,13 +66,15 @@ export interface StationsPart {
 
 export async function createStations(deps: StationsDeps): Promise<StationsPart> {
   const logger = deps.logger.child({ service: 'stations' });
+  const layout = deps.layout ?? SINGLE_REGION;
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const store = createStationStore(deps.pool, deps.clock);
   const links = createLinkRegistry({
     store,
     nc: deps.nc,
     js: jetstream(deps.nc),
-    documents: await openDocuments(deps.nc),
+    documents: await openDocuments(deps.nc, layout),
+    region: layout.region,
     jobs: deps.jobs,
     logger,
     onChange: () => relay.kick(),
@@ -84,6 +88,8 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
         createStationsServer({
           store,
           cutLinks: (stationId) => deps.nc.publish(subjects.linkRevoked(stationId)),
+          moveLinks: (stationId) => deps.nc.publish(subjects.linkMoved(stationId)),
+          layout,
         }),
         logger,
       ),

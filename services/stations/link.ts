@@ -37,12 +37,16 @@ import {
   spoolAttributes,
   traceCarrier,
 } from '../../lib/tracing.js';
+import { retryTransient } from '../../lib/transient.js';
 import type { StationReport } from '../jobs/reports.js';
 import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
 import type { LinkStation, StationStore } from './store.js';
 
 /** How long an agent has to say hello after connecting. */
 const HELLO_TIMEOUT_MS = 10_000;
+
+/** How long a report is tried again while its stream cannot take it, before the link closes. */
+const REPORT_RETRY_MS = 30_000;
 
 /** Links of one process re-reading their pending jobs at once. */
 const RESYNC_IN_FLIGHT = 16;
@@ -58,6 +62,8 @@ export interface LinkDeps {
   js: JetStreamClient;
   documents: ObjectStore;
   jobs: AsyncClient<JobsServiceClient>;
+  /** This process's region; a link of a station homed elsewhere is served, across regions. */
+  region: string;
   logger: Logger;
   /** Called after a write to the outbox commits. */
   onChange?: () => void;
@@ -226,6 +232,8 @@ class Session {
         callback: (_err, msg) => {
           if (msg.subject === subjects.linkRevoked(station.id)) {
             this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
+          } else if (msg.subject === subjects.linkMoved(station.id)) {
+            this.#moved();
           } else if (msg.string() !== this.#linkId) {
             this.close(GrpcStatus.ABORTED, 'replaced by a newer link');
           }
@@ -233,13 +241,26 @@ class Session {
       }),
     );
     this.#deps.nc.publish(subjects.linkOpened(station.id), this.#linkId);
+    if (station.region !== this.#deps.region) {
+      // Served all the same: every offer and report of this link crosses between regions.
+      this.#logger.info(
+        { station: station.id, homeRegion: station.region, serverRegion: this.#deps.region },
+        'station linked outside its home region',
+      );
+    }
     await this.#send({
-      welcome: { stationId: station.id, orgId: station.orgId, printerIds: this.#printerIds },
+      welcome: {
+        stationId: station.id,
+        orgId: station.orgId,
+        printerIds: this.#printerIds,
+        homeRegion: station.region,
+        serverRegion: this.#deps.region,
+      },
     });
 
     // Subscribe before asking for pending jobs, so nothing falls between the two.
     this.#subscriptions.push(
-      this.#deps.nc.subscribe(subjects.dispatch(station.orgId, station.id), {
+      this.#deps.nc.subscribe(subjects.dispatch(station.region, station.orgId, station.id), {
         callback: (_err, msg) => {
           try {
             this.#dispatch(msg.json<DispatchMessage>(), contextFromHeaders(msg.headers));
@@ -266,6 +287,7 @@ class Session {
         sha256: job.sha256,
         options: PrintOptions.fromPartial(job.options ?? {}),
         trace_context: job.traceContext,
+        ...(job.documentInline ? { document_inline: true } : {}),
       });
     }
   }
@@ -285,6 +307,10 @@ class Session {
       .then((found) => {
         if (!found || found.revoked) {
           this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
+          return;
+        }
+        if (found.region !== this.#station?.region) {
+          this.#moved();
           return;
         }
         return this.#offerPending();
@@ -364,8 +390,32 @@ class Session {
     );
   }
 
+  /**
+   * The document's bytes: in the offer itself, kept with the job (asked of the jobs service), or
+   * streamed from the object store.
+   */
+  async #document(
+    job: OfferedJob,
+  ): Promise<AsyncIterable<Uint8Array> | Iterable<Uint8Array> | undefined> {
+    if (job.document !== undefined) return [Buffer.from(job.document, 'base64')];
+    if (job.document_inline) {
+      const station = this.#station as LinkStation;
+      try {
+        const { data } = await this.#deps.jobs.getJobDocument({
+          orgId: station.orgId,
+          jobId: job.id,
+        });
+        return [data];
+      } catch (err) {
+        if ((err as { code?: string }).code === 'content_deleted') return undefined;
+        throw err;
+      }
+    }
+    return (await this.#deps.documents.get(job.id))?.data;
+  }
+
   async #sendJob(job: OfferedJob, printerName: string): Promise<void> {
-    const document = await this.#deps.documents.get(job.id);
+    const document = await this.#document(job);
     if (!document) {
       await this.#report({
         kind: 'result',
@@ -391,7 +441,7 @@ class Session {
       },
     });
     let offset = 0;
-    for await (const part of document.data) {
+    for await (const part of document) {
       await this.#write({
         chunk: {
           jobId: job.id,
@@ -430,13 +480,22 @@ class Session {
 
   async #acceptReport(kind: 'received' | 'result', body: JobReceived | JobResult): Promise<void> {
     const result = kind === 'result' ? (body as JobResult) : undefined;
-    await context.with(contextFrom(body.traceContext), () =>
-      this.#report({
-        kind,
-        job_id: body.jobId,
-        attempt: body.attempt,
-        ...(result ? { printed: result.printed, detail: result.detail } : {}),
-      }),
+    // A stream electing a new leader (a NATS server went away) refuses publishes for a few
+    // seconds: the report is published again (the same message id, stored once) rather than the
+    // link closed, so the station's reports are accepted as soon as the stream takes them.
+    await retryTransient(
+      () => {
+        if (this.#closed) throw new Error('link closed');
+        return context.with(contextFrom(body.traceContext), () =>
+          this.#report({
+            kind,
+            job_id: body.jobId,
+            attempt: body.attempt,
+            ...(result ? { printed: result.printed, detail: result.detail } : {}),
+          }),
+        );
+      },
+      { timeoutMs: REPORT_RETRY_MS },
     );
     this.#enqueueSend({ accepted: { jobId: body.jobId, attempt: body.attempt, kind } });
   }
@@ -444,8 +503,13 @@ class Session {
   /** Publishes a report, continuing the active trace, and waits for JetStream to store it. */
   async #report(report: Omit<StationReport, 'org_id' | 'station_id'>): Promise<void> {
     const station = this.#station as LinkStation;
-    const full: StationReport = { ...report, org_id: station.orgId, station_id: station.id };
-    const subject = subjects.reports(station.orgId, station.id);
+    const full: StationReport = {
+      ...report,
+      org_id: station.orgId,
+      station_id: station.id,
+      region: station.region,
+    };
+    const subject = subjects.reports(station.region, station.orgId, station.id);
     const msgID = `${report.job_id}.${report.attempt}.${report.kind}`;
     const attributes = {
       ...natsAttributes('publish', subject, msgID),
@@ -470,6 +534,11 @@ class Session {
   async #write(msg: ServerMessage): Promise<void> {
     if (this.#closed) throw new Error('link closed');
     if (!this.#call.write(msg)) await once(this.#call, 'drain');
+  }
+
+  /** The station's home region changed: the agent reconnects and is linked as the new region's. */
+  #moved(): void {
+    this.close(GrpcStatus.UNAVAILABLE, 'the station moved to another region; reconnect');
   }
 
   close(code: GrpcStatus, details: string): void {

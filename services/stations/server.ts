@@ -1,5 +1,6 @@
 /** The stations gRPC service: locations, stations and printers. */
 import type { StationsServiceServer } from '../../gen/spool/v1/stations.js';
+import type { BusLayout } from '../../lib/bus.js';
 import { generateCredential, hashCredential } from '../../lib/credentials.js';
 import { invalid, notFound } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
@@ -31,8 +32,18 @@ export function createStationsServer(deps: {
   store: StationStore;
   /** Cuts the live links of a station whose token no longer works, wherever they are held. */
   cutLinks: (stationId: string) => void;
+  /** Closes a moved station's links, wherever they are held, so that its agent reconnects. */
+  moveLinks: (stationId: string) => void;
+  /** This process's region (a new station's, unless it names one) and every region. */
+  layout: Pick<BusLayout, 'region' | 'regions'>;
 }): AsyncServer<StationsServiceServer> {
-  const { store } = deps;
+  const { store, layout } = deps;
+  const regionOf = (raw: string): string => {
+    if (!layout.regions.includes(raw)) {
+      throw invalid(`region must be one of ${layout.regions.join(', ')}`, 'region');
+    }
+    return raw;
+  };
   return {
     async createLocation(req) {
       const location = await store.createLocation({
@@ -65,6 +76,7 @@ export function createStationsServer(deps: {
         orgId: requireUuid(req.orgId, 'organization'),
         name: text(req.name, 'name', true),
         locationId: optionalId(req.locationId, 'location_id'),
+        region: req.region ? regionOf(req.region) : layout.region,
         tokenHash: hashCredential(token),
       });
       return { station, token };
@@ -109,11 +121,16 @@ export function createStationsServer(deps: {
 
     async updateStation(req) {
       const orgId = requireUuid(req.orgId, 'organization');
-      const station = await store.updateStation(orgId, requireUuid(req.stationId, 'station'), {
+      const stationId = requireUuid(req.stationId, 'station');
+      const region = req.region === undefined ? undefined : regionOf(req.region);
+      const before = region === undefined ? undefined : await store.getStation(orgId, stationId);
+      const station = await store.updateStation(orgId, stationId, {
         name: req.name === undefined ? undefined : text(req.name, 'name', true),
         locationId:
           req.locationId === undefined ? undefined : optionalId(req.locationId, 'location_id'),
+        region,
       });
+      if (before && before.region !== station.region) deps.moveLinks(station.id);
       return { station };
     },
 

@@ -44,6 +44,7 @@ interface StationRow {
   revoked_at: Date | null;
   created_at: Date;
   agent_version: string;
+  region: string;
 }
 
 interface PrinterRow {
@@ -58,15 +59,16 @@ interface PrinterRow {
   updated_at: Date;
   location_id: string | null;
   station_online: boolean;
+  region: string;
 }
 
 const STATION_COLUMNS =
-  'id, org_id, name, location_id, online, link_id, last_seen_at, revoked_at, created_at, agent_version';
+  'id, org_id, name, location_id, online, link_id, last_seen_at, revoked_at, created_at, agent_version, region';
 
 const LOCATION_COLUMNS = 'id, org_id, name, address, timezone, created_at';
 
 const PRINTER_SELECT = `SELECT p.id, p.org_id, p.station_id, p.name, p.status, p.detail,
-  p.capabilities, p.created_at, p.updated_at, s.location_id, s.online AS station_online
+  p.capabilities, p.created_at, p.updated_at, s.location_id, s.online AS station_online, s.region
   FROM printers p JOIN stations s ON s.id = p.station_id`;
 
 function toLocation(row: LocationRow): Location {
@@ -90,6 +92,7 @@ function toStation(row: StationRow): Station {
     lastSeenAt: row.last_seen_at ?? undefined,
     createdAt: row.created_at,
     agentVersion: row.agent_version,
+    region: row.region,
   };
 }
 
@@ -111,6 +114,7 @@ function toPrinter(row: PrinterRow): Printer {
     },
     stationOnline: row.station_online,
     updatedAt: row.updated_at,
+    region: row.region,
   };
 }
 
@@ -119,6 +123,8 @@ export interface LinkStation {
   id: string;
   orgId: string;
   revoked: boolean;
+  /** Its home region. */
+  region: string;
 }
 
 export function createStationStore(pool: pg.Pool, clock: Clock) {
@@ -249,7 +255,13 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       return { items: items.map(toStation), nextCursor };
     },
 
-    async createStation(s: { orgId: string; name: string; locationId: string; tokenHash: Buffer }) {
+    async createStation(s: {
+      orgId: string;
+      name: string;
+      locationId: string;
+      region: string;
+      tokenHash: Buffer;
+    }) {
       return withTx(pool, async (tx) => {
         if (s.locationId) {
           const loc = await tx.query('SELECT 1 FROM locations WHERE org_id = $1 AND id = $2', [
@@ -260,9 +272,9 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
             throw invalid('location_id names no location of this organization', 'location_id');
         }
         const { rows } = await tx.query<StationRow>(
-          `INSERT INTO stations (id, org_id, name, location_id, token_hash, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${STATION_COLUMNS}`,
-          [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, clock.now()],
+          `INSERT INTO stations (id, org_id, name, location_id, token_hash, region, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${STATION_COLUMNS}`,
+          [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, s.region, clock.now()],
         );
         return toStation(rows[0] as StationRow);
       });
@@ -291,11 +303,18 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       return toStation(rows[0]);
     },
 
-    /** Renames a station or moves it; `locationId` '' takes it out of its location. */
+    /**
+     * Renames a station, moves it to another location (`locationId` '' takes it out of its
+     * location) or to another home region.
+     */
     async updateStation(
       orgId: string,
       id: string,
-      changes: { name?: string | undefined; locationId?: string | undefined },
+      changes: {
+        name?: string | undefined;
+        locationId?: string | undefined;
+        region?: string | undefined;
+      },
     ): Promise<Station> {
       return withTx(pool, async (tx) => {
         if (changes.locationId) {
@@ -309,9 +328,10 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
         const { rows } = await tx.query<StationRow>(
           `UPDATE stations SET name = COALESCE($3, name),
              location_id = CASE WHEN $4::TEXT IS NULL THEN location_id
-                                WHEN $4::TEXT = '' THEN NULL ELSE $4::TEXT::UUID END
+                                WHEN $4::TEXT = '' THEN NULL ELSE $4::TEXT::UUID END,
+             region = COALESCE($5, region)
            WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`,
-          [orgId, id, changes.name ?? null, changes.locationId ?? null],
+          [orgId, id, changes.name ?? null, changes.locationId ?? null, changes.region ?? null],
         );
         if (!rows[0]) throw notFound('no such station');
         return toStation(rows[0]);
@@ -404,7 +424,9 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
         [hash],
       );
       const row = rows[0];
-      return row ? { id: row.id, orgId: row.org_id, revoked: row.revoked_at !== null } : undefined;
+      return row
+        ? { id: row.id, orgId: row.org_id, revoked: row.revoked_at !== null, region: row.region }
+        : undefined;
     },
 
     async listPrinters(

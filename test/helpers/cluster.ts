@@ -14,9 +14,15 @@ type Component = 'accounts' | 'jobs' | 'stations' | 'webhooks' | 'gateway';
 /** The key the cluster's webhooks service encrypts secrets under. */
 export const CLUSTER_WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
 
-export interface Cluster {
+/** What the cluster needs of its NATS: where it is, and how to stop it with the cluster. */
+interface ClusterNats {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface Cluster<N extends ClusterNats = TestNats> {
   db: TestDatabase;
-  nats: TestNats;
+  nats: N;
   /** The gateway's base URL. */
   url: string;
   /** Where agents connect. */
@@ -39,15 +45,22 @@ const READY: Record<Component, RegExp> = {
   gateway: /gateway listening/,
 };
 
-export interface ClusterOptions {
+export interface ClusterOptions<N extends ClusterNats = TestNats> {
+  /** Starts the NATS the cluster runs on (default: one private nats-server). */
+  nats?: () => Promise<N>;
+  /** How long each component may take to start serving (default 30 s). */
+  readyTimeoutMs?: number;
   /** Extra environment of the webhooks service, such as a short WEBHOOK_RETRY_WAITS. */
   webhooksEnv?: Record<string, string>;
   /** Extra environment of every component, such as OTEL_* variables. */
   env?: Record<string, string>;
 }
 
-export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
-  const [db, nats] = await Promise.all([createTestDatabase(), startTestNats()]);
+export async function startCluster<N extends ClusterNats = TestNats>(
+  options: ClusterOptions<N> = {},
+): Promise<Cluster<N>> {
+  const startNats = options.nats ?? (startTestNats as unknown as () => Promise<N>);
+  const [db, nats] = await Promise.all([createTestDatabase(), startNats()]);
   const migrated = await runSpool(['migrate'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
   if (migrated.code !== 0) throw new Error(`spool migrate failed: ${migrated.stderr}`);
   const ports = {
@@ -124,7 +137,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const start = async (component: Component) => {
     const proc = spawnSpool(['serve', component], env[component]);
     processes.set(component, proc);
-    await proc.waitFor(READY[component]);
+    await proc.waitFor(READY[component], options.readyTimeoutMs);
     return proc;
   };
   try {
@@ -160,7 +173,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         STATION_PORT: String(link),
       });
       extras.push(proc);
-      await proc.waitFor(READY.stations);
+      await proc.waitFor(READY.stations, options.readyTimeoutMs);
       return { process: proc, linkAddress: `127.0.0.1:${link}` };
     },
     async stop() {

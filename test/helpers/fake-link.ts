@@ -140,6 +140,8 @@ export class FakeConnection {
         stationId: 'station-1',
         orgId: 'org-1',
         printerIds: Object.fromEntries(printerNames.map((n) => [n, printerIdFor(n)])),
+        homeRegion: 'default',
+        serverRegion: 'default',
       },
     });
   }

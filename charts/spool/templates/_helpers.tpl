@@ -185,6 +185,17 @@ Call with (dict "root" $ "component" "jobs").
   value: {{ $root.Values.config.shutdownGraceMs | int | toString | quote }}
 - name: NATS_URL
   value: {{ $root.Values.nats.url | quote }}
+- name: NATS_REPLICAS
+  value: {{ $root.Values.nats.replicas | int | toString | quote }}
+- name: REGION
+  value: {{ $root.Values.region | quote }}
+{{- if and $root.Values.regions (not (has $root.Values.region $root.Values.regions)) }}
+{{- fail (printf "region %q is not one of regions (%s)" $root.Values.region (join ", " $root.Values.regions)) }}
+{{- end }}
+{{- with $root.Values.regions }}
+- name: REGIONS
+  value: {{ join "," . | quote }}
+{{- end }}
 {{- if $root.Values.nats.credentials }}
 - name: NATS_CREDS
   value: /etc/spool/nats/{{ $root.Values.secrets.keys.natsCreds }}

@@ -142,6 +142,7 @@ export function PrintersPage(): JSX.Element {
                   <td>
                     {stationName(p.station_id)}{' '}
                     {p.station_online ? null : <span class="tag">station offline</span>}
+                    <RegionTag region={p.region} />
                   </td>
                   <td class="small">
                     {[
@@ -314,7 +315,9 @@ export function StationsPage(): JSX.Element {
             <tbody>
               {items.map((s) => (
                 <tr key={s.id}>
-                  <th scope="row">{s.name}</th>
+                  <th scope="row">
+                    {s.name} <RegionTag region={s.region} />
+                  </th>
                   <td>
                     <Status status={s.online ? 'online' : 'offline'} />
                   </td>
@@ -333,4 +336,9 @@ export function StationsPage(): JSX.Element {
       ) : null}
     </>
   );
+}
+
+/** The home region, shown only where an installation has several (one region is `default`). */
+function RegionTag({ region }: { region: string }) {
+  return region && region !== 'default' ? <span class="tag">region {region}</span> : null;
 }

@@ -56,6 +56,13 @@ export interface Job {
   contentDeleted: boolean;
   /** The W3C trace context (traceparent, tracestate) of the request that created the job. */
   traceContext: { [key: string]: string };
+  /**
+   * The home region of the job's station: where it is dispatched, and, once the station reported
+   * it, where it was printed.
+   */
+  region: string;
+  /** The document is kept with the job (it is small), not in the DOCUMENTS object store. */
+  documentInline: boolean;
 }
 
 export interface Job_TraceContextEntry {
@@ -69,6 +76,8 @@ export interface JobEvent {
   detail: string;
   /** api_key:<id>, station:<id>, system or admin */
   actor: string;
+  /** Where the station that caused the change is homed; empty for changes not from a station. */
+  region: string;
 }
 
 export interface CreateJobRequest {
@@ -218,6 +227,15 @@ export interface ReprintJobRequest {
 
 export interface ReprintJobResponse {
   job: Job | undefined;
+}
+
+export interface GetJobDocumentRequest {
+  orgId: string;
+  jobId: string;
+}
+
+export interface GetJobDocumentResponse {
+  data: Buffer;
 }
 
 export interface GetJobContentRequest {
@@ -420,6 +438,8 @@ function createBaseJob(): Job {
     reprintOf: "",
     contentDeleted: false,
     traceContext: {},
+    region: "",
+    documentInline: false,
   };
 }
 
@@ -488,6 +508,12 @@ export const Job: MessageFns<Job> = {
     globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
       Job_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(170).fork()).join();
     });
+    if (message.region !== "") {
+      writer.uint32(178).string(message.region);
+    }
+    if (message.documentInline !== false) {
+      writer.uint32(184).bool(message.documentInline);
+    }
     return writer;
   },
 
@@ -675,6 +701,22 @@ export const Job: MessageFns<Job> = {
             }
             continue;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.documentInline = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -780,6 +822,12 @@ export const Job: MessageFns<Job> = {
           {},
         )
         : {},
+      region: isSet(object.region) ? globalThis.String(object.region) : "",
+      documentInline: isSet(object.documentInline)
+        ? globalThis.Boolean(object.documentInline)
+        : isSet(object.document_inline)
+        ? globalThis.Boolean(object.document_inline)
+        : false,
     };
   },
 
@@ -854,6 +902,12 @@ export const Job: MessageFns<Job> = {
         });
       }
     }
+    if (message.region !== "") {
+      obj.region = message.region;
+    }
+    if (message.documentInline !== false) {
+      obj.documentInline = message.documentInline;
+    }
     return obj;
   },
 
@@ -893,6 +947,8 @@ export const Job: MessageFns<Job> = {
       },
       {},
     );
+    message.region = object.region ?? "";
+    message.documentInline = object.documentInline ?? false;
     return message;
   },
 };
@@ -983,7 +1039,7 @@ export const Job_TraceContextEntry: MessageFns<Job_TraceContextEntry> = {
 };
 
 function createBaseJobEvent(): JobEvent {
-  return { at: undefined, status: "", detail: "", actor: "" };
+  return { at: undefined, status: "", detail: "", actor: "", region: "" };
 }
 
 export const JobEvent: MessageFns<JobEvent> = {
@@ -999,6 +1055,9 @@ export const JobEvent: MessageFns<JobEvent> = {
     }
     if (message.actor !== "") {
       writer.uint32(34).string(message.actor);
+    }
+    if (message.region !== "") {
+      writer.uint32(42).string(message.region);
     }
     return writer;
   },
@@ -1048,6 +1107,14 @@ export const JobEvent: MessageFns<JobEvent> = {
             message.actor = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1066,6 +1133,7 @@ export const JobEvent: MessageFns<JobEvent> = {
       status: isSet(object.status) ? globalThis.String(object.status) : "",
       detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
       actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+      region: isSet(object.region) ? globalThis.String(object.region) : "",
     };
   },
 
@@ -1083,6 +1151,9 @@ export const JobEvent: MessageFns<JobEvent> = {
     if (message.actor !== "") {
       obj.actor = message.actor;
     }
+    if (message.region !== "") {
+      obj.region = message.region;
+    }
     return obj;
   },
 
@@ -1095,6 +1166,7 @@ export const JobEvent: MessageFns<JobEvent> = {
     message.status = object.status ?? "";
     message.detail = object.detail ?? "";
     message.actor = object.actor ?? "";
+    message.region = object.region ?? "";
     return message;
   },
 };
@@ -3437,6 +3509,166 @@ export const ReprintJobResponse: MessageFns<ReprintJobResponse> = {
   fromPartial(object: DeepPartial<ReprintJobResponse>): ReprintJobResponse {
     const message = createBaseReprintJobResponse();
     message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetJobDocumentRequest(): GetJobDocumentRequest {
+  return { orgId: "", jobId: "" };
+}
+
+export const GetJobDocumentRequest: MessageFns<GetJobDocumentRequest> = {
+  encode(message: GetJobDocumentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.jobId !== "") {
+      writer.uint32(18).string(message.jobId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetJobDocumentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetJobDocumentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetJobDocumentRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetJobDocumentRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetJobDocumentRequest>): GetJobDocumentRequest {
+    return GetJobDocumentRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobDocumentRequest>): GetJobDocumentRequest {
+    const message = createBaseGetJobDocumentRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetJobDocumentResponse(): GetJobDocumentResponse {
+  return { data: Buffer.alloc(0) };
+}
+
+export const GetJobDocumentResponse: MessageFns<GetJobDocumentResponse> = {
+  encode(message: GetJobDocumentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.data.length !== 0) {
+      writer.uint32(10).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetJobDocumentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetJobDocumentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetJobDocumentResponse {
+    return { data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0) };
+  },
+
+  toJSON(message: GetJobDocumentResponse): unknown {
+    const obj: any = {};
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetJobDocumentResponse>): GetJobDocumentResponse {
+    return GetJobDocumentResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetJobDocumentResponse>): GetJobDocumentResponse {
+    const message = createBaseGetJobDocumentResponse();
+    message.data = object.data ?? Buffer.alloc(0);
     return message;
   },
 };
@@ -6379,6 +6611,18 @@ export const JobsServiceService = {
       Buffer.from(GetJobContentResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetJobContentResponse => GetJobContentResponse.decode(value),
   },
+  /** The bytes a station prints, sealed or not: for the stations service, never the gateway. */
+  getJobDocument: {
+    path: "/spool.v1.JobsService/GetJobDocument" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetJobDocumentRequest): Buffer =>
+      Buffer.from(GetJobDocumentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetJobDocumentRequest => GetJobDocumentRequest.decode(value),
+    responseSerialize: (value: GetJobDocumentResponse): Buffer =>
+      Buffer.from(GetJobDocumentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetJobDocumentResponse => GetJobDocumentResponse.decode(value),
+  },
   getJobPreview: {
     path: "/spool.v1.JobsService/GetJobPreview" as const,
     requestStream: false as const,
@@ -6530,6 +6774,8 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
   /** A new job with the original's content and options; the original does not change. */
   reprintJob: handleUnaryCall<ReprintJobRequest, ReprintJobResponse>;
   getJobContent: handleUnaryCall<GetJobContentRequest, GetJobContentResponse>;
+  /** The bytes a station prints, sealed or not: for the stations service, never the gateway. */
+  getJobDocument: handleUnaryCall<GetJobDocumentRequest, GetJobDocumentResponse>;
   getJobPreview: handleUnaryCall<GetJobPreviewRequest, GetJobPreviewResponse>;
   createUpload: handleUnaryCall<CreateUploadRequest, CreateUploadResponse>;
   createTemplate: handleUnaryCall<CreateTemplateRequest, CreateTemplateResponse>;
@@ -6677,6 +6923,22 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetJobContentResponse) => void,
+  ): ClientUnaryCall;
+  /** The bytes a station prints, sealed or not: for the stations service, never the gateway. */
+  getJobDocument(
+    request: GetJobDocumentRequest,
+    callback: (error: ServiceError | null, response: GetJobDocumentResponse) => void,
+  ): ClientUnaryCall;
+  getJobDocument(
+    request: GetJobDocumentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetJobDocumentResponse) => void,
+  ): ClientUnaryCall;
+  getJobDocument(
+    request: GetJobDocumentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetJobDocumentResponse) => void,
   ): ClientUnaryCall;
   getJobPreview(
     request: GetJobPreviewRequest,

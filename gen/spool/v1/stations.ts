@@ -47,6 +47,8 @@ export interface Station {
     | undefined;
   /** The version the station's agent gave in its last hello; empty before it first connected. */
   agentVersion: string;
+  /** The station's home region: where its jobs are dispatched and its link is expected. */
+  region: string;
 }
 
 export interface PrinterCapabilities {
@@ -75,7 +77,11 @@ export interface Printer {
   detail: string;
   capabilities: PrinterCapabilities | undefined;
   stationOnline: boolean;
-  updatedAt: Date | undefined;
+  updatedAt:
+    | Date
+    | undefined;
+  /** The home region of the printer's station. */
+  region: string;
 }
 
 export interface CreateLocationRequest {
@@ -113,6 +119,8 @@ export interface CreateStationRequest {
   orgId: string;
   name: string;
   locationId: string;
+  /** One of the installation's regions; empty for the stations service's own region. */
+  region: string;
 }
 
 export interface CreateStationResponse {
@@ -192,7 +200,11 @@ export interface UpdateStationRequest {
   stationId: string;
   /** Only the fields set here change; an empty location_id takes the station out of its location. */
   name?: string | undefined;
-  locationId?: string | undefined;
+  locationId?:
+    | string
+    | undefined;
+  /** Moves the station to another home region (operators only); its links close and reconnect. */
+  region?: string | undefined;
 }
 
 export interface UpdateStationResponse {
@@ -300,6 +312,13 @@ export interface Welcome {
   orgId: string;
   /** Printer ids by the names the agent reported. */
   printerIds: { [key: string]: string };
+  /**
+   * The station's home region, and the region of the server the agent reached; they differ
+   * when the agent connects to another region's address (it is served, at the cost of crossing
+   * regions for every job).
+   */
+  homeRegion: string;
+  serverRegion: string;
 }
 
 export interface Welcome_PrinterIdsEntry {
@@ -540,6 +559,7 @@ function createBaseStation(): Station {
     lastSeenAt: undefined,
     createdAt: undefined,
     agentVersion: "",
+    region: "",
   };
 }
 
@@ -568,6 +588,9 @@ export const Station: MessageFns<Station> = {
     }
     if (message.agentVersion !== "") {
       writer.uint32(66).string(message.agentVersion);
+    }
+    if (message.region !== "") {
+      writer.uint32(74).string(message.region);
     }
     return writer;
   },
@@ -649,6 +672,14 @@ export const Station: MessageFns<Station> = {
             message.agentVersion = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -691,6 +722,7 @@ export const Station: MessageFns<Station> = {
         : isSet(object.agent_version)
         ? globalThis.String(object.agent_version)
         : "",
+      region: isSet(object.region) ? globalThis.String(object.region) : "",
     };
   },
 
@@ -720,6 +752,9 @@ export const Station: MessageFns<Station> = {
     if (message.agentVersion !== "") {
       obj.agentVersion = message.agentVersion;
     }
+    if (message.region !== "") {
+      obj.region = message.region;
+    }
     return obj;
   },
 
@@ -736,6 +771,7 @@ export const Station: MessageFns<Station> = {
     message.lastSeenAt = object.lastSeenAt ?? undefined;
     message.createdAt = object.createdAt ?? undefined;
     message.agentVersion = object.agentVersion ?? "";
+    message.region = object.region ?? "";
     return message;
   },
 };
@@ -893,6 +929,7 @@ function createBasePrinter(): Printer {
     capabilities: undefined,
     stationOnline: false,
     updatedAt: undefined,
+    region: "",
   };
 }
 
@@ -927,6 +964,9 @@ export const Printer: MessageFns<Printer> = {
     }
     if (message.updatedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(82).fork()).join();
+    }
+    if (message.region !== "") {
+      writer.uint32(90).string(message.region);
     }
     return writer;
   },
@@ -1024,6 +1064,14 @@ export const Printer: MessageFns<Printer> = {
             message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1068,6 +1116,7 @@ export const Printer: MessageFns<Printer> = {
         : isSet(object.updated_at)
         ? fromJsonTimestamp(object.updated_at)
         : undefined,
+      region: isSet(object.region) ? globalThis.String(object.region) : "",
     };
   },
 
@@ -1103,6 +1152,9 @@ export const Printer: MessageFns<Printer> = {
     if (message.updatedAt !== undefined) {
       obj.updatedAt = message.updatedAt.toISOString();
     }
+    if (message.region !== "") {
+      obj.region = message.region;
+    }
     return obj;
   },
 
@@ -1123,6 +1175,7 @@ export const Printer: MessageFns<Printer> = {
       : undefined;
     message.stationOnline = object.stationOnline ?? false;
     message.updatedAt = object.updatedAt ?? undefined;
+    message.region = object.region ?? "";
     return message;
   },
 };
@@ -1674,7 +1727,7 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
 };
 
 function createBaseCreateStationRequest(): CreateStationRequest {
-  return { orgId: "", name: "", locationId: "" };
+  return { orgId: "", name: "", locationId: "", region: "" };
 }
 
 export const CreateStationRequest: MessageFns<CreateStationRequest> = {
@@ -1687,6 +1740,9 @@ export const CreateStationRequest: MessageFns<CreateStationRequest> = {
     }
     if (message.locationId !== "") {
       writer.uint32(26).string(message.locationId);
+    }
+    if (message.region !== "") {
+      writer.uint32(34).string(message.region);
     }
     return writer;
   },
@@ -1728,6 +1784,14 @@ export const CreateStationRequest: MessageFns<CreateStationRequest> = {
             message.locationId = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1753,6 +1817,7 @@ export const CreateStationRequest: MessageFns<CreateStationRequest> = {
         : isSet(object.location_id)
         ? globalThis.String(object.location_id)
         : "",
+      region: isSet(object.region) ? globalThis.String(object.region) : "",
     };
   },
 
@@ -1767,6 +1832,9 @@ export const CreateStationRequest: MessageFns<CreateStationRequest> = {
     if (message.locationId !== "") {
       obj.locationId = message.locationId;
     }
+    if (message.region !== "") {
+      obj.region = message.region;
+    }
     return obj;
   },
 
@@ -1778,6 +1846,7 @@ export const CreateStationRequest: MessageFns<CreateStationRequest> = {
     message.orgId = object.orgId ?? "";
     message.name = object.name ?? "";
     message.locationId = object.locationId ?? "";
+    message.region = object.region ?? "";
     return message;
   },
 };
@@ -2964,7 +3033,7 @@ export const GetStationResponse: MessageFns<GetStationResponse> = {
 };
 
 function createBaseUpdateStationRequest(): UpdateStationRequest {
-  return { orgId: "", stationId: "", name: undefined, locationId: undefined };
+  return { orgId: "", stationId: "", name: undefined, locationId: undefined, region: undefined };
 }
 
 export const UpdateStationRequest: MessageFns<UpdateStationRequest> = {
@@ -2980,6 +3049,9 @@ export const UpdateStationRequest: MessageFns<UpdateStationRequest> = {
     }
     if (message.locationId !== undefined) {
       writer.uint32(34).string(message.locationId);
+    }
+    if (message.region !== undefined) {
+      writer.uint32(42).string(message.region);
     }
     return writer;
   },
@@ -3029,6 +3101,14 @@ export const UpdateStationRequest: MessageFns<UpdateStationRequest> = {
             message.locationId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3059,6 +3139,7 @@ export const UpdateStationRequest: MessageFns<UpdateStationRequest> = {
         : isSet(object.location_id)
         ? globalThis.String(object.location_id)
         : undefined,
+      region: isSet(object.region) ? globalThis.String(object.region) : undefined,
     };
   },
 
@@ -3076,6 +3157,9 @@ export const UpdateStationRequest: MessageFns<UpdateStationRequest> = {
     if (message.locationId !== undefined) {
       obj.locationId = message.locationId;
     }
+    if (message.region !== undefined) {
+      obj.region = message.region;
+    }
     return obj;
   },
 
@@ -3088,6 +3172,7 @@ export const UpdateStationRequest: MessageFns<UpdateStationRequest> = {
     message.stationId = object.stationId ?? "";
     message.name = object.name ?? undefined;
     message.locationId = object.locationId ?? undefined;
+    message.region = object.region ?? undefined;
     return message;
   },
 };
@@ -4767,7 +4852,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
 };
 
 function createBaseWelcome(): Welcome {
-  return { stationId: "", orgId: "", printerIds: {} };
+  return { stationId: "", orgId: "", printerIds: {}, homeRegion: "", serverRegion: "" };
 }
 
 export const Welcome: MessageFns<Welcome> = {
@@ -4781,6 +4866,12 @@ export const Welcome: MessageFns<Welcome> = {
     globalThis.Object.entries(message.printerIds).forEach(([key, value]: [string, string]) => {
       Welcome_PrinterIdsEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
     });
+    if (message.homeRegion !== "") {
+      writer.uint32(34).string(message.homeRegion);
+    }
+    if (message.serverRegion !== "") {
+      writer.uint32(42).string(message.serverRegion);
+    }
     return writer;
   },
 
@@ -4822,6 +4913,22 @@ export const Welcome: MessageFns<Welcome> = {
             if (entry3.value !== undefined) {
               message.printerIds[entry3.key] = entry3.value;
             }
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.homeRegion = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.serverRegion = reader.string();
             continue;
           }
         }
@@ -4875,6 +4982,16 @@ export const Welcome: MessageFns<Welcome> = {
           {},
         )
         : {},
+      homeRegion: isSet(object.homeRegion)
+        ? globalThis.String(object.homeRegion)
+        : isSet(object.home_region)
+        ? globalThis.String(object.home_region)
+        : "",
+      serverRegion: isSet(object.serverRegion)
+        ? globalThis.String(object.serverRegion)
+        : isSet(object.server_region)
+        ? globalThis.String(object.server_region)
+        : "",
     };
   },
 
@@ -4895,6 +5012,12 @@ export const Welcome: MessageFns<Welcome> = {
         });
       }
     }
+    if (message.homeRegion !== "") {
+      obj.homeRegion = message.homeRegion;
+    }
+    if (message.serverRegion !== "") {
+      obj.serverRegion = message.serverRegion;
+    }
     return obj;
   },
 
@@ -4914,6 +5037,8 @@ export const Welcome: MessageFns<Welcome> = {
       },
       {},
     );
+    message.homeRegion = object.homeRegion ?? "";
+    message.serverRegion = object.serverRegion ?? "";
     return message;
   },
 };
