@@ -1,49 +1,70 @@
 /**
  * The regions scenario's child: Spool in one region on one nats-server, then in two regions on a
- * supercluster of two nats-servers whose gateway connection runs through a proxy that delays it,
- * each region's services (in this process, as `spool dev` runs them) on one shared database. Jobs
- * go in through region a's gateway at a fixed rate to a station of region a and, in the second
- * setup, alternately to one of region b; a simulated agent prints each job as soon as it arrives.
- * POST → printed ends when the job's `job.printed` event reaches a subscriber of region a.
+ * supercluster of two nats-servers whose gateway connection runs through a proxy that delays it.
+ * Each region is a `spool dev` process of its own (REGION, REGIONS, its region's NATS), both on one
+ * fresh database. Jobs go in through region a's gateway at a fixed rate to a station of region a
+ * and, in the second setup, alternately to one of region b; a simulated agent, linked to its
+ * station's region, prints each job as soon as it arrives. POST → printed ends when the job's
+ * `job.printed` event reaches a subscriber in region a. The first three seconds of jobs warm
+ * the processes up and are not counted.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type System, startSystem } from '../cli/system.js';
-import {
-  type BusLayout,
-  connectBus,
-  type NatsConnection,
-  SINGLE_REGION,
-  subjects,
-} from '../lib/bus.js';
+import { connectBus, type NatsConnection, subjects } from '../lib/bus.js';
 import { SCOPES } from '../lib/credentials.js';
 import { silentLogger } from '../lib/logger.js';
 import { startNatsServer } from '../lib/nats-server.js';
 import { connectLink, type LinkClient, printer } from '../test/helpers/link-client.js';
 import { startTestSupercluster } from '../test/helpers/nats-cluster.js';
+import { freePort } from '../test/helpers/ports.js';
 import { createTestDatabase } from '../test/helpers/postgres.js';
 import { epochMs, sleep } from './clock.js';
 import { serve } from './ipc.js';
+import { type SpoolProcess, spawnSpool } from './spool-process.js';
 
 const TOKEN = 'bench-regions-operator';
+/** Jobs of the first seconds after the processes start warm them up and are not counted. */
+const WARM_UP_MS = 3_000;
 
 interface Region {
-  system: System;
   url: string;
+  linkAddress: string;
+  process: SpoolProcess;
+  dataDir: string;
 }
 
-async function startRegion(databaseUrl: string, natsUrl: string, layout: BusLayout) {
-  const system = await startSystem({
-    databaseUrl,
-    natsUrl,
-    layout,
-    logger: silentLogger,
-    operatorToken: TOKEN,
-    keyRateLimit: 0,
+async function startRegion(
+  databaseUrl: string,
+  natsUrl: string,
+  regionEnv: Record<string, string>,
+): Promise<Region> {
+  const [port, stationPort] = [await freePort(), await freePort()];
+  const dataDir = await mkdtemp(join(tmpdir(), 'spool-bench-region-'));
+  const process = spawnSpool(['dev'], {
+    DATABASE_URL: databaseUrl,
+    NATS_URL: natsUrl,
+    PORT: String(port),
+    STATION_PORT: String(stationPort),
+    SPOOL_ADMIN_TOKEN: TOKEN,
+    SPOOL_DATA_DIR: dataDir,
+    KEY_RATE_LIMIT: '0',
+    LOG_LEVEL: 'warn',
+    ...regionEnv,
   });
-  const gateway = await system.startGateway();
-  return { system, url: gateway.url } satisfies Region;
+  await process.waitFor(/Spool is running at/, 120_000);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    linkAddress: `127.0.0.1:${stationPort}`,
+    process,
+    dataDir,
+  };
+}
+
+async function stopRegion(region: Region): Promise<void> {
+  await region.process.stop(5_000);
+  await rm(region.dataDir, { recursive: true, force: true });
 }
 
 async function post<T>(url: string, path: string, token: string, body: unknown): Promise<T> {
@@ -60,12 +81,12 @@ async function post<T>(url: string, path: string, token: string, body: unknown):
 async function printingStation(
   via: string,
   orgId: string,
-  region: string,
+  region: string | undefined,
   linkAddress: string,
 ): Promise<{ link: LinkClient; printerId: string }> {
   const { token } = await post<{ token: string }>(via, `/admin/v1/orgs/${orgId}/stations`, TOKEN, {
-    name: `desk ${region}`,
-    region,
+    name: `desk ${region ?? ''}`,
+    ...(region ? { region } : {}),
   });
   const link = await connectLink(linkAddress, token, [printer('desk')]);
   let seen = 0;
@@ -81,8 +102,9 @@ async function printingStation(
 }
 
 /**
- * Posts a job a `1000 / rate` ms to the printers in turn for `durationMs`, through `via`, and
- * resolves each job's POST → printed, grouped by printer, once every job has printed.
+ * Posts a job every `1000 / rate` ms to the printers in turn for `durationMs` after the warm-up,
+ * through `via`, and resolves each counted job's POST → printed, grouped by printer, once every
+ * job has printed.
  */
 async function measure(
   nc: NatsConnection,
@@ -93,47 +115,40 @@ async function measure(
   rate: number,
   durationMs: number,
 ): Promise<number[][]> {
-  const postedAt = new Map<string, { at: number; printer: number }>();
-  const samples: number[][] = printers.map(() => []);
-  let printed = 0;
-  const early = new Map<string, number>();
+  const posted = new Map<string, { at: number; printer: number; counted: boolean }>();
+  const printedAt = new Map<string, number>();
   const sub = nc.subscribe(subjects.event(orgId, 'job.printed'), {
     callback: (_err, msg) => {
       const id = (msg.json() as { data: { job: { id: string } } }).data.job.id;
-      const posted = postedAt.get(id);
-      if (!posted) {
-        early.set(id, epochMs());
-        return;
-      }
-      samples[posted.printer]?.push(epochMs() - posted.at);
-      printed++;
+      if (!printedAt.has(id)) printedAt.set(id, epochMs());
     },
   });
   const started = epochMs();
   const posts: Array<Promise<void>> = [];
-  for (let i = 0; epochMs() - started < durationMs; i++) {
+  for (let i = 0; epochMs() - started < WARM_UP_MS + durationMs; i++) {
     const printer = i % printers.length;
     const at = epochMs();
+    const counted = at - started >= WARM_UP_MS;
     posts.push(
       post<{ job: { id: string } }>(via, `/v1/orgs/${orgId}/jobs`, key, {
         printer_id: printers[printer],
         content: { type: 'text', data: `job ${i}` },
-      }).then(({ job }) => {
-        postedAt.set(job.id, { at, printer });
-        const done = early.get(job.id);
-        if (done !== undefined) {
-          samples[printer]?.push(done - at);
-          printed++;
-        }
-      }),
+      }).then(({ job }) => void posted.set(job.id, { at, printer, counted })),
     );
     await sleep(Math.max(0, started + ((i + 1) * 1000) / rate - epochMs()));
   }
   await Promise.all(posts);
   const deadline = epochMs() + 30_000;
-  while (printed < posts.length && epochMs() < deadline) await sleep(20);
+  while ([...posted.keys()].some((id) => !printedAt.has(id)) && epochMs() < deadline) {
+    await sleep(20);
+  }
   sub.unsubscribe();
-  if (printed < posts.length) throw new Error(`${posts.length - printed} jobs did not print`);
+  const missing = [...posted.keys()].filter((id) => !printedAt.has(id)).length;
+  if (missing > 0) throw new Error(`${missing} jobs did not print`);
+  const samples: number[][] = printers.map(() => []);
+  for (const [id, p] of posted) {
+    if (p.counted) samples[p.printer]?.push((printedAt.get(id) as number) - p.at);
+  }
   return samples;
 }
 
@@ -148,29 +163,27 @@ async function organization(via: string): Promise<{ orgId: string; key: string }
   return { orgId: org.id, key: secret };
 }
 
-/** One region alone: POST → printed of its own station's jobs. */
+/** One region alone, on one nats-server: POST → printed of its own station's jobs. */
 async function oneRegion(serverUrl: string, rate: number, durationMs: number): Promise<number[]> {
   const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
   const store = await mkdtemp(join(tmpdir(), 'spool-bench-nats-'));
   const nats = await startNatsServer({ storeDir: store });
-  const region = await startRegion(db.url, nats.url, SINGLE_REGION);
-  const nc = await connectBus({ url: nats.url, name: 'bench', logger: silentLogger });
-  const station: { link?: LinkClient } = {};
+  const started: Region[] = [];
+  const links: LinkClient[] = [];
+  let nc: NatsConnection | undefined;
   try {
+    const region = await startRegion(db.url, nats.url, {});
+    started.push(region);
+    nc = await connectBus({ url: nats.url, name: 'bench', logger: silentLogger });
     const { orgId, key } = await organization(region.url);
-    const desk = await printingStation(
-      region.url,
-      orgId,
-      SINGLE_REGION.region,
-      region.system.linkAddress,
-    );
-    station.link = desk.link;
+    const desk = await printingStation(region.url, orgId, undefined, region.linkAddress);
+    links.push(desk.link);
     const [samples] = await measure(nc, region.url, orgId, key, [desk.printerId], rate, durationMs);
     return samples ?? [];
   } finally {
-    station.link?.close();
-    await nc.close();
-    await region.system.stop(1_000);
+    for (const link of links) link.close();
+    await nc?.close();
+    for (const region of started) await stopRegion(region);
     await nats.stop();
     await rm(store, { recursive: true, force: true });
     await db.drop();
@@ -188,13 +201,22 @@ async function twoRegions(
   const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
   const nats = await startTestSupercluster({ regions });
   nats.link.setDelay(delayMs);
+  // Either region's webhooks service opens the secrets the other sealed.
+  const secretKey = randomBytes(32).toString('base64');
   const started: Region[] = [];
   const links: LinkClient[] = [];
   let nc: NatsConnection | undefined;
   try {
+    // One after the other: the first applies the migrations and creates the global streams.
     for (const name of regions) {
       const url = nats.regions[name]?.url as string;
-      started.push(await startRegion(db.url, url, { region: name, regions, replicas: 1 }));
+      started.push(
+        await startRegion(db.url, url, {
+          REGION: name,
+          REGIONS: regions.join(','),
+          WEBHOOK_SECRET_KEY: secretKey,
+        }),
+      );
     }
     const [a, b] = started as [Region, Region];
     nc = await connectBus({
@@ -203,8 +225,8 @@ async function twoRegions(
       logger: silentLogger,
     });
     const { orgId, key } = await organization(a.url);
-    const deskA = await printingStation(a.url, orgId, 'a', a.system.linkAddress);
-    const deskB = await printingStation(a.url, orgId, 'b', b.system.linkAddress);
+    const deskA = await printingStation(a.url, orgId, 'a', a.linkAddress);
+    const deskB = await printingStation(a.url, orgId, 'b', b.linkAddress);
     links.push(deskA.link, deskB.link);
     const [same, cross] = await measure(
       nc,
@@ -219,7 +241,7 @@ async function twoRegions(
   } finally {
     for (const link of links) link.close();
     await nc?.close();
-    for (const region of started) await region.system.stop(1_000);
+    for (const region of started) await stopRegion(region);
     await nats.stop();
     await db.drop();
   }

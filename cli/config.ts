@@ -323,6 +323,10 @@ export const devConfig = {
   stationPort: port('STATION_PORT', { description: 'station link port', default: 7070 }),
   databaseUrl: optionalStr('DATABASE_URL', 'PostgreSQL URL; embedded PGlite when unset'),
   natsUrl: optionalStr('NATS_URL', 'NATS URL; a child nats-server when unset'),
+  // With NATS_URL, `spool dev` can be one region of several (the benchmark's regions scenario).
+  natsReplicas: nats.natsReplicas,
+  region: nats.region,
+  regions: nats.regions,
   adminToken: optionalStr('SPOOL_ADMIN_TOKEN', 'operator token; generated when unset'),
   ...webhookTuning,
   webhookSecretKey: secretKey(false),

@@ -6,7 +6,7 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type Env, readConfig } from '../lib/config.js';
+import { ConfigError, type Env, readConfig } from '../lib/config.js';
 import { generateCredential } from '../lib/credentials.js';
 import { createLogger } from '../lib/logger.js';
 import { startNatsServer } from '../lib/nats-server.js';
@@ -15,7 +15,7 @@ import { generateServerKeyPair, serverKeysFrom } from '../lib/sealing.js';
 import { serveMetrics, telemetry } from '../lib/telemetry.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
-import { devConfig } from './config.js';
+import { busLayoutOf, devConfig } from './config.js';
 import { checkPortsFree } from './ports.js';
 import { onShutdown, webhookSettings } from './serve.js';
 import { startSystem } from './system.js';
@@ -91,7 +91,11 @@ export async function runDev(env: Env): Promise<void> {
     logger.info({ dataDir: join(dataDir, 'pglite') }, 'embedded PGlite started');
   }
 
+  const layout = busLayoutOf(config);
   let natsUrl = config.natsUrl;
+  if (!natsUrl && layout.regions.length > 1) {
+    throw new ConfigError(['REGIONS names several regions: that needs NATS_URL, a supercluster']);
+  }
   if (!natsUrl) {
     const storeDir = join(dataDir, 'nats');
     await mkdir(storeDir, { recursive: true });
@@ -111,6 +115,7 @@ export async function runDev(env: Env): Promise<void> {
   const system = await startSystem({
     databaseUrl,
     natsUrl,
+    layout,
     logger,
     operatorToken: token,
     poolMax,

@@ -13,7 +13,7 @@ import type { RegionsApi } from '../regions.js';
 import { type Figure, figure, ratioAtMost } from '../report/figures.js';
 import { latency } from '../stats.js';
 
-export const REGIONS_RATE = 40;
+export const REGIONS_RATE = 20;
 export const REGION_DELAY_MS = 40;
 
 export interface RegionsResult {
