@@ -10,12 +10,11 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import test, { type ExecutionContext } from 'ava';
 import { connectBus } from '../lib/bus.js';
-import { SCOPES } from '../lib/credentials.js';
 import { silentLogger } from '../lib/logger.js';
 import { CLUSTER_OPERATOR_TOKEN, startCluster } from './helpers/cluster.js';
+import { printerId, setUpOrg, startAgent } from './helpers/cluster-org.js';
 import { startTestNatsCluster, type TestNatsNode } from './helpers/nats-cluster.js';
 import { startReceiver } from './helpers/receiver.js';
-import { spawnSpool } from './helpers/spool.js';
 import { call, eventually } from './helpers/system.js';
 
 async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
@@ -33,82 +32,24 @@ test('jobs flowing while the stream leaders’ nodes are killed, one after the o
     webhooksEnv: { WEBHOOK_POLL_MS: '100' },
   });
   t.teardown(() => cluster.stop());
-  if (process.env.DEBUG_FAULT) {
-    t.teardown(() => {
-      for (const [name, proc] of [...cluster.processes, ['agent', agentProc] as const]) {
-        const lines = (proc?.output() ?? '').split('\n').filter((l) => !/"route"/.test(l));
-        console.error(
-          `--- ${name}\n${lines
-            .map((l) => {
-              try {
-                const d = JSON.parse(l);
-                return `${d.time} ${d.level} ${d.msg} ${d.err?.message ?? ''} ${d.nats ?? ''} ${d.code ?? ''} ${d.details ?? ''}`;
-              } catch {
-                return l.slice(0, 200);
-              }
-            })
-            .join('\n')}`,
-        );
-      }
-    });
-  }
-  let agentProc: ReturnType<typeof spawnSpool> | undefined;
-  const admin = { token: CLUSTER_OPERATOR_TOKEN };
-  const orgId = (
-    await call<{ org: { id: string } }>(cluster.url, 'POST', '/admin/v1/orgs', {
-      ...admin,
-      body: { name: 'Print Co' },
-    })
-  ).body.org.id;
-  const key = (
-    await call<{ secret: string }>(cluster.url, 'POST', `/admin/v1/orgs/${orgId}/keys`, {
-      ...admin,
-      body: { mode: 'live', scopes: SCOPES },
-    })
-  ).body.secret;
-  const station = await call<{ token: string }>(
-    cluster.url,
-    'POST',
-    `/admin/v1/orgs/${orgId}/stations`,
-    { ...admin, body: { name: 'Front desk' } },
-  );
+  const { orgId, key, station } = await setUpOrg(cluster);
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   const endpoint = await call(cluster.url, 'POST', `/admin/v1/orgs/${orgId}/webhooks`, {
-    ...admin,
+    token: CLUSTER_OPERATOR_TOKEN,
     body: { url: receiver.url, events: ['job.printed'] },
   });
   t.is(endpoint.status, 201);
 
   const out = await tempDir(t, 'spool-out-');
-  const agent = spawnSpool(
-    [
-      'agent',
-      '--server',
-      cluster.linkAddress,
-      '--token',
-      station.body.token,
-      '--state-dir',
-      await tempDir(t, 'spool-agent-'),
-      '--printer',
-      `desk=file:${out}`,
-    ],
-    { LOG_LEVEL: 'info' },
+  const agent = startAgent(
+    cluster.linkAddress,
+    station.token,
+    [`desk=file:${out}`],
+    await tempDir(t, 'spool-agent-'),
   );
-  agentProc = agent;
   t.teardown(() => agent.stop());
-  const printers = await eventually(
-    () =>
-      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
-        cluster.url,
-        'GET',
-        `/v1/orgs/${orgId}/printers`,
-        { token: key },
-      ),
-    (r) => r.body.printers.some((p) => p.station_online),
-    20_000,
-  );
-  const printerId = printers.body.printers[0]?.id as string;
+  const deskId = await printerId(cluster, { orgId, key, station }, 'desk');
 
   const nc = await connectBus({ url: cluster.nats.url, name: 'test', logger: silentLogger });
   t.teardown(() => nc.close());
@@ -140,7 +81,7 @@ test('jobs flowing while the stream leaders’ nodes are killed, one after the o
         {
           token: key,
           body: {
-            printer_id: printerId,
+            printer_id: deskId,
             reference: `job ${i}`,
             content: { type: 'text', data: `${i}` },
           },

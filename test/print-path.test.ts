@@ -6,40 +6,15 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { SCOPES } from '../lib/credentials.js';
-import { CLUSTER_OPERATOR_TOKEN, type Cluster, startCluster } from './helpers/cluster.js';
-import { type SpoolProcess, spawnSpool } from './helpers/spool.js';
+import { type Cluster, startCluster } from './helpers/cluster.js';
+import {
+  addStation,
+  type ClusterOrg,
+  printerId,
+  setUpOrg,
+  startAgent,
+} from './helpers/cluster-org.js';
 import { call, eventually } from './helpers/system.js';
-
-interface Setup {
-  orgId: string;
-  key: string;
-  station: { id: string; token: string };
-}
-
-async function setUp(cluster: Cluster, stationName = 'Front desk'): Promise<Setup> {
-  const admin = { token: CLUSTER_OPERATOR_TOKEN };
-  const org = await call<{ org: { id: string } }>(cluster.url, 'POST', '/admin/v1/orgs', {
-    ...admin,
-    body: { name: 'Print Co' },
-  });
-  const orgId = org.body.org.id;
-  const key = await call<{ secret: string }>(cluster.url, 'POST', `/admin/v1/orgs/${orgId}/keys`, {
-    ...admin,
-    body: { mode: 'live', scopes: SCOPES },
-  });
-  return { orgId, key: key.body.secret, station: await addStation(cluster, orgId, stationName) };
-}
-
-async function addStation(cluster: Cluster, orgId: string, name: string) {
-  const res = await call<{ station: { id: string }; token: string }>(
-    cluster.url,
-    'POST',
-    `/admin/v1/orgs/${orgId}/stations`,
-    { token: CLUSTER_OPERATOR_TOKEN, body: { name } },
-  );
-  return { id: res.body.station.id, token: res.body.token };
-}
 
 async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
@@ -47,40 +22,7 @@ async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
   return dir;
 }
 
-function startAgent(
-  server: string,
-  token: string,
-  printers: string[],
-  stateDir: string,
-): SpoolProcess {
-  return spawnSpool(
-    [
-      'agent',
-      '--server',
-      server,
-      '--token',
-      token,
-      '--state-dir',
-      stateDir,
-      ...printers.flatMap((p) => ['--printer', p]),
-    ],
-    { LOG_LEVEL: 'info' },
-  );
-}
-
-async function printerId(cluster: Cluster, setup: Setup, name: string): Promise<string> {
-  const res = await eventually(
-    () =>
-      call<{
-        printers: Array<{ id: string; name: string; station_id: string; station_online: boolean }>;
-      }>(cluster.url, 'GET', `/v1/orgs/${setup.orgId}/printers`, { token: setup.key }),
-    (r) => r.body.printers.some((p) => p.name === name && p.station_online),
-    20_000,
-  );
-  return res.body.printers.find((p) => p.name === name)?.id as string;
-}
-
-function postJob(cluster: Cluster, setup: Setup, printer: string, text: string) {
+function postJob(cluster: Cluster, setup: ClusterOrg, printer: string, text: string) {
   return call<{ job: { id: string; status: string } }>(
     cluster.url,
     'POST',
@@ -92,7 +34,7 @@ function postJob(cluster: Cluster, setup: Setup, printer: string, text: string) 
   );
 }
 
-async function jobCounts(cluster: Cluster, setup: Setup): Promise<Record<string, number>> {
+async function jobCounts(cluster: Cluster, setup: ClusterOrg): Promise<Record<string, number>> {
   const res = await call<{ counts: Record<string, number> }>(
     cluster.url,
     'GET',
@@ -107,7 +49,7 @@ async function jobCounts(cluster: Cluster, setup: Setup): Promise<Record<string,
 test('a job POSTed to the API is printed by spool agent to a file and reads printed', async (t) => {
   const cluster = await startCluster();
   t.teardown(() => cluster.stop());
-  const setup = await setUp(cluster);
+  const setup = await setUpOrg(cluster);
   const out = await tempDir(t, 'spool-out-');
   const agent = startAgent(
     cluster.linkAddress,
@@ -139,7 +81,7 @@ test('a job POSTed to the API is printed by spool agent to a file and reads prin
 test('jobs flowing while the stations service, the agent and nats-server are killed and restarted print exactly once', async (t) => {
   const cluster = await startCluster();
   t.teardown(() => cluster.stop());
-  const setup = await setUp(cluster);
+  const setup = await setUpOrg(cluster);
   const out = await tempDir(t, 'spool-out-');
   const state = await tempDir(t, 'spool-agent-');
   let agent = startAgent(cluster.linkAddress, setup.station.token, [`desk=file:${out}`], state);
@@ -195,7 +137,7 @@ test('jobs flowing while the stations service, the agent and nats-server are kil
 test('two stations-service replicas share a fleet: jobs reach stations connected to either', async (t) => {
   const cluster = await startCluster();
   t.teardown(() => cluster.stop());
-  const setup = await setUp(cluster, 'North');
+  const setup = await setUpOrg(cluster, 'North');
   const replica = await cluster.startStationsReplica();
   const south = await addStation(cluster, setup.orgId, 'South');
   const outNorth = await tempDir(t, 'spool-north-');
