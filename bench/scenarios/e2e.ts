@@ -68,7 +68,7 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
   const samples: E2eResult['samples'] = { printed: [], webhook: [], peer: [] };
   const middle = Math.ceil(ctx.options.repeats / 2);
   let printedSoFar = await checks.stored('EVENTS', `events.${orgs.e2e.orgId}.job.printed`);
-  let reportsSoFar = await checks.stored('REPORTS', `reports.${orgs.e2e.orgId}.>`);
+  let reportsSoFar = await checks.stored('REPORTS', `reports.*.${orgs.e2e.orgId}.>`);
   for (let run = 1; run <= ctx.options.repeats; run++) {
     const peer = await bullProducer.call('produce', {
       redis,
@@ -108,7 +108,7 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     printedSoFar += ok.length;
     reportsSoFar += 2 * ok.length;
     const events = await checks.stored('EVENTS', `events.${orgs.e2e.orgId}.job.printed`);
-    const reports = await checks.stored('REPORTS', `reports.${orgs.e2e.orgId}.>`);
+    const reports = await checks.stored('REPORTS', `reports.*.${orgs.e2e.orgId}.>`);
     // Streams de-duplicate by message id: each job adds exactly one event and two reports.
     const durable = inDb === ok.length && events === printedSoFar && reports === reportsSoFar;
     printedSoFar = events;
