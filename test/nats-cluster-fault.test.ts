@@ -68,7 +68,7 @@ test('jobs flowing while the stream leaders’ nodes are killed, one after the o
     return node;
   };
 
-  // Jobs flow the whole time, one every 50 ms; a POST never waits on NATS.
+  // Jobs flow the whole time, one every 100 ms; a POST never waits on NATS.
   const accepted: Array<{ id: string; at: number }> = [];
   const refused: number[] = [];
   let flowing = true;
@@ -89,7 +89,7 @@ test('jobs flowing while the stream leaders’ nodes are killed, one after the o
       ).catch(() => undefined);
       if (res?.status === 201) accepted.push({ id: res.body.job.id, at: Date.now() });
       else refused.push(res?.status ?? 0);
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 100));
     }
   })();
   t.teardown(() => {
