@@ -42,7 +42,7 @@ async function startRegion(
 ): Promise<Region> {
   const [port, stationPort] = [await freePort(), await freePort()];
   const dataDir = await mkdtemp(join(tmpdir(), 'spool-bench-region-'));
-  const process = spawnSpool(['dev'], {
+  const dev = spawnSpool(['dev'], {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
     PORT: String(port),
@@ -53,11 +53,11 @@ async function startRegion(
     LOG_LEVEL: 'warn',
     ...regionEnv,
   });
-  await process.waitFor(/Spool is running at/, 120_000);
+  await dev.waitFor(/Spool is running at/, 120_000);
   return {
     url: `http://127.0.0.1:${port}`,
     linkAddress: `127.0.0.1:${stationPort}`,
-    process,
+    process: dev,
     dataDir,
   };
 }

@@ -170,6 +170,7 @@ async function serveGateway(env: Env): Promise<void> {
     { host: config.host, port: config.port, variable: 'PORT' },
     { host: config.host, port: config.metricsPort, variable: 'METRICS_PORT' },
   ]);
+  const layout = busLayoutOf(config);
   const logger = createLogger({ name: 'gateway', level: config.logLevel });
   const nc = await connectBus({
     url: config.natsUrl,
@@ -194,7 +195,7 @@ async function serveGateway(env: Env): Promise<void> {
   };
   const gateway = createGateway({
     nc,
-    layout: busLayoutOf(config),
+    layout,
     backends,
     health,
     publicRateLimit: config.publicRateLimit,

@@ -61,7 +61,7 @@ export function placement(
 }
 
 /** The stream holding `region`'s dispatch messages. */
-export function dispatchStream(layout: BusLayout, region: string): string {
+function dispatchStream(layout: BusLayout, region: string): string {
   return multiRegion(layout) ? `DISPATCH_${region}` : 'DISPATCH';
 }
 

@@ -10,7 +10,7 @@ import anyTest, { type TestFn } from 'ava';
 import { type GatewayReplica, type System, startSystem } from '../cli/system.js';
 import { type BusLayout, connectBus, type NatsConnection } from '../lib/bus.js';
 import { SCOPES } from '../lib/credentials.js';
-import { createLogger, silentLogger } from '../lib/logger.js';
+import { silentLogger } from '../lib/logger.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
 import { startTestSupercluster, type TestSupercluster } from './helpers/nats-cluster.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
@@ -67,9 +67,7 @@ test.before(async (t) => {
       databaseUrl: db.url,
       natsUrl: nats.regions[name]?.url as string,
       layout,
-      logger: process.env.DEBUG_REGIONS
-        ? createLogger({ name: name, level: 'warn' })
-        : silentLogger,
+      logger: silentLogger,
       operatorToken: OPERATOR_TOKEN,
       fetchAllowInsecure: true,
       webhooks: { allowInsecure: true, secretKey, pollMs: 100 },

@@ -288,12 +288,13 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     },
 
     async getJobDocument(req) {
-      const job = await store.withDocument(
-        requireUuid(req.orgId, 'organization'),
-        requireUuid(req.jobId, 'job'),
-        'print',
-      );
-      return { data: await documentOf(job) };
+      const orgId = requireUuid(req.orgId, 'organization');
+      const jobId = requireUuid(req.jobId, 'job');
+      // A re-offer asks for a document kept with its job: one read. Anything else (a document in
+      // the object store, one past retention) goes the long way, which says why.
+      const inline = await store.inlineDocument(orgId, jobId);
+      if (inline) return { data: inline };
+      return { data: await documentOf(await store.withDocument(orgId, jobId, 'print')) };
     },
 
     async getJobContent(req) {
