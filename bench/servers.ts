@@ -158,7 +158,7 @@ export async function startServers(
         SPOOL_ADMIN_TOKEN: adminToken,
         // The load is one API key: the per-key limit (100 a second) would measure only itself.
         KEY_RATE_LIMIT: '0',
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL: process.env.SPOOL_BENCH_LOG_LEVEL ?? 'warn',
       },
       profiling,
     );

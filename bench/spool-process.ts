@@ -71,7 +71,13 @@ export function spawnSpool(
     async stop(graceMs = 30_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const timer = setTimeout(() => {
+        // A process that does not stop is a finding: say so, with what it last wrote.
+        process.stderr.write(
+          `spool ${args.join(' ')} did not stop within ${graceMs} ms of SIGTERM; killed. Its last output:\n${output.slice(-4096)}\n`,
+        );
+        child.kill('SIGKILL');
+      }, graceMs);
       await Promise.race([exited, once(child, 'exit')]);
       clearTimeout(timer);
     },

@@ -76,6 +76,12 @@ export async function startDurableConsumer<T>(
 
   /** Handles one message in a span continuing its trace, then acks, terms or naks it. */
   const handleOne = async (msg: JsMsg, value: T): Promise<void> => {
+    // A message still waiting behind its key when the reader stops is left for the next reader
+    // (another replica, or this one restarted) rather than handled during shutdown.
+    if (stopped) {
+      msg.nak();
+      return;
+    }
     try {
       const verdict = await inSpan(
         natsSpanName('process', msg.subject),
@@ -93,7 +99,9 @@ export async function startDurableConsumer<T>(
       if (verdict === 'term') msg.term();
       else msg.ack();
     } catch (err) {
-      logger.warn({ err, subject: msg.subject }, 'message not handled; will retry');
+      // A handler cut short by the reader stopping is no news; the message is redelivered.
+      if (stopped) logger.debug({ err, subject: msg.subject }, 'message left for the next reader');
+      else logger.warn({ err, subject: msg.subject }, 'message not handled; will retry');
       msg.nak(1_000);
     }
   };

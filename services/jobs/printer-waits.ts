@@ -134,10 +134,16 @@ export async function startPrinterWaitReader(deps: {
   // The two consumers' handlers of one organization also run one at a time, so that a station's
   // event and one of its printers' never interleave their read and their write.
   const running = new Map<string, Promise<unknown>>();
+  let stopping = false;
   const oneAtATime = (event: PrinterEvent): Promise<'ack' | 'term'> => {
     const run = (running.get(event.org_id) ?? Promise.resolve())
       .catch(() => undefined)
-      .then(() => handle(event));
+      .then(() => {
+        // Events queued behind their organization's when the reader stops are redelivered to
+        // the next reader instead of waiting their turn here.
+        if (stopping) throw new Error('the printer-waits reader is stopping');
+        return handle(event);
+      });
     running.set(event.org_id, run);
     const forget = () => {
       if (running.get(event.org_id) === run) running.delete(event.org_id);
@@ -164,6 +170,7 @@ export async function startPrinterWaitReader(deps: {
   ]);
   return {
     async stop() {
+      stopping = true;
       await Promise.all(consumers.map((c) => c.stop()));
     },
   };
