@@ -17,8 +17,9 @@ import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import { WriteBatch } from '../../lib/sql.js';
-import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
-import { type Claim, claimLost, completeClaimIn } from './idempotency.js';
+import type { TraceCarrier } from '../../lib/tracing.js';
+import { createJobCreator } from './creation.js';
+import type { Claim } from './idempotency.js';
 import {
   FINISHED_STATUSES,
   type JobStatus,
@@ -31,10 +32,9 @@ import {
 
 export const OUTBOX_TABLE = 'jobs_outbox';
 
-/** Test-key jobs an organization may create in a UTC day (DESIGN §4). */
-export const DAILY_TEST_LIMIT = 200;
+export { DAILY_TEST_LIMIT } from './creation.js';
 
-interface JobRow {
+export interface JobRow {
   id: string;
   org_id: string;
   printer_id: string;
@@ -168,6 +168,8 @@ export interface NewJob {
   idempotency?: Claim;
   /** The document, when it is kept with the job (at most {@link INLINE_DOCUMENT_BYTES}). */
   document?: Buffer;
+  /** Why a queued job waits from the start, when its printer cannot take it (printer-waits.ts). */
+  waiting?: string;
 }
 
 export interface JobFilters {
@@ -253,11 +255,6 @@ function toUpload(row: UploadRow): Upload {
 export const documentName = (jobId: string) => jobId;
 export const uploadName = (uploadId: string) => `upload-${uploadId}`;
 
-function secondsToMidnightUtc(now: Date): number {
-  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
-}
-
 export interface JobStoreOptions {
   /** Called with the outbox rows of each transaction once it has committed (the relay's `send`). */
   onCommit?: (rows: OutboxRow[]) => void;
@@ -267,6 +264,16 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
   const committed = (rows: OutboxRow[]) => {
     if (rows.length > 0) options.onCommit?.(rows);
   };
+  const creator = createJobCreator({
+    pool,
+    clock,
+    parts: {
+      table: OUTBOX_TABLE,
+      toJob,
+      dispatchOffer: (job, document) => dispatchMessage(job, 'offer', document),
+    },
+    committed,
+  });
   /**
    * Adds the record of a job's change. Its number is the job's version after the change: given as
    * `version` for a new job, and otherwise read from `update`, the write that moved the job, so
@@ -413,137 +420,9 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
   }
 
   return {
-    async create(job: NewJob): Promise<Job> {
-      // The rows of the attempt that committed: a retried attempt writes its own.
-      let outbox: OutboxRow[] = [];
-      const created = await withTx(pool, async (tx) => {
-        const now = clock.now();
-        const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
-        const status: JobStatus = job.hold ? 'held' : scheduled ? 'scheduled' : 'queued';
-        const expireAfter = job.expireAfter ?? 0;
-        const waitFrom = scheduled ? (job.scheduleAt as Date) : now;
-        const expireAt =
-          expireAfter > 0 && status !== 'held'
-            ? new Date(waitFrom.getTime() + expireAfter * 1000)
-            : null;
-        // The row as the INSERT writes it, so that the job, its event, its messages and a test
-        // print's count go to the database in one statement.
-        const row: JobRow = {
-          id: job.id,
-          org_id: job.orgId,
-          printer_id: job.printerId,
-          station_id: job.stationId,
-          status,
-          status_detail: '',
-          reference: job.reference,
-          title: job.title,
-          live: job.live,
-          options: JSON.parse(JSON.stringify(job.options)),
-          content_type: job.contentType,
-          size: String(job.size),
-          sha256: job.sha256,
-          attempt: 1,
-          version: 1,
-          schedule_at: scheduled ? (job.scheduleAt as Date) : null,
-          expire_after: expireAfter,
-          expire_at: expireAt,
-          reprint_of: job.reprintOf ?? null,
-          document_deleted_at: null,
-          sealed: job.sealed ?? false,
-          trace_context: traceCarrier(),
-          region: job.region,
-          document_inline: job.document !== undefined,
-          created_at: now,
-          updated_at: now,
-        };
-        const created = toJob(row);
-        const batch = new WriteBatch();
-        const counted = job.live
-          ? undefined
-          : batch.add(
-              `INSERT INTO test_print_counts (org_id, day, n)
-               VALUES (${batch.param(job.orgId)}, ${batch.param(now.toISOString().slice(0, 10))}, 1)
-               ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + 1 RETURNING n`,
-            );
-        const values = batch.row([
-          row.id,
-          row.org_id,
-          row.printer_id,
-          row.station_id,
-          row.status,
-          row.reference,
-          row.title,
-          row.live,
-          JSON.stringify(row.options),
-          row.content_type,
-          job.size,
-          row.sha256,
-          row.attempt,
-          job.actor,
-          row.schedule_at,
-          row.expire_after,
-          row.expire_at,
-          row.reprint_of,
-          row.sealed,
-          JSON.stringify(row.trace_context),
-          row.region,
-          job.document ?? null,
-          now,
-          now,
-        ]);
-        batch.add(
-          `INSERT INTO jobs (id, org_id, printer_id, station_id, status, reference, title, live,
-             options, content_type, size, sha256, attempt, created_by, schedule_at, expire_after,
-             expire_at, reprint_of, sealed, trace_context, region, document, created_at,
-             updated_at)
-           VALUES ${values}`,
-        );
-        addEvent(
-          batch,
-          created,
-          1,
-          now,
-          job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
-          job.actor,
-        );
-        const messages = [
-          eventMessage(created.orgId, 'job.created', { job: jobJson(created) }, now),
-        ];
-        if (status === 'queued') messages.push(dispatchMessage(created, 'offer', job.document));
-        outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
-        const claim = job.idempotency
-          ? completeClaimIn(
-              batch,
-              job.orgId,
-              job.idempotency,
-              job.id,
-              Buffer.from(JSON.stringify({ job: jobJson(created) })),
-            )
-          : undefined;
-        const { rows } = await tx.query<{ n: number; claimed: number }>(
-          batch.text(
-            `SELECT ${counted ? `(SELECT n FROM ${counted})` : '0'} AS n,
-               ${claim ? `(SELECT count(*) FROM ${claim})::INT4` : '1'} AS claimed`,
-          ),
-          batch.values,
-        );
-        if (job.idempotency && rows[0]?.claimed !== 1) throw claimLost(job.idempotency.key);
-        // Over the limit, the throw rolls the whole transaction back, count included.
-        if ((rows[0]?.n ?? 0) > DAILY_TEST_LIMIT) {
-          throw new SpoolError(
-            'rate_limited',
-            `the daily test limit of ${DAILY_TEST_LIMIT} test-key prints for this organization is reached; it resets at 00:00 UTC`,
-            { retryAfter: secondsToMidnightUtc(now) },
-          );
-        }
-        return created;
-      });
-      committed(outbox);
-      spoolMetrics().jobTransitions.add(1, {
-        'spool.job.from': 'new',
-        'spool.job.to': created.status,
-      });
-      return created;
+    /** Creates a job, committed with the others arriving at the same time (creation.ts). */
+    create(job: NewJob): Promise<Job> {
+      return creator.create(job);
     },
 
     async get(orgId: string, jobId: string): Promise<{ job: Job; events: JobEvent[] }> {

@@ -1,0 +1,317 @@
+/**
+ * Creating jobs by group commit. A creation that arrives while another group is committing waits
+ * for it, then goes to the database with every creation queued meanwhile: one SERIALIZABLE
+ * transaction and one statement for the whole group, so that the commits per second, not the jobs
+ * per second, are what the database pays for. A lone creation on a quiet service commits at once.
+ *
+ * Each caller is answered only once its own job is durable. A job the group cannot take (its
+ * Idempotency-Key claim was taken over, its organization's daily test limit is reached) is
+ * refused on its own and the group commits without it; a statement that fails for a reason no
+ * row names goes again one job at a time, so that one bad row fails only its own job.
+ */
+import { randomUUID } from 'node:crypto';
+import { context } from '@opentelemetry/api';
+import type pg from 'pg';
+import type { Job } from '../../gen/spool/v1/jobs.js';
+import type { Clock } from '../../lib/clock.js';
+import { withTx } from '../../lib/db.js';
+import { SpoolError } from '../../lib/errors.js';
+import { eventMessage } from '../../lib/events.js';
+import { jobJson } from '../../lib/job-view.js';
+import { spoolMetrics } from '../../lib/metrics.js';
+import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
+import { WriteBatch } from '../../lib/sql.js';
+import { contextFrom, type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
+import { claimLost, completeClaimIn } from './idempotency.js';
+import type { JobStatus } from './machine.js';
+import type { JobRow, NewJob } from './store.js';
+
+/** The most creations one transaction takes; about 50 parameters each, far below the limit. */
+export const MAX_GROUP = 256;
+
+/** Test-key jobs an organization may create in a UTC day (DESIGN §4). */
+export const DAILY_TEST_LIMIT = 200;
+
+/** What the store shares with the creations: its outbox, how it reads a row, how it offers a job. */
+export interface CreationParts {
+  table: string;
+  toJob(row: JobRow): Job;
+  dispatchOffer(job: Job, document: Buffer | undefined): OutboxMessage;
+}
+
+interface Pending {
+  job: NewJob;
+  /** The trace of the request that asked for the job, kept with it. */
+  trace: TraceCarrier;
+  resolve(job: Job): void;
+  reject(err: unknown): void;
+}
+
+/** Thrown inside a group's transaction to roll it back when some of its jobs cannot be created. */
+class Refused extends Error {
+  constructor(readonly refusals: Map<number, SpoolError>) {
+    super('some jobs of the group were refused');
+  }
+}
+
+function secondsToMidnightUtc(now: Date): number {
+  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
+}
+
+function testLimitReached(now: Date): SpoolError {
+  return new SpoolError(
+    'rate_limited',
+    `the daily test limit of ${DAILY_TEST_LIMIT} test-key prints for this organization is reached; it resets at 00:00 UTC`,
+    { retryAfter: secondsToMidnightUtc(now) },
+  );
+}
+
+export interface JobCreator {
+  create(job: NewJob): Promise<Job>;
+}
+
+export function createJobCreator(deps: {
+  pool: pg.Pool;
+  clock: Clock;
+  parts: CreationParts;
+  /** Hands a committed group's outbox rows to the relay. */
+  committed(rows: OutboxRow[]): void;
+}): JobCreator {
+  const { pool, clock, parts } = deps;
+  const queue: Pending[] = [];
+  let committing = false;
+
+  /** The row a job's INSERT writes, as the store reads it back. */
+  function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
+    const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
+    const status: JobStatus = job.hold ? 'held' : scheduled ? 'scheduled' : 'queued';
+    const expireAfter = job.expireAfter ?? 0;
+    const waitFrom = scheduled ? (job.scheduleAt as Date) : now;
+    return {
+      id: job.id,
+      org_id: job.orgId,
+      printer_id: job.printerId,
+      station_id: job.stationId,
+      status,
+      status_detail: status === 'queued' ? (job.waiting ?? '') : '',
+      reference: job.reference,
+      title: job.title,
+      live: job.live,
+      options: JSON.parse(JSON.stringify(job.options)),
+      content_type: job.contentType,
+      size: String(job.size),
+      sha256: job.sha256,
+      attempt: 1,
+      version: 1,
+      schedule_at: scheduled ? (job.scheduleAt as Date) : null,
+      expire_after: expireAfter,
+      expire_at:
+        expireAfter > 0 && status !== 'held'
+          ? new Date(waitFrom.getTime() + expireAfter * 1000)
+          : null,
+      reprint_of: job.reprintOf ?? null,
+      document_deleted_at: null,
+      sealed: job.sealed ?? false,
+      trace_context: trace,
+      region: job.region,
+      document_inline: job.document !== undefined,
+      created_at: now,
+      updated_at: now,
+    };
+  }
+
+  /**
+   * Writes the group in `tx`, in one statement. Throws {@link Refused} (rolling the transaction
+   * back) when some of its jobs cannot be created.
+   */
+  async function writeGroup(tx: pg.PoolClient, group: Pending[]) {
+    const now = clock.now();
+    const day = now.toISOString().slice(0, 10);
+    const batch = new WriteBatch();
+    const rows = group.map((p) => rowOf(p.job, now, p.trace));
+    const jobs = rows.map((row) => parts.toJob(row));
+
+    // Test prints count against their organization's day, all of a group's at once.
+    const tests = new Map<string, number>();
+    for (const { job } of group)
+      if (!job.live) tests.set(job.orgId, (tests.get(job.orgId) ?? 0) + 1);
+    const counted =
+      tests.size === 0
+        ? undefined
+        : batch.add(
+            `INSERT INTO test_print_counts (org_id, day, n)
+             VALUES ${[...tests].map(([org, n]) => batch.row([org, day, n])).join(', ')}
+             ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + excluded.n
+             RETURNING org_id, n`,
+          );
+
+    const values = group.map(({ job }, i) => {
+      const row = rows[i] as JobRow;
+      return batch.row([
+        row.id,
+        row.org_id,
+        row.printer_id,
+        row.station_id,
+        row.status,
+        row.status_detail,
+        row.reference,
+        row.title,
+        row.live,
+        JSON.stringify(row.options),
+        row.content_type,
+        job.size,
+        row.sha256,
+        row.attempt,
+        job.actor,
+        row.schedule_at,
+        row.expire_after,
+        row.expire_at,
+        row.reprint_of,
+        row.sealed,
+        JSON.stringify(row.trace_context),
+        row.region,
+        job.document ?? null,
+        now,
+        now,
+      ]);
+    });
+    batch.add(
+      `INSERT INTO jobs (id, org_id, printer_id, station_id, status, status_detail, reference,
+         title, live, options, content_type, size, sha256, attempt, created_by, schedule_at,
+         expire_after, expire_at, reprint_of, sealed, trace_context, region, document, created_at,
+         updated_at)
+       VALUES ${values.join(', ')}`,
+    );
+    const events = group.map(({ job }, i) =>
+      batch.row([
+        randomUUID(),
+        job.id,
+        job.orgId,
+        1,
+        now,
+        (jobs[i] as Job).status,
+        job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
+        job.actor,
+        '',
+      ]),
+    );
+    batch.add(
+      `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
+       VALUES ${events.join(', ')}`,
+    );
+    const messages: OutboxMessage[] = [];
+    group.forEach(({ job, trace }, i) => {
+      const created = jobs[i] as Job;
+      const headers = trace as Record<string, string>;
+      messages.push({
+        ...eventMessage(created.orgId, 'job.created', { job: jobJson(created) }, now),
+        headers,
+      });
+      if (created.status === 'queued') {
+        messages.push({ ...parts.dispatchOffer(created, job.document), headers });
+      }
+    });
+    const outbox = addToOutbox(batch, parts.table, messages);
+    const claims = group.map(({ job }, i) =>
+      job.idempotency
+        ? completeClaimIn(
+            batch,
+            job.orgId,
+            job.idempotency,
+            job.id,
+            Buffer.from(JSON.stringify({ job: jobJson(jobs[i] as Job) })),
+          )
+        : undefined,
+    );
+    const claimed = claims.filter((c) => c !== undefined);
+    const { rows: result } = await tx.query<{
+      counts: Array<{ org_id: string; n: number }> | null;
+      claimed: number[] | null;
+    }>(
+      batch.text(
+        `SELECT ${counted ? `(SELECT json_agg(json_build_object('org_id', org_id, 'n', n)) FROM ${counted})` : 'NULL'} AS counts,
+           ${claimed.length ? `ARRAY[${claimed.map((c) => `(SELECT count(*) FROM ${c})::INT4`).join(', ')}]` : 'NULL'} AS claimed`,
+      ),
+      batch.values,
+    );
+
+    const refusals = new Map<number, SpoolError>();
+    let c = 0;
+    claims.forEach((claim, i) => {
+      if (claim === undefined) return;
+      if (result[0]?.claimed?.[c++] !== 1) {
+        refusals.set(i, claimLost((group[i] as Pending).job.idempotency?.key ?? ''));
+      }
+    });
+    // Each organization's test jobs, in the group's order, take the counts below the limit that
+    // are left; those past it are refused, and with them gone the count is right again.
+    for (const { org_id, n } of result[0]?.counts ?? []) {
+      let count = n - (tests.get(org_id) ?? 0);
+      group.forEach(({ job }, i) => {
+        if (job.live || job.orgId !== org_id) return;
+        count++;
+        if (count > DAILY_TEST_LIMIT && !refusals.has(i)) refusals.set(i, testLimitReached(now));
+      });
+    }
+    if (refusals.size > 0) throw new Refused(refusals);
+    return { jobs, outbox };
+  }
+
+  /** Commits `group`, answering each of its callers; never throws. */
+  async function commitGroup(group: Pending[]): Promise<void> {
+    let members = group;
+    while (members.length > 0) {
+      try {
+        const { jobs, outbox } = await withTx(pool, (tx) => writeGroup(tx, members));
+        deps.committed(outbox);
+        for (const job of jobs) {
+          spoolMetrics().jobTransitions.add(1, {
+            'spool.job.from': 'new',
+            'spool.job.to': job.status,
+          });
+        }
+        members.forEach((p, i) => {
+          p.resolve(jobs[i] as Job);
+        });
+        return;
+      } catch (err) {
+        if (err instanceof Refused) {
+          for (const [i, reason] of err.refusals) (members[i] as Pending).reject(reason);
+          members = members.filter((_, i) => !err.refusals.has(i));
+          continue;
+        }
+        if (members.length === 1) {
+          (members[0] as Pending).reject(err);
+          return;
+        }
+        // No row says which job the database refused: each goes again on its own.
+        for (const p of members) await commitGroup([p]);
+        return;
+      }
+    }
+  }
+
+  /** Commits groups while creations are queued, one group at a time. */
+  async function drain(): Promise<void> {
+    committing = true;
+    try {
+      while (queue.length > 0) {
+        const group = queue.splice(0, MAX_GROUP);
+        // The group's transaction belongs to the trace of its first job.
+        await context.with(contextFrom((group[0] as Pending).trace), () => commitGroup(group));
+      }
+    } finally {
+      committing = false;
+    }
+  }
+
+  return {
+    create(job) {
+      return new Promise<Job>((resolve, reject) => {
+        queue.push({ job, trace: traceCarrier(), resolve, reject });
+        if (!committing) void drain();
+      });
+    },
+  };
+}
