@@ -123,6 +123,13 @@ export const subjects = {
   linkRevoked: (stationId: string) => `links.${stationId}.revoked`,
   /** Core NATS: the station's home region changed; its links close so the agent reconnects. */
   linkMoved: (stationId: string) => `links.${stationId}.moved`,
+  /**
+   * Core NATS: an organization's printers changed in a way no event announces (a printer
+   * deleted, a station moved or deleted); `{org_id, data: {printer_id | station_id}}`. Read by
+   * the jobs service's printer cache.
+   */
+  printersChanged: (orgId: string) => `printers.${orgId}.changed`,
+  anyPrintersChanged: 'printers.*.changed',
   /** Everything about one station's links. */
   links: (stationId: string) => `links.${stationId}.*`,
 } as const;

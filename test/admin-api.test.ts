@@ -212,6 +212,11 @@ test('deleting a station fails its unfinished jobs, removes its printers and end
   }
   t.is((await op(t, 'GET', `/orgs/${org}/stations/${station.id}`)).status, 404);
   t.is((await op(t, 'GET', `/orgs/${org}/printers/${printerId}`)).status, 404);
+  // New jobs for its printer are refused: the jobs service hears of the deletion on the bus.
+  await eventually(
+    () => job(false),
+    (r) => r.status === 400,
+  );
   t.truthy(await link.ended, 'the link is cut');
   await t.throwsAsync(connectLink(sys.linkAddress, station.token, [printer('desk')]));
   t.is((await op(t, 'DELETE', `/orgs/${org}/stations/${station.id}`)).status, 404);
@@ -259,6 +264,14 @@ test('printers are listed per organization and station, got, and deleted whateve
   t.is(failed.body.job.status, 'failed');
   t.is(failed.body.job.status_detail, 'printer "b" was deleted');
   t.is((await op(t, 'GET', `/orgs/${org}/printers/${b.id}`)).status, 404);
+  await eventually(
+    () =>
+      call(sys.url, 'POST', `/v1/orgs/${org}/jobs`, {
+        token: secret,
+        body: { printer_id: b.id, content: { type: 'text', data: 'hello' } },
+      }),
+    (r) => r.status === 400,
+  );
 
   // A ready printer can be deleted too; the others stay.
   t.is((await op(t, 'DELETE', `/orgs/${org}/printers/${a.id}`)).status, 204);

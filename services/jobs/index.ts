@@ -16,6 +16,7 @@ import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { createFetcher } from './fetch.js';
 import { createIdempotencyStore } from './idempotency.js';
+import { followPrinterChanges, PrinterCache } from './printer-cache.js';
 import { createPrinterWaits, startPrinterWaitReader } from './printer-waits.js';
 import { startReportReader } from './reports.js';
 import { createJobsServer, type ServerKeys } from './server.js';
@@ -63,7 +64,9 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const store = createJobStore(deps.pool, deps.clock, { onCommit: (rows) => relay.send(rows) });
   const documents = await openDocuments(deps.nc, layout);
   const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
-  const printerWaits = createPrinterWaits({ pool: deps.pool, logger });
+  const printerWaits = createPrinterWaits({ pool: deps.pool });
+  const printers = new PrinterCache({ clock: deps.clock });
+  const stopFollowingPrinters = followPrinterChanges(deps.nc, printers, logger);
   const server = createJobsServer({
     fetcher,
     store,
@@ -73,7 +76,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     maxDocumentBytes: deps.maxDocumentBytes,
     clock: deps.clock,
     ...(deps.serverKeys ? { serverKeys: deps.serverKeys } : {}),
-    printerWaits,
+    printers,
   });
   const waitReader = await startPrinterWaitReader({
     nc: deps.nc,
@@ -114,6 +117,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
       await sweeper.stop();
       await reports.stop();
       await waitReader.stop();
+      stopFollowingPrinters();
       await relay.stop();
       await fetcher.close();
     },

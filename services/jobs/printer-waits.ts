@@ -11,7 +11,6 @@
  */
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type pg from 'pg';
-import type { Job } from '../../gen/spool/v1/jobs.js';
 import type { Printer, StationsServiceClient } from '../../gen/spool/v1/stations.js';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
@@ -46,14 +45,12 @@ export function waitingDetail(
 type PrinterEvent = SpoolEvent<{ printer_id?: string; station_id?: string }>;
 
 export interface PrinterWaits {
-  /** Gives a job just created its waiting detail, from the printer as it was read for it. */
-  jobCreated(job: Job, printer: Printer): Promise<void>;
   /** Brings the detail of `printer`'s queued jobs in line with its state; returns how many changed. */
   printerChanged(printer: Printer): Promise<number>;
 }
 
-export function createPrinterWaits(deps: { pool: pg.Pool; logger: Logger }): PrinterWaits {
-  const { pool, logger } = deps;
+export function createPrinterWaits(deps: { pool: pg.Pool }): PrinterWaits {
+  const { pool } = deps;
   return {
     async printerChanged(printer) {
       const detail = waitingDetail(printer);
@@ -67,23 +64,6 @@ export function createPrinterWaits(deps: { pool: pg.Pool; logger: Logger }): Pri
         );
         return rowCount ?? 0;
       });
-    },
-
-    async jobCreated(job, printer) {
-      const detail = waitingDetail(printer);
-      if (job.status !== 'queued' || !detail) return;
-      try {
-        await withTx(pool, (tx) =>
-          tx.query(
-            `UPDATE jobs SET status_detail = $3
-             WHERE org_id = $1 AND id = $2 AND status = 'queued' AND status_detail = ''`,
-            [job.orgId, job.id, detail],
-          ),
-        );
-      } catch (err) {
-        // The job exists; its detail is only an explanation, which the printer's next event brings.
-        logger.warn({ err, jobId: job.id }, 'could not record why a new job waits');
-      }
     },
   };
 }

@@ -12,7 +12,11 @@ import { promisify } from 'node:util';
 import type { ServerUnaryCall } from '@grpc/grpc-js';
 import type { ObjectStore } from '@nats-io/obj';
 import type { CreateJobRequest, Job, JobsServiceServer } from '../../gen/spool/v1/jobs.js';
-import { PrintOptions, type StationsServiceClient } from '../../gen/spool/v1/stations.js';
+import {
+  type Printer,
+  PrintOptions,
+  type StationsServiceClient,
+} from '../../gen/spool/v1/stations.js';
 import { invalid, notFound, SpoolError } from '../../lib/errors.js';
 import type { AsyncClient, AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
@@ -23,7 +27,8 @@ import type { Fetcher } from './fetch.js';
 import type { Claim, IdempotencyStore } from './idempotency.js';
 import { isJobStatus, JOB_STATUSES } from './machine.js';
 import { checkOptionsFor, checkPages } from './options.js';
-import type { PrinterWaits } from './printer-waits.js';
+import type { PrinterCache } from './printer-cache.js';
+import { waitingDetail } from './printer-waits.js';
 import {
   documentName,
   INLINE_DOCUMENT_BYTES,
@@ -58,8 +63,8 @@ export interface JobsServerDeps {
   serverKeys?: ServerKeys;
   /** Fetches `pdf_uri` and `raw_uri` content. */
   fetcher: Fetcher;
-  /** Says why a new job waits, when its printer cannot take it (printer-waits.ts). */
-  printerWaits?: PrinterWaits;
+  /** The printers jobs are created for, as last read from the stations service. */
+  printers: PrinterCache;
 }
 
 export interface ServerKeys {
@@ -181,12 +186,19 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     content: { contentType: string; document: Buffer },
     call: ServerUnaryCall<unknown, unknown>,
   ) {
-    let printer: Awaited<ReturnType<typeof deps.stations.getPrinter>>['printer'];
+    let printer: Printer | undefined;
     try {
-      ({ printer } = await deps.stations.getPrinter(
-        { orgId: req.orgId, printerId: req.printerId },
-        { parent: call },
-      ));
+      printer = await deps.printers.get(
+        req.orgId,
+        req.printerId,
+        async () =>
+          (
+            await deps.stations.getPrinter(
+              { orgId: req.orgId, printerId: req.printerId },
+              { parent: call },
+            )
+          ).printer,
+      );
     } catch (err) {
       if ((err as SpoolError).code === 'not_found') {
         throw invalid('printer_id names no printer of this organization', 'printer_id');
@@ -215,8 +227,9 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       contentType: content.contentType,
       size: content.document.length,
       sha256: createHash('sha256').update(content.document).digest('hex'),
+      // A printer that cannot print now says so on the job from the start.
+      waiting: waitingDetail(printer),
     });
-    await deps.printerWaits?.jobCreated(job, printer);
     return job;
   }
 

@@ -89,6 +89,11 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
           store,
           cutLinks: (stationId) => deps.nc.publish(subjects.linkRevoked(stationId)),
           moveLinks: (stationId) => deps.nc.publish(subjects.linkMoved(stationId)),
+          printersChanged: (orgId, which) =>
+            deps.nc.publish(
+              subjects.printersChanged(orgId),
+              JSON.stringify({ org_id: orgId, data: which }),
+            ),
           layout,
         }),
         logger,

@@ -34,6 +34,8 @@ export function createStationsServer(deps: {
   cutLinks: (stationId: string) => void;
   /** Closes a moved station's links, wherever they are held, so that its agent reconnects. */
   moveLinks: (stationId: string) => void;
+  /** Tells the jobs service to read printers again (`printers.<org>.changed`). */
+  printersChanged: (orgId: string, which: { printer_id: string } | { station_id: string }) => void;
   /** This process's region (a new station's, unless it names one) and every region. */
   layout: Pick<BusLayout, 'region' | 'regions'>;
 }): AsyncServer<StationsServiceServer> {
@@ -130,7 +132,10 @@ export function createStationsServer(deps: {
           req.locationId === undefined ? undefined : optionalId(req.locationId, 'location_id'),
         region,
       });
-      if (before && before.region !== station.region) deps.moveLinks(station.id);
+      if (before && before.region !== station.region) {
+        deps.moveLinks(station.id);
+        deps.printersChanged(orgId, { station_id: station.id });
+      }
       return { station };
     },
 
@@ -143,12 +148,15 @@ export function createStationsServer(deps: {
       // The token's hash went with the row: a link that outlives this message is refused at its
       // next re-read.
       deps.cutLinks(station.id);
+      deps.printersChanged(orgId, { station_id: station.id });
       return { station, printerIds };
     },
 
     async deletePrinter(req) {
       const orgId = requireUuid(req.orgId, 'organization');
-      return { printer: await store.deletePrinter(orgId, requireUuid(req.printerId, 'printer')) };
+      const printer = await store.deletePrinter(orgId, requireUuid(req.printerId, 'printer'));
+      deps.printersChanged(orgId, { printer_id: printer.id });
+      return { printer };
     },
 
     async updateLocation(req) {
