@@ -10,18 +10,18 @@
  * row names goes again one job at a time, so that one bad row fails only its own job.
  */
 import { randomUUID } from 'node:crypto';
-import { context } from '@opentelemetry/api';
 import type pg from 'pg';
 import type { Job } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
+import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { jobJson } from '../../lib/job-view.js';
 import { spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { WriteBatch } from '../../lib/sql.js';
-import { contextFrom, type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
+import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import { claimLost, completeClaimIn } from './idempotency.js';
 import type { JobStatus } from './machine.js';
 import type { JobRow, NewJob } from './store.js';
@@ -43,8 +43,6 @@ interface Pending {
   job: NewJob;
   /** The trace of the request that asked for the job, kept with it. */
   trace: TraceCarrier;
-  resolve(job: Job): void;
-  reject(err: unknown): void;
 }
 
 /** Thrown inside a group's transaction to roll it back when some of its jobs cannot be created. */
@@ -79,8 +77,6 @@ export function createJobCreator(deps: {
   committed(rows: OutboxRow[]): void;
 }): JobCreator {
   const { pool, clock, parts } = deps;
-  const queue: Pending[] = [];
-  let committing = false;
 
   /** The row a job's INSERT writes, as the store reads it back. */
   function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
@@ -258,60 +254,40 @@ export function createJobCreator(deps: {
     return { jobs, outbox };
   }
 
-  /** Commits `group`, answering each of its callers; never throws. */
-  async function commitGroup(group: Pending[]): Promise<void> {
+  /**
+   * Commits a group; a job refused inside the transaction rolls it back, and the group goes again
+   * without it.
+   */
+  async function commitGroup(group: Pending[]): Promise<Outcome<Job>[]> {
+    const outcomes = new Map<Pending, Outcome<Job>>();
     let members = group;
     while (members.length > 0) {
       try {
         const { jobs, outbox } = await withTx(pool, (tx) => writeGroup(tx, members));
         deps.committed(outbox);
-        for (const job of jobs) {
+        members.forEach((p, i) => {
+          const job = jobs[i] as Job;
           spoolMetrics().jobTransitions.add(1, {
             'spool.job.from': 'new',
             'spool.job.to': job.status,
           });
-        }
-        members.forEach((p, i) => {
-          p.resolve(jobs[i] as Job);
+          outcomes.set(p, { ok: job });
         });
-        return;
+        break;
       } catch (err) {
-        if (err instanceof Refused) {
-          for (const [i, reason] of err.refusals) (members[i] as Pending).reject(reason);
-          members = members.filter((_, i) => !err.refusals.has(i));
-          continue;
-        }
-        if (members.length === 1) {
-          (members[0] as Pending).reject(err);
-          return;
-        }
-        // No row says which job the database refused: each goes again on its own.
-        for (const p of members) await commitGroup([p]);
-        return;
+        if (!(err instanceof Refused)) throw err;
+        for (const [i, reason] of err.refusals)
+          outcomes.set(members[i] as Pending, { error: reason });
+        members = members.filter((_, i) => !err.refusals.has(i));
       }
     }
+    return group.map((p) => outcomes.get(p) as Outcome<Job>);
   }
 
-  /** Commits groups while creations are queued, one group at a time. */
-  async function drain(): Promise<void> {
-    committing = true;
-    try {
-      while (queue.length > 0) {
-        const group = queue.splice(0, MAX_GROUP);
-        // The group's transaction belongs to the trace of its first job.
-        await context.with(contextFrom((group[0] as Pending).trace), () => commitGroup(group));
-      }
-    } finally {
-      committing = false;
-    }
-  }
-
+  const groups = new GroupCommit<Pending, Job>(commitGroup, MAX_GROUP);
   return {
     create(job) {
-      return new Promise<Job>((resolve, reject) => {
-        queue.push({ job, trace: traceCarrier(), resolve, reject });
-        if (!committing) void drain();
-      });
+      return groups.submit({ job, trace: traceCarrier() });
     },
   };
 }
