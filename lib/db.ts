@@ -49,8 +49,12 @@ const SERIALIZATION_FAILURE = '40001';
 /** The longest wait between two attempts. */
 const MAX_BACKOFF_MS = 250;
 
+/** PostgreSQL's answer to two transactions locking rows in opposite orders (CockroachDB's is 40001). */
+const DEADLOCK_DETECTED = '40P01';
+
 export function isRetryable(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === SERIALIZATION_FAILURE;
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED;
 }
 
 /**

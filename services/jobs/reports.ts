@@ -11,8 +11,11 @@ import type { JobStore } from './store.js';
 
 export const REPORTS_CONSUMER = 'jobs-reports';
 
-/** Reports a jobs-service process applies at once. */
-const REPORTS_IN_FLIGHT = 32;
+/**
+ * Reports a jobs-service process has in hand at once. Their transitions are committed in groups
+ * (store.ts), so this is also the largest group the reports make.
+ */
+const REPORTS_IN_FLIGHT = 256;
 
 /** A station's report, as the stations service publishes it to `reports.<region>.<org>.<station>`. */
 export interface StationReport {
@@ -50,9 +53,11 @@ export async function startReportReader(deps: {
     config: { filter_subject: 'reports.>' },
     logger: deps.logger,
     parse: (msg) => msg.json<StationReport>(),
-    // Reports of different jobs are independent; those of one job apply in the order they came.
+    // Reports of one job apply in the order they came: each handler hands its transition to the
+    // store's group commit as the message arrives, and groups apply their transitions in order,
+    // one group after another. A station's `received` and `result` sent together thus commit in
+    // one transaction.
     concurrency: REPORTS_IN_FLIGHT,
-    keyOf: (report) => report.job_id,
     async handle(report) {
       try {
         await deps.store.apply(report.org_id, report.job_id, triggerOf(report), {

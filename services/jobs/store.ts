@@ -12,6 +12,7 @@ import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
+import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { jobJson } from '../../lib/job-view.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
@@ -62,6 +63,9 @@ export interface JobRow {
   created_at: Date;
   updated_at: Date;
 }
+
+/** The most transitions one transaction applies. */
+const MAX_TRANSITIONS = 256;
 
 /** Documents up to this size are kept with their job, and travel in its dispatch message. */
 export const INLINE_DOCUMENT_BYTES = 64 * 1024;
@@ -190,8 +194,13 @@ export interface Applied {
 /** A change made inside a transaction, observed (counted, timed) once the transaction commits. */
 interface Change extends Applied {
   before: JobRow;
-  /** The messages it wrote to the outbox, to hand to the relay once committed. */
+  /** The row as the change leaves it. */
+  after: JobRow;
+  /** The messages it causes, and the outbox rows they were written as, for the relay. */
+  messages?: OutboxMessage[];
   outbox: OutboxRow[];
+  /** The record of the change (its job_events row). */
+  event?: { detail: string; actor: string; region: string };
 }
 
 /** Counts a committed transition and times the hops it ends. */
@@ -275,46 +284,23 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     committed,
   });
   /**
-   * Adds the record of a job's change. Its number is the job's version after the change: given as
-   * `version` for a new job, and otherwise read from `update`, the write that moved the job, so
-   * that the row lock the UPDATE takes orders concurrent changes of one job and no two events can
-   * claim the same number.
+   * The change `trigger` makes to `row`, computed without writing it: an unchanged outcome when
+   * the trigger does not apply (a late or repeated report), a conflict when the API asked for a
+   * change the job's status does not allow.
    */
-  function addEvent(
-    batch: WriteBatch,
-    job: Job,
-    version: number | { update: string },
-    at: Date,
-    detail: string,
-    actor: string,
-    region = '',
-  ): void {
-    const values = [randomUUID(), job.id, job.orgId].map((v) => batch.param(v));
-    const rest = [at, job.status, detail, actor, region].map((v) => batch.param(v));
-    const columns =
-      'INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)';
-    batch.add(
-      typeof version === 'number'
-        ? `${columns} VALUES (${[...values, batch.param(version), ...rest].join(', ')})`
-        : `${columns} SELECT ${[...values, 'version', ...rest].join(', ')} FROM ${version.update}`,
-    );
-  }
-
-  /** Moves a locked job by `trigger`, inside `tx`. */
-  async function applyInTx(
-    tx: pg.PoolClient,
+  function plan(
     row: JobRow,
     trigger: Trigger,
     how: { actor: string; detail?: string; attempt?: number; region?: string },
-  ): Promise<Change> {
+    now: Date,
+  ): Change {
     const current = toJob(row);
+    const unchanged: Change = { job: current, changed: false, before: row, after: row, outbox: [] };
     const fromApi = trigger === 'cancel' || trigger === 'retry';
-    if (how.attempt !== undefined && how.attempt !== current.attempt) {
-      return { job: current, changed: false, before: row, outbox: [] };
-    }
+    if (how.attempt !== undefined && how.attempt !== current.attempt) return unchanged;
     const t = transition(row.status, trigger);
     if (!t) {
-      if (!fromApi) return { job: current, changed: false, before: row, outbox: [] };
+      if (!fromApi) return unchanged;
       throw conflict(
         `a ${row.status} job cannot be ${trigger === 'cancel' ? 'cancelled' : 'retried'}; ` +
           `only ${statusesFor(trigger).join(', ')} jobs can`,
@@ -326,50 +312,147 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
         'the job’s document is past retention and was deleted',
       );
     }
-    const now = clock.now();
     const detail = how.detail ?? (trigger === 'expire' ? 'expired' : '');
-    const statusDetail = t.to === 'failed' ? detail : '';
-    const attempt = t.newAttempt ? current.attempt + 1 : current.attempt;
-    const finished = FINISHED_STATUSES.includes(t.to);
     // A job that starts waiting again gets its expire_after afresh.
     const expireAt =
       t.to === 'queued' && row.expire_after > 0 && trigger !== 'due'
         ? new Date(now.getTime() + row.expire_after * 1000)
         : row.expire_at;
-    // The row as the UPDATE leaves it, so that the change, its event and its messages go to the
-    // database in one statement.
     // A station's report says where the job is: its station's home region, which an operator
     // may have changed since the job was created.
-    const region = how.region || row.region;
     const after: JobRow = {
       ...row,
-      region,
+      region: how.region || row.region,
       status: t.to,
-      status_detail: statusDetail,
-      attempt,
+      status_detail: t.to === 'failed' ? detail : '',
+      attempt: t.newAttempt ? current.attempt + 1 : current.attempt,
       updated_at: now,
       version: row.version + 1,
       expire_at: expireAt,
     };
     const job = toJob(after);
-    const batch = new WriteBatch();
-    const [org, id] = [batch.param(row.org_id), batch.param(row.id)];
-    const update = batch.add(
-      `UPDATE jobs SET status = ${batch.param(t.to)}, status_detail = ${batch.param(statusDetail)},
-         attempt = ${batch.param(attempt)}, updated_at = ${batch.param(now)},
-         version = version + 1, finished_at = ${batch.param(finished ? now : null)},
-         expire_at = ${batch.param(expireAt)}, region = ${batch.param(region)}
-       WHERE org_id = ${org} AND id = ${id} RETURNING version`,
-    );
-    addEvent(batch, job, { update }, now, detail || trigger, how.actor, how.region);
     const messages: OutboxMessage[] = [];
     if (t.event) messages.push(eventMessage(row.org_id, t.event, { job: jobJson(job) }, now));
     if (t.dispatch === 'withdraw') messages.push(dispatchMessage(current, 'withdraw'));
     if (t.dispatch === 'offer') messages.push(dispatchMessage(job, 'offer'));
-    const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
-    await tx.query(batch.text(), batch.values);
-    return { job, changed: true, before: row, outbox };
+    return {
+      job,
+      changed: true,
+      before: row,
+      after,
+      outbox: [],
+      messages,
+      event: { detail: detail || trigger, actor: how.actor, region: how.region ?? '' },
+    };
   }
+
+  /**
+   * Writes planned changes, in order, in one statement: each job's last row, every change's
+   * numbered event (its number is the job's version after it) and every message. Fills in each
+   * change's outbox rows.
+   */
+  async function write(tx: pg.PoolClient, changes: Change[]): Promise<void> {
+    const made = changes.filter((c) => c.changed);
+    if (made.length === 0) return;
+    const last = new Map<string, JobRow>();
+    for (const c of made) last.set(c.after.id, c.after);
+    const batch = new WriteBatch();
+    const rows = [...last.values()].map(
+      (r) =>
+        `(${batch.param(r.org_id)}::UUID, ${batch.param(r.id)}::UUID, ${batch.param(r.status)}::TEXT,
+          ${batch.param(r.status_detail)}::TEXT, ${batch.param(r.attempt)}::INT4,
+          ${batch.param(r.updated_at)}::TIMESTAMPTZ, ${batch.param(r.version)}::INT4,
+          ${batch.param(FINISHED_STATUSES.includes(r.status) ? r.updated_at : null)}::TIMESTAMPTZ,
+          ${batch.param(r.expire_at)}::TIMESTAMPTZ, ${batch.param(r.region)}::TEXT)`,
+    );
+    batch.add(
+      `UPDATE jobs SET status = v.status, status_detail = v.status_detail, attempt = v.attempt,
+         updated_at = v.updated_at, version = v.version, finished_at = v.finished_at,
+         expire_at = v.expire_at, region = v.region
+       FROM (VALUES ${rows.join(', ')}) AS v (org_id, id, status, status_detail, attempt,
+         updated_at, version, finished_at, expire_at, region)
+       WHERE jobs.org_id = v.org_id AND jobs.id = v.id`,
+    );
+    const events = made.map((c) =>
+      batch.row([
+        randomUUID(),
+        c.after.id,
+        c.after.org_id,
+        c.after.version,
+        c.after.updated_at,
+        c.after.status,
+        c.event?.detail ?? '',
+        c.event?.actor ?? '',
+        c.event?.region ?? '',
+      ]),
+    );
+    batch.add(
+      `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
+       VALUES ${events.join(', ')}`,
+    );
+    for (const c of made) c.outbox = addToOutbox(batch, OUTBOX_TABLE, c.messages ?? []);
+    await tx.query(batch.text(), batch.values);
+  }
+
+  /** Moves locked jobs by `trigger`, inside `tx`, in one statement. */
+  async function applyAll(
+    tx: pg.PoolClient,
+    rows: JobRow[],
+    trigger: Trigger,
+    how: { actor: string; detail?: string },
+  ): Promise<Change[]> {
+    const now = clock.now();
+    const changes = rows.map((row) => plan(row, trigger, how, now));
+    await write(tx, changes);
+    return changes;
+  }
+
+  interface TransitionAsked {
+    orgId: string;
+    jobId: string;
+    trigger: Trigger;
+    how: { actor: string; detail?: string; attempt?: number; region?: string };
+  }
+
+  /**
+   * Applies a group of transitions in one transaction: the jobs read in one query, the changes
+   * planned in the order they came (so a job's `received` and `result` that arrive together both
+   * apply, one after the other) and written in one statement. A transition that cannot apply
+   * fails alone.
+   */
+  async function commitTransitions(group: TransitionAsked[]): Promise<Outcome<Change>[]> {
+    const { outcomes, changes } = await withTx(pool, async (tx) => {
+      const { rows } = await tx.query<JobRow>(
+        // Locked, in one order for every group, so that two replicas' groups touching the same
+        // jobs take turns (the second retries) instead of both numbering the same events.
+        `SELECT ${JOB_COLUMNS} FROM jobs WHERE org_id = ANY($1::UUID[]) AND id = ANY($2::UUID[])
+         ORDER BY org_id, id FOR UPDATE`,
+        [[...new Set(group.map((g) => g.orgId))], [...new Set(group.map((g) => g.jobId))]],
+      );
+      const current = new Map(rows.map((r) => [`${r.org_id}/${r.id}`, r]));
+      const now = clock.now();
+      const changes: Change[] = [];
+      const outcomes = group.map((g): Outcome<Change> => {
+        const key = `${g.orgId}/${g.jobId}`;
+        const row = current.get(key);
+        if (!row) return { error: notFound('no such job') };
+        try {
+          const change = plan(row, g.trigger, g.how, now);
+          current.set(key, change.after);
+          changes.push(change);
+          return { ok: change };
+        } catch (error) {
+          return { error };
+        }
+      });
+      await write(tx, changes);
+      return { outcomes, changes };
+    });
+    changes.forEach(observe);
+    committed(changes.flatMap((c) => c.outbox));
+    return outcomes;
+  }
+  const transitions = new GroupCommit(commitTransitions, MAX_TRANSITIONS);
 
   /** Applies `trigger` to due jobs of `status` (`time` passed), at most `limit`, each once. */
   async function sweepDue(
@@ -385,9 +468,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
          ORDER BY ${column} LIMIT $3 FOR UPDATE SKIP LOCKED`,
         [status, clock.now(), limit],
       );
-      const changes: Change[] = [];
-      for (const row of rows) changes.push(await applyInTx(tx, row, trigger, { actor: 'system' }));
-      return changes;
+      return applyAll(tx, rows, trigger, { actor: 'system' });
     });
     changes.forEach(observe);
     committed(changes.flatMap((c) => c.outbox));
@@ -493,23 +574,18 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
      * to the job's status is a 409; a station report that no longer applies (a duplicate, a report
      * of an earlier attempt, a job cancelled meanwhile) changes nothing.
      */
+    /**
+     * Moves a job by `trigger` (an API action or a station's report), committed with the other
+     * transitions arriving at the same time.
+     */
     async apply(
       orgId: string,
       jobId: string,
       trigger: Trigger,
       how: { actor: string; detail?: string; attempt?: number; region?: string },
     ): Promise<Applied> {
-      const change = await withTx(pool, async (tx) => {
-        const { rows } = await tx.query<JobRow>(
-          `SELECT ${JOB_COLUMNS} FROM jobs WHERE org_id = $1 AND id = $2`,
-          [orgId, jobId],
-        );
-        if (!rows[0]) throw notFound('no such job');
-        return applyInTx(tx, rows[0], trigger, how);
-      });
-      observe(change);
-      committed(change.outbox);
-      return { job: change.job, changed: change.changed };
+      const { job, changed } = await transitions.submit({ orgId, jobId, trigger, how });
+      return { job, changed };
     },
 
     /** Queues scheduled jobs whose time has come. */
@@ -539,9 +615,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
                AND status = ANY($4) ORDER BY created_at, id LIMIT 500 FOR UPDATE`,
             [orgId, stationId, printerIds, from],
           );
-          const changes: Change[] = [];
-          for (const row of rows) changes.push(await applyInTx(tx, row, 'printer_deleted', how));
-          return changes;
+          return applyAll(tx, rows, 'printer_deleted', how);
         });
         changes.forEach(observe);
         committed(changes.flatMap((c) => c.outbox));

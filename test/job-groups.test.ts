@@ -1,7 +1,7 @@
 /**
- * Creating jobs by group commit (services/jobs/creation.ts), on a real PostgreSQL: creations that
- * arrive together commit together, each answered with its own job, and a job the group cannot
- * take fails alone.
+ * Group commit in the jobs store, on a real PostgreSQL: creations (services/jobs/creation.ts) and
+ * transitions (a station's reports, the API's actions) that arrive together commit together, each
+ * answered with its own outcome, and one that cannot be made fails alone.
  */
 import { randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
@@ -186,4 +186,58 @@ test('a job whose printer cannot print starts with the reason it waits', async (
   t.is(job.statusDetail, 'waiting: the station of printer "front" is offline');
   const held = await store.create(newJob(randomUUID(), { hold: true, waiting: 'waiting: x' }));
   t.is(held.statusDetail, '', 'only queued jobs wait on their printer');
+});
+
+test("a station's received and result reports sent together apply in order, in groups", async (t) => {
+  const { store, handed } = storeFor(t);
+  const orgId = randomUUID();
+  const jobs = await Promise.all(Array.from({ length: 30 }, () => store.create(newJob(orgId))));
+  handed.length = 0;
+  const how = { actor: 'station:s1', attempt: 1, region: 'default' };
+  const applied = await Promise.all(
+    jobs.flatMap((job) => [
+      store.apply(orgId, job.id, 'received', how),
+      store.apply(orgId, job.id, 'printed', how),
+    ]),
+  );
+  t.true(applied.every((a) => a.changed));
+  for (const job of jobs) {
+    const { job: now, events } = await store.get(orgId, job.id);
+    t.is(now.status, 'printed');
+    t.deepEqual(
+      events.map((e) => [e.status, e.actor]),
+      [
+        ['queued', 'key:test'],
+        ['sent', 'station:s1'],
+        ['printed', 'station:s1'],
+      ],
+    );
+  }
+  const { rows } = await t.context.pool.query<{ seqs: number[] }>(
+    'SELECT array_agg(seq ORDER BY seq) AS seqs FROM job_events WHERE org_id = $1 GROUP BY job_id',
+    [orgId],
+  );
+  t.true(rows.every((r) => r.seqs.join() === '1,2,3'));
+  // Each printed job's event reached the relay, in fewer commits than reports.
+  t.is(handed.flat().filter((r) => r.subject.endsWith('.job.printed')).length, 30);
+  t.true(handed.length < 30, `${handed.length} commits for 60 reports`);
+});
+
+test('a transition that cannot apply fails alone; the rest of its group commits', async (t) => {
+  const { store } = storeFor(t);
+  const orgId = randomUUID();
+  const [a, b, c] = await Promise.all([0, 1, 2].map(() => store.create(newJob(orgId))));
+  const how = { actor: 'station:s1', attempt: 1 };
+  await store.apply(orgId, (b as { id: string }).id, 'printed', how);
+  const results = await Promise.allSettled([
+    store.apply(orgId, (a as { id: string }).id, 'printed', how),
+    store.apply(orgId, (b as { id: string }).id, 'cancel', { actor: 'key:test' }),
+    store.apply(orgId, randomUUID(), 'printed', how),
+    store.apply(randomUUID(), (c as { id: string }).id, 'printed', how),
+    store.apply(orgId, (c as { id: string }).id, 'cancel', { actor: 'key:test' }),
+  ]);
+  t.deepEqual(
+    results.map((r) => (r.status === 'fulfilled' ? r.value.job.status : r.reason.code)),
+    ['printed', 'conflict', 'not_found', 'not_found', 'cancelled'],
+  );
 });
