@@ -31,7 +31,7 @@ const SERVICE: Record<Exclude<Component, 'gateway'>, string> = {
 };
 
 // Five Node processes starting at once on a busy two-core machine take a while.
-const READY_TIMEOUT_MS = 180_000;
+const READY_TIMEOUT_MS = 300_000;
 /** Time each process has to drain after SIGTERM before it is killed (and the harness says so). */
 const STOP_GRACE_MS = 15_000;
 
