@@ -41,4 +41,9 @@ export interface Orgs {
 }
 
 /** Paths the receivers tell the scenarios' deliveries apart by. */
-export const PATHS = { e2e: '/hooks/e2e', fanout: '/hooks/fanout', ceiling: '/ceiling' } as const;
+export const PATHS = {
+  e2e: '/hooks/e2e',
+  production: '/hooks/production',
+  fanout: '/hooks/fanout',
+  ceiling: '/ceiling',
+} as const;

@@ -18,7 +18,8 @@ export interface TracedJob extends Posted {
 }
 
 const receivers = new Receivers();
-let nc: NatsConnection | undefined;
+/** A connection to each NATS whose `job.printed` events are watched, by URL. */
+const watching = new Map<string, NatsConnection>();
 const printedAt = new Map<string, number>();
 
 function firstErrors(jobs: Posted[]): string[] {
@@ -32,7 +33,11 @@ const handlers = {
 
   /** Notes the time each `job.printed` event of `orgIds` reaches NATS. */
   async watchPrinted(p: { natsUrl: string; orgIds: string[] }): Promise<void> {
-    nc ??= await connect({ servers: p.natsUrl.split(','), name: 'spool-bench-load' });
+    let nc = watching.get(p.natsUrl);
+    if (!nc) {
+      nc = await connect({ servers: p.natsUrl.split(','), name: 'spool-bench-load' });
+      watching.set(p.natsUrl, nc);
+    }
     for (const orgId of p.orgIds) {
       nc.subscribe(`events.${orgId}.job.printed`, {
         callback: (_err, msg) => {
@@ -46,6 +51,12 @@ const handlers = {
         },
       });
     }
+  },
+
+  /** Stops watching `natsUrl` (before its server stops). */
+  async unwatchPrinted(p: { natsUrl: string }): Promise<void> {
+    await watching.get(p.natsUrl)?.close();
+    watching.delete(p.natsUrl);
   },
 
   /** `concurrency` POSTs always in flight for `durationMs`: the most the gateway takes. */

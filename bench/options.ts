@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 export const SCENARIOS = [
   'ingest',
   'e2e',
+  'production',
   'fixed-rate',
   'fanout',
   'fleet',
@@ -34,7 +35,7 @@ export interface Options {
   only: Scenario[];
   fleetStations: number;
   agents: number;
-  /** Write V8 CPU profiles of `spool dev` (and the fleet's stations process) here. */
+  /** Write V8 CPU profiles of Spool's processes (`spool dev`, `spool serve …`) here. */
   cpuProf: string | undefined;
   out: string;
 }
@@ -48,9 +49,11 @@ description to bench/results/latest.{md,json,svg}.
   --only LIST            scenarios to run, comma separated: ${SCENARIOS.join(', ')} (default: all)
   --repeats N            runs of each scenario and ceiling (default 3)
   --seconds N            length of each measured run (default 5)
-  --agents N             simulated agents for the end-to-end and fixed-rate scenarios (default 50)
+  --agents N             simulated agents for the end-to-end, production and fixed-rate scenarios
+                         (default 50)
   --fleet-stations N     station links held open in the fleet scenario (default 10000)
-  --cpu-prof DIR         run Spool under node --cpu-prof, writing .cpuprofile files to DIR
+  --cpu-prof DIR         run Spool's processes under node --cpu-prof, writing .cpuprofile files
+                         to DIR
   --out DIR              where results go (default bench/results)
 
   A Spool that is already running (all of these are then needed, except the pids):

@@ -28,6 +28,7 @@ import { runFanout } from './scenarios/fanout.js';
 import { runFixedRate } from './scenarios/fixed-rate.js';
 import { runFleet } from './scenarios/fleet.js';
 import { INGEST_CONCURRENCY, PG_CONCURRENCY, runIngest } from './scenarios/ingest.js';
+import { runProduction } from './scenarios/production.js';
 import { REGION_DELAY_MS, REGIONS_RATE, runRegions } from './scenarios/regions.js';
 import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
 import { startServers } from './servers.js';
@@ -51,7 +52,7 @@ async function measure(
   const figures: Figure[] = [];
   const series: Series[] = [];
   const details: Record<string, unknown> = {};
-  const needsOrgs = options.only.some((s) => s !== 'fleet' && s !== 'regions');
+  const needsOrgs = options.only.some((s) => !['fleet', 'regions', 'production'].includes(s));
   const orgs = needsOrgs ? await setUpOrgs(ctx) : undefined;
 
   let ingestRate: number | undefined;
@@ -73,6 +74,16 @@ async function measure(
       { label: 'end to end: POST → printed', samples: e2e.samples.printed },
       { label: 'end to end: POST → webhook', samples: e2e.samples.webhook },
       { label: 'end to end: BullMQ add → processed', samples: e2e.samples.peer },
+    );
+  }
+  // Beside e2e in the table: the same load on Spool deployed as in production.
+  const production = wants('production') ? await runProduction(ctx) : undefined;
+  if (production) {
+    figures.push(...production.figures);
+    details.production = production.details;
+    series.push(
+      { label: 'production: POST → printed', samples: production.samples.printed },
+      { label: 'production: POST → webhook', samples: production.samples.webhook },
     );
   }
   if (orgs && wants('fixed-rate')) {
@@ -215,6 +226,8 @@ async function main(): Promise<void> {
         'ingest connections': INGEST_CONCURRENCY,
         'SERIALIZABLE ceiling connections': PG_CONCURRENCY,
         'end-to-end window': WINDOW,
+        production:
+          '`spool serve` gateway, accounts, jobs ×2, stations, webhooks on a fresh database (`spool migrate`) and a nats-server of their own, KEY_RATE_LIMIT=0, LOG_LEVEL=warn, other settings default',
         agents: options.agents,
         'fleet links': options.fleetStations,
         'event streams': `${STREAMS} on a gateway of their own, ${STREAM_JOB_RATE} jobs/s`,

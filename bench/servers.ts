@@ -14,10 +14,12 @@ import { startNatsServer } from '../lib/nats-server.js';
 import { freePort } from '../test/helpers/ports.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { epochMs } from './clock.js';
+import { type Deployment, startDeployment } from './deployment.js';
 import type { Options } from './options.js';
 import { listeningPorts } from './proc.js';
 import { startRedis } from './redis.js';
 import { type SpoolProcess, spawnSpool } from './spool-process.js';
+import { Stops } from './stops.js';
 
 export interface Servers {
   spoolUrl: string;
@@ -42,6 +44,11 @@ export interface Servers {
    * that its memory and CPU are the gateway's alone; undefined when Spool was given.
    */
   startGateway: (() => Promise<GatewayProcess>) | undefined;
+  /**
+   * Starts Spool as production runs it (bench/deployment.ts), on a fresh database of the same
+   * PostgreSQL; undefined when Spool was given.
+   */
+  startDeployment: (() => Promise<Deployment>) | undefined;
   stop(): Promise<void>;
 }
 
@@ -103,6 +110,7 @@ function given(options: Options): Servers {
     postgresSettings: 'as given',
     startStations: undefined,
     startGateway: undefined,
+    startDeployment: undefined,
     async stop() {},
   };
 }
@@ -111,10 +119,8 @@ export async function startServers(
   options: Options,
   log: (line: string) => void,
 ): Promise<Servers> {
-  const stops: Array<() => Promise<void>> = [];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
-  };
+  const stops = new Stops();
+  const stopAll = () => stops.run();
   try {
     let redis = options.redis;
     if (!redis) {
@@ -245,6 +251,11 @@ export async function startServers(
           },
         };
       },
+      startDeployment: () =>
+        startDeployment({
+          createDatabase: () => createDatabase(postgres.url, 'spool_bench_production'),
+          cpuProfDir: profiling.cpuProfDir,
+        }),
       stop: stopAll,
     };
   } catch (err) {

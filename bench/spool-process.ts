@@ -12,6 +12,10 @@ const KEEP = 64 * 1024;
 
 export interface SpoolProcess {
   readonly pid: number;
+  /** Resolves with the exit code (null when a signal ended it) once the process has exited. */
+  readonly exited: Promise<number | null>;
+  /** Everything it wrote lately (its last 64 KiB). */
+  output(): string;
   /** Resolves with the first match of `pattern` in the output; rejects on exit or after `timeoutMs`. */
   waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray>;
   /** SIGTERM, and SIGKILL after `graceMs`; resolves when it has exited. */
@@ -36,9 +40,13 @@ export function spawnSpool(
   };
   child.stdout?.on('data', append);
   child.stderr?.on('data', append);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   return {
     pid: child.pid ?? -1,
+    exited,
+    output: () => output,
     waitFor(pattern, timeoutMs) {
       return new Promise((resolve, reject) => {
         const done = () => {

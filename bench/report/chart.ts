@@ -70,7 +70,9 @@ function ratioPanel(figures: Figure[], x0: number, y0: number, w: number, h: num
     const r = f.ratio as NonNullable<Figure['ratio']>;
     const min = Number(/≥ ([\d.]+)/.exec(f.target?.text ?? '')?.[1] ?? Number.NaN);
     const color = f.target?.met ? '#2ca02c' : '#d62728';
-    out.push(text(x0, y + rowH / 2 - 4, `${f.scenario}: ${f.label}`, 'fill="#222"'));
+    // The scenario without its parenthesis (`production (spool serve ×6)`): the label column is narrow.
+    const scenario = f.scenario.replace(/ \(.*\)$/, '');
+    out.push(text(x0, y + rowH / 2 - 4, `${scenario}: ${f.label}`, 'fill="#222"'));
     out.push(
       text(x0, y + rowH / 2 + 10, `÷ ${f.reference?.label ?? ''}`, 'fill="#666" font-size="10"'),
     );

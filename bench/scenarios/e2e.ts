@@ -6,12 +6,16 @@
  * webhook reaching the receiver. Paired run by run with BullMQ (add → worker processed, 64 in
  * flight) on a Redis that fsyncs every write. After each run the harness checks every job is
  * `printed` in the database and its event and both reports are stored in the streams.
+ *
+ * {@link runPipeline} is that load and those checks against any Spool: `spool dev` here, Spool
+ * deployed as in production in the production scenario.
  */
-import type { DbCounters } from '../checks.js';
+import type { Checks, DbCounters } from '../checks.js';
 import { perJob } from '../checks.js';
 import { sleep } from '../clock.js';
 import type { Context, Orgs } from '../context.js';
 import { PATHS } from '../context.js';
+import type { JobTarget } from '../jobs-client.js';
 import { startCpuMeter } from '../proc.js';
 import { type Figure, figure, ratioAtLeast, requireCheck, valueAtMost } from '../report/figures.js';
 import { latency } from '../stats.js';
@@ -26,12 +30,41 @@ export interface E2eResult {
   details: Record<string, unknown>;
 }
 
-export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
-  const { load, checks, runMs, bullWorker, bullProducer } = ctx;
+/** The Spool a pipeline runs against, and how its figures and log lines are named. */
+export interface PipelineSpec {
+  /** The scenario column of its figures. */
+  scenario: string;
+  /** What its log lines begin with. */
+  name: string;
+  target: JobTarget;
+  /** On the Spool's own database and NATS. */
+  checks: Checks;
+  /** Where the target organization's `job.printed` webhooks arrive. */
+  webhookPath: string;
+  /** The BullMQ queue of the peer measured beside it. */
+  queue: string;
+  /** Spool's processes, whose CPU time is counted (undefined pid: not known, not counted). */
+  processes: Array<{ name: string; pid: number | undefined }>;
+}
+
+export function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
+  return runPipeline(ctx, {
+    scenario: 'end to end',
+    name: 'end to end',
+    target: orgs.e2e,
+    checks: ctx.checks,
+    webhookPath: PATHS.e2e,
+    queue: 'bench-e2e',
+    processes: [{ name: 'spool dev', pid: ctx.servers.spoolPid }],
+  });
+}
+
+export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2eResult> {
+  const { load, runMs, bullWorker, bullProducer } = ctx;
+  const { checks, queue, target, webhookPath } = spec;
   const redis = ctx.servers.redis;
-  const queue = 'bench-e2e';
   await bullWorker.call('startWorker', { redis, queue, concurrency: WINDOW });
-  ctx.log('end to end: warming up');
+  ctx.log(`${spec.name}: warming up`);
   await bullProducer.call('produce', {
     redis,
     queue,
@@ -40,14 +73,14 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     settleMs: SETTLE_MS,
   });
   const warm = await load.call('pipeline', {
-    target: orgs.e2e,
+    target,
     window: WINDOW,
     durationMs: 1_500,
     settleMs: SETTLE_MS,
-    webhookPath: PATHS.e2e,
+    webhookPath,
   });
   if (warm.timedOut > 0)
-    ctx.log(`end to end: ${warm.timedOut} warm-up jobs had no webhook in time`);
+    ctx.log(`${spec.name}: ${warm.timedOut} warm-up jobs had no webhook in time`);
   await load.call('printedTimes', { ids: [] });
   await checks.quiesce();
 
@@ -57,6 +90,8 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     peerP99: [] as number[],
     rate: [] as number[],
     cpuPerJob: [] as number[],
+    /** Each process's share of cpuPerJob. */
+    cpuPerJobByProcess: Object.fromEntries(spec.processes.map((p) => [p.name, [] as number[]])),
     printedP50: [] as number[],
     printedP99: [] as number[],
     webhookP50: [] as number[],
@@ -67,8 +102,8 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
   };
   const samples: E2eResult['samples'] = { printed: [], webhook: [], peer: [] };
   const middle = Math.ceil(ctx.options.repeats / 2);
-  let printedSoFar = await checks.stored('EVENTS', `events.${orgs.e2e.orgId}.job.printed`);
-  let reportsSoFar = await checks.stored('REPORTS', `reports.*.${orgs.e2e.orgId}.>`);
+  let printedSoFar = await checks.stored('EVENTS', `events.${target.orgId}.job.printed`);
+  let reportsSoFar = await checks.stored('REPORTS', `reports.*.${target.orgId}.>`);
   for (let run = 1; run <= ctx.options.repeats; run++) {
     const peer = await bullProducer.call('produce', {
       redis,
@@ -79,13 +114,13 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     });
     await checks.quiesce();
     const dbBefore = await checks.dbCounters();
-    const cpu = startCpuMeter(ctx.servers.spoolPid);
+    const meters = spec.processes.map((p) => ({ name: p.name, cpu: startCpuMeter(p.pid) }));
     const res = await load.call('pipeline', {
-      target: orgs.e2e,
+      target,
       window: WINDOW,
       durationMs: runMs,
       settleMs: SETTLE_MS,
-      webhookPath: PATHS.e2e,
+      webhookPath,
     });
     const ok = res.jobs.filter((j) => j.id);
     const ids = ok.map((j) => j.id);
@@ -94,7 +129,8 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     const lastWebhook = Math.max(...done.map((j) => j.webhookAt as number));
     const rate = done.length / ((lastWebhook - res.startedAt) / 1000);
     // Every job's work is over once its webhook arrived; those that did not are not counted.
-    const cpuMs = cpu.perItemMs(done.length);
+    const split = meters.map((m) => ({ name: m.name, ms: m.cpu.perItemMs(done.length) }));
+    const cpuMs = split.reduce((sum, p) => sum + p.ms, 0);
     const printed = ok
       .map((j, i) => (printedAt[i] ?? Number.NaN) - j.sentAt)
       .filter((v) => Number.isFinite(v));
@@ -107,8 +143,8 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     const inDb = await checks.printedInDb(ids);
     printedSoFar += ok.length;
     reportsSoFar += 2 * ok.length;
-    const events = await checks.stored('EVENTS', `events.${orgs.e2e.orgId}.job.printed`);
-    const reports = await checks.stored('REPORTS', `reports.*.${orgs.e2e.orgId}.>`);
+    const events = await checks.stored('EVENTS', `events.${target.orgId}.job.printed`);
+    const reports = await checks.stored('REPORTS', `reports.*.${target.orgId}.>`);
     // Streams de-duplicate by message id: each job adds exactly one event and two reports.
     const durable = inDb === ok.length && events === printedSoFar && reports === reportsSoFar;
     printedSoFar = events;
@@ -122,6 +158,7 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     rows.peerP99.push(peerLat.p99);
     rows.rate.push(rate);
     rows.cpuPerJob.push(cpuMs);
+    for (const p of split) rows.cpuPerJobByProcess[p.name]?.push(p.ms);
     rows.printedP50.push(pLat.p50);
     rows.printedP99.push(pLat.p99);
     rows.webhookP50.push(wLat.p50);
@@ -130,8 +167,10 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     rows.durable.push(durable);
     rows.dbPerJob.push(db);
     if (run === middle) Object.assign(samples, { printed, webhook, peer: peer.latencies });
+    const bySplit =
+      split.length > 1 ? ` (${split.map((p) => `${p.name} ${p.ms.toFixed(2)}`).join(', ')})` : '';
     ctx.log(
-      `end to end ${run}: ${rate.toFixed(0)} jobs/s, ${cpuMs.toFixed(2)} ms of Spool CPU each (${done.length} of ${res.jobs.length} complete; ` +
+      `${spec.name} ${run}: ${rate.toFixed(0)} jobs/s, ${cpuMs.toFixed(2)} ms of Spool CPU each${bySplit} (${done.length} of ${res.jobs.length} complete; ` +
         `printed p50 ${pLat.p50.toFixed(1)} ms p99 ${pLat.p99.toFixed(1)} ms, webhook p50 ${wLat.p50.toFixed(1)} ms; ` +
         `${inDb}/${ok.length} printed in the DB${durable ? '' : ', NOT DURABLE'}; per job ${db.commits} commits, ` +
         `${db.inserted} rows inserted, ${db.updated} updated, ${db.deleted} deleted${res.errors.length ? `; ${res.errors[0]}` : ''}); ` +
@@ -143,7 +182,10 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
   const peerRef = { label: 'BullMQ add → processed', unit: 'jobs/s', values: rows.peer };
   const allDurable = rows.durable.every(Boolean);
   const rateFigure = requireCheck(
-    ratioAtLeast(figure('end to end', 'jobs printed + webhook', 'jobs/s', rows.rate, peerRef), 0.3),
+    ratioAtLeast(
+      figure(spec.scenario, 'jobs printed + webhook', 'jobs/s', rows.rate, peerRef),
+      0.3,
+    ),
     allDurable,
     'every job printed in the DB and stored in the streams',
   );
@@ -162,33 +204,33 @@ export async function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     figures: [
       rateFigure,
       valueAtMost(
-        figure('end to end', 'Spool CPU per printed and delivered job', 'ms', rows.cpuPerJob),
+        figure(spec.scenario, 'Spool CPU per printed and delivered job', 'ms', rows.cpuPerJob),
         1.5,
         '≤ 1.5 ms',
       ),
       figure(
-        'end to end',
+        spec.scenario,
         'POST → printed p50',
         'ms',
         rows.printedP50,
         peerLatency('p50', rows.peerP50),
       ),
       figure(
-        'end to end',
+        spec.scenario,
         'POST → printed p99',
         'ms',
         rows.printedP99,
         peerLatency('p99', rows.peerP99),
       ),
       figure(
-        'end to end',
+        spec.scenario,
         'POST → webhook p50',
         'ms',
         rows.webhookP50,
         peerLatency('p50', rows.peerP50),
       ),
       figure(
-        'end to end',
+        spec.scenario,
         'POST → webhook p99',
         'ms',
         rows.webhookP99,
