@@ -125,6 +125,12 @@ export const subjects = {
   linkMoved: (stationId: string) => `links.${stationId}.moved`,
   /** Everything about one station's links. */
   links: (stationId: string) => `links.${stationId}.*`,
+  /**
+   * Core NATS: an organization's webhook endpoints changed (created, updated, deleted, enabled or
+   * disabled); every webhooks replica reads them again before its next fan-out for it.
+   */
+  webhookEndpointsChanged: (orgId: string) => `webhooks.${orgId}.endpoints.changed`,
+  anyWebhookEndpointsChanged: 'webhooks.*.endpoints.changed',
 } as const;
 
 export async function connectBus(options: {

@@ -2,7 +2,8 @@
  * The webhooks deployable: the gRPC service for endpoints and the delivery log, the fan-out
  * consumer of `events.>`, and the delivery worker, built from the connections they are given (used
  * by `spool serve webhooks` and `spool dev`). Replicas share the work through the database and
- * JetStream; nothing is held only in memory.
+ * JetStream; what a replica keeps in memory (which event types each organization's endpoints want)
+ * is a cache of the database that endpoint changes announced on NATS keep current.
  */
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
@@ -15,6 +16,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { createSecretBox } from './crypto.js';
 import { createSender, type Sender } from './delivery.js';
+import { EndpointIndex, followEndpointChanges } from './endpoint-index.js';
 import { type Fanout, startFanout } from './fanout.js';
 import { DeliveryLogSweeper } from './retention.js';
 import { createWebhooksServer } from './server.js';
@@ -79,6 +81,8 @@ export interface WebhooksPart {
   worker: DeliveryWorker;
   sender: Sender;
   fanout: Fanout;
+  /** Which event types each organization's enabled endpoints want, as the fan-out knows it. */
+  endpointIndex: EndpointIndex;
   /** The delivery log's retention sweep, for tests that move the clock and sweep. */
   logSweeper: DeliveryLogSweeper;
   stop(): Promise<void>;
@@ -105,9 +109,15 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     leaseMs: settings.leaseMs ?? settings.timeoutMs + 30_000,
     pollMs: settings.pollMs,
   });
+  const index = new EndpointIndex({
+    load: (orgId) => store.enabledEndpointEvents(orgId),
+    clock: deps.clock,
+  });
+  const endpointChanges = followEndpointChanges(deps.nc, index, logger);
   const fanout = await startFanout({
     nc: deps.nc,
     store,
+    index,
     logger,
     maxPayloadBytes: settings.maxPayloadBytes,
     onDeliveries: () => worker.kick(),
@@ -129,6 +139,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     allowInsecure: settings.allowInsecure,
     rotationGraceMs: settings.rotationGraceMs,
     onWork: () => worker.kick(),
+    onEndpointsChanged: (orgId) => endpointChanges.changed(orgId),
   });
   return {
     grpc: {
@@ -140,10 +151,12 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     worker,
     sender,
     fanout,
+    endpointIndex: index,
     logSweeper,
     async stop() {
       await logSweeper.stop();
       await fanout.stop();
+      endpointChanges.stop();
       await worker.stop();
       await sender.close();
     },

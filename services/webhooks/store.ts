@@ -476,6 +476,15 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       });
     },
 
+    /** The event types each enabled endpoint of the organization chose: the fan-out's index. */
+    async enabledEndpointEvents(orgId: string): Promise<string[][]> {
+      const { rows } = await pool.query<{ events: string[] }>(
+        'SELECT events FROM webhook_endpoints WHERE org_id = $1 AND enabled',
+        [orgId],
+      );
+      return rows.map((r) => r.events);
+    },
+
     /**
      * Turns one event into a delivery for each enabled endpoint of its organization that chose its
      * type. The unique (event, endpoint) index makes a redelivered event add nothing. A body over
