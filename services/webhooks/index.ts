@@ -2,8 +2,8 @@
  * The webhooks deployable: the gRPC service for endpoints and the delivery log, the fan-out
  * consumer of `events.>`, and the delivery worker, built from the connections they are given (used
  * by `spool serve webhooks` and `spool dev`). Replicas share the work through the database and
- * JetStream; what a replica keeps in memory (which event types each organization's endpoints want)
- * is a cache of the database that endpoint changes announced on NATS keep current.
+ * JetStream; what a replica keeps in memory (which event types each organization's endpoints want,
+ * and the secrets it opened, by ciphertext) is a cache of the database.
  */
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
@@ -14,7 +14,7 @@ import type { Clock } from '../../lib/clock.js';
 import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
-import { createSecretBox } from './crypto.js';
+import { createSecretBox, createSecretCache } from './crypto.js';
 import { createSender, type Sender } from './delivery.js';
 import { EndpointIndex, followEndpointChanges } from './endpoint-index.js';
 import { type Fanout, startFanout } from './fanout.js';
@@ -91,7 +91,11 @@ export interface WebhooksPart {
 export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> {
   const logger = deps.logger.child({ service: 'webhooks' });
   const { settings } = deps;
-  const store = createWebhookStore(deps.pool, deps.clock, createSecretBox(settings.secretKey));
+  const store = createWebhookStore(
+    deps.pool,
+    deps.clock,
+    createSecretCache(createSecretBox(settings.secretKey)),
+  );
   const sender = createSender({
     timeoutMs: settings.timeoutMs,
     allowInsecure: settings.allowInsecure,
