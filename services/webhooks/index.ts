@@ -101,6 +101,11 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     allowInsecure: settings.allowInsecure,
     connectionsPerOrigin: settings.endpointConcurrency,
   });
+  const index = new EndpointIndex({
+    load: (orgId) => store.enabledEndpointEvents(orgId),
+    clock: deps.clock,
+  });
+  const endpointChanges = followEndpointChanges(deps.nc, index, logger);
   const worker = new DeliveryWorker({
     store,
     sender,
@@ -112,19 +117,15 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     endpointConcurrency: settings.endpointConcurrency,
     leaseMs: settings.leaseMs ?? settings.timeoutMs + 30_000,
     pollMs: settings.pollMs,
+    onEndpointsChanged: (orgId) => void endpointChanges.changed(orgId),
   });
-  const index = new EndpointIndex({
-    load: (orgId) => store.enabledEndpointEvents(orgId),
-    clock: deps.clock,
-  });
-  const endpointChanges = followEndpointChanges(deps.nc, index, logger);
   const fanout = await startFanout({
     nc: deps.nc,
     store,
     index,
     logger,
     maxPayloadBytes: settings.maxPayloadBytes,
-    onDeliveries: () => worker.kick(),
+    onDeliveries: () => worker.kick(true),
   });
   worker.start();
   const logSweeper = new DeliveryLogSweeper({
@@ -142,7 +143,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     store,
     allowInsecure: settings.allowInsecure,
     rotationGraceMs: settings.rotationGraceMs,
-    onWork: () => worker.kick(),
+    onWork: () => worker.kick(true),
     onEndpointsChanged: (orgId) => endpointChanges.changed(orgId),
   });
   return {
