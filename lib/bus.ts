@@ -132,6 +132,12 @@ export const subjects = {
   anyPrintersChanged: 'printers.*.changed',
   /** Everything about one station's links. */
   links: (stationId: string) => `links.${stationId}.*`,
+  /**
+   * Core NATS: an organization's webhook endpoints changed (created, updated, deleted, enabled or
+   * disabled); every webhooks replica reads them again before its next fan-out for it.
+   */
+  webhookEndpointsChanged: (orgId: string) => `webhooks.${orgId}.endpoints.changed`,
+  anyWebhookEndpointsChanged: 'webhooks.*.endpoints.changed',
 } as const;
 
 export async function connectBus(options: {

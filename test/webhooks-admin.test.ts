@@ -8,7 +8,7 @@ import anyTest, { type TestFn } from 'ava';
 import Stripe from 'stripe';
 import { isWebhookVerificationError, verifyWebhook } from '../client/index.js';
 import { checkPublicUrl, isPublicAddress } from '../lib/ssrf.js';
-import { createSecretBox, parseSecretKey } from '../services/webhooks/crypto.js';
+import { createSecretBox, createSecretCache, parseSecretKey } from '../services/webhooks/crypto.js';
 import { createSender } from '../services/webhooks/delivery.js';
 import { RETRY_WAITS_MS, retryAfterMs, retryDelayMs } from '../services/webhooks/worker.js';
 import { startReceiver } from './helpers/receiver.js';
@@ -235,6 +235,26 @@ test('secrets are stored only encrypted, bound to their endpoint, under the conf
   );
   t.throws(() => createSecretBox(randomBytes(32)).open(stored, a.endpoint.id));
   t.throws(() => parseSecretKey('c2hvcnQ='), { message: /32 random bytes/ });
+});
+
+test('kept opened secrets follow a rotation at once and stay bound to their endpoint', (t) => {
+  const box = createSecretBox(t.context.key);
+  const cache = createSecretCache(box, 2);
+  const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+  const first = box.seal('whsec_first', a);
+  t.is(cache.open(first, a), 'whsec_first');
+  t.is(cache.open(first, a), 'whsec_first');
+  t.throws(() => cache.open(first, b), undefined, 'moved to another row it does not open');
+  // A rotation writes a new ciphertext: the next claim signs with the new secret, and the old one
+  // still opens during the grace period.
+  const second = box.seal('whsec_second', a);
+  t.is(cache.open(second, a), 'whsec_second');
+  t.is(cache.open(first, a), 'whsec_first');
+  // Past its bound the least recently used endpoint is dropped, and opened again when asked.
+  cache.open(box.seal('whsec_b', b), b);
+  cache.open(box.seal('whsec_c', c), c);
+  t.is(cache.open(second, a), 'whsec_second');
+  t.throws(() => cache.open(Buffer.from('not sealed'), a));
 });
 
 test('the SSRF guard refuses non-public addresses when saving and when connecting, unless insecure targets are allowed', async (t) => {

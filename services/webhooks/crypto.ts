@@ -71,3 +71,45 @@ export function createSecretBox(key: Buffer): SecretBox {
     },
   };
 }
+
+/** Endpoints whose opened secrets {@link createSecretCache} keeps by default. */
+export const SECRET_CACHE_ENDPOINTS = 10_000;
+
+/**
+ * A {@link SecretBox} that remembers what it opened, so that claiming deliveries does not run
+ * AES-GCM for each claim. An entry is keyed by the endpoint and the exact ciphertext, which a
+ * rotation replaces (a fresh IV each time), so a rotated secret is used from the next claim on,
+ * and a ciphertext copied to another endpoint's row still fails to open. It keeps the last two
+ * ciphertexts of an endpoint (the current secret and the previous one during a rotation's grace)
+ * for at most `maxEndpoints` endpoints, dropping the least recently used. The secrets stay in this
+ * process's memory only, as they do while a request is signed.
+ */
+export function createSecretCache(
+  box: SecretBox,
+  maxEndpoints: number = SECRET_CACHE_ENDPOINTS,
+): SecretBox {
+  const opened = new Map<string, Array<{ sealed: Buffer; secret: string }>>();
+  return {
+    seal: (secret, endpointId) => box.seal(secret, endpointId),
+    open(sealed, endpointId) {
+      const known = opened.get(endpointId) ?? [];
+      const hit = known.find((k) => k.sealed.equals(sealed));
+      let secret: string;
+      if (hit) {
+        secret = hit.secret;
+      } else {
+        secret = box.open(sealed, endpointId);
+        known.unshift({ sealed: Buffer.from(sealed), secret });
+        known.length = Math.min(known.length, 2);
+      }
+      // Maps iterate in insertion order: re-inserting keeps the least recently used first.
+      opened.delete(endpointId);
+      opened.set(endpointId, known);
+      if (opened.size > maxEndpoints) {
+        const oldest = opened.keys().next();
+        if (!oldest.done) opened.delete(oldest.value);
+      }
+      return secret;
+    },
+  };
+}

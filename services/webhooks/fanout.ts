@@ -3,13 +3,16 @@
  * spreads the messages among them) turns each event into one delivery per subscribed endpoint. A
  * message is acknowledged only after the deliveries are committed, and the unique (event, endpoint)
  * index makes a redelivered message add nothing, so each endpoint gets exactly one delivery of
- * each event.
+ * each event. An event that no enabled endpoint of its organization wants is acknowledged without
+ * a transaction, on the word of the in-memory {@link EndpointIndex} (its comment says why that
+ * misses no endpoint created before the event).
  */
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
 import { parseEvent } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
+import type { EndpointIndex } from './endpoint-index.js';
 import type { WebhookStore } from './store.js';
 
 export const FANOUT_CONSUMER = 'webhooks-fanout';
@@ -24,6 +27,7 @@ export interface Fanout {
 export async function startFanout(deps: {
   nc: NatsConnection;
   store: WebhookStore;
+  index: EndpointIndex;
   logger: Logger;
   maxPayloadBytes: number;
   /** Called after new deliveries were committed, so the worker sends them at once. */
@@ -43,6 +47,7 @@ export async function startFanout(deps: {
     // Events fan out independently of each other: the deliveries they add are unordered.
     concurrency: FANOUT_IN_FLIGHT,
     async handle(event) {
+      if (!(await deps.index.wants(event.org_id, event.type))) return 'ack';
       const added = await deps.store.fanOut(event, deps.maxPayloadBytes);
       if (added > 0) deps.onDeliveries();
       return 'ack';

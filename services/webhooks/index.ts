@@ -2,7 +2,8 @@
  * The webhooks deployable: the gRPC service for endpoints and the delivery log, the fan-out
  * consumer of `events.>`, and the delivery worker, built from the connections they are given (used
  * by `spool serve webhooks` and `spool dev`). Replicas share the work through the database and
- * JetStream; nothing is held only in memory.
+ * JetStream; what a replica keeps in memory (which event types each organization's endpoints want,
+ * and the secrets it opened, by ciphertext) is a cache of the database.
  */
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
@@ -13,8 +14,9 @@ import type { Clock } from '../../lib/clock.js';
 import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
-import { createSecretBox } from './crypto.js';
+import { createSecretBox, createSecretCache } from './crypto.js';
 import { createSender, type Sender } from './delivery.js';
+import { EndpointIndex, followEndpointChanges } from './endpoint-index.js';
 import { type Fanout, startFanout } from './fanout.js';
 import { DeliveryLogSweeper } from './retention.js';
 import { createWebhooksServer } from './server.js';
@@ -79,6 +81,8 @@ export interface WebhooksPart {
   worker: DeliveryWorker;
   sender: Sender;
   fanout: Fanout;
+  /** Which event types each organization's enabled endpoints want, as the fan-out knows it. */
+  endpointIndex: EndpointIndex;
   /** The delivery log's retention sweep, for tests that move the clock and sweep. */
   logSweeper: DeliveryLogSweeper;
   stop(): Promise<void>;
@@ -87,12 +91,21 @@ export interface WebhooksPart {
 export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> {
   const logger = deps.logger.child({ service: 'webhooks' });
   const { settings } = deps;
-  const store = createWebhookStore(deps.pool, deps.clock, createSecretBox(settings.secretKey));
+  const store = createWebhookStore(
+    deps.pool,
+    deps.clock,
+    createSecretCache(createSecretBox(settings.secretKey)),
+  );
   const sender = createSender({
     timeoutMs: settings.timeoutMs,
     allowInsecure: settings.allowInsecure,
     connectionsPerOrigin: settings.endpointConcurrency,
   });
+  const index = new EndpointIndex({
+    load: (orgId) => store.enabledEndpointEvents(orgId),
+    clock: deps.clock,
+  });
+  const endpointChanges = followEndpointChanges(deps.nc, index, logger);
   const worker = new DeliveryWorker({
     store,
     sender,
@@ -104,13 +117,15 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     endpointConcurrency: settings.endpointConcurrency,
     leaseMs: settings.leaseMs ?? settings.timeoutMs + 30_000,
     pollMs: settings.pollMs,
+    onEndpointsChanged: (orgId) => void endpointChanges.changed(orgId),
   });
   const fanout = await startFanout({
     nc: deps.nc,
     store,
+    index,
     logger,
     maxPayloadBytes: settings.maxPayloadBytes,
-    onDeliveries: () => worker.kick(),
+    onDeliveries: () => worker.kick(true),
   });
   worker.start();
   const logSweeper = new DeliveryLogSweeper({
@@ -128,7 +143,8 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     store,
     allowInsecure: settings.allowInsecure,
     rotationGraceMs: settings.rotationGraceMs,
-    onWork: () => worker.kick(),
+    onWork: () => worker.kick(true),
+    onEndpointsChanged: (orgId) => endpointChanges.changed(orgId),
   });
   return {
     grpc: {
@@ -140,10 +156,12 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     worker,
     sender,
     fanout,
+    endpointIndex: index,
     logSweeper,
     async stop() {
       await logSweeper.stop();
       await fanout.stop();
+      endpointChanges.stop();
       await worker.stop();
       await sender.close();
     },

@@ -64,6 +64,11 @@ export interface WebhooksServerDeps {
   rotationGraceMs: number;
   /** Called when there is new work for the worker. */
   onWork: () => void;
+  /**
+   * Called after a change to which endpoints want which events committed, and awaited before the
+   * answer, so that every replica's fan-out knows of it before the caller can cause an event.
+   */
+  onEndpointsChanged: (orgId: string) => Promise<void>;
 }
 
 export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<WebhooksServiceServer> {
@@ -85,6 +90,7 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
         description: checkDescription(req.description),
         secret,
       });
+      await deps.onEndpointsChanged(orgId);
       return { endpoint: created, secret };
     },
 
@@ -105,11 +111,14 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
         enabled: req.enabled,
         description: req.description === undefined ? undefined : checkDescription(req.description),
       });
+      await deps.onEndpointsChanged(orgId);
       return { endpoint: updated };
     },
 
     async deleteEndpoint(req) {
-      await store.deleteEndpoint(org(req.orgId), endpoint(req.endpointId));
+      const orgId = org(req.orgId);
+      await store.deleteEndpoint(orgId, endpoint(req.endpointId));
+      await deps.onEndpointsChanged(orgId);
       return {};
     },
 

@@ -1,8 +1,9 @@
 /**
  * The webhooks tables: endpoints, deliveries (with the retry schedule in `next_attempt_at`) and
  * attempts. Every query on an organization's data is scoped by `org_id`; the worker's claim, which
- * serves every organization, is the one query that is not (it then works row by row on what it
- * claimed). Secrets are sealed before they are written and opened only to sign an attempt.
+ * serves every organization, is the one query that is not (it then works by id on the rows it
+ * locked); the recording of outcomes names each row by organization and id. Secrets are sealed
+ * before they are written and opened only to sign an attempt.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -124,6 +125,11 @@ export interface ClaimInput {
   pick(candidates: ClaimCandidate[]): string[];
   /** Attempts per round. */
   maxAttempts: number;
+  /**
+   * The worker has reason to think deliveries are due (it was told of new ones, or its last round
+   * filled its room), so the claim skips the read that first checks.
+   */
+  expectWork?: boolean;
 }
 
 export interface AttemptRecord {
@@ -134,10 +140,16 @@ export interface AttemptRecord {
   responseBody: string;
 }
 
-export interface RecordInput {
-  now: Date;
+/** One attempt's outcome, to record. */
+export interface AttemptOutcomeInput {
+  claimed: ClaimedDelivery;
+  result: AttemptRecord;
   /** When to try again after a failure; undefined when the round has no attempts left. */
   retryAt: Date | undefined;
+}
+
+export interface RecordInput {
+  now: Date;
   /** How long an endpoint may fail every attempt before it is disabled. */
   failingDisableMs: number;
 }
@@ -476,6 +488,15 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       });
     },
 
+    /** The event types each enabled endpoint of the organization chose: the fan-out's index. */
+    async enabledEndpointEvents(orgId: string): Promise<string[][]> {
+      const { rows } = await pool.query<{ events: string[] }>(
+        'SELECT events FROM webhook_endpoints WHERE org_id = $1 AND enabled',
+        [orgId],
+      );
+      return rows.map((r) => r.events);
+    },
+
     /**
      * Turns one event into a delivery for each enabled endpoint of its organization that chose its
      * type. The unique (event, endpoint) index makes a redelivered event add nothing. A body over
@@ -624,19 +645,23 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     },
 
     /**
-     * Claims due deliveries for one worker round. In one short transaction: locks due rows that no
-     * other worker holds (SKIP LOCKED), lets the worker pick among them, pushes each picked row's
-     * `next_attempt_at` to the lease's end with the claim's id, and writes the attempt as
-     * `in_flight` before anything is sent. A row whose earlier claim lapsed (its worker died) has
-     * that attempt closed as `abandoned`; it counts as an attempt made.
+     * Claims due deliveries for one worker round, in one short transaction: one statement locks
+     * due rows that no other worker holds (SKIP LOCKED) and reads their endpoints with them; the
+     * worker picks among them; rows it may not send (endpoint disabled, no attempts left in the
+     * round) are ended in one statement; the picked rows get `next_attempt_at` pushed to the
+     * lease's end with the claim's id, and their attempts are written as `in_flight`, before
+     * anything is sent. A row whose earlier claim lapsed (its worker died) has that attempt closed
+     * as `abandoned`; it counts as an attempt made. Unless the worker expects work, an indexed read
+     * first checks that anything is due, so an idle poll costs no transaction.
      */
     async claimDue(input: ClaimInput): Promise<ClaimedDelivery[]> {
-      // An idle poll costs one indexed read rather than a transaction.
-      const { rows: due } = await pool.query(
-        `SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 LIMIT 1`,
-        [input.now],
-      );
-      if (due.length === 0) return [];
+      if (!input.expectWork) {
+        const { rows: due } = await pool.query(
+          `SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 LIMIT 1`,
+          [input.now],
+        );
+        if (due.length === 0) return [];
+      }
       return withTx(pool, async (tx) => {
         const { now } = input;
         const { rows: candidates } = await tx.query<{
@@ -644,15 +669,22 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           org_id: string;
           endpoint_id: string;
           claim: string | null;
-          attempts: number;
           round_attempts: number;
+          url: string | null;
+          enabled: boolean | null;
+          disabled_reason: string | null;
+          secret: Buffer | null;
+          previous_secret: Buffer | null;
+          previous_secret_expires_at: Date | null;
         }>(
-          `SELECT id, org_id, endpoint_id, claim, attempts, round_attempts
-           FROM webhook_deliveries
-           WHERE state = 'pending' AND next_attempt_at <= $1
-             AND NOT (endpoint_id = ANY($2::UUID[]))
-           ORDER BY next_attempt_at LIMIT $3
-           FOR UPDATE SKIP LOCKED`,
+          `SELECT d.id, d.org_id, d.endpoint_id, d.claim, d.round_attempts, e.url, e.enabled,
+             e.disabled_reason, e.secret, e.previous_secret, e.previous_secret_expires_at
+           FROM webhook_deliveries AS d
+           LEFT JOIN webhook_endpoints AS e ON e.org_id = d.org_id AND e.id = d.endpoint_id
+           WHERE d.state = 'pending' AND d.next_attempt_at <= $1
+             AND NOT (d.endpoint_id = ANY($2::UUID[]))
+           ORDER BY d.next_attempt_at LIMIT $3
+           FOR UPDATE OF d SKIP LOCKED`,
           [now, input.exclude, input.limit],
         );
         if (candidates.length === 0) return [];
@@ -662,40 +694,41 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
         const rows = candidates.filter((c) => picked.has(c.id));
         if (rows.length === 0) return [];
 
-        const lapsed = rows.filter((r) => r.claim !== null).map((r) => r.id);
+        const lapsed = rows.filter((r) => r.claim !== null);
         if (lapsed.length > 0) {
           await tx.query(
             `UPDATE webhook_attempts SET outcome = 'abandoned',
                error = 'no outcome recorded: the worker sending it stopped; it may have arrived'
              WHERE delivery_id = ANY($1::UUID[]) AND outcome = 'in_flight'`,
-            [lapsed],
+            [lapsed.map((r) => r.id)],
           );
         }
-        const { rows: endpoints } = await tx.query<EndpointRow>(
-          `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ANY($1::UUID[])`,
-          [[...new Set(rows.map((r) => r.endpoint_id))]],
-        );
-        const endpointById = new Map(endpoints.map((e) => [e.id, e]));
 
-        const ending: Array<{ id: string; notice: string }> = [];
+        const ending: Array<{ orgId: string; id: string; notice: string }> = [];
         const sending: typeof rows = [];
         for (const row of rows) {
-          const endpoint = endpointById.get(row.endpoint_id);
-          if (!endpoint?.enabled) {
-            const reason = (endpoint?.disabled_reason || 'operator') as DisabledReason;
-            ending.push({ id: row.id, notice: DISABLED_NOTICE[reason] });
+          if (!row.enabled) {
+            const reason = (row.disabled_reason || 'operator') as DisabledReason;
+            ending.push({ orgId: row.org_id, id: row.id, notice: DISABLED_NOTICE[reason] });
           } else if (row.round_attempts >= input.maxAttempts) {
-            ending.push({ id: row.id, notice: LAST_ATTEMPT_ABANDONED });
+            ending.push({ orgId: row.org_id, id: row.id, notice: LAST_ATTEMPT_ABANDONED });
           } else {
             sending.push(row);
           }
         }
-        for (const end of ending) {
+        if (ending.length > 0) {
+          const values: unknown[] = [now];
+          const tuples = ending.map((end) => {
+            values.push(end.orgId, end.id, end.notice);
+            const p = values.length;
+            return `($${p - 2}::UUID, $${p - 1}::UUID, $${p}::TEXT)`;
+          });
           await tx.query(
-            `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, claim = NULL,
-               finished_at = $2, notice = $3
-             WHERE id = $1`,
-            [end.id, now, end.notice],
+            `UPDATE webhook_deliveries AS d SET state = 'failed', next_attempt_at = NULL,
+               claim = NULL, finished_at = $1, notice = v.notice
+             FROM (VALUES ${tuples.join(', ')}) AS v (org_id, id, notice)
+             WHERE d.org_id = v.org_id AND d.id = v.id`,
+            values,
           );
         }
         if (sending.length === 0) return [];
@@ -719,24 +752,21 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
              trace_context`,
           [sending.map((r) => r.id), claim, input.leaseUntil, now],
         );
-        const secretsOf = new Map<string, string[]>();
-        for (const endpoint of endpoints) {
-          const secrets = [box.open(endpoint.secret, endpoint.id)];
+        const endpointOf = new Map(sending.map((r) => [r.id, r]));
+        const out: ClaimedDelivery[] = [];
+        const values: unknown[] = [];
+        const tuples: string[] = [];
+        for (const row of claimed) {
+          const endpoint = endpointOf.get(row.id) as (typeof sending)[number];
+          // Opened through the box's cache: a claim decrypts only a secret it has not seen.
+          const secrets = [box.open(endpoint.secret as Buffer, row.endpoint_id)];
           if (
             endpoint.previous_secret &&
             endpoint.previous_secret_expires_at &&
             endpoint.previous_secret_expires_at.getTime() > now.getTime()
           ) {
-            secrets.push(box.open(endpoint.previous_secret, endpoint.id));
+            secrets.push(box.open(endpoint.previous_secret, row.endpoint_id));
           }
-          secretsOf.set(endpoint.id, secrets);
-        }
-        const out: ClaimedDelivery[] = [];
-        const values: unknown[] = [];
-        const tuples: string[] = [];
-        for (const row of claimed) {
-          const endpoint = endpointById.get(row.endpoint_id) as EndpointRow;
-          const secrets = secretsOf.get(endpoint.id) as string[];
           const attemptId = randomUUID();
           const p = values.length;
           values.push(attemptId, row.org_id, row.id, row.attempts, now);
@@ -746,7 +776,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             orgId: row.org_id,
             endpointId: row.endpoint_id,
             eventType: row.event_type,
-            url: endpoint.url,
+            url: endpoint.url as string,
             body: row.body,
             secrets,
             attempt: row.attempts,
@@ -767,96 +797,206 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     },
 
     /**
-     * Records an attempt's outcome and decides what follows: success ends the delivery; a failure
-     * schedules the next attempt, or ends it when the round has none left, when the endpoint
-     * answered 410 (the endpoint is disabled), or when the endpoint has failed every attempt for
-     * `failingDisableMs` (disabled too). When the claim lapsed meanwhile, only the attempt's row is
-     * written: whoever holds the delivery now decides.
+     * Records the outcomes of many attempts in one transaction of a few statements, whatever their
+     * number: one for the attempts' rows, one reading their endpoints, one for the deliveries, one
+     * for endpoints whose failing streak began or ended (if any), and two per endpoint disabled. Each outcome decides what follows as
+     * if recorded alone, in the order given: success ends the delivery; a failure schedules the
+     * next attempt, or ends it when the round has none left, when the endpoint answered 410 (the
+     * endpoint is disabled), or when the endpoint has failed every attempt for `failingDisableMs`
+     * (disabled too); a delivery of an endpoint disabled meanwhile ends with the reason. When a
+     * claim lapsed meanwhile, only the attempt's row is written: whoever holds the delivery now
+     * decides. Answers what became of each, and the organizations whose endpoints were disabled.
+     * A delivery appears at most once in `outcomes`.
      */
-    async recordAttempt(
-      c: ClaimedDelivery,
-      result: AttemptRecord,
+    async recordAttempts(
+      outcomes: readonly AttemptOutcomeInput[],
       input: RecordInput,
-    ): Promise<Recorded> {
+    ): Promise<{ recorded: Recorded[]; disabledIn: string[] }> {
+      if (outcomes.length === 0) return { recorded: [], disabledIn: [] };
       return withTx(pool, async (tx) => {
         const { now } = input;
-        await tx.query(
-          `UPDATE webhook_attempts SET outcome = $3, status_code = $4, error = $5,
-             duration_ms = $6, response_body = $7
-           WHERE org_id = $1 AND id = $2`,
-          [
-            c.orgId,
-            c.attemptId,
-            result.succeeded ? 'succeeded' : 'failed',
-            result.statusCode,
-            result.error,
-            result.durationMs,
-            result.responseBody,
-          ],
-        );
-        const { rows: endpoints } = await tx.query<{
-          enabled: boolean;
-          failing_since: Date | null;
-        }>('SELECT enabled, failing_since FROM webhook_endpoints WHERE org_id = $1 AND id = $2', [
-          c.orgId,
-          c.endpointId,
-        ]);
-        const endpoint = endpoints[0];
-        if (!endpoint) return 'lost';
-
-        const finish = async (state: DeliveryState, notice: string | undefined) => {
-          const { rowCount } = await tx.query(
-            `UPDATE webhook_deliveries SET state = $4, next_attempt_at = $5, claim = NULL,
-               last_status_code = $6, finished_at = $7, notice = COALESCE($8, notice)
-             WHERE org_id = $1 AND id = $2 AND claim = $3`,
-            [
+        {
+          const values: unknown[] = [];
+          const tuples = outcomes.map(({ claimed: c, result }) => {
+            const p = values.length;
+            values.push(
               c.orgId,
-              c.id,
-              c.claim,
-              state,
-              state === 'pending' ? input.retryAt : null,
+              c.attemptId,
+              result.succeeded ? 'succeeded' : 'failed',
               result.statusCode,
-              state === 'pending' ? null : now,
-              notice ?? null,
-            ],
-          );
-          return rowCount === 1;
-        };
-
-        if (result.succeeded) {
-          if (endpoint.failing_since) {
-            await tx.query(
-              'UPDATE webhook_endpoints SET failing_since = NULL WHERE org_id = $1 AND id = $2',
-              [c.orgId, c.endpointId],
+              result.error,
+              result.durationMs,
+              result.responseBody,
             );
-          }
-          return (await finish('succeeded', undefined)) ? 'succeeded' : 'lost';
-        }
-
-        const failingSince = endpoint.failing_since ?? c.startedAt;
-        if (!endpoint.failing_since) {
+            return `($${p + 1}::UUID, $${p + 2}::UUID, $${p + 3}::TEXT, $${p + 4}::INT, $${p + 5}::TEXT, $${p + 6}::INT, $${p + 7}::TEXT)`;
+          });
           await tx.query(
-            'UPDATE webhook_endpoints SET failing_since = $3 WHERE org_id = $1 AND id = $2',
-            [c.orgId, c.endpointId, failingSince],
+            `UPDATE webhook_attempts AS a SET outcome = v.outcome, status_code = v.status_code,
+               error = v.error, duration_ms = v.duration_ms, response_body = v.response_body
+             FROM (VALUES ${tuples.join(', ')})
+               AS v (org_id, id, outcome, status_code, error, duration_ms, response_body)
+             WHERE a.org_id = v.org_id AND a.id = v.id`,
+            values,
           );
         }
-        let notice: string | undefined;
-        if (endpoint.enabled && result.statusCode === 410) {
-          await disable(tx, c.orgId, c.endpointId, 'gone', now);
-          notice = 'the endpoint answered 410 Gone, so it was disabled';
-        } else if (
-          endpoint.enabled &&
-          now.getTime() - failingSince.getTime() >= input.failingDisableMs
-        ) {
-          await disable(tx, c.orgId, c.endpointId, 'failing', now);
-          notice = `every attempt to the endpoint since ${rfc3339(failingSince)} failed, so it was disabled`;
-        } else if (!endpoint.enabled) {
-          notice = DISABLED_NOTICE.operator;
+
+        const keyOf = (orgId: string, endpointId: string) => `${orgId}/${endpointId}`;
+        const wanted = new Map<string, { orgId: string; endpointId: string }>();
+        for (const { claimed: c } of outcomes) {
+          wanted.set(keyOf(c.orgId, c.endpointId), { orgId: c.orgId, endpointId: c.endpointId });
         }
-        if (notice === undefined && input.retryAt) {
-          return (await finish('pending', undefined)) ? 'retry' : 'lost';
+        const endpoints = new Map<
+          string,
+          {
+            orgId: string;
+            id: string;
+            enabled: boolean;
+            failingSince: Date | null;
+            /** What `failing_since` was when read, to write only what changed. */
+            readFailingSince: Date | null;
+            disabledNow: DisabledReason | undefined;
+          }
+        >();
+        {
+          const values: unknown[] = [];
+          const tuples = [...wanted.values()].map((e) => {
+            values.push(e.orgId, e.endpointId);
+            return `($${values.length - 1}::UUID, $${values.length}::UUID)`;
+          });
+          const { rows } = await tx.query<{
+            org_id: string;
+            id: string;
+            enabled: boolean;
+            failing_since: Date | null;
+          }>(
+            `SELECT e.org_id, e.id, e.enabled, e.failing_since
+             FROM webhook_endpoints AS e
+             JOIN (VALUES ${tuples.join(', ')}) AS v (org_id, id)
+               ON e.org_id = v.org_id AND e.id = v.id`,
+            values,
+          );
+          for (const row of rows) {
+            endpoints.set(keyOf(row.org_id, row.id), {
+              orgId: row.org_id,
+              id: row.id,
+              enabled: row.enabled,
+              failingSince: row.failing_since,
+              readFailingSince: row.failing_since,
+              disabledNow: undefined,
+            });
+          }
         }
-        return (await finish('failed', notice)) ? 'failed' : 'lost';
+
+        type Decision = { state: DeliveryState; notice: string | undefined } | undefined;
+        const decisions: Decision[] = [];
+        for (const { claimed: c, result, retryAt } of outcomes) {
+          const endpoint = endpoints.get(keyOf(c.orgId, c.endpointId));
+          if (!endpoint) {
+            decisions.push(undefined);
+            continue;
+          }
+          if (result.succeeded) {
+            endpoint.failingSince = null;
+            decisions.push({ state: 'succeeded', notice: undefined });
+            continue;
+          }
+          const failingSince = endpoint.failingSince ?? c.startedAt;
+          endpoint.failingSince = failingSince;
+          let notice: string | undefined;
+          if (endpoint.enabled && result.statusCode === 410) {
+            await disable(tx, c.orgId, c.endpointId, 'gone', now);
+            endpoint.enabled = false;
+            endpoint.disabledNow = 'gone';
+            notice = 'the endpoint answered 410 Gone, so it was disabled';
+          } else if (
+            endpoint.enabled &&
+            now.getTime() - failingSince.getTime() >= input.failingDisableMs
+          ) {
+            await disable(tx, c.orgId, c.endpointId, 'failing', now);
+            endpoint.enabled = false;
+            endpoint.disabledNow = 'failing';
+            notice = `every attempt to the endpoint since ${rfc3339(failingSince)} failed, so it was disabled`;
+          } else if (!endpoint.enabled) {
+            notice = DISABLED_NOTICE.operator;
+          }
+          decisions.push(
+            notice === undefined && retryAt
+              ? { state: 'pending', notice: undefined }
+              : { state: 'failed', notice },
+          );
+        }
+        // A retry scheduled before a later outcome of the batch disabled its endpoint ends as
+        // disabling ends every pending delivery.
+        outcomes.forEach(({ claimed: c }, i) => {
+          const reason = endpoints.get(keyOf(c.orgId, c.endpointId))?.disabledNow;
+          if (reason && decisions[i]?.state === 'pending') {
+            decisions[i] = { state: 'failed', notice: DISABLED_NOTICE[reason] };
+          }
+        });
+
+        const streaks = [...endpoints.values()].filter(
+          (e) => e.failingSince?.getTime() !== e.readFailingSince?.getTime(),
+        );
+        if (streaks.length > 0) {
+          const values: unknown[] = [];
+          const tuples = streaks.map((e) => {
+            values.push(e.orgId, e.id, e.failingSince);
+            const p = values.length;
+            return `($${p - 2}::UUID, $${p - 1}::UUID, $${p}::TIMESTAMPTZ)`;
+          });
+          await tx.query(
+            `UPDATE webhook_endpoints AS e SET failing_since = v.failing_since
+             FROM (VALUES ${tuples.join(', ')}) AS v (org_id, id, failing_since)
+             WHERE e.org_id = v.org_id AND e.id = v.id`,
+            values,
+          );
+        }
+
+        const finished = new Set<string>();
+        const values: unknown[] = [];
+        const tuples: string[] = [];
+        outcomes.forEach(({ claimed: c, result, retryAt }, i) => {
+          const decision = decisions[i];
+          if (!decision) return;
+          const p = values.length;
+          values.push(
+            c.orgId,
+            c.id,
+            c.claim,
+            decision.state,
+            decision.state === 'pending' ? retryAt : null,
+            result.statusCode,
+            decision.state === 'pending' ? null : now,
+            decision.notice ?? null,
+          );
+          tuples.push(
+            `($${p + 1}::UUID, $${p + 2}::UUID, $${p + 3}::UUID, $${p + 4}::TEXT, $${p + 5}::TIMESTAMPTZ, $${p + 6}::INT, $${p + 7}::TIMESTAMPTZ, $${p + 8}::TEXT)`,
+          );
+        });
+        if (tuples.length > 0) {
+          const { rows } = await tx.query<{ id: string }>(
+            `UPDATE webhook_deliveries AS d SET state = v.state,
+               next_attempt_at = v.next_attempt_at, claim = NULL,
+               last_status_code = v.status_code, finished_at = v.finished_at,
+               notice = COALESCE(v.notice, d.notice)
+             FROM (VALUES ${tuples.join(', ')})
+               AS v (org_id, id, claim, state, next_attempt_at, status_code, finished_at, notice)
+             WHERE d.org_id = v.org_id AND d.id = v.id AND d.claim = v.claim
+             RETURNING d.id`,
+            values,
+          );
+          for (const row of rows) finished.add(row.id);
+        }
+        const recorded = outcomes.map(({ claimed: c }, i): Recorded => {
+          const decision = decisions[i];
+          if (!decision || !finished.has(c.id)) return 'lost';
+          if (decision.state === 'pending') return 'retry';
+          return decision.state;
+        });
+        const disabledIn = [
+          ...new Set([...endpoints.values()].filter((e) => e.disabledNow).map((e) => e.orgId)),
+        ];
+        return { recorded, disabledIn };
       });
     },
 

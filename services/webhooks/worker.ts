@@ -1,6 +1,7 @@
 /**
- * The delivery worker: claims due deliveries from the database, sends each attempt outside any
- * transaction, then records the outcome and the next attempt's time. The schedule lives in the
+ * The delivery worker: claims due deliveries from the database, many per transaction, sends each
+ * attempt outside any transaction, then records the outcome and the next attempt's time, the
+ * outcomes that finished meanwhile together in one transaction. The schedule lives in the
  * database (`next_attempt_at`), so a restart loses nothing, and claims use `FOR UPDATE SKIP
  * LOCKED`, so replicas never send the same attempt. Time comes from the injected clock; tests move
  * a ManualClock and call {@link DeliveryWorker.runDue} instead of waiting for the poll.
@@ -10,7 +11,13 @@ import type { Logger } from '../../lib/logger.js';
 import { spoolMetrics } from '../../lib/metrics.js';
 import { contextFrom, inSpan, recordError, type Span, SpanKind } from '../../lib/tracing.js';
 import type { AttemptResult, Sender } from './delivery.js';
-import type { ClaimCandidate, ClaimedDelivery, WebhookStore } from './store.js';
+import type {
+  AttemptRecord,
+  ClaimCandidate,
+  ClaimedDelivery,
+  Recorded,
+  WebhookStore,
+} from './store.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -39,6 +46,9 @@ export const MAX_RETRY_AFTER_MS = 7 * DAY;
 
 /** An endpoint that fails every attempt this long is disabled. */
 export const FAILING_DISABLE_MS = 5 * DAY;
+
+/** Outcomes recorded in one transaction at most. */
+export const RECORD_BATCH = 256;
 
 /**
  * A receiver's `Retry-After` (seconds, or an HTTP date) as milliseconds from `now`; undefined when
@@ -89,6 +99,16 @@ export interface WorkerOptions {
   pollMs: number;
   failingDisableMs?: number;
   random?: () => number;
+  /** Told when recording an outcome disabled an endpoint of the organization (410, failing). */
+  onEndpointsChanged?: (orgId: string) => void;
+}
+
+interface PendingRecord {
+  claimed: ClaimedDelivery;
+  result: AttemptRecord;
+  retryAt: Date | undefined;
+  resolve(recorded: Recorded): void;
+  reject(err: unknown): void;
 }
 
 export interface WorkerStats {
@@ -104,6 +124,10 @@ export class DeliveryWorker {
   #total = 0;
   #serial: Promise<unknown> = Promise.resolve();
   #kickQueued = false;
+  #kickExpectsWork = false;
+  /** Outcomes waiting for the recording under way to finish, recorded together after it. */
+  #toRecord: PendingRecord[] = [];
+  #recording: Promise<void> | undefined;
   #settled: Array<() => void> = [];
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -122,14 +146,24 @@ export class DeliveryWorker {
     this.kick();
   }
 
-  /** Asks for a claim round now (after new deliveries, or when an attempt finished). */
-  kick(): void {
+  /**
+   * Asks for a claim round now: after new deliveries (`newWork`: the claim then skips the read that
+   * checks whether anything is due), or when an attempt finished.
+   */
+  kick(newWork = false): void {
+    if (newWork) this.#kickExpectsWork = true;
     if (this.#stopped || this.#kickQueued) return;
     this.#kickQueued = true;
     void this.#exclusive(async () => {
       this.#kickQueued = false;
-      while ((await this.#claimRound()) > 0) {
-        // keep claiming while there is room and work
+      let expectWork = this.#kickExpectsWork;
+      this.#kickExpectsWork = false;
+      for (;;) {
+        const room = this.#options.concurrency - this.#total;
+        const claimed = await this.#claimRound(expectWork);
+        if (claimed === 0) break;
+        // A round that filled the room likely left more due: the next one claims without checking.
+        expectWork = claimed >= room;
       }
     });
   }
@@ -165,7 +199,7 @@ export class DeliveryWorker {
     return run;
   }
 
-  async #claimRound(): Promise<number> {
+  async #claimRound(expectWork = false): Promise<number> {
     const o = this.#options;
     if (this.#stopped) return 0;
     const room = o.concurrency - this.#total;
@@ -180,6 +214,7 @@ export class DeliveryWorker {
         limit: Math.min(room * 4, 1000),
         exclude: full,
         maxAttempts: o.retryWaitsMs.length + 1,
+        expectWork,
         pick: (candidates) => this.#pick(candidates, room),
       });
     } catch (err) {
@@ -259,11 +294,11 @@ export class DeliveryWorker {
           retryAfterMs: retryAfterMs(result.retryAfter, now),
         });
     try {
-      const recorded = await o.store.recordAttempt(c, result, {
-        now,
-        retryAt: delay === undefined ? undefined : new Date(now.getTime() + delay),
-        failingDisableMs: o.failingDisableMs,
-      });
+      const recorded = await this.#record(
+        c,
+        result,
+        delay === undefined ? undefined : new Date(now.getTime() + delay),
+      );
       o.logger.debug(
         {
           deliveryId: c.id,
@@ -278,6 +313,49 @@ export class DeliveryWorker {
       // The claim lapses and the attempt is made again; its row says it was abandoned.
       o.logger.error({ err, deliveryId: c.id }, 'could not record a webhook attempt');
     }
+  }
+
+  /**
+   * Records an outcome together with the others that finish while a recording is under way: one
+   * transaction for all of them (group commit), so that under load an attempt costs a share of a
+   * transaction rather than one of its own, and when idle it waits for nothing.
+   */
+  #record(claimed: ClaimedDelivery, result: AttemptRecord, retryAt: Date | undefined) {
+    return new Promise<Recorded>((resolve, reject) => {
+      this.#toRecord.push({ claimed, result, retryAt, resolve, reject });
+      this.#recording ??= this.#recordAll();
+    });
+  }
+
+  async #recordAll(): Promise<void> {
+    const o = this.#options;
+    while (this.#toRecord.length > 0) {
+      // A delivery appears once per batch: a second outcome of it (its claim lapsed and this
+      // worker claimed it again) waits for the next.
+      const batch: PendingRecord[] = [];
+      const later: PendingRecord[] = [];
+      const ids = new Set<string>();
+      for (const item of this.#toRecord) {
+        if (batch.length < RECORD_BATCH && !ids.has(item.claimed.id)) {
+          ids.add(item.claimed.id);
+          batch.push(item);
+        } else {
+          later.push(item);
+        }
+      }
+      this.#toRecord = later;
+      try {
+        const { recorded, disabledIn } = await o.store.recordAttempts(batch, {
+          now: o.clock.now(),
+          failingDisableMs: o.failingDisableMs,
+        });
+        for (const [i, item] of batch.entries()) item.resolve(recorded[i] ?? 'lost');
+        for (const orgId of disabledIn) o.onEndpointsChanged?.(orgId);
+      } catch (err) {
+        for (const item of batch) item.reject(err);
+      }
+    }
+    this.#recording = undefined;
   }
 }
 
