@@ -315,6 +315,9 @@ export function createEventStreams(deps: {
           messages = iter;
           for await (const msg of iter) {
             fed = msg.seq;
+            // Events of organizations with no stream open here are not even read
+            // (`events.<org>.<type>`).
+            if (!byOrg.has(msg.subject.split('.', 2)[1] ?? '')) continue;
             const item = frameOf(msg);
             if (!item) continue;
             const set = byOrg.get(item.orgId);
