@@ -429,6 +429,29 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
         : undefined;
     },
 
+    /**
+     * The stations many device tokens belong to, by the token hash in hex; a token no station has
+     * (replaced, or its station deleted) is absent. As {@link stationByTokenHash}, the one lookup
+     * not scoped by organization: the hashes are what the links know.
+     */
+    async stationsByTokenHashes(hashes: Buffer[]): Promise<Map<string, LinkStation>> {
+      const found = new Map<string, LinkStation>();
+      if (hashes.length === 0) return found;
+      const { rows } = await pool.query<StationRow & { token_hash: Buffer }>(
+        `SELECT ${STATION_COLUMNS}, token_hash FROM stations WHERE token_hash = ANY($1::BYTEA[])`,
+        [hashes],
+      );
+      for (const row of rows) {
+        found.set(row.token_hash.toString('hex'), {
+          id: row.id,
+          orgId: row.org_id,
+          revoked: row.revoked_at !== null,
+          region: row.region,
+        });
+      }
+      return found;
+    },
+
     async listPrinters(
       orgId: string,
       filters: { stationId: string; locationId: string },

@@ -1,0 +1,158 @@
+/**
+ * The re-read a stations replica makes for the links it holds (after NATS reconnects, and every
+ * minute): tokens revoked or replaced meanwhile end their links, and jobs whose dispatch messages
+ * the replica missed reach their stations, many stations at a time.
+ */
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import test from 'ava';
+import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
+import { connectBus } from '../lib/bus.js';
+import { SCOPES } from '../lib/credentials.js';
+import { createClient } from '../lib/grpc.js';
+import { silentLogger } from '../lib/logger.js';
+import { createStations, startLinkServer } from '../services/stations/index.js';
+import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  createStation,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
+import { startTcpProxy } from './helpers/tcp-proxy.js';
+
+/**
+ * A stations replica of its own, whose NATS connection runs through a proxy the test can cut, so
+ * that messages published meanwhile (dispatches, revocations) never reach it.
+ */
+async function startReplica(t: import('ava').ExecutionContext, sys: TestSystem) {
+  const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port: sys.nats.port } });
+  const nc = await connectBus({
+    url: `nats://127.0.0.1:${proxy.port}`,
+    name: 'replica',
+    logger: silentLogger,
+  });
+  const jobs = createClient(JobsServiceClient, {
+    service: 'jobs',
+    address: sys.system.servicesAddress,
+  });
+  const stations = await createStations({
+    pool: sys.system.pool,
+    nc,
+    logger: silentLogger,
+    clock: sys.clock,
+    jobs,
+  });
+  const server = await startLinkServer(stations, '127.0.0.1', 0);
+  const links: LinkClient[] = [];
+  t.teardown(async () => {
+    for (const l of links) l.close();
+    await stations.stop();
+    await server.shutdown(100);
+    jobs.close();
+    await nc.close();
+    await proxy.stop();
+  });
+  return {
+    links: stations.links,
+    async connect(token: string, printers = [printer('desk')]) {
+      const link = await connectLink(`127.0.0.1:${server.port}`, token, printers);
+      links.push(link);
+      return link;
+    },
+    /** Runs `during` while the replica is away from NATS, then waits until it is back. */
+    async away(during: () => Promise<void>) {
+      const statuses = nc.status()[Symbol.asyncIterator]();
+      const until = async (type: string) => {
+        for (;;) if ((await statuses.next()).value?.type === type) return;
+      };
+      await proxy.cut();
+      await until('disconnect');
+      await during();
+      proxy.restore();
+      await until('reconnect');
+    },
+  };
+}
+
+test('a token revoked or replaced while its revocation did not reach the replica ends its link at the next re-read; other links stay', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const replica = await startReplica(t, sys);
+  const [revoked, rotated, kept] = await Promise.all(
+    ['revoked', 'rotated', 'kept'].map((name) => createStation(sys.url, orgId, { name })),
+  );
+  const station = (s: { id: string } | undefined) => `/admin/v1/orgs/${orgId}/stations/${s?.id}`;
+  const [revokedLink, rotatedLink, keptLink] = await Promise.all(
+    [revoked, rotated, kept].map((s) => replica.connect(s?.token as string)),
+  );
+
+  await replica.away(async () => {
+    const revoke = await call(sys.url, 'DELETE', `${station(revoked)}/token`, {
+      token: OPERATOR_TOKEN,
+    });
+    t.is(revoke.status, 204);
+    const rotate = await call(sys.url, 'POST', `${station(rotated)}/token`, {
+      token: OPERATOR_TOKEN,
+    });
+    t.is(rotate.status, 200);
+  });
+  await replica.links.resync();
+
+  for (const link of [revokedLink, rotatedLink]) {
+    const ended = await link?.ended;
+    t.is(ended?.code, GrpcStatus.UNAUTHENTICATED);
+    t.regex(ended?.details ?? '', /revoked/);
+  }
+  t.is(replica.links.size, 1);
+  let keptEnded = false;
+  void keptLink?.ended.then(() => {
+    keptEnded = true;
+  });
+  await replica.links.resync();
+  t.false(keptEnded);
+  t.is(replica.links.size, 1);
+});
+
+test('jobs of many stations dispatched while the replica was away from NATS reach their links after the re-read', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const replica = await startReplica(t, sys);
+  const count = 40;
+  const stations = await Promise.all(
+    Array.from({ length: count }, (_, i) => createStation(sys.url, orgId, { name: `s${i}` })),
+  );
+  const links = await Promise.all(stations.map((s) => replica.connect(s.token)));
+
+  const posted: string[] = [];
+  await replica.away(async () => {
+    for (const link of links) {
+      const res = await call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+        token: secret,
+        body: {
+          printer_id: link.welcome.printerIds.desk,
+          content: { type: 'text', data: 'hello' },
+        },
+      });
+      t.is(res.status, 201);
+      posted.push(res.body.job.id);
+    }
+  });
+  await replica.links.resync();
+
+  await Promise.all(
+    links.map((link, i) => link.until(() => link.jobs.some((j) => j.offer.jobId === posted[i]))),
+  );
+  // Each link got its own station's job, once.
+  for (const [i, link] of links.entries()) {
+    t.deepEqual(
+      link.jobs.map((j) => j.offer.jobId),
+      [posted[i]],
+    );
+  }
+});
