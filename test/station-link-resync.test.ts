@@ -1,7 +1,8 @@
 /**
- * The re-read a stations replica makes for the links it holds (after NATS reconnects, and every
- * minute): tokens revoked or replaced meanwhile end their links, and jobs whose dispatch messages
- * the replica missed reach their stations, many stations at a time.
+ * The reads of pending jobs a stations replica makes for the links it holds, in batches: when
+ * many links open at once each gets its own station's jobs, and at a re-read (after NATS
+ * reconnects, and every minute) tokens revoked or replaced meanwhile end their links and jobs
+ * whose dispatch messages the replica missed reach their stations.
  */
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import test from 'ava';
@@ -154,5 +155,50 @@ test('jobs of many stations dispatched while the replica was away from NATS reac
       link.jobs.map((j) => j.offer.jobId),
       [posted[i]],
     );
+  }
+});
+
+test('many links opening at once each get the jobs their station was sent while offline, once', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const replica = await startReplica(t, sys);
+  const count = 60;
+  const stations = await Promise.all(
+    Array.from({ length: count }, (_, i) => createStation(sys.url, orgId, { name: `s${i}` })),
+  );
+  // A first link makes each station's printer; then the stations go offline.
+  const printerIds: string[] = [];
+  for (const s of stations) {
+    const first = await replica.connect(s.token);
+    printerIds.push(first.welcome.printerIds.desk as string);
+    first.close();
+  }
+  const posted: string[][] = [];
+  for (const printerId of printerIds) {
+    const ids: string[] = [];
+    for (let n = 0; n < 2; n++) {
+      const res = await call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+        token: secret,
+        body: { printer_id: printerId, content: { type: 'text', data: `job ${n}` } },
+      });
+      t.is(res.status, 201);
+      ids.push(res.body.job.id);
+    }
+    posted.push(ids);
+  }
+
+  const links = await Promise.all(stations.map((s) => replica.connect(s.token)));
+  await Promise.all(
+    links.map((link, i) =>
+      link.until(() =>
+        (posted[i] ?? []).every((id) => link.jobs.some((j) => j.offer.jobId === id)),
+      ),
+    ),
+  );
+  // The test's clock stands still, so jobs created in the same instant come in any order.
+  for (const [i, link] of links.entries()) {
+    t.deepEqual(link.jobs.map((j) => j.offer.jobId).sort(), [...(posted[i] ?? [])].sort());
   }
 });

@@ -369,18 +369,9 @@ class Session {
         },
       }),
     );
-    await this.#offerPending();
-  }
-
-  /** Offers every job the station should have that this link has not offered yet. */
-  async #offerPending(): Promise<void> {
-    const station = this.#station;
-    if (!station || this.#closed) return;
-    const { items } = await this.#deps.jobs.pendingJobs({
-      orgId: station.orgId,
-      stationId: station.id,
-    });
-    this.offerJobs(items);
+    // With the links opening at the same moment: 200 agents reconnecting at once ask in a few
+    // batches, not 200 calls.
+    await this.#rereads.want(this);
   }
 
   /** Open, authenticated and not closed: the link a re-read is for. */
