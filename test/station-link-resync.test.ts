@@ -2,7 +2,8 @@
  * The reads of pending jobs a stations replica makes for the links it holds, in batches: when
  * many links open at once each gets its own station's jobs, and at a re-read (after NATS
  * reconnects, and every minute) tokens revoked or replaced meanwhile end their links and jobs
- * whose dispatch messages the replica missed reach their stations.
+ * whose dispatch messages the replica missed reach their stations. The jobs service answers each
+ * station of such a batch only within the organization it was asked with.
  */
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import test from 'ava';
@@ -201,4 +202,47 @@ test('many links opening at once each get the jobs their station was sent while 
   for (const [i, link] of links.entries()) {
     t.deepEqual(link.jobs.map((j) => j.offer.jobId).sort(), [...(posted[i] ?? [])].sort());
   }
+});
+
+test('PendingJobsForStations answers each station within the organization asked with, in the order asked', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const jobs = createClient(JobsServiceClient, {
+    service: 'jobs',
+    address: sys.system.servicesAddress,
+  });
+  t.teardown(() => jobs.close());
+  // Two organizations, each with a station that has a job waiting while it is offline.
+  const orgs = await Promise.all(['Acme', 'Globex'].map((name) => createOrg(sys.url, name)));
+  const setups = await Promise.all(
+    orgs.map(async (orgId) => {
+      const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+      const station = await createStation(sys.url, orgId);
+      const link = await connectLink(sys.linkAddress, station.token, [printer('desk')]);
+      link.close();
+      const res = await call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+        token: secret,
+        body: { printer_id: link.welcome.printerIds.desk, content: { type: 'text', data: 'hi' } },
+      });
+      t.is(res.status, 201);
+      return { orgId, stationId: station.id, jobId: res.body.job.id };
+    }),
+  );
+  const [a, b] = setups as [(typeof setups)[0], (typeof setups)[0]];
+  const asked = [
+    { orgId: b.orgId, stationId: b.stationId },
+    { orgId: a.orgId, stationId: b.stationId },
+    { orgId: 'not-an-id', stationId: a.stationId },
+    { orgId: a.orgId, stationId: a.stationId },
+  ];
+  const { stations } = await jobs.pendingJobsForStations({ stations: asked });
+  t.deepEqual(
+    stations.map((s) => [s.orgId, s.stationId, s.items.map((j) => j.id)]),
+    [
+      [b.orgId, b.stationId, [b.jobId]],
+      [a.orgId, b.stationId, []],
+      ['not-an-id', a.stationId, []],
+      [a.orgId, a.stationId, [a.jobId]],
+    ],
+  );
 });
