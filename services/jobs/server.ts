@@ -43,6 +43,8 @@ export const MAX_TEXT_LENGTH = 1000;
 /** The longest a job may wait undelivered, and the furthest it may be scheduled. */
 export const MAX_EXPIRE_AFTER_S = 30 * 24 * 60 * 60;
 export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
+/** Stations one `PendingJobsForStations` call may ask about. */
+export const MAX_STATIONS_PER_CALL = 1000;
 /** How much text a text preview shows. */
 export const TEXT_PREVIEW_BYTES = 64 * 1024;
 
@@ -390,6 +392,28 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     async pendingJobs(req) {
       const orgId = requireUuid(req.orgId, 'organization');
       return { items: await store.pending(orgId, requireUuid(req.stationId, 'station')) };
+    },
+
+    async pendingJobsForStations(req) {
+      // A malformed pair names no station: it is answered with no jobs, not failed with the rest.
+      const asked = req.stations.map((s) => ({ orgId: s.orgId, stationId: s.stationId }));
+      const valid = asked.filter((s) => isUuid(s.orgId) && isUuid(s.stationId));
+      if (valid.length > MAX_STATIONS_PER_CALL) {
+        throw invalid(`at most ${MAX_STATIONS_PER_CALL} stations per call`, 'stations');
+      }
+      const byStation = new Map<string, Job[]>();
+      for (const job of await store.pendingForStations(valid)) {
+        const key = `${job.orgId}/${job.stationId}`;
+        const items = byStation.get(key);
+        if (items) items.push(job);
+        else byStation.set(key, [job]);
+      }
+      return {
+        stations: asked.map((s) => ({
+          ...s,
+          items: byStation.get(`${s.orgId}/${s.stationId}`.toLowerCase()) ?? [],
+        })),
+      };
     },
 
     async createUpload(req) {

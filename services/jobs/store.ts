@@ -662,6 +662,24 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       return rows.map(toJob);
     },
 
+    /**
+     * The pending jobs of many stations in one query, each station scoped by its organization;
+     * oldest first.
+     */
+    async pendingForStations(
+      stations: Array<{ orgId: string; stationId: string }>,
+    ): Promise<Job[]> {
+      if (stations.length === 0) return [];
+      const { rows } = await pool.query<JobRow>(
+        `SELECT ${JOB_COLUMNS} FROM jobs
+         WHERE station_id = ANY($2::UUID[]) AND status = ANY($3)
+           AND (org_id, station_id) IN (SELECT * FROM unnest($1::UUID[], $2::UUID[]))
+         ORDER BY created_at, id`,
+        [stations.map((s) => s.orgId), stations.map((s) => s.stationId), PENDING_STATUSES],
+      );
+      return rows.map(toJob);
+    },
+
     /** Jobs finished before `before` whose documents are still kept. */
     async documentsToDelete(
       before: Date,

@@ -11,7 +11,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import { headers as natsHeaders, type Subscription } from '@nats-io/transport-node';
 import { type Context, context, type ObservableResult } from '@opentelemetry/api';
-import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
+import type { Job, JobsServiceClient } from '../../gen/spool/v1/jobs.js';
 import {
   type AgentMessage,
   type JobReceived,
@@ -48,8 +48,11 @@ const HELLO_TIMEOUT_MS = 10_000;
 /** How long a report is tried again while its stream cannot take it, before the link closes. */
 const REPORT_RETRY_MS = 30_000;
 
-/** Links of one process re-reading their pending jobs at once. */
-const RESYNC_IN_FLIGHT = 16;
+/**
+ * Links re-read together: one query for their tokens and one call for their stations' pending
+ * jobs. Small enough that handling one batch's answers does not hold up dispatch for long.
+ */
+const RESYNC_BATCH = 250;
 
 /** A failed re-read is tried again after a random wait of up to this, doubling per failure… */
 const RESYNC_RETRY_FIRST_MS = 500;
@@ -80,40 +83,131 @@ export interface LinkRegistry {
   /** Links held by this process, by station id. */
   readonly size: number;
   handler(call: Call): void;
+  /**
+   * Re-reads every link's token and pending jobs now, a batch at a time; resolves when the round
+   * is over (the one under way, if any). Also run after NATS reconnects and every `resyncMs`.
+   */
+  resync(): Promise<void>;
   /** Ends every link (the agents reconnect to another replica). */
   closeAll(): void;
 }
 
+/** Queues links for a re-read and runs the queue a batch at a time. */
+interface Rereads {
+  /** Resolves once a batch with `session` in it has been read and offered; rejects if it failed. */
+  want(session: Session): Promise<void>;
+}
+
+const stationKey = (orgId: string, stationId: string) => `${orgId}/${stationId}`.toLowerCase();
+
+/**
+ * Re-reads links in batches: the tokens of a batch in one query, then the pending jobs of the
+ * stations whose tokens still hold in one `PendingJobsForStations` call. Links asking while a
+ * batch is in flight wait for the next one, so a burst of asks costs a few calls, not two per
+ * link; the process serves other work between two batches.
+ */
+function createRereads(deps: LinkDeps): Rereads {
+  const queue = new Map<
+    Session,
+    { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void }
+  >();
+  let draining = false;
+
+  async function read(batch: Session[]): Promise<void> {
+    const live = batch.filter((s) => s.linked);
+    if (live.length === 0) return;
+    const hashes = new Map(live.map((s) => [s.tokenHash.toString('hex'), s.tokenHash]));
+    const found = await deps.store.stationsByTokenHashes([...hashes.values()]);
+    const holding = live.filter((s) => s.tokenHolds(found.get(s.tokenHash.toString('hex'))));
+    if (holding.length === 0) return;
+    const stations = new Map(
+      holding.map((s) => [stationKey(s.station.orgId, s.station.id), s.station]),
+    );
+    const answer = await deps.jobs.pendingJobsForStations({
+      stations: [...stations.values()].map((s) => ({ orgId: s.orgId, stationId: s.id })),
+    });
+    const pending = new Map(answer.stations.map((p) => [stationKey(p.orgId, p.stationId), p]));
+    for (const s of holding) {
+      s.offerJobs(pending.get(stationKey(s.station.orgId, s.station.id))?.items ?? []);
+    }
+  }
+
+  async function drain(): Promise<void> {
+    while (queue.size > 0) {
+      const batch = [...queue].slice(0, RESYNC_BATCH);
+      for (const [s] of batch) queue.delete(s);
+      try {
+        await read(batch.map(([s]) => s));
+        for (const [, waiting] of batch) waiting.resolve();
+      } catch (err) {
+        deps.logger.warn(
+          { err, links: batch.length },
+          'could not re-read pending jobs; will try again',
+        );
+        for (const [, waiting] of batch) waiting.reject(err);
+      }
+      // Offers and the links' messages go out before the next batch is read.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    draining = false;
+  }
+
+  return {
+    want(session) {
+      const queued = queue.get(session);
+      if (queued) return queued.promise;
+      let resolve = () => {};
+      let reject: (err: unknown) => void = () => {};
+      const promise = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      queue.set(session, { promise, resolve, reject });
+      if (!draining) {
+        draining = true;
+        // Whatever else asks in this turn of the event loop joins the first batch.
+        setImmediate(() => void drain());
+      }
+      return promise;
+    },
+  };
+}
+
 export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
   const sessions = new Set<Session>();
+  const rereads = createRereads(deps);
   // Dispatch messages reach a link over core NATS, which keeps nothing for a subscriber that was
   // away: after the connection comes back, and every so often besides, each link asks the jobs
   // service for its station's pending jobs (offers already made on the link are not repeated).
-  // A round walks the links a few at a time, spread over half the period when it is the
-  // periodic backstop, so that 10,000 links do not ask the jobs service all in one instant.
+  // A round walks the links a batch at a time, its batches spread over half the period when it
+  // is the periodic backstop, so that 10,000 links cost a few dozen queries and calls, and
+  // dispatch is served between them.
   const resyncMs = deps.resyncMs ?? 60_000;
   let round: Promise<void> | undefined;
-  const resyncAll = (spreadMs: number) => {
-    if (round) return;
+  const resyncAll = (spreadMs: number): Promise<void> => {
+    if (round) return round;
     round = (async () => {
       const links = [...sessions];
-      const gapMs = spreadMs / Math.max(1, links.length);
-      const inFlight = new Set<Promise<void>>();
-      for (const s of links) {
-        const p: Promise<void> = s.resync().finally(() => inFlight.delete(p));
-        inFlight.add(p);
-        if (inFlight.size >= RESYNC_IN_FLIGHT) await Promise.race(inFlight);
-        if (gapMs >= 1) await new Promise((r) => setTimeout(r, gapMs));
+      const batches = Math.ceil(links.length / RESYNC_BATCH);
+      const start = Date.now();
+      for (let i = 0; i < batches; i++) {
+        const waitMs = start + (spreadMs * i) / batches - Date.now();
+        await new Promise((resolve) =>
+          waitMs >= 1 ? setTimeout(resolve, waitMs) : setImmediate(resolve),
+        );
+        await Promise.all(
+          links.slice(i * RESYNC_BATCH, (i + 1) * RESYNC_BATCH).map((s) => s.resync()),
+        );
       }
-      await Promise.all(inFlight);
     })().finally(() => {
       round = undefined;
     });
+    return round;
   };
   void (async () => {
-    for await (const s of deps.nc.status()) if (s.type === 'reconnect') resyncAll(0);
+    for await (const s of deps.nc.status()) if (s.type === 'reconnect') void resyncAll(0);
   })();
-  const timer = setInterval(() => resyncAll(resyncMs / 2), resyncMs);
+  const timer = setInterval(() => void resyncAll(resyncMs / 2), resyncMs);
   timer.unref();
   const { stationsConnected } = spoolMetrics();
   const observeLinks = (result: ObservableResult) => result.observe(sessions.size);
@@ -123,12 +217,15 @@ export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
       return sessions.size;
     },
     handler(call) {
-      const session = new Session(call, deps, () => sessions.delete(session));
+      const session = new Session(call, deps, rereads, () => sessions.delete(session));
       sessions.add(session);
       session.run().catch((err: unknown) => {
         deps.logger.error({ err }, 'station link failed');
         session.close(GrpcStatus.INTERNAL, 'internal error');
       });
+    },
+    resync() {
+      return resyncAll(0);
     },
     closeAll() {
       clearInterval(timer);
@@ -147,6 +244,7 @@ function bearerToken(call: Call): string | undefined {
 class Session {
   readonly #call: Call;
   readonly #deps: LinkDeps;
+  readonly #rereads: Rereads;
   readonly #onClosed: () => void;
   readonly #linkId = randomUUID();
   readonly #logger: Logger;
@@ -166,9 +264,10 @@ class Session {
   #resyncFailures = 0;
   #resyncRetry: NodeJS.Timeout | undefined;
 
-  constructor(call: Call, deps: LinkDeps, onClosed: () => void) {
+  constructor(call: Call, deps: LinkDeps, rereads: Rereads, onClosed: () => void) {
     this.#call = call;
     this.#deps = deps;
+    this.#rereads = rereads;
     this.#onClosed = onClosed;
     this.#logger = deps.logger.child({ link: this.#linkId });
     call.on('error', () => this.#cleanup());
@@ -270,17 +369,45 @@ class Session {
         },
       }),
     );
-    await this.#offerPending();
+    // With the links opening at the same moment: 200 agents reconnecting at once ask in a few
+    // batches, not 200 calls.
+    await this.#rereads.want(this);
   }
 
-  /** Offers every job the station should have that this link has not offered yet. */
-  async #offerPending(): Promise<void> {
-    const station = this.#station;
-    if (!station || this.#closed) return;
-    const { items } = await this.#deps.jobs.pendingJobs({
-      orgId: station.orgId,
-      stationId: station.id,
-    });
+  /** Open, authenticated and not closed: the link a re-read is for. */
+  get linked(): boolean {
+    return this.#opened && !this.#closed && this.#tokenHash !== undefined && !!this.#station;
+  }
+
+  /** The station's token hash; only while {@link linked}. */
+  get tokenHash(): Buffer {
+    return this.#tokenHash as Buffer;
+  }
+
+  /** The station linked; only while {@link linked}. */
+  get station(): LinkStation {
+    return this.#station as LinkStation;
+  }
+
+  /**
+   * Given what the token now belongs to, says whether the link may go on; ends it when the token
+   * was revoked or replaced, or the station moved to another region.
+   */
+  tokenHolds(found: LinkStation | undefined): boolean {
+    if (!found || found.revoked || found.id !== this.#station?.id) {
+      this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
+      return false;
+    }
+    if (found.region !== this.#station.region) {
+      this.#moved();
+      return false;
+    }
+    return true;
+  }
+
+  /** Offers the station's pending jobs that this link has not offered yet. */
+  offerJobs(items: Job[]): void {
+    if (this.#closed) return;
     for (const job of items) {
       this.#offer({
         ...jobJson(job),
@@ -293,38 +420,25 @@ class Session {
   }
 
   /**
-   * Checks the token still holds (a revocation message may have been missed), then re-offers.
-   * A re-read that fails (the database or the jobs service away, often right after the NATS
-   * outage that asked for it) is tried again with capped, jittered backoff while the link is open,
-   * rather than leaving the station's jobs waiting for the next round.
+   * Checks the token still holds (a revocation message may have been missed), then re-offers,
+   * in a batch with other links. A re-read that fails (the database or the jobs service away,
+   * often right after the NATS outage that asked for it) is tried again with capped, jittered
+   * backoff while the link is open, rather than leaving the station's jobs waiting for the next
+   * round. Never rejects.
    */
   resync(): Promise<void> {
-    if (!this.#opened || this.#closed || !this.#tokenHash) return Promise.resolve();
+    if (!this.linked) return Promise.resolve();
     clearTimeout(this.#resyncRetry);
     this.#resyncRetry = undefined;
-    return this.#deps.store
-      .stationByTokenHash(this.#tokenHash)
-      .then((found) => {
-        if (!found || found.revoked) {
-          this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
-          return;
-        }
-        if (found.region !== this.#station?.region) {
-          this.#moved();
-          return;
-        }
-        return this.#offerPending();
-      })
-      .then(
-        () => {
-          this.#resyncFailures = 0;
-        },
-        (err: unknown) => {
-          this.#resyncFailures += 1;
-          this.#logger.warn({ err }, 'could not re-read pending jobs; will try again');
-          this.#retryResync();
-        },
-      );
+    return this.#rereads.want(this).then(
+      () => {
+        this.#resyncFailures = 0;
+      },
+      () => {
+        this.#resyncFailures += 1;
+        this.#retryResync();
+      },
+    );
   }
 
   #retryResync(): void {

@@ -16,8 +16,9 @@ import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
-import { enqueue, type OutboxMessage } from '../../lib/outbox.js';
+import { addToOutbox, enqueue, type OutboxMessage } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
+import { WriteBatch } from '../../lib/sql.js';
 
 export const OUTBOX_TABLE = 'stations_outbox';
 
@@ -142,11 +143,14 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
   }
 
   /**
-   * Brings the station's printers in line with what its agent reports, inside `tx`. Returns the
-   * printer ids by name and queues `printer.status` for each printer whose status changed.
+   * Brings the station's printers in line with what its agent reports, inside `tx`: reads them,
+   * marks those no longer reported `removed`, and adds to `batch` one upsert of every printer
+   * reported (written when the caller sends the batch). Returns the printer ids by name and queues
+   * `printer.status` for each printer added or whose status changed.
    */
   async function syncPrinters(
     tx: pg.PoolClient,
+    batch: WriteBatch,
     station: { id: string; orgId: string },
     reports: PrinterReport[],
     now: Date,
@@ -157,53 +161,56 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       [station.orgId, station.id],
     );
     const byName = new Map(rows.map((r) => [r.name, r]));
+    // A name reported twice is one printer, as the last report of it says.
+    const reported = new Map(reports.map((r) => [r.name, r]));
     const ids: Record<string, string> = {};
-    for (const report of reports) {
-      const capabilities = JSON.stringify(report.capabilities ?? {});
-      const existing = byName.get(report.name);
-      if (!existing) {
-        const id = randomUUID();
-        await tx.query(
-          `INSERT INTO printers (id, org_id, station_id, name, status, detail, capabilities, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
-          [
-            id,
-            station.orgId,
-            station.id,
-            report.name,
-            report.status,
-            report.detail,
-            capabilities,
-            now,
-          ],
-        );
+    if (reported.size > 0) {
+      const org = batch.param(station.orgId);
+      const stationId = batch.param(station.id);
+      const at = batch.param(now);
+      const values: string[] = [];
+      for (const report of reported.values()) {
+        const existing = byName.get(report.name);
+        // A new printer's id is chosen here: were the name inserted by another transaction
+        // meanwhile, SERIALIZABLE fails this one (and `withTx` runs it again) rather than let the
+        // upsert update a row this transaction did not read.
+        const id = existing?.id ?? randomUUID();
         ids[report.name] = id;
-        messages.push(printerStatusEvent(station.orgId, { id, ...report }, now));
-        continue;
+        values.push(
+          `(${batch.param(id)}::UUID, ${org}::UUID, ${stationId}::UUID, ${batch.param(report.name)}, ` +
+            `${batch.param(report.status)}, ${batch.param(report.detail)}, ` +
+            `${batch.param(JSON.stringify(report.capabilities ?? {}))}::JSONB, ${at}::TIMESTAMPTZ, ${at}::TIMESTAMPTZ)`,
+        );
+        if (!existing || existing.status !== report.status || existing.detail !== report.detail)
+          messages.push(printerStatusEvent(station.orgId, { id, ...report }, now));
       }
-      ids[report.name] = existing.id;
-      const changed = existing.status !== report.status || existing.detail !== report.detail;
-      await tx.query(
-        `UPDATE printers SET status = $3, detail = $4, capabilities = $5,
-           updated_at = CASE WHEN $7 THEN $6 ELSE updated_at END
-         WHERE org_id = $1 AND id = $2`,
-        [station.orgId, existing.id, report.status, report.detail, capabilities, now, changed],
+      batch.add(
+        `INSERT INTO printers (id, org_id, station_id, name, status, detail, capabilities, created_at, updated_at)
+         VALUES ${values.join(', ')}
+         ON CONFLICT (station_id, name) DO UPDATE SET status = excluded.status,
+           detail = excluded.detail, capabilities = excluded.capabilities,
+           updated_at = CASE WHEN printers.status <> excluded.status
+             OR printers.detail <> excluded.detail THEN excluded.updated_at
+             ELSE printers.updated_at END
+         WHERE printers.org_id = excluded.org_id`,
       );
-      if (changed)
-        messages.push(printerStatusEvent(station.orgId, { id: existing.id, ...report }, now));
     }
     // A printer the agent no longer reports cannot print: it is `removed` (its jobs wait, and say
-    // why) rather than forgotten, and comes back with its id if the agent reports it again.
-    for (const gone of rows.filter((r) => !(r.name in ids) && r.status !== REMOVED)) {
+    // why) rather than forgotten, and comes back with its id if the agent reports it again. A
+    // statement of its own (rarely needed): CockroachDB writes a table once per statement.
+    const gone = rows.filter((r) => !reported.has(r.name) && r.status !== REMOVED);
+    if (gone.length > 0) {
       const detail = 'the station no longer reports this printer';
       await tx.query(
         `UPDATE printers SET status = $3, detail = $4, updated_at = $5
-         WHERE org_id = $1 AND id = $2`,
-        [station.orgId, gone.id, REMOVED, detail, now],
+         WHERE org_id = $1 AND id = ANY($2::UUID[])`,
+        [station.orgId, gone.map((g) => g.id), REMOVED, detail, now],
       );
-      messages.push(
-        printerStatusEvent(station.orgId, { id: gone.id, status: REMOVED, detail }, now),
-      );
+      for (const g of gone) {
+        messages.push(
+          printerStatusEvent(station.orgId, { id: g.id, status: REMOVED, detail }, now),
+        );
+      }
     }
     return ids;
   }
@@ -429,6 +436,29 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
         : undefined;
     },
 
+    /**
+     * The stations many device tokens belong to, by the token hash in hex; a token no station has
+     * (replaced, or its station deleted) is absent. As {@link stationByTokenHash}, the one lookup
+     * not scoped by organization: the hashes are what the links know.
+     */
+    async stationsByTokenHashes(hashes: Buffer[]): Promise<Map<string, LinkStation>> {
+      const found = new Map<string, LinkStation>();
+      if (hashes.length === 0) return found;
+      const { rows } = await pool.query<StationRow & { token_hash: Buffer }>(
+        `SELECT ${STATION_COLUMNS}, token_hash FROM stations WHERE token_hash = ANY($1::BYTEA[])`,
+        [hashes],
+      );
+      for (const row of rows) {
+        found.set(row.token_hash.toString('hex'), {
+          id: row.id,
+          orgId: row.org_id,
+          revoked: row.revoked_at !== null,
+          region: row.region,
+        });
+      }
+      return found;
+    },
+
     async listPrinters(
       orgId: string,
       filters: { stationId: string; locationId: string },
@@ -467,7 +497,11 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       return toPrinter(rows[0]);
     },
 
-    /** Records a new link as the station's current one; queues `station.online`. */
+    /**
+     * Records a new link as the station's current one and syncs its printers; queues
+     * `station.online`. One read and one statement: the link's writes and their outbox rows
+     * go together.
+     */
     async linkOpened(
       station: LinkStation,
       linkId: string,
@@ -476,16 +510,18 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
     ): Promise<Record<string, string>> {
       return withTx(pool, async (tx) => {
         const now = clock.now();
-        await tx.query(
-          `UPDATE stations SET online = true, link_id = $3, last_seen_at = $4, agent_version = $5
-           WHERE org_id = $1 AND id = $2`,
-          [station.orgId, station.id, linkId, now, agentVersion.slice(0, 100)],
+        const batch = new WriteBatch();
+        batch.add(
+          `UPDATE stations SET online = true, link_id = ${batch.param(linkId)},
+             last_seen_at = ${batch.param(now)}, agent_version = ${batch.param(agentVersion.slice(0, 100))}
+           WHERE org_id = ${batch.param(station.orgId)} AND id = ${batch.param(station.id)}`,
         );
         const messages = [
           eventMessage(station.orgId, 'station.online', { station_id: station.id }, now),
         ];
-        const ids = await syncPrinters(tx, station, printers, now, messages);
-        await enqueue(tx, OUTBOX_TABLE, messages);
+        const ids = await syncPrinters(tx, batch, station, printers, now, messages);
+        addToOutbox(batch, OUTBOX_TABLE, messages);
+        await tx.query(batch.text(), batch.values);
         return ids;
       });
     },
@@ -495,9 +531,11 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       printers: PrinterReport[],
     ): Promise<Record<string, string>> {
       return withTx(pool, async (tx) => {
+        const batch = new WriteBatch();
         const messages: OutboxMessage[] = [];
-        const ids = await syncPrinters(tx, station, printers, clock.now(), messages);
-        await enqueue(tx, OUTBOX_TABLE, messages);
+        const ids = await syncPrinters(tx, batch, station, printers, clock.now(), messages);
+        addToOutbox(batch, OUTBOX_TABLE, messages);
+        if (batch.values.length > 0) await tx.query(batch.text(), batch.values);
         return ids;
       });
     },

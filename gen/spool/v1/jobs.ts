@@ -216,6 +216,26 @@ export interface PendingJobsResponse {
   items: Job[];
 }
 
+export interface StationRef {
+  orgId: string;
+  stationId: string;
+}
+
+export interface PendingJobsForStationsRequest {
+  stations: StationRef[];
+}
+
+export interface StationPendingJobs {
+  orgId: string;
+  stationId: string;
+  items: Job[];
+}
+
+export interface PendingJobsForStationsResponse {
+  /** One entry per station asked for, in the order asked. */
+  stations: StationPendingJobs[];
+}
+
 export interface ReprintJobRequest {
   orgId: string;
   jobId: string;
@@ -3299,6 +3319,350 @@ export const PendingJobsResponse: MessageFns<PendingJobsResponse> = {
   fromPartial(object: DeepPartial<PendingJobsResponse>): PendingJobsResponse {
     const message = createBasePendingJobsResponse();
     message.items = object.items?.map((e) => Job.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStationRef(): StationRef {
+  return { orgId: "", stationId: "" };
+}
+
+export const StationRef: MessageFns<StationRef> = {
+  encode(message: StationRef, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StationRef {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStationRef();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StationRef {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StationRef): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<StationRef>): StationRef {
+    return StationRef.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<StationRef>): StationRef {
+    const message = createBaseStationRef();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
+};
+
+function createBasePendingJobsForStationsRequest(): PendingJobsForStationsRequest {
+  return { stations: [] };
+}
+
+export const PendingJobsForStationsRequest: MessageFns<PendingJobsForStationsRequest> = {
+  encode(message: PendingJobsForStationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.stations) {
+      StationRef.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PendingJobsForStationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePendingJobsForStationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stations.push(StationRef.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PendingJobsForStationsRequest {
+    return {
+      stations: globalThis.Array.isArray(object?.stations)
+        ? object.stations.map((e: any) => StationRef.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: PendingJobsForStationsRequest): unknown {
+    const obj: any = {};
+    if (message.stations?.length) {
+      obj.stations = message.stations.map((e) => StationRef.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PendingJobsForStationsRequest>): PendingJobsForStationsRequest {
+    return PendingJobsForStationsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PendingJobsForStationsRequest>): PendingJobsForStationsRequest {
+    const message = createBasePendingJobsForStationsRequest();
+    message.stations = object.stations?.map((e) => StationRef.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStationPendingJobs(): StationPendingJobs {
+  return { orgId: "", stationId: "", items: [] };
+}
+
+export const StationPendingJobs: MessageFns<StationPendingJobs> = {
+  encode(message: StationPendingJobs, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    for (const v of message.items) {
+      Job.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StationPendingJobs {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStationPendingJobs();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.items.push(Job.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StationPendingJobs {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Job.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: StationPendingJobs): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Job.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<StationPendingJobs>): StationPendingJobs {
+    return StationPendingJobs.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<StationPendingJobs>): StationPendingJobs {
+    const message = createBaseStationPendingJobs();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    message.items = object.items?.map((e) => Job.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePendingJobsForStationsResponse(): PendingJobsForStationsResponse {
+  return { stations: [] };
+}
+
+export const PendingJobsForStationsResponse: MessageFns<PendingJobsForStationsResponse> = {
+  encode(message: PendingJobsForStationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.stations) {
+      StationPendingJobs.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PendingJobsForStationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePendingJobsForStationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stations.push(StationPendingJobs.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PendingJobsForStationsResponse {
+    return {
+      stations: globalThis.Array.isArray(object?.stations)
+        ? object.stations.map((e: any) => StationPendingJobs.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: PendingJobsForStationsResponse): unknown {
+    const obj: any = {};
+    if (message.stations?.length) {
+      obj.stations = message.stations.map((e) => StationPendingJobs.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PendingJobsForStationsResponse>): PendingJobsForStationsResponse {
+    return PendingJobsForStationsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PendingJobsForStationsResponse>): PendingJobsForStationsResponse {
+    const message = createBasePendingJobsForStationsResponse();
+    message.stations = object.stations?.map((e) => StationPendingJobs.fromPartial(e)) || [];
     return message;
   },
 };
@@ -6591,6 +6955,22 @@ export const JobsServiceService = {
     responseSerialize: (value: PendingJobsResponse): Buffer => Buffer.from(PendingJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PendingJobsResponse => PendingJobsResponse.decode(value),
   },
+  /**
+   * The pending jobs of many stations in one call, for a replica re-reading those of the links it
+   * holds, or of many links opening at once.
+   */
+  pendingJobsForStations: {
+    path: "/spool.v1.JobsService/PendingJobsForStations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PendingJobsForStationsRequest): Buffer =>
+      Buffer.from(PendingJobsForStationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PendingJobsForStationsRequest => PendingJobsForStationsRequest.decode(value),
+    responseSerialize: (value: PendingJobsForStationsResponse): Buffer =>
+      Buffer.from(PendingJobsForStationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PendingJobsForStationsResponse =>
+      PendingJobsForStationsResponse.decode(value),
+  },
   /** A new job with the original's content and options; the original does not change. */
   reprintJob: {
     path: "/spool.v1.JobsService/ReprintJob" as const,
@@ -6771,6 +7151,11 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
    * replica asks when a station connects, so nothing waits on a message it missed.
    */
   pendingJobs: handleUnaryCall<PendingJobsRequest, PendingJobsResponse>;
+  /**
+   * The pending jobs of many stations in one call, for a replica re-reading those of the links it
+   * holds, or of many links opening at once.
+   */
+  pendingJobsForStations: handleUnaryCall<PendingJobsForStationsRequest, PendingJobsForStationsResponse>;
   /** A new job with the original's content and options; the original does not change. */
   reprintJob: handleUnaryCall<ReprintJobRequest, ReprintJobResponse>;
   getJobContent: handleUnaryCall<GetJobContentRequest, GetJobContentResponse>;
@@ -6892,6 +7277,25 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PendingJobsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The pending jobs of many stations in one call, for a replica re-reading those of the links it
+   * holds, or of many links opening at once.
+   */
+  pendingJobsForStations(
+    request: PendingJobsForStationsRequest,
+    callback: (error: ServiceError | null, response: PendingJobsForStationsResponse) => void,
+  ): ClientUnaryCall;
+  pendingJobsForStations(
+    request: PendingJobsForStationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PendingJobsForStationsResponse) => void,
+  ): ClientUnaryCall;
+  pendingJobsForStations(
+    request: PendingJobsForStationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PendingJobsForStationsResponse) => void,
   ): ClientUnaryCall;
   /** A new job with the original's content and options; the original does not change. */
   reprintJob(

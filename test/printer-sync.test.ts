@@ -1,0 +1,164 @@
+/**
+ * The printers a link's hello and later printer lists record: new printers are added, changed
+ * ones take the new status (keeping their id), ones no longer reported read `removed`, and a
+ * `printer.status` event goes out for each of those and for no printer that did not change.
+ */
+import test from 'ava';
+import { collectEvents } from './helpers/events.js';
+import { connectLink, printer } from './helpers/link-client.js';
+import {
+  call,
+  createOrg,
+  createStation,
+  eventually,
+  OPERATOR_TOKEN,
+  startTestSystem,
+} from './helpers/system.js';
+
+interface PrinterView {
+  id: string;
+  name: string;
+  status: string;
+  detail: string;
+  capabilities: { paper_sizes: string[]; duplex: boolean };
+  updated_at: string;
+}
+
+test('a link opening records added, changed and removed printers and says so once each', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const events = await collectEvents(sys.nats.url);
+  t.teardown(() => events.close());
+  const orgId = await createOrg(sys.url);
+  const station = await createStation(sys.url, orgId);
+  // Events and views give times to the second: the clock starts on one and moves by minutes.
+  sys.clock.set(new Date(Math.ceil(Date.now() / 1000) * 1000));
+  const printers = async () => {
+    const res = await call<{ items: PrinterView[] }>(
+      sys.url,
+      'GET',
+      `/admin/v1/orgs/${orgId}/printers?station_id=${station.id}`,
+      { token: OPERATOR_TOKEN },
+    );
+    return new Map(res.body.items.map((p) => [p.name, p]));
+  };
+  const statusEvents = (after: Date) =>
+    events.events.filter(
+      (e) => e.type === 'printer.status' && new Date(e.created_at) >= after && e.org_id === orgId,
+    );
+
+  const openedAt = sys.clock.now();
+  const first = await connectLink(sys.linkAddress, station.token, [
+    printer('kept'),
+    printer('changed'),
+    printer('relabelled'),
+    printer('gone'),
+  ]);
+  const ids = first.welcome.printerIds;
+  t.deepEqual(Object.keys(ids).sort(), ['changed', 'gone', 'kept', 'relabelled']);
+  await eventually(
+    async () => statusEvents(openedAt).length,
+    (n) => n === 4,
+  );
+  t.deepEqual(
+    statusEvents(openedAt)
+      .map((e) => [e.data.printer_id, e.data.status])
+      .sort(),
+    Object.values(ids)
+      .map((id) => [id, 'ready'])
+      .sort(),
+  );
+  first.close();
+  await eventually(
+    async () => events.events.some((e) => e.type === 'station.offline'),
+    (seen) => seen,
+  );
+  const before = await printers();
+
+  // The agent comes back a minute later: one printer as it was (with new paper sizes, which is
+  // not a status change), one jammed, one new, one gone.
+  sys.clock.advance(60_000);
+  const reopenedAt = sys.clock.now();
+  const wide = printer('kept');
+  wide.capabilities = { ...wide.capabilities, paperSizes: ['A3'] } as typeof wide.capabilities;
+  const second = await connectLink(sys.linkAddress, station.token, [
+    wide,
+    printer('changed', 'error', 'paper jam'),
+    printer('relabelled', 'ready', 'now on tray 2'),
+    printer('new'),
+  ]);
+  t.teardown(() => second.close());
+  const again = second.welcome.printerIds;
+  t.is(again.kept, ids.kept);
+  t.is(again.changed, ids.changed);
+  t.is(again.relabelled, ids.relabelled);
+  t.truthy(again.new);
+  t.false(Object.values(ids).includes(again.new as string));
+  t.is(again.gone, undefined);
+
+  await eventually(
+    async () => statusEvents(reopenedAt).length,
+    (n) => n >= 4,
+  );
+  await eventually(
+    async () =>
+      events.events.some(
+        (e) => e.type === 'station.online' && new Date(e.created_at) >= reopenedAt,
+      ),
+    (seen) => seen,
+  );
+  t.deepEqual(
+    statusEvents(reopenedAt)
+      .map((e) => [e.data.printer_id, e.data.status, e.data.detail])
+      .sort(),
+    [
+      [ids.changed, 'error', 'paper jam'],
+      [ids.relabelled, 'ready', 'now on tray 2'],
+      [again.new, 'ready', ''],
+      [ids.gone, 'removed', 'the station no longer reports this printer'],
+    ].sort(),
+  );
+
+  const after = await printers();
+  t.like(after.get('kept'), { id: ids.kept, status: 'ready', detail: '' });
+  t.deepEqual(after.get('kept')?.capabilities.paper_sizes, ['A3']);
+  // Only a change of status or detail moves `updated_at`.
+  t.is(after.get('kept')?.updated_at, before.get('kept')?.updated_at);
+  t.like(after.get('changed'), { id: ids.changed, status: 'error', detail: 'paper jam' });
+  t.is(new Date(after.get('changed')?.updated_at ?? 0).getTime(), reopenedAt.getTime());
+  t.like(after.get('relabelled'), { status: 'ready', detail: 'now on tray 2' });
+  t.like(after.get('new'), { id: again.new, status: 'ready' });
+  t.like(after.get('gone'), {
+    id: ids.gone,
+    status: 'removed',
+    detail: 'the station no longer reports this printer',
+  });
+
+  // A printer list the agent sends later is recorded the same way.
+  sys.clock.advance(60_000);
+  const listedAt = sys.clock.now();
+  second.send({ printers: { printers: [printer('kept'), printer('changed'), printer('gone')] } });
+  await eventually(
+    async () => (await printers()).get('gone')?.status,
+    (status) => status === 'ready',
+  );
+  const listed = await printers();
+  t.like(listed.get('gone'), { id: ids.gone, detail: '' });
+  t.like(listed.get('new'), { id: again.new, status: 'removed' });
+  t.like(listed.get('relabelled'), { status: 'removed' });
+  await eventually(
+    async () => statusEvents(listedAt).length,
+    (n) => n >= 4,
+  );
+  t.deepEqual(
+    statusEvents(listedAt)
+      .map((e) => [e.data.printer_id, e.data.status])
+      .sort(),
+    [
+      [ids.changed, 'ready'],
+      [ids.gone, 'ready'],
+      [again.new, 'removed'],
+      [ids.relabelled, 'removed'],
+    ].sort(),
+  );
+});
