@@ -10,15 +10,21 @@
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
-import { parseEvent } from '../../lib/events.js';
+import { parseEvent, type SpoolEvent } from '../../lib/events.js';
+import { GroupCommit } from '../../lib/group-commit.js';
 import type { Logger } from '../../lib/logger.js';
+import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import type { EndpointIndex } from './endpoint-index.js';
 import type { WebhookStore } from './store.js';
 
 export const FANOUT_CONSUMER = 'webhooks-fanout';
 
-/** Events a webhooks-service process fans out at once. */
-const FANOUT_IN_FLIGHT = 32;
+/**
+ * Events a webhooks-service process has in hand at once. Those an endpoint wants are fanned out
+ * by group commit (lib/group-commit.ts): the events that arrive while a group commits go together
+ * in the next, one transaction for the group. This also bounds a group.
+ */
+const FANOUT_IN_FLIGHT = 256;
 
 export interface Fanout {
   stop(): Promise<void>;
@@ -33,6 +39,11 @@ export async function startFanout(deps: {
   /** Called after new deliveries were committed, so the worker sends them at once. */
   onDeliveries: () => void;
 }): Promise<Fanout> {
+  const groups = new GroupCommit<{ event: SpoolEvent; trace: TraceCarrier }, number>(
+    async (items) =>
+      (await deps.store.fanOut(items, deps.maxPayloadBytes)).map((added) => ({ ok: added })),
+    FANOUT_IN_FLIGHT,
+  );
   return startDurableConsumer({
     nc: deps.nc,
     stream: 'EVENTS',
@@ -48,7 +59,7 @@ export async function startFanout(deps: {
     concurrency: FANOUT_IN_FLIGHT,
     async handle(event) {
       if (!(await deps.index.wants(event.org_id, event.type))) return 'ack';
-      const added = await deps.store.fanOut(event, deps.maxPayloadBytes);
+      const added = await groups.submit({ event, trace: traceCarrier() });
       if (added > 0) deps.onDeliveries();
       return 'ack';
     },
