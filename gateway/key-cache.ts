@@ -6,7 +6,7 @@
  * dropped whenever the NATS connection was interrupted, since a revocation may have been missed.
  */
 import type { ApiKey } from '../gen/spool/v1/accounts.js';
-import { type NatsConnection, subjects } from '../lib/bus.js';
+import { type NatsConnection, onConnectionLost, subjects } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -110,15 +110,9 @@ export function followRevocations(nc: NatsConnection, cache: KeyCache, logger: L
       }
     },
   });
-  let stopped = false;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (stopped) break;
-      if (s.type === 'disconnect' || s.type === 'reconnect') cache.clear();
-    }
-  })();
+  const stopWatching = onConnectionLost(nc, () => cache.clear());
   return () => {
-    stopped = true;
+    stopWatching();
     sub.unsubscribe();
   };
 }

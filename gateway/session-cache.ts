@@ -7,7 +7,7 @@
  * expire after `ttlMs`, are dropped once past their idle or absolute expiry by the clock, and the
  * whole cache is dropped whenever the NATS connection was interrupted.
  */
-import { type NatsConnection, subjects } from '../lib/bus.js';
+import { type NatsConnection, onConnectionLost, subjects } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -131,15 +131,9 @@ export function followSessionRevocations(
       }
     },
   });
-  let stopped = false;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (stopped) break;
-      if (s.type === 'disconnect' || s.type === 'reconnect') cache.clear();
-    }
-  })();
+  const stopWatching = onConnectionLost(nc, () => cache.clear());
   return () => {
-    stopped = true;
+    stopWatching();
     sub.unsubscribe();
   };
 }

@@ -140,6 +140,23 @@ export const subjects = {
   anyWebhookEndpointsChanged: 'webhooks.*.endpoints.changed',
 } as const;
 
+/**
+ * Calls `lost` whenever the connection drops or comes back: a cache kept current by messages on
+ * the bus may have missed some meanwhile. Returns a function that stops watching.
+ */
+export function onConnectionLost(nc: NatsConnection, lost: () => void): () => void {
+  let stopped = false;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (stopped) break;
+      if (s.type === 'disconnect' || s.type === 'reconnect') lost();
+    }
+  })();
+  return () => {
+    stopped = true;
+  };
+}
+
 export async function connectBus(options: {
   url: string;
   name: string;

@@ -14,7 +14,7 @@
  * the read it overtook. Unknown printers are not remembered: the next job asks again.
  */
 import type { Printer } from '../../gen/spool/v1/stations.js';
-import { type NatsConnection, subjects } from '../../lib/bus.js';
+import { type NatsConnection, onConnectionLost, subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -143,15 +143,9 @@ export function followPrinterChanges(
   ].map((subject) =>
     nc.subscribe(subject, { callback: (err, msg) => evict(err, () => msg.json<PrinterChange>()) }),
   );
-  let stopped = false;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (stopped) break;
-      if (s.type === 'disconnect' || s.type === 'reconnect') cache.clear();
-    }
-  })();
+  const stopWatching = onConnectionLost(nc, () => cache.clear());
   return () => {
-    stopped = true;
+    stopWatching();
     for (const sub of subs) sub.unsubscribe();
   };
 }

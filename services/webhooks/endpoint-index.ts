@@ -22,7 +22,7 @@
  * event, the fan-out's transaction reads the endpoints again and inserts for those enabled then, so
  * a stale entry never makes a delivery for an endpoint that was disabled or deleted.
  */
-import { type NatsConnection, subjects } from '../../lib/bus.js';
+import { type NatsConnection, onConnectionLost, subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { ALL_EVENTS } from './store.js';
@@ -143,13 +143,7 @@ export function followEndpointChanges(
       else index.clear();
     },
   });
-  let stopped = false;
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (stopped) break;
-      if (s.type === 'disconnect' || s.type === 'reconnect') index.clear();
-    }
-  })();
+  const stopWatching = onConnectionLost(nc, () => index.clear());
   return {
     async changed(orgId) {
       index.invalidate(orgId);
@@ -173,7 +167,7 @@ export function followEndpointChanges(
       }
     },
     stop() {
-      stopped = true;
+      stopWatching();
       sub.unsubscribe();
     },
   };
