@@ -18,7 +18,7 @@ import { conflict, notFound } from '../../lib/errors.js';
 import { deliveryBody, type SpoolEvent } from '../../lib/events.js';
 import { decodeCursor, page } from '../../lib/paging.js';
 import { rfc3339 } from '../../lib/time.js';
-import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
+import type { TraceCarrier } from '../../lib/tracing.js';
 import type { SecretBox } from './crypto.js';
 
 /** Spec §8: at most 20 endpoints per organization. */
