@@ -3,8 +3,7 @@
  * exactly once per endpoint, each signed with its endpoint's secret; and when one endpoint of a
  * batch fails, only its deliveries are retried.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
+import { randomBytes } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import { verifyWebhook } from '../client/index.js';
 import { connectBus, type NatsConnection } from '../lib/bus.js';
@@ -17,7 +16,12 @@ import {
   startTestSystem,
   type TestSystem,
 } from './helpers/system.js';
-import { type DeliveryView, type WebhookAdmin, webhookAdmin } from './helpers/webhooks.js';
+import {
+  type DeliveryView,
+  publishJobEvents,
+  type WebhookAdmin,
+  webhookAdmin,
+} from './helpers/webhooks.js';
 
 interface Ctx {
   sys: TestSystem;
@@ -38,24 +42,6 @@ test.after.always(async (t) => {
   await t.context.nc?.drain();
   await t.context.sys?.stop();
 });
-
-/** Publishes job.created events of the organization straight to the bus, as the jobs outbox does. */
-async function publish(nc: NatsConnection, orgId: string, count: number): Promise<string[]> {
-  const js = jetstream(nc);
-  const ids: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const event = {
-      id: randomUUID(),
-      type: 'job.created',
-      created_at: new Date().toISOString(),
-      org_id: orgId,
-      data: { job: { id: randomUUID(), status: 'queued', reference: `ref-${i}` } },
-    };
-    await js.publish(`events.${orgId}.job.created`, JSON.stringify(event), { msgID: event.id });
-    ids.push(event.id);
-  }
-  return ids;
-}
 
 interface Hooked {
   hooks: WebhookAdmin;
@@ -95,7 +81,7 @@ test.serial(
   async (t) => {
     const ok = () => ({ status: 200 });
     const hooked = await endpoints(t, [ok, ok, ok, ok, ok]);
-    const events = await publish(t.context.nc, hooked.orgId, 40);
+    const events = await publishJobEvents(t.context.nc, hooked.orgId, 40);
     await eventually(
       () => logs(hooked),
       (all) =>
@@ -127,7 +113,7 @@ test.serial(
     const ok = () => ({ status: 200 });
     const hooked = await endpoints(t, [ok, () => ({ status: 500 }), ok]);
     const failing = hooked.endpoints[1] as Hooked['endpoints'][number];
-    const events = await publish(t.context.nc, hooked.orgId, 12);
+    const events = await publishJobEvents(t.context.nc, hooked.orgId, 12);
     const first = await eventually(
       () => logs(hooked),
       (all) =>

@@ -4,8 +4,7 @@
  * again loses no delivery (events published while it was down included) and sends no attempt
  * twice.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
+import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import test from 'ava';
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
@@ -17,26 +16,13 @@ import { createWebhooks, WEBHOOK_DEFAULTS } from '../services/webhooks/index.js'
 import { CLUSTER_OPERATOR_TOKEN, startCluster } from './helpers/cluster.js';
 import { type Received, type Receiver, startReceiver } from './helpers/receiver.js';
 import { call, createOrg, eventually, OPERATOR_TOKEN, startTestSystem } from './helpers/system.js';
-import { type DeliveryView, webhookAdmin } from './helpers/webhooks.js';
+import { type DeliveryView, publishJobEvents, webhookAdmin } from './helpers/webhooks.js';
 
 /** Publishes `count` job events of an organization straight to the bus, as the jobs outbox does. */
 async function publishEvents(natsUrl: string, orgId: string, count: number): Promise<string[]> {
   const nc = await connect({ servers: natsUrl });
   try {
-    const js = jetstream(nc);
-    const ids: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const event = {
-        id: randomUUID(),
-        type: 'job.created',
-        created_at: new Date().toISOString(),
-        org_id: orgId,
-        data: { job: { id: randomUUID(), status: 'queued', reference: `ref-${i}` } },
-      };
-      await js.publish(`events.${orgId}.job.created`, JSON.stringify(event), { msgID: event.id });
-      ids.push(event.id);
-    }
-    return ids;
+    return await publishJobEvents(nc, orgId, count);
   } finally {
     await nc.close();
   }

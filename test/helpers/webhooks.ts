@@ -2,6 +2,9 @@
  * The webhook admin API as tests use it: thin typed calls on `/admin/v1/orgs/{org}/webhooks`,
  * each failing loudly on an unexpected status.
  */
+import { randomUUID } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
+import type { NatsConnection } from '../../lib/bus.js';
 import { type Answer, call } from './system.js';
 
 export interface EndpointView {
@@ -121,4 +124,26 @@ export function webhookAdmin(base: string, token: string, orgId: string): Webhoo
       await expect(204, raw('DELETE', `/${id}`));
     },
   };
+}
+
+/** Publishes `count` job.created events of an organization straight to the bus, as the jobs outbox does. */
+export async function publishJobEvents(
+  nc: NatsConnection,
+  orgId: string,
+  count: number,
+): Promise<string[]> {
+  const js = jetstream(nc);
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const event = {
+      id: randomUUID(),
+      type: 'job.created',
+      created_at: new Date().toISOString(),
+      org_id: orgId,
+      data: { job: { id: randomUUID(), status: 'queued', reference: `ref-${i}` } },
+    };
+    await js.publish(`events.${orgId}.job.created`, JSON.stringify(event), { msgID: event.id });
+    ids.push(event.id);
+  }
+  return ids;
 }
