@@ -37,6 +37,8 @@ export interface Cluster<N extends ClusterNats = TestNats> {
   stop(): Promise<void>;
 }
 
+const READY_TIMEOUT_MS = 90_000;
+
 const READY: Record<Component, RegExp> = {
   accounts: /accounts serving gRPC/,
   jobs: /jobs serving gRPC/,
@@ -48,7 +50,10 @@ const READY: Record<Component, RegExp> = {
 export interface ClusterOptions<N extends ClusterNats = TestNats> {
   /** Starts the NATS the cluster runs on (default: one private nats-server). */
   nats?: () => Promise<N>;
-  /** How long each component may take to start serving (default 30 s). */
+  /**
+   * How long each component may take to start serving (default 90 s: a test that starts three
+   * clusters at once, beside other test files, starts fifteen processes on two cores).
+   */
   readyTimeoutMs?: number;
   /** Extra environment of the webhooks service, such as a short WEBHOOK_RETRY_WAITS. */
   webhooksEnv?: Record<string, string>;
@@ -137,7 +142,7 @@ export async function startCluster<N extends ClusterNats = TestNats>(
   const start = async (component: Component) => {
     const proc = spawnSpool(['serve', component], env[component]);
     processes.set(component, proc);
-    await proc.waitFor(READY[component], options.readyTimeoutMs);
+    await proc.waitFor(READY[component], options.readyTimeoutMs ?? READY_TIMEOUT_MS);
     return proc;
   };
   try {
@@ -173,7 +178,7 @@ export async function startCluster<N extends ClusterNats = TestNats>(
         STATION_PORT: String(link),
       });
       extras.push(proc);
-      await proc.waitFor(READY.stations, options.readyTimeoutMs);
+      await proc.waitFor(READY.stations, options.readyTimeoutMs ?? READY_TIMEOUT_MS);
       return { process: proc, linkAddress: `127.0.0.1:${link}` };
     },
     async stop() {
