@@ -2,6 +2,12 @@
  * The database layer every service shares: one `pg` pool per process and one transaction helper.
  * Production runs on CockroachDB, tests on PostgreSQL and `spool dev` on PGlite (DESIGN §3), so every
  * transaction runs SERIALIZABLE and is retried when the database asks for it (SQLSTATE 40001).
+ *
+ * Connections pipeline (`pg`'s `pipeline` mode): a statement is written without waiting for the
+ * answer to the one before, and the server answers in order. A caller that awaits each statement
+ * sees no difference; `withTx` uses it to send BEGIN in the same write as the transaction's first
+ * statement, and {@link queryThenCommit} to send COMMIT in the same write as its last, so a
+ * transaction of n statements takes n round trips rather than n + 2.
  */
 import pg from 'pg';
 import { SpoolError } from './errors.js';
@@ -22,6 +28,7 @@ export function createPool(options: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.max ?? 10,
+    pipeline: true,
     application_name: options.applicationName ?? 'spool',
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
@@ -57,10 +64,39 @@ export function isRetryable(err: unknown): boolean {
   return code === SERIALIZATION_FAILURE || code === DEADLOCK_DETECTED;
 }
 
+/** A transaction's COMMIT, when {@link queryThenCommit} has already sent it. */
+const commits = new WeakMap<pg.PoolClient, Promise<unknown> | null>();
+
+/** The connection's socket, when `pg` exposes it; writes between cork and uncork go out as one. */
+function socketOf(client: pg.PoolClient): { cork(): void; uncork(): void } | undefined {
+  return (client as unknown as { connection?: { stream?: { cork(): void; uncork(): void } } })
+    .connection?.stream;
+}
+
+/** Runs `fn`, whose statements are queued on `client`, and writes them to the socket together. */
+function inOneWrite<T>(client: pg.PoolClient, fn: () => T): T {
+  const socket = socketOf(client);
+  socket?.cork();
+  try {
+    return fn();
+  } finally {
+    socket?.uncork();
+  }
+}
+
+/** Keeps a promise awaited later from counting as unhandled if it fails first. */
+function awaitedLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
+}
+
 /**
  * Runs `fn` in a SERIALIZABLE transaction and commits. When the database reports a serialization
  * failure (at any statement or at COMMIT) the whole function runs again after a jittered backoff,
  * so `fn` must not have effects outside the transaction; use the outbox for those.
+ *
+ * BEGIN goes out in the same write as the statements `fn` queues before its first await. It fails
+ * only when the connection does, and then so do the statements behind it.
  */
 export async function withTx<T>(
   pool: pg.Pool,
@@ -74,9 +110,14 @@ export async function withTx<T>(
     const client = await pool.connect();
     let broken = false;
     try {
-      await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
-      const result = await fn(client);
-      await client.query('COMMIT');
+      commits.set(client, null);
+      const [begin, running] = inOneWrite(client, () => [
+        awaitedLater(client.query('BEGIN ISOLATION LEVEL SERIALIZABLE')),
+        fn(client),
+      ]);
+      const result = await running;
+      await begin;
+      await (commits.get(client) ?? client.query('COMMIT'));
       return result;
     } catch (err) {
       try {
@@ -92,9 +133,34 @@ export async function withTx<T>(
       const cap = Math.min(baseDelayMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
       await new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
     } finally {
+      commits.delete(client);
       client.release(broken);
     }
   }
+}
+
+/**
+ * A transaction's last statement, with its COMMIT written right behind it: one round trip for
+ * both. Call it inside {@link withTx}, at most once, and query nothing after it. `withTx` returns
+ * once the COMMIT is answered, and runs the whole transaction again if it fails to serialize.
+ *
+ * The statement's result cannot decide whether to commit, nor may anything after it fail: by the
+ * time the result is read, the COMMIT has run. A statement that fails aborts the transaction, so
+ * its COMMIT commits nothing.
+ */
+export function queryThenCommit<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  tx: pg.PoolClient,
+  text: string,
+  values?: unknown[],
+): Promise<pg.QueryResult<R>> {
+  if (commits.get(tx) !== null) {
+    throw new Error('queryThenCommit runs once, inside withTx');
+  }
+  return inOneWrite(tx, () => {
+    const result = tx.query<R>(text, values);
+    commits.set(tx, awaitedLater(tx.query('COMMIT')));
+    return result;
+  });
 }
 
 /** True when `err` is a unique-constraint violation (SQLSTATE 23505). */

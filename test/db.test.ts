@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
-import { createPool, type Pool, withTx } from '../lib/db.js';
+import { createPool, type Pool, queryThenCommit, withTx } from '../lib/db.js';
 import { migrate, splitStatements } from '../lib/migrate.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 
@@ -67,6 +67,73 @@ test('an error that is not a serialization failure rolls back and is not retried
   t.is(attempts, 1);
   const { rows } = await pool.query('SELECT * FROM once');
   t.is(rows.length, 0);
+});
+
+test('a last statement sent with its COMMIT is committed when withTx returns, and one that fails commits nothing', async (t) => {
+  const { pool } = t.context;
+  await pool.query('CREATE TABLE lasts (id INT PRIMARY KEY)');
+  const inserted = await withTx(pool, async (tx) => {
+    await tx.query('INSERT INTO lasts VALUES (1)');
+    const { rows } = await queryThenCommit<{ id: number }>(
+      tx,
+      'INSERT INTO lasts VALUES (2) RETURNING id',
+    );
+    return rows.map((r) => r.id);
+  });
+  t.deepEqual(inserted, [2]);
+  await t.throwsAsync(
+    withTx(pool, async (tx) => {
+      await tx.query('INSERT INTO lasts VALUES (3)');
+      await queryThenCommit(tx, 'INSERT INTO lasts VALUES (1)');
+    }),
+    { message: /duplicate key/ },
+  );
+  const { rows } = await pool.query<{ id: number }>('SELECT id FROM lasts ORDER BY id');
+  t.deepEqual(
+    rows.map((r) => r.id),
+    [1, 2],
+    'an insert of the transaction whose last statement failed was committed',
+  );
+});
+
+test('conflicting transactions whose last statement carries the COMMIT are retried until every one commits', async (t) => {
+  const { pool } = t.context;
+  await pool.query('CREATE TABLE piped (id INT PRIMARY KEY, n INT NOT NULL)');
+  await pool.query('INSERT INTO piped VALUES (1, 0)');
+  let attempts = 0;
+  const writers = 20;
+  await Promise.all(
+    Array.from({ length: writers }, () =>
+      withTx(
+        pool,
+        async (tx) => {
+          attempts++;
+          const { rows } = await tx.query<{ n: number }>('SELECT n FROM piped WHERE id = 1');
+          await queryThenCommit(tx, 'UPDATE piped SET n = $1 WHERE id = 1', [
+            (rows[0]?.n ?? 0) + 1,
+          ]);
+        },
+        { attempts: 100 },
+      ),
+    ),
+  );
+  const { rows } = await pool.query<{ n: number }>('SELECT n FROM piped WHERE id = 1');
+  t.is(rows[0]?.n, writers, 'a lost update means a conflict was not retried');
+  t.true(attempts > writers, 'the contention produced no serialization failure to retry');
+});
+
+test('a last statement with its COMMIT is refused outside a transaction and after another', async (t) => {
+  const { pool } = t.context;
+  const client = await pool.connect();
+  t.teardown(() => client.release());
+  t.throws(() => queryThenCommit(client, 'SELECT 1'), { message: /inside withTx/ });
+  await t.throwsAsync(
+    withTx(pool, async (tx) => {
+      await queryThenCommit(tx, 'SELECT 1');
+      await queryThenCommit(tx, 'SELECT 2');
+    }),
+    { message: /inside withTx/ },
+  );
 });
 
 test('migrations apply in order once, and a second run applies nothing', async (t) => {

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Job } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
-import { withTx } from '../../lib/db.js';
+import { queryThenCommit, withTx } from '../../lib/db.js';
 import { SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
@@ -50,6 +50,14 @@ class Refused extends Error {
   constructor(readonly refusals: Map<number, SpoolError>) {
     super('some jobs of the group were refused');
   }
+}
+
+/**
+ * What a group's statement fails with when it was written with its COMMIT behind it and some job
+ * of it would be refused: a division by zero the statement makes on purpose (SQLSTATE 22012).
+ */
+function refusedUnseen(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '22012';
 }
 
 function secondsToMidnightUtc(now: Date): number {
@@ -120,8 +128,13 @@ export function createJobCreator(deps: {
   /**
    * Writes the group in `tx`, in one statement. Throws {@link Refused} (rolling the transaction
    * back) when some of its jobs cannot be created.
+   *
+   * With `commitBehind`, the COMMIT goes in the same round trip as the statement, so the
+   * statement itself must refuse to commit a group of which some job is refused: it then divides
+   * by zero (see {@link refusedUnseen}), and the group is written again without `commitBehind`
+   * to find out which.
    */
-  async function writeGroup(tx: pg.PoolClient, group: Pending[]) {
+  async function writeGroup(tx: pg.PoolClient, group: Pending[], commitBehind: boolean) {
     const now = clock.now();
     const day = now.toISOString().slice(0, 10);
     const batch = new WriteBatch();
@@ -221,16 +234,19 @@ export function createJobCreator(deps: {
         : undefined,
     );
     const claimed = claims.filter((c) => c !== undefined);
-    const { rows: result } = await tx.query<{
-      counts: Array<{ org_id: string; n: number }> | null;
-      claimed: number[] | null;
-    }>(
-      batch.text(
-        `SELECT ${counted ? `(SELECT json_agg(json_build_object('org_id', org_id, 'n', n)) FROM ${counted})` : 'NULL'} AS counts,
-           ${claimed.length ? `ARRAY[${claimed.map((c) => `(SELECT count(*) FROM ${c})::INT4`).join(', ')}]` : 'NULL'} AS claimed`,
-      ),
-      batch.values,
+    const refusal = [
+      ...(counted ? [`EXISTS (SELECT 1 FROM ${counted} WHERE n > ${DAILY_TEST_LIMIT})`] : []),
+      ...claimed.map((c) => `(SELECT count(*) FROM ${c}) <> 1`),
+    ];
+    const text = batch.text(
+      `SELECT ${counted ? `(SELECT json_agg(json_build_object('org_id', org_id, 'n', n)) FROM ${counted})` : 'NULL'} AS counts,
+         ${claimed.length ? `ARRAY[${claimed.map((c) => `(SELECT count(*) FROM ${c})::INT4`).join(', ')}]` : 'NULL'} AS claimed
+         ${commitBehind && refusal.length ? `, 1 / (CASE WHEN ${refusal.join(' OR ')} THEN 0 ELSE 1 END) AS settled` : ''}`,
     );
+    type Result = { counts: Array<{ org_id: string; n: number }> | null; claimed: number[] | null };
+    const { rows: result } = commitBehind
+      ? await queryThenCommit<Result>(tx, text, batch.values)
+      : await tx.query<Result>(text, batch.values);
 
     const refusals = new Map<number, SpoolError>();
     let c = 0;
@@ -261,9 +277,10 @@ export function createJobCreator(deps: {
   async function commitGroup(group: Pending[]): Promise<Outcome<Job>[]> {
     const outcomes = new Map<Pending, Outcome<Job>>();
     let members = group;
+    let commitBehind = true;
     while (members.length > 0) {
       try {
-        const { jobs, outbox } = await withTx(pool, (tx) => writeGroup(tx, members));
+        const { jobs, outbox } = await withTx(pool, (tx) => writeGroup(tx, members, commitBehind));
         deps.committed(outbox);
         members.forEach((p, i) => {
           const job = jobs[i] as Job;
@@ -275,6 +292,10 @@ export function createJobCreator(deps: {
         });
         break;
       } catch (err) {
+        if (commitBehind && refusedUnseen(err)) {
+          commitBehind = false;
+          continue;
+        }
         if (!(err instanceof Refused)) throw err;
         for (const [i, reason] of err.refusals)
           outcomes.set(members[i] as Pending, { error: reason });

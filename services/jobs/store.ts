@@ -9,7 +9,7 @@ import type { Job, JobEvent, Template, TemplateField, Upload } from '../../gen/s
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
-import { withTx } from '../../lib/db.js';
+import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
@@ -348,8 +348,9 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
 
   /**
    * Writes planned changes, in order, in one statement: each job's last row, every change's
-   * numbered event (its number is the job's version after it) and every message. Fills in each
-   * change's outbox rows.
+   * numbered event (its number is the job's version after it) and every message, with the
+   * transaction's COMMIT behind it: it is the transaction's last statement. Fills in each change's
+   * outbox rows.
    */
   async function write(tx: pg.PoolClient, changes: Change[]): Promise<void> {
     const made = changes.filter((c) => c.changed);
@@ -391,7 +392,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
        VALUES ${events.join(', ')}`,
     );
     for (const c of made) c.outbox = addToOutbox(batch, OUTBOX_TABLE, c.messages ?? []);
-    await tx.query(batch.text(), batch.values);
+    await queryThenCommit(tx, batch.text(), batch.values);
   }
 
   /** Moves locked jobs by `trigger`, inside `tx`, in one statement. */

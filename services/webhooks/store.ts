@@ -13,7 +13,7 @@ import type {
   WebhookEndpoint,
 } from '../../gen/spool/v1/webhooks.js';
 import type { Clock } from '../../lib/clock.js';
-import { withTx } from '../../lib/db.js';
+import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import { deliveryBody, type SpoolEvent } from '../../lib/events.js';
 import { decodeCursor, page } from '../../lib/paging.js';
@@ -553,7 +553,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           }
         });
         if (tuples.length === 0) return events.map(() => 0);
-        const { rows } = await tx.query<{ event_id: string }>(
+        const { rows } = await queryThenCommit<{ event_id: string }>(
+          tx,
           `INSERT INTO webhook_deliveries
              (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
               created_at, notice, finished_at, trace_context)
@@ -808,7 +809,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             traceContext: row.trace_context,
           });
         }
-        await tx.query(
+        await queryThenCommit(
+          tx,
           `INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome)
            VALUES ${tuples.join(', ')}`,
           values,
@@ -836,6 +838,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       if (outcomes.length === 0) return { recorded: [], disabledIn: [] };
       return withTx(pool, async (tx) => {
         const { now } = input;
+        // The outcomes' writes and the read of their endpoints go out together, in one round trip.
+        let attemptsWritten: Promise<unknown> = Promise.resolve();
         {
           const values: unknown[] = [];
           const tuples = outcomes.map(({ claimed: c, result }) => {
@@ -851,7 +855,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             );
             return `($${p + 1}::UUID, $${p + 2}::UUID, $${p + 3}::TEXT, $${p + 4}::INT, $${p + 5}::TEXT, $${p + 6}::INT, $${p + 7}::TEXT)`;
           });
-          await tx.query(
+          attemptsWritten = tx.query(
             `UPDATE webhook_attempts AS a SET outcome = v.outcome, status_code = v.status_code,
                error = v.error, duration_ms = v.duration_ms, response_body = v.response_body
              FROM (VALUES ${tuples.join(', ')})
@@ -884,18 +888,21 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             values.push(e.orgId, e.endpointId);
             return `($${values.length - 1}::UUID, $${values.length}::UUID)`;
           });
-          const { rows } = await tx.query<{
-            org_id: string;
-            id: string;
-            enabled: boolean;
-            failing_since: Date | null;
-          }>(
-            `SELECT e.org_id, e.id, e.enabled, e.failing_since
-             FROM webhook_endpoints AS e
-             JOIN (VALUES ${tuples.join(', ')}) AS v (org_id, id)
-               ON e.org_id = v.org_id AND e.id = v.id`,
-            values,
-          );
+          const [, { rows }] = await Promise.all([
+            attemptsWritten,
+            tx.query<{
+              org_id: string;
+              id: string;
+              enabled: boolean;
+              failing_since: Date | null;
+            }>(
+              `SELECT e.org_id, e.id, e.enabled, e.failing_since
+               FROM webhook_endpoints AS e
+               JOIN (VALUES ${tuples.join(', ')}) AS v (org_id, id)
+                 ON e.org_id = v.org_id AND e.id = v.id`,
+              values,
+            ),
+          ]);
           for (const row of rows) {
             endpoints.set(keyOf(row.org_id, row.id), {
               orgId: row.org_id,
@@ -995,7 +1002,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           );
         });
         if (tuples.length > 0) {
-          const { rows } = await tx.query<{ id: string }>(
+          const { rows } = await queryThenCommit<{ id: string }>(
+            tx,
             `UPDATE webhook_deliveries AS d SET state = v.state,
                next_attempt_at = v.next_attempt_at, claim = NULL,
                last_status_code = v.status_code, finished_at = v.finished_at,
