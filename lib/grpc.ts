@@ -51,30 +51,61 @@ export type AsyncServer<S> = {
     : never;
 };
 
+/**
+ * An error thrown by a handler as the caller is to see it. A dependency down or busy (the database
+ * restarting or dropping a connection, NATS away, a read outside withTx that lost a serialization
+ * conflict): the same call a moment later may go through, so the caller is told to retry rather
+ * than shown a bug. Anything else unexpected is logged and answered as internal.
+ */
+function answerFor(err: unknown, logger: Logger, method: string): SpoolError {
+  if (isSpoolError(err)) return err;
+  if (isTransient(err)) {
+    logger.warn({ err, method }, 'a dependency is unavailable; answering unavailable');
+    return unavailable(err);
+  }
+  logger.error({ err, method }, 'unhandled error in gRPC handler');
+  return new SpoolError('internal', 'internal error');
+}
+
 /** Turns an error thrown by a handler into what crosses the wire. */
 export function toServiceError(
   err: unknown,
   logger: Logger,
   method: string,
 ): Partial<ServiceError> {
-  if (isSpoolError(err)) {
-    const metadata = new Metadata();
-    metadata.set(CODE_KEY, err.code);
-    if (err.param !== undefined) metadata.set(PARAM_KEY, err.param);
-    if (err.retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(err.retryAfter));
-    return { code: err.grpcStatus, details: err.message, metadata };
-  }
-  // A dependency down or busy (the database restarting or dropping a connection, NATS away, a
-  // read outside withTx that lost a serialization conflict): the same call a moment later may go
-  // through, so the caller is told to retry rather than shown a bug.
-  if (isTransient(err)) {
-    logger.warn({ err, method }, 'a dependency is unavailable; answering unavailable');
-    return toServiceError(unavailable(err), logger, method);
-  }
-  logger.error({ err, method }, 'unhandled error in gRPC handler');
+  const answer = answerFor(err, logger, method);
   const metadata = new Metadata();
-  metadata.set(CODE_KEY, 'internal');
-  return { code: GrpcStatus.INTERNAL, details: 'internal error', metadata };
+  metadata.set(CODE_KEY, answer.code);
+  if (answer.param !== undefined) metadata.set(PARAM_KEY, answer.param);
+  if (answer.retryAfter !== undefined) metadata.set(RETRY_AFTER_KEY, String(answer.retryAfter));
+  return { code: answer.grpcStatus, details: answer.message, metadata };
+}
+
+/** An error as one item of a call that answers many carries it (`CallError` in the protos). */
+export interface ItemError {
+  code: string;
+  message: string;
+  param: string;
+  retryAfter: number;
+}
+
+/** Turns an error thrown for one item of a many-item call into what crosses the wire. */
+export function toItemError(err: unknown, logger: Logger, method: string): ItemError {
+  const answer = answerFor(err, logger, method);
+  return {
+    code: answer.code,
+    message: answer.message,
+    param: answer.param ?? '',
+    retryAfter: answer.retryAfter ?? 0,
+  };
+}
+
+/** Turns one item's error back into the SpoolError the service meant. */
+export function fromItemError(e: ItemError): SpoolError {
+  return new SpoolError(isErrorCode(e.code) ? e.code : 'internal', e.message, {
+    ...(e.param ? { param: e.param } : {}),
+    ...(e.retryAfter ? { retryAfter: e.retryAfter } : {}),
+  });
 }
 
 /** Turns a gRPC client error back into a SpoolError with the code the service meant. */

@@ -321,6 +321,29 @@ test.serial('administrators set retention; uploads are kept 7 days by default', 
   });
 });
 
+test('jobs posted at once are each answered with their own job; a refused one fails alone', async (t) => {
+  const posts = Array.from({ length: 60 }, (_, i) => {
+    if (i === 17) return newJob(t, { reference: `burst-${i}`, printer_id: randomUUID() });
+    if (i === 41) return newJob(t, { reference: `burst-${i}`, options: { copies: 0 } });
+    return newJob(t, { reference: `burst-${i}` });
+  });
+  const answers = await Promise.all(posts);
+  answers.forEach((res, i) => {
+    if (i === 17) {
+      t.is(res.status, 400);
+      t.is(res.body.error.param, 'printer_id');
+    } else if (i === 41) {
+      t.is(res.status, 400);
+      t.regex(res.body.error.param ?? '', /copies/);
+    } else {
+      t.is(res.status, 201, `POST ${i}`);
+      t.is((res.body.job as Job & { reference: string }).reference, `burst-${i}`);
+    }
+  });
+  const ids = answers.filter((r) => r.status === 201).map((r) => r.body.job.id);
+  t.is(new Set(ids).size, 58);
+});
+
 test('uploads check their type and size', async (t) => {
   const { sys, orgId, key } = t.context;
   const post = (body: string | Buffer, type: string) =>

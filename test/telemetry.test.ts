@@ -188,7 +188,7 @@ test.serial(
     t.true(
       inOrder(toPrint, [
         'POST /v1/orgs/:org/jobs',
-        'grpc.spool.v1.JobsService/CreateJob',
+        'grpc.spool.v1.JobsService/CreateJobs',
         'publish dispatch',
         'push job',
         'print job',
@@ -291,7 +291,7 @@ test.serial('every process serves its metrics in the Prometheus format', async (
     /spool_job_transitions_total\{[^}]*spool_job_from="sent",spool_job_to="printed"[^}]*\} 1/,
   );
   t.regex(jobs, /spool_job_dispatch_duration_count\{[^}]*\} 1/);
-  t.regex(jobs, /rpc_server_duration_count\{[^}]*rpc_method="CreateJob"[^}]*\} 1/);
+  t.regex(jobs, /rpc_server_duration_count\{[^}]*rpc_method="CreateJobs"[^}]*\} 1/);
   t.regex(jobs, /spool_consumer_lag\{[^}]*messaging_destination_name="REPORTS"[^}]*\} 0/);
 
   const stations = await scrape(cluster.metricsUrls.stations);

@@ -9,6 +9,7 @@ import { parseRfc3339 } from '../../lib/time.js';
 import { JOB_STATUSES } from '../../services/jobs/machine.js';
 import { body, readRaw } from '../body.js';
 import type { Backends } from '../clients.js';
+import { JobCreations } from '../job-creations.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { eventView, jobView, templateView, uploadView } from '../views.js';
@@ -256,6 +257,7 @@ type Handler = Middleware<GatewayState>;
 
 export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
   const { jobs } = deps.backends;
+  const creations = new JobCreations(jobs);
   return {
     'POST /v1/orgs/:org/jobs': async (ctx) => {
       const req = await body(ctx, CreateJobBody, deps.jobBodyLimit);
@@ -266,7 +268,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         scheduleAt = parseRfc3339(req.schedule_at);
         if (!scheduleAt) throw invalid('schedule_at must be an RFC 3339 time', 'schedule_at');
       }
-      const { job } = await jobs.createJob({
+      const job = await creations.create({
         orgId: orgOf(ctx),
         actor: actorOf(ctx),
         live: key?.live ?? false,

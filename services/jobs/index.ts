@@ -77,6 +77,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     clock: deps.clock,
     ...(deps.serverKeys ? { serverKeys: deps.serverKeys } : {}),
     printers,
+    logger,
   });
   const waitReader = await startPrinterWaitReader({
     nc: deps.nc,

@@ -11,17 +11,20 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ServerUnaryCall } from '@grpc/grpc-js';
 import type { ObjectStore } from '@nats-io/obj';
-import type { CreateJobRequest, Job, JobsServiceServer } from '../../gen/spool/v1/jobs.js';
+import { context, trace } from '@opentelemetry/api';
+import { CreateJobRequest, type Job, type JobsServiceServer } from '../../gen/spool/v1/jobs.js';
 import {
   type Printer,
   PrintOptions,
   type StationsServiceClient,
 } from '../../gen/spool/v1/stations.js';
 import { invalid, notFound, SpoolError } from '../../lib/errors.js';
-import type { AsyncClient, AsyncServer } from '../../lib/grpc.js';
+import { type AsyncClient, type AsyncServer, toItemError } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
+import type { Logger } from '../../lib/logger.js';
 import { pageLimit } from '../../lib/paging.js';
 import { open as openSealed, SEALING_ALGORITHM } from '../../lib/sealing.js';
+import { contextFrom } from '../../lib/tracing.js';
 import { checkDocument, checkTemplate, renderTemplate } from './content.js';
 import type { Fetcher } from './fetch.js';
 import type { Claim, IdempotencyStore } from './idempotency.js';
@@ -43,6 +46,8 @@ export const MAX_TEXT_LENGTH = 1000;
 /** The longest a job may wait undelivered, and the furthest it may be scheduled. */
 export const MAX_EXPIRE_AFTER_S = 30 * 24 * 60 * 60;
 export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
+/** Jobs one `CreateJobs` call may create. */
+export const MAX_CREATIONS_PER_CALL = 256;
 /** Stations one `PendingJobsForStations` call may ask about. */
 export const MAX_STATIONS_PER_CALL = 1000;
 /** How much text a text preview shows. */
@@ -67,6 +72,7 @@ export interface JobsServerDeps {
   fetcher: Fetcher;
   /** The printers jobs are created for, as last read from the stations service. */
   printers: PrinterCache;
+  logger: Logger;
 }
 
 export interface ServerKeys {
@@ -235,44 +241,76 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     return job;
   }
 
+  /** A new job, as CreateJob asks for it. */
+  async function createOne(
+    req: CreateJobRequest,
+    call: ServerUnaryCall<unknown, unknown>,
+  ): Promise<Job> {
+    const orgId = requireUuid(req.orgId, 'organization');
+    if (!isUuid(req.printerId))
+      throw invalid('printer_id must be the id of a printer', 'printer_id');
+    if (req.title.length > MAX_TEXT_LENGTH) throw invalid('title is too long', 'title');
+    if (req.reference.length > MAX_TEXT_LENGTH) throw invalid('reference is too long', 'reference');
+    if (req.hold && req.scheduleAt)
+      throw invalid('a job cannot be both held and scheduled', 'hold');
+    if (req.expireAfter > MAX_EXPIRE_AFTER_S) {
+      throw invalid(`expire_after may be at most ${MAX_EXPIRE_AFTER_S} seconds`, 'expire_after');
+    }
+    const now = deps.clock.now().getTime();
+    if (req.scheduleAt && req.scheduleAt.getTime() > now + MAX_SCHEDULE_AHEAD_MS) {
+      throw invalid('schedule_at may be at most a year ahead', 'schedule_at');
+    }
+    checkPages(req.options?.pages ?? '');
+    const content = await resolveContent(req, orgId);
+    const job = await createFrom(
+      {
+        orgId,
+        printerId: req.printerId,
+        live: req.live,
+        title: req.title,
+        reference: req.reference,
+        options: req.options ?? PrintOptions.fromPartial({}),
+        actor: req.actor,
+        ...(req.scheduleAt ? { scheduleAt: req.scheduleAt } : {}),
+        hold: req.hold,
+        expireAfter: req.expireAfter,
+        sealed: req.sealed !== undefined,
+        ...claimOf(req.idempotency),
+      },
+      content,
+      call,
+    );
+    return job;
+  }
+
   return {
     async createJob(req, call) {
-      const orgId = requireUuid(req.orgId, 'organization');
-      if (!isUuid(req.printerId))
-        throw invalid('printer_id must be the id of a printer', 'printer_id');
-      if (req.title.length > MAX_TEXT_LENGTH) throw invalid('title is too long', 'title');
-      if (req.reference.length > MAX_TEXT_LENGTH)
-        throw invalid('reference is too long', 'reference');
-      if (req.hold && req.scheduleAt)
-        throw invalid('a job cannot be both held and scheduled', 'hold');
-      if (req.expireAfter > MAX_EXPIRE_AFTER_S) {
-        throw invalid(`expire_after may be at most ${MAX_EXPIRE_AFTER_S} seconds`, 'expire_after');
+      return { job: await createOne(req, call) };
+    },
+
+    async createJobs(req, call) {
+      if (req.jobs.length > MAX_CREATIONS_PER_CALL) {
+        throw invalid(`a call creates at most ${MAX_CREATIONS_PER_CALL} jobs`, 'jobs');
       }
-      const now = deps.clock.now().getTime();
-      if (req.scheduleAt && req.scheduleAt.getTime() > now + MAX_SCHEDULE_AHEAD_MS) {
-        throw invalid('schedule_at may be at most a year ahead', 'schedule_at');
-      }
-      checkPages(req.options?.pages ?? '');
-      const content = await resolveContent(req, orgId);
-      const job = await createFrom(
-        {
-          orgId,
-          printerId: req.printerId,
-          live: req.live,
-          title: req.title,
-          reference: req.reference,
-          options: req.options ?? PrintOptions.fromPartial({}),
-          actor: req.actor,
-          ...(req.scheduleAt ? { scheduleAt: req.scheduleAt } : {}),
-          hold: req.hold,
-          expireAfter: req.expireAfter,
-          sealed: req.sealed !== undefined,
-          ...claimOf(req.idempotency),
-        },
-        content,
-        call,
+      const callTrace = trace.getSpanContext(context.active())?.traceId;
+      const settled = await Promise.allSettled(
+        req.jobs.map((item) => {
+          // Each job continues the trace of the request that asked for it; the request that sent
+          // the call has the call's span in between.
+          const asked = contextFrom(item.trace);
+          const ctx = trace.getSpanContext(asked)?.traceId === callTrace ? context.active() : asked;
+          return context.with(ctx, () =>
+            createOne(item.request ?? CreateJobRequest.fromPartial({}), call),
+          );
+        }),
       );
-      return { job };
+      return {
+        results: settled.map((s) =>
+          s.status === 'fulfilled'
+            ? { job: s.value }
+            : { error: toItemError(s.reason, deps.logger, 'createJobs') },
+        ),
+      };
     },
 
     async reprintJob(req, call) {

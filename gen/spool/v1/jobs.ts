@@ -153,6 +153,47 @@ export interface CreateJobResponse {
   job: Job | undefined;
 }
 
+export interface CreateJobsRequest {
+  jobs: CreateJobsItem[];
+}
+
+export interface CreateJobsItem {
+  request:
+    | CreateJobRequest
+    | undefined;
+  /**
+   * The trace context (W3C traceparent and tracestate) of the request that asked for the job,
+   * which the job's own trace continues.
+   */
+  trace: { [key: string]: string };
+}
+
+export interface CreateJobsItem_TraceEntry {
+  key: string;
+  value: string;
+}
+
+export interface CreateJobsResponse {
+  /** One per item, in the request's order. */
+  results: CreateJobResult[];
+}
+
+export interface CreateJobResult {
+  job?: Job | undefined;
+  error?: CallError | undefined;
+}
+
+/** An error as a call answers it, for one item of a call that answers many. */
+export interface CallError {
+  /** The catalogue's code (docs/errors.md). */
+  code: string;
+  message: string;
+  /** The request field at fault, if any. */
+  param: string;
+  /** Seconds to wait before trying again, if the error says so; 0 when it does not. */
+  retryAfter: number;
+}
+
 export interface GetJobRequest {
   orgId: string;
   jobId: string;
@@ -2182,6 +2223,556 @@ export const CreateJobResponse: MessageFns<CreateJobResponse> = {
   fromPartial(object: DeepPartial<CreateJobResponse>): CreateJobResponse {
     const message = createBaseCreateJobResponse();
     message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseCreateJobsRequest(): CreateJobsRequest {
+  return { jobs: [] };
+}
+
+export const CreateJobsRequest: MessageFns<CreateJobsRequest> = {
+  encode(message: CreateJobsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.jobs) {
+      CreateJobsItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateJobsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateJobsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobs.push(CreateJobsItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateJobsRequest {
+    return {
+      jobs: globalThis.Array.isArray(object?.jobs) ? object.jobs.map((e: any) => CreateJobsItem.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: CreateJobsRequest): unknown {
+    const obj: any = {};
+    if (message.jobs?.length) {
+      obj.jobs = message.jobs.map((e) => CreateJobsItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateJobsRequest>): CreateJobsRequest {
+    return CreateJobsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateJobsRequest>): CreateJobsRequest {
+    const message = createBaseCreateJobsRequest();
+    message.jobs = object.jobs?.map((e) => CreateJobsItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateJobsItem(): CreateJobsItem {
+  return { request: undefined, trace: {} };
+}
+
+export const CreateJobsItem: MessageFns<CreateJobsItem> = {
+  encode(message: CreateJobsItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.request !== undefined) {
+      CreateJobRequest.encode(message.request, writer.uint32(10).fork()).join();
+    }
+    globalThis.Object.entries(message.trace).forEach(([key, value]: [string, string]) => {
+      CreateJobsItem_TraceEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateJobsItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateJobsItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.request = CreateJobRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = CreateJobsItem_TraceEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.trace[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateJobsItem {
+    return {
+      request: isSet(object.request) ? CreateJobRequest.fromJSON(object.request) : undefined,
+      trace: isObject(object.trace)
+        ? (globalThis.Object.entries(object.trace) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: CreateJobsItem): unknown {
+    const obj: any = {};
+    if (message.request !== undefined) {
+      obj.request = CreateJobRequest.toJSON(message.request);
+    }
+    if (message.trace) {
+      const entries = globalThis.Object.entries(message.trace) as [string, string][];
+      if (entries.length > 0) {
+        obj.trace = {};
+        entries.forEach(([k, v]) => {
+          obj.trace[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateJobsItem>): CreateJobsItem {
+    return CreateJobsItem.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateJobsItem>): CreateJobsItem {
+    const message = createBaseCreateJobsItem();
+    message.request = (object.request !== undefined && object.request !== null)
+      ? CreateJobRequest.fromPartial(object.request)
+      : undefined;
+    message.trace = (globalThis.Object.entries(object.trace ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseCreateJobsItem_TraceEntry(): CreateJobsItem_TraceEntry {
+  return { key: "", value: "" };
+}
+
+export const CreateJobsItem_TraceEntry: MessageFns<CreateJobsItem_TraceEntry> = {
+  encode(message: CreateJobsItem_TraceEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateJobsItem_TraceEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateJobsItem_TraceEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateJobsItem_TraceEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: CreateJobsItem_TraceEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateJobsItem_TraceEntry>): CreateJobsItem_TraceEntry {
+    return CreateJobsItem_TraceEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateJobsItem_TraceEntry>): CreateJobsItem_TraceEntry {
+    const message = createBaseCreateJobsItem_TraceEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateJobsResponse(): CreateJobsResponse {
+  return { results: [] };
+}
+
+export const CreateJobsResponse: MessageFns<CreateJobsResponse> = {
+  encode(message: CreateJobsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      CreateJobResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateJobsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateJobsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(CreateJobResult.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateJobsResponse {
+    return {
+      results: globalThis.Array.isArray(object?.results)
+        ? object.results.map((e: any) => CreateJobResult.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: CreateJobsResponse): unknown {
+    const obj: any = {};
+    if (message.results?.length) {
+      obj.results = message.results.map((e) => CreateJobResult.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateJobsResponse>): CreateJobsResponse {
+    return CreateJobsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateJobsResponse>): CreateJobsResponse {
+    const message = createBaseCreateJobsResponse();
+    message.results = object.results?.map((e) => CreateJobResult.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateJobResult(): CreateJobResult {
+  return { job: undefined, error: undefined };
+}
+
+export const CreateJobResult: MessageFns<CreateJobResult> = {
+  encode(message: CreateJobResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.job !== undefined) {
+      Job.encode(message.job, writer.uint32(10).fork()).join();
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateJobResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateJobResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.job = Job.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateJobResult {
+    return {
+      job: isSet(object.job) ? Job.fromJSON(object.job) : undefined,
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: CreateJobResult): unknown {
+    const obj: any = {};
+    if (message.job !== undefined) {
+      obj.job = Job.toJSON(message.job);
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateJobResult>): CreateJobResult {
+    return CreateJobResult.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateJobResult>): CreateJobResult {
+    const message = createBaseCreateJobResult();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCallError(): CallError {
+  return { code: "", message: "", param: "", retryAfter: 0 };
+}
+
+export const CallError: MessageFns<CallError> = {
+  encode(message: CallError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== "") {
+      writer.uint32(10).string(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    if (message.param !== "") {
+      writer.uint32(26).string(message.param);
+    }
+    if (message.retryAfter !== 0) {
+      writer.uint32(32).uint32(message.retryAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.param = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.retryAfter = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallError {
+    return {
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      param: isSet(object.param) ? globalThis.String(object.param) : "",
+      retryAfter: isSet(object.retryAfter)
+        ? globalThis.Number(object.retryAfter)
+        : isSet(object.retry_after)
+        ? globalThis.Number(object.retry_after)
+        : 0,
+    };
+  },
+
+  toJSON(message: CallError): unknown {
+    const obj: any = {};
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.param !== "") {
+      obj.param = message.param;
+    }
+    if (message.retryAfter !== 0) {
+      obj.retryAfter = Math.round(message.retryAfter);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CallError>): CallError {
+    return CallError.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CallError>): CallError {
+    const message = createBaseCallError();
+    message.code = object.code ?? "";
+    message.message = object.message ?? "";
+    message.param = object.param ?? "";
+    message.retryAfter = object.retryAfter ?? 0;
     return message;
   },
 };
@@ -6906,6 +7497,19 @@ export const JobsServiceService = {
     responseSerialize: (value: CreateJobResponse): Buffer => Buffer.from(CreateJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateJobResponse => CreateJobResponse.decode(value),
   },
+  /**
+   * Many creations in one call: the gateway sends together those its requests ask for while its
+   * earlier calls are in flight. Each is answered on its own, in order; one refused fails alone.
+   */
+  createJobs: {
+    path: "/spool.v1.JobsService/CreateJobs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateJobsRequest): Buffer => Buffer.from(CreateJobsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateJobsRequest => CreateJobsRequest.decode(value),
+    responseSerialize: (value: CreateJobsResponse): Buffer => Buffer.from(CreateJobsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateJobsResponse => CreateJobsResponse.decode(value),
+  },
   getJob: {
     path: "/spool.v1.JobsService/GetJob" as const,
     requestStream: false as const,
@@ -7142,6 +7746,11 @@ export const JobsServiceService = {
 
 export interface JobsServiceServer extends UntypedServiceImplementation {
   createJob: handleUnaryCall<CreateJobRequest, CreateJobResponse>;
+  /**
+   * Many creations in one call: the gateway sends together those its requests ask for while its
+   * earlier calls are in flight. Each is answered on its own, in order; one refused fails alone.
+   */
+  createJobs: handleUnaryCall<CreateJobsRequest, CreateJobsResponse>;
   getJob: handleUnaryCall<GetJobRequest, GetJobResponse>;
   listJobs: handleUnaryCall<ListJobsRequest, ListJobsResponse>;
   cancelJob: handleUnaryCall<CancelJobRequest, CancelJobResponse>;
@@ -7198,6 +7807,25 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Many creations in one call: the gateway sends together those its requests ask for while its
+   * earlier calls are in flight. Each is answered on its own, in order; one refused fails alone.
+   */
+  createJobs(
+    request: CreateJobsRequest,
+    callback: (error: ServiceError | null, response: CreateJobsResponse) => void,
+  ): ClientUnaryCall;
+  createJobs(
+    request: CreateJobsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateJobsResponse) => void,
+  ): ClientUnaryCall;
+  createJobs(
+    request: CreateJobsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateJobsResponse) => void,
   ): ClientUnaryCall;
   getJob(
     request: GetJobRequest,
