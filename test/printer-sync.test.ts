@@ -162,3 +162,53 @@ test('a link opening records added, changed and removed printers and says so onc
     ].sort(),
   );
 });
+
+test('links that open at once are recorded together, each with its own printers and events', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const events = await collectEvents(sys.nats.url);
+  t.teardown(() => events.close());
+  const orgId = await createOrg(sys.url);
+  const stations = await Promise.all(
+    Array.from({ length: 40 }, () => createStation(sys.url, orgId)),
+  );
+
+  // Every station at once, and the first one twice: its two opens cannot share a transaction.
+  const links = await Promise.all([
+    ...stations.map((s) => connectLink(sys.linkAddress, s.token, [printer('a'), printer('b')])),
+    connectLink(sys.linkAddress, (stations[0] as { token: string }).token, [
+      printer('a'),
+      printer('b'),
+    ]),
+  ]);
+  t.teardown(() => {
+    for (const l of links) l.close();
+  });
+  const ids = links.slice(0, 40).map((l) => l.welcome.printerIds);
+  t.is(new Set(ids.flatMap((p) => [p.a, p.b])).size, 80, 'two stations share a printer id');
+  t.deepEqual(links[40]?.welcome.printerIds, ids[0], 'a station opened twice got new printers');
+
+  const res = await call<{ items: Array<{ id: string; station_id: string; name: string }> }>(
+    sys.url,
+    'GET',
+    `/admin/v1/orgs/${orgId}/printers?limit=100`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.is(res.body.items.length, 80);
+  stations.forEach((s, i) => {
+    const own = res.body.items.filter((p) => p.station_id === s.id);
+    t.deepEqual(own.map((p) => p.id).sort(), [ids[i]?.a, ids[i]?.b].sort());
+  });
+  await eventually(
+    async () =>
+      events.events.filter((e) => e.org_id === orgId && e.type === 'printer.status').length,
+    (n) => n >= 80,
+  );
+  const ofOrg = events.events.filter((e) => e.org_id === orgId);
+  const online = ofOrg.filter((e) => e.type === 'station.online').map((e) => e.data.station_id);
+  t.deepEqual([...new Set(online)].sort(), stations.map((s) => s.id).sort());
+  t.is(online.length, 41);
+  // The second open of the first station changed no printer, so it said nothing of them.
+  const statuses = ofOrg.filter((e) => e.type === 'printer.status');
+  t.deepEqual(statuses.map((e) => e.data.printer_id).sort(), ids.flatMap((p) => [p.a, p.b]).sort());
+});

@@ -13,14 +13,19 @@ import type {
   Station,
 } from '../../gen/spool/v1/stations.js';
 import type { Clock } from '../../lib/clock.js';
-import { withTx } from '../../lib/db.js';
+import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
+import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { addToOutbox, enqueue, type OutboxMessage } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import { WriteBatch } from '../../lib/sql.js';
+import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 
 export const OUTBOX_TABLE = 'stations_outbox';
+
+/** The most link opens one transaction records. */
+const MAX_OPENS = 250;
 
 /** The status of a printer its station's agent no longer reports. */
 export const REMOVED = 'removed';
@@ -143,47 +148,79 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
   }
 
   /**
-   * Brings the station's printers in line with what its agent reports, inside `tx`: reads them,
-   * marks those no longer reported `removed`, and adds to `batch` one upsert of every printer
-   * reported (written when the caller sends the batch). Returns the printer ids by name and queues
-   * `printer.status` for each printer added or whose status changed.
+   * Brings stations' printers in line with what their agents report, inside `tx`: reads them in
+   * one query, marks those no longer reported `removed`, and adds to `batch` one upsert of every
+   * printer reported (written when the caller sends the batch). Returns each station's printer ids
+   * by name and queues `printer.status` for each printer added or whose status changed, with the
+   * trace of the station's own request. A station appears at most once in `syncs`.
    */
   async function syncPrinters(
     tx: pg.PoolClient,
     batch: WriteBatch,
-    station: { id: string; orgId: string },
-    reports: PrinterReport[],
+    syncs: Array<{
+      station: { id: string; orgId: string };
+      reports: PrinterReport[];
+      trace?: TraceCarrier;
+    }>,
     now: Date,
     messages: OutboxMessage[],
-  ): Promise<Record<string, string>> {
-    const { rows } = await tx.query<{ id: string; name: string; status: string; detail: string }>(
-      'SELECT id, name, status, detail FROM printers WHERE org_id = $1 AND station_id = $2',
-      [station.orgId, station.id],
+  ): Promise<Array<Record<string, string>>> {
+    const { rows } = await tx.query<{
+      id: string;
+      station_id: string;
+      name: string;
+      status: string;
+      detail: string;
+    }>(
+      `SELECT id, station_id, name, status, detail FROM printers
+       WHERE org_id = ANY($1::UUID[]) AND station_id = ANY($2::UUID[])`,
+      [[...new Set(syncs.map((s) => s.station.orgId))], syncs.map((s) => s.station.id)],
     );
-    const byName = new Map(rows.map((r) => [r.name, r]));
-    // A name reported twice is one printer, as the last report of it says.
-    const reported = new Map(reports.map((r) => [r.name, r]));
-    const ids: Record<string, string> = {};
-    if (reported.size > 0) {
-      const org = batch.param(station.orgId);
-      const stationId = batch.param(station.id);
-      const at = batch.param(now);
-      const values: string[] = [];
-      for (const report of reported.values()) {
-        const existing = byName.get(report.name);
-        // A new printer's id is chosen here: were the name inserted by another transaction
-        // meanwhile, SERIALIZABLE fails this one (and `withTx` runs it again) rather than let the
-        // upsert update a row this transaction did not read.
-        const id = existing?.id ?? randomUUID();
-        ids[report.name] = id;
-        values.push(
-          `(${batch.param(id)}::UUID, ${org}::UUID, ${stationId}::UUID, ${batch.param(report.name)}, ` +
-            `${batch.param(report.status)}, ${batch.param(report.detail)}, ` +
-            `${batch.param(JSON.stringify(report.capabilities ?? {}))}::JSONB, ${at}::TIMESTAMPTZ, ${at}::TIMESTAMPTZ)`,
-        );
-        if (!existing || existing.status !== report.status || existing.detail !== report.detail)
-          messages.push(printerStatusEvent(station.orgId, { id, ...report }, now));
+    let atParam: string | undefined;
+    const at = () => {
+      atParam ??= batch.param(now);
+      return atParam;
+    };
+    const values: string[] = [];
+    const gone: Array<{ orgId: string; id: string; trace: TraceCarrier | undefined }> = [];
+    const ids = syncs.map(({ station, reports, trace }) => {
+      const headers = trace ? { headers: trace as Record<string, string> } : {};
+      const current = rows.filter((r) => r.station_id === station.id);
+      const byName = new Map(current.map((r) => [r.name, r]));
+      // A name reported twice is one printer, as the last report of it says.
+      const reported = new Map(reports.map((r) => [r.name, r]));
+      const ids: Record<string, string> = {};
+      if (reported.size > 0) {
+        const org = batch.param(station.orgId);
+        const stationId = batch.param(station.id);
+        for (const report of reported.values()) {
+          const existing = byName.get(report.name);
+          // A new printer's id is chosen here: were the name inserted by another transaction
+          // meanwhile, SERIALIZABLE fails this one (and `withTx` runs it again) rather than let
+          // the upsert update a row this transaction did not read.
+          const id = existing?.id ?? randomUUID();
+          ids[report.name] = id;
+          values.push(
+            `(${batch.param(id)}::UUID, ${org}::UUID, ${stationId}::UUID, ${batch.param(report.name)}, ` +
+              `${batch.param(report.status)}, ${batch.param(report.detail)}, ` +
+              `${batch.param(JSON.stringify(report.capabilities ?? {}))}::JSONB, ${at()}::TIMESTAMPTZ, ${at()}::TIMESTAMPTZ)`,
+          );
+          if (!existing || existing.status !== report.status || existing.detail !== report.detail)
+            messages.push({
+              ...printerStatusEvent(station.orgId, { id, ...report }, now),
+              ...headers,
+            });
+        }
       }
+      // A printer the agent no longer reports cannot print: it is `removed` (its jobs wait, and
+      // say why) rather than forgotten, and comes back with its id if the agent reports it again.
+      for (const r of current) {
+        if (!reported.has(r.name) && r.status !== REMOVED)
+          gone.push({ orgId: station.orgId, id: r.id, trace });
+      }
+      return ids;
+    });
+    if (values.length > 0) {
       batch.add(
         `INSERT INTO printers (id, org_id, station_id, name, status, detail, capabilities, created_at, updated_at)
          VALUES ${values.join(', ')}
@@ -195,25 +232,89 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
          WHERE printers.org_id = excluded.org_id`,
       );
     }
-    // A printer the agent no longer reports cannot print: it is `removed` (its jobs wait, and say
-    // why) rather than forgotten, and comes back with its id if the agent reports it again. A
-    // statement of its own (rarely needed): CockroachDB writes a table once per statement.
-    const gone = rows.filter((r) => !reported.has(r.name) && r.status !== REMOVED);
+    // A statement of its own (rarely needed): CockroachDB writes a table once per statement.
     if (gone.length > 0) {
       const detail = 'the station no longer reports this printer';
       await tx.query(
         `UPDATE printers SET status = $3, detail = $4, updated_at = $5
-         WHERE org_id = $1 AND id = ANY($2::UUID[])`,
-        [station.orgId, gone.map((g) => g.id), REMOVED, detail, now],
+         WHERE org_id = ANY($1::UUID[]) AND id = ANY($2::UUID[])`,
+        [[...new Set(gone.map((g) => g.orgId))], gone.map((g) => g.id), REMOVED, detail, now],
       );
       for (const g of gone) {
-        messages.push(
-          printerStatusEvent(station.orgId, { id: g.id, status: REMOVED, detail }, now),
-        );
+        messages.push({
+          ...printerStatusEvent(g.orgId, { id: g.id, status: REMOVED, detail }, now),
+          ...(g.trace ? { headers: g.trace as Record<string, string> } : {}),
+        });
       }
     }
     return ids;
   }
+
+  interface LinkOpen {
+    station: LinkStation;
+    linkId: string;
+    printers: PrinterReport[];
+    agentVersion: string;
+    trace: TraceCarrier;
+  }
+
+  /**
+   * Records links opened together in one transaction: one read of their stations' printers, and
+   * one statement for the stations' rows, every printer reported and the outbox rows. A station
+   * whose link opened twice in the group has its later open committed after the earlier, in a
+   * transaction of its own, as they came.
+   */
+  async function commitOpens(group: LinkOpen[]): Promise<Outcome<Record<string, string>>[]> {
+    const outcomes = new Map<LinkOpen, Outcome<Record<string, string>>>();
+    let left = group;
+    while (left.length > 0) {
+      const seen = new Set<string>();
+      const first: LinkOpen[] = [];
+      const later: LinkOpen[] = [];
+      for (const open of left) {
+        if (seen.has(open.station.id)) later.push(open);
+        else {
+          seen.add(open.station.id);
+          first.push(open);
+        }
+      }
+      const ids = await withTx(pool, async (tx) => {
+        const at = clock.now();
+        const batch = new WriteBatch();
+        const stations = first.map(
+          (o) =>
+            `(${batch.param(o.station.orgId)}::UUID, ${batch.param(o.station.id)}::UUID, ` +
+            `${batch.param(o.linkId)}::TEXT, ${batch.param(o.agentVersion.slice(0, 100))}::TEXT)`,
+        );
+        batch.add(
+          `UPDATE stations SET online = true, link_id = v.link_id, last_seen_at = ${batch.param(at)},
+             agent_version = v.agent_version
+           FROM (VALUES ${stations.join(', ')}) AS v (org_id, id, link_id, agent_version)
+           WHERE stations.org_id = v.org_id AND stations.id = v.id`,
+        );
+        const messages: OutboxMessage[] = first.map((o) => ({
+          ...eventMessage(o.station.orgId, 'station.online', { station_id: o.station.id }, at),
+          headers: o.trace as Record<string, string>,
+        }));
+        const ids = await syncPrinters(
+          tx,
+          batch,
+          first.map((o) => ({ station: o.station, reports: o.printers, trace: o.trace })),
+          at,
+          messages,
+        );
+        addToOutbox(batch, OUTBOX_TABLE, messages);
+        await queryThenCommit(tx, batch.text(), batch.values);
+        return ids;
+      });
+      first.forEach((o, i) => {
+        outcomes.set(o, { ok: ids[i] ?? {} });
+      });
+      left = later;
+    }
+    return group.map((o) => outcomes.get(o) as Outcome<Record<string, string>>);
+  }
+  const opens = new GroupCommit(commitOpens, MAX_OPENS);
 
   return {
     async createLocation(loc: { orgId: string; name: string; address: string; timezone: string }) {
@@ -499,31 +600,16 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
 
     /**
      * Records a new link as the station's current one and syncs its printers; queues
-     * `station.online`. One read and one statement: the link's writes and their outbox rows
-     * go together.
+     * `station.online`. Links that open while a group of opens commits go together in the next
+     * (group commit).
      */
-    async linkOpened(
+    linkOpened(
       station: LinkStation,
       linkId: string,
       printers: PrinterReport[],
       agentVersion = '',
     ): Promise<Record<string, string>> {
-      return withTx(pool, async (tx) => {
-        const now = clock.now();
-        const batch = new WriteBatch();
-        batch.add(
-          `UPDATE stations SET online = true, link_id = ${batch.param(linkId)},
-             last_seen_at = ${batch.param(now)}, agent_version = ${batch.param(agentVersion.slice(0, 100))}
-           WHERE org_id = ${batch.param(station.orgId)} AND id = ${batch.param(station.id)}`,
-        );
-        const messages = [
-          eventMessage(station.orgId, 'station.online', { station_id: station.id }, now),
-        ];
-        const ids = await syncPrinters(tx, batch, station, printers, now, messages);
-        addToOutbox(batch, OUTBOX_TABLE, messages);
-        await tx.query(batch.text(), batch.values);
-        return ids;
-      });
+      return opens.submit({ station, linkId, printers, agentVersion, trace: traceCarrier() });
     },
 
     async printersChanged(
@@ -533,7 +619,13 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       return withTx(pool, async (tx) => {
         const batch = new WriteBatch();
         const messages: OutboxMessage[] = [];
-        const ids = await syncPrinters(tx, batch, station, printers, clock.now(), messages);
+        const [ids = {}] = await syncPrinters(
+          tx,
+          batch,
+          [{ station, reports: printers }],
+          clock.now(),
+          messages,
+        );
         addToOutbox(batch, OUTBOX_TABLE, messages);
         if (batch.values.length > 0) await tx.query(batch.text(), batch.values);
         return ids;
