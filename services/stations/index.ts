@@ -68,7 +68,7 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
   const logger = deps.logger.child({ service: 'stations' });
   const layout = deps.layout ?? SINGLE_REGION;
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
-  const store = createStationStore(deps.pool, deps.clock);
+  const store = createStationStore(deps.pool, deps.clock, (rows) => relay.send(rows));
   const links = createLinkRegistry({
     store,
     nc: deps.nc,
@@ -77,7 +77,6 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     region: layout.region,
     jobs: deps.jobs,
     logger,
-    onChange: () => relay.kick(),
   });
   relay.start();
   return {

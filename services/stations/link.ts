@@ -68,8 +68,6 @@ export interface LinkDeps {
   /** This process's region; a link of a station homed elsewhere is served, across regions. */
   region: string;
   logger: Logger;
-  /** Called after a write to the outbox commits. */
-  onChange?: () => void;
   /** How often each link re-reads its station's pending jobs, as a backstop (default 60 s). */
   resyncMs?: number;
 }
@@ -321,7 +319,6 @@ class Session {
       printers,
       agentVersion,
     );
-    this.#deps.onChange?.();
     if (this.#closed) return;
 
     // A newer link of the same station, on any replica, replaces this one; a revoked or replaced
@@ -582,7 +579,6 @@ class Session {
     } else if (msg.printers) {
       const known = new Set(Object.values(this.#printerIds));
       this.#printerIds = await this.#deps.store.printersChanged(station, msg.printers.printers);
-      this.#deps.onChange?.();
       // Jobs for a printer the agent reports again (or anew) waited here; offer them now.
       if (Object.values(this.#printerIds).some((id) => !known.has(id))) void this.resync();
     } else if (msg.received) {
@@ -670,11 +666,8 @@ class Session {
     this.#onClosed();
     const station = this.#station;
     if (!station) return;
-    this.#deps.store.linkClosed(station, this.#linkId).then(
-      (changed) => {
-        if (changed) this.#deps.onChange?.();
-      },
-      (err: unknown) => this.#logger.warn({ err }, 'could not record the station offline'),
-    );
+    this.#deps.store
+      .linkClosed(station, this.#linkId)
+      .catch((err: unknown) => this.#logger.warn({ err }, 'could not record the station offline'));
   }
 }

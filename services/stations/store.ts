@@ -17,7 +17,7 @@ import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
-import { addToOutbox, enqueue, type OutboxMessage } from '../../lib/outbox.js';
+import { addToOutbox, enqueue, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import { WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
@@ -133,7 +133,15 @@ export interface LinkStation {
   region: string;
 }
 
-export function createStationStore(pool: pg.Pool, clock: Clock) {
+/**
+ * @param committed takes the outbox rows of a link's writes (opened, printers, closed) once they
+ *   are committed, for the relay to publish at once; other rows wait for the relay's poll.
+ */
+export function createStationStore(
+  pool: pg.Pool,
+  clock: Clock,
+  committed: (rows: OutboxRow[]) => void = () => {},
+) {
   function printerStatusEvent(
     orgId: string,
     p: { id: string; status: string; detail: string },
@@ -278,7 +286,7 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
           first.push(open);
         }
       }
-      const ids = await withTx(pool, async (tx) => {
+      const { ids, outbox } = await withTx(pool, async (tx) => {
         const at = clock.now();
         const batch = new WriteBatch();
         const stations = first.map(
@@ -303,10 +311,11 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
           at,
           messages,
         );
-        addToOutbox(batch, OUTBOX_TABLE, messages);
+        const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
         await queryThenCommit(tx, batch.text(), batch.values);
-        return ids;
+        return { ids, outbox };
       });
+      committed(outbox);
       first.forEach((o, i) => {
         outcomes.set(o, { ok: ids[i] ?? {} });
       });
@@ -616,7 +625,7 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
       station: LinkStation,
       printers: PrinterReport[],
     ): Promise<Record<string, string>> {
-      return withTx(pool, async (tx) => {
+      const { ids, outbox } = await withTx(pool, async (tx) => {
         const batch = new WriteBatch();
         const messages: OutboxMessage[] = [];
         const [ids = {}] = await syncPrinters(
@@ -626,10 +635,12 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
           clock.now(),
           messages,
         );
-        addToOutbox(batch, OUTBOX_TABLE, messages);
+        const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
         if (batch.values.length > 0) await tx.query(batch.text(), batch.values);
-        return ids;
+        return { ids, outbox };
       });
+      committed(outbox);
+      return ids;
     },
 
     /**
@@ -637,19 +648,20 @@ export function createStationStore(pool: pg.Pool, clock: Clock) {
      * meanwhile. Returns whether it did.
      */
     async linkClosed(station: LinkStation, linkId: string): Promise<boolean> {
-      return withTx(pool, async (tx) => {
+      const outbox = await withTx(pool, async (tx) => {
         const now = clock.now();
         const { rowCount } = await tx.query(
           `UPDATE stations SET online = false, last_seen_at = $4
            WHERE org_id = $1 AND id = $2 AND link_id = $3`,
           [station.orgId, station.id, linkId, now],
         );
-        if (rowCount === 0) return false;
-        await enqueue(tx, OUTBOX_TABLE, [
+        if (rowCount === 0) return [];
+        return enqueue(tx, OUTBOX_TABLE, [
           eventMessage(station.orgId, 'station.offline', { station_id: station.id }, now),
         ]);
-        return true;
       });
+      committed(outbox);
+      return outbox.length > 0;
     },
   };
 }
