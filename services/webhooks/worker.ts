@@ -119,9 +119,13 @@ export interface WorkerStats {
 export class DeliveryWorker {
   readonly stats: WorkerStats = { attempts: 0 };
   readonly #options: WorkerOptions & { failingDisableMs: number; random: () => number };
+  /** Requests on the wire, per endpoint. */
   readonly #inFlight = new Map<string, number>();
   readonly #sends = new Set<Promise<void>>();
+  /** Requests on the wire in all. */
   #total = 0;
+  /** Attempts sent whose outcome is not recorded yet. */
+  #unrecorded = 0;
   #serial: Promise<unknown> = Promise.resolve();
   #kickQueued = false;
   #kickExpectsWork = false;
@@ -159,7 +163,7 @@ export class DeliveryWorker {
       let expectWork = this.#kickExpectsWork;
       this.#kickExpectsWork = false;
       for (;;) {
-        const room = this.#options.concurrency - this.#total;
+        const room = this.#room();
         const claimed = await this.#claimRound(expectWork);
         if (claimed === 0) break;
         // A round that filled the room likely left more due: the next one claims without checking.
@@ -179,7 +183,7 @@ export class DeliveryWorker {
     for (;;) {
       const claimed = await this.#exclusive(() => this.#claimRound());
       if (claimed > 0) continue;
-      if (this.#total === 0) return;
+      if (this.#total === 0 && this.#unrecorded === 0) return;
       await new Promise<void>((resolve) => this.#settled.push(resolve));
     }
   }
@@ -202,7 +206,7 @@ export class DeliveryWorker {
   async #claimRound(expectWork = false): Promise<number> {
     const o = this.#options;
     if (this.#stopped) return 0;
-    const room = o.concurrency - this.#total;
+    const room = this.#room();
     if (room <= 0) return 0;
     const full = [...this.#inFlight].filter(([, n]) => n >= o.endpointConcurrency).map(([e]) => e);
     const now = o.clock.now();
@@ -224,18 +228,38 @@ export class DeliveryWorker {
     for (const c of claimed) {
       this.#inFlight.set(c.endpointId, (this.#inFlight.get(c.endpointId) ?? 0) + 1);
       this.#total++;
-      const send = this.#attempt(c).finally(() => {
-        this.#sends.delete(send);
+      this.#unrecorded++;
+      let sent = false;
+      // The request's slot is free once its answer is in: the next claim goes while the outcome
+      // is recorded (the delivery stays leased until then, so nobody claims it meanwhile).
+      const onSent = () => {
+        if (sent) return;
+        sent = true;
         const left = (this.#inFlight.get(c.endpointId) ?? 1) - 1;
         if (left === 0) this.#inFlight.delete(c.endpointId);
         else this.#inFlight.set(c.endpointId, left);
         this.#total--;
+        this.kick();
+      };
+      const send = this.#attempt(c, onSent).finally(() => {
+        onSent();
+        this.#sends.delete(send);
+        this.#unrecorded--;
         for (const resolve of this.#settled.splice(0)) resolve();
         this.kick();
       });
       this.#sends.add(send);
     }
     return claimed.length;
+  }
+
+  /**
+   * Attempts a round may claim: up to `concurrency` on the wire, and no more than `concurrency`
+   * more waiting for their outcomes to be recorded, so a slow database holds sending back.
+   */
+  #room(): number {
+    const { concurrency } = this.#options;
+    return Math.min(concurrency - this.#total, 2 * concurrency - this.#unrecorded);
   }
 
   /** Up to `room` candidates, no endpoint past its cap: one slow receiver cannot take every slot. */
@@ -254,7 +278,7 @@ export class DeliveryWorker {
   }
 
   /** Sends one attempt in a span that joins the trace of the event's cause, and records it. */
-  #attempt(c: ClaimedDelivery): Promise<void> {
+  #attempt(c: ClaimedDelivery, onSent: () => void): Promise<void> {
     const attributes = {
       'spool.org.id': c.orgId,
       'spool.webhook.endpoint_id': c.endpointId,
@@ -265,11 +289,11 @@ export class DeliveryWorker {
     return inSpan(
       'deliver webhook',
       { kind: SpanKind.PRODUCER, parent: contextFrom(c.traceContext), attributes },
-      (span) => this.#attemptInSpan(c, span),
+      (span) => this.#attemptInSpan(c, span, onSent),
     );
   }
 
-  async #attemptInSpan(c: ClaimedDelivery, span: Span): Promise<void> {
+  async #attemptInSpan(c: ClaimedDelivery, span: Span, onSent: () => void): Promise<void> {
     const o = this.#options;
     const result = await o.sender.send({
       url: c.url,
@@ -280,6 +304,7 @@ export class DeliveryWorker {
       at: c.startedAt,
     });
     this.stats.attempts++;
+    onSent();
     const outcome = attemptOutcome(result);
     spoolMetrics().webhookAttempts.add(1, { 'spool.webhook.outcome': outcome });
     span.setAttributes({ 'spool.webhook.outcome': outcome });
