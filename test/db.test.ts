@@ -1,8 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import anyTest, { type TestFn } from 'ava';
-import { createPool, type Pool, queryThenCommit, withTx } from '../lib/db.js';
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { createPool, type Pool, queryThenCommit, type TxClient, withTx } from '../lib/db.js';
 import { migrate, splitStatements } from '../lib/migrate.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 
@@ -28,10 +28,18 @@ test('transactions run SERIALIZABLE', async (t) => {
   t.is(level, 'serializable');
 });
 
-test('conflicting read-then-write transactions are retried until every one commits', async (t) => {
+/**
+ * Twenty transactions that each read a counter and write it plus one, all at once, with the write
+ * sent by `write`; asserts that every one committed and that some had to be retried.
+ */
+async function contendedCounter(
+  t: ExecutionContext<{ pool: Pool }>,
+  table: string,
+  write: (tx: TxClient, n: number) => Promise<unknown>,
+) {
   const { pool } = t.context;
-  await pool.query('CREATE TABLE counters (id INT PRIMARY KEY, n INT NOT NULL)');
-  await pool.query('INSERT INTO counters VALUES (1, 0)');
+  await pool.query(`CREATE TABLE ${table} (id INT PRIMARY KEY, n INT NOT NULL)`);
+  await pool.query(`INSERT INTO ${table} VALUES (1, 0)`);
   let attempts = 0;
   const writers = 20;
   await Promise.all(
@@ -40,17 +48,22 @@ test('conflicting read-then-write transactions are retried until every one commi
         pool,
         async (tx) => {
           attempts++;
-          const { rows } = await tx.query<{ n: number }>('SELECT n FROM counters WHERE id = 1');
-          await tx.query('UPDATE counters SET n = $1 WHERE id = 1', [(rows[0]?.n ?? 0) + 1]);
+          const { rows } = await tx.query<{ n: number }>(`SELECT n FROM ${table} WHERE id = 1`);
+          await write(tx, (rows[0]?.n ?? 0) + 1);
         },
         { attempts: 100 },
       ),
     ),
   );
-  const { rows } = await pool.query<{ n: number }>('SELECT n FROM counters WHERE id = 1');
+  const { rows } = await pool.query<{ n: number }>(`SELECT n FROM ${table} WHERE id = 1`);
   t.is(rows[0]?.n, writers, 'a lost update means a conflict was not retried');
   t.true(attempts > writers, 'the contention produced no serialization failure to retry');
-});
+}
+
+test('conflicting read-then-write transactions are retried until every one commits', (t) =>
+  contendedCounter(t, 'counters', (tx, n) =>
+    tx.query('UPDATE counters SET n = $1 WHERE id = 1', [n]),
+  ));
 
 test('an error that is not a serialization failure rolls back and is not retried', async (t) => {
   const { pool } = t.context;
@@ -96,31 +109,10 @@ test('a last statement sent with its COMMIT is committed when withTx returns, an
   );
 });
 
-test('conflicting transactions whose last statement carries the COMMIT are retried until every one commits', async (t) => {
-  const { pool } = t.context;
-  await pool.query('CREATE TABLE piped (id INT PRIMARY KEY, n INT NOT NULL)');
-  await pool.query('INSERT INTO piped VALUES (1, 0)');
-  let attempts = 0;
-  const writers = 20;
-  await Promise.all(
-    Array.from({ length: writers }, () =>
-      withTx(
-        pool,
-        async (tx) => {
-          attempts++;
-          const { rows } = await tx.query<{ n: number }>('SELECT n FROM piped WHERE id = 1');
-          await queryThenCommit(tx, 'UPDATE piped SET n = $1 WHERE id = 1', [
-            (rows[0]?.n ?? 0) + 1,
-          ]);
-        },
-        { attempts: 100 },
-      ),
-    ),
-  );
-  const { rows } = await pool.query<{ n: number }>('SELECT n FROM piped WHERE id = 1');
-  t.is(rows[0]?.n, writers, 'a lost update means a conflict was not retried');
-  t.true(attempts > writers, 'the contention produced no serialization failure to retry');
-});
+test('conflicting transactions whose last statement carries the COMMIT are retried until every one commits', (t) =>
+  contendedCounter(t, 'piped', (tx, n) =>
+    queryThenCommit(tx, 'UPDATE piped SET n = $1 WHERE id = 1', [n]),
+  ));
 
 test('a last statement with its COMMIT is refused outside a transaction and after another', async (t) => {
   const { pool } = t.context;
