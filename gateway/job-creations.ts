@@ -16,8 +16,8 @@ import type { JobsClient } from './clients.js';
 
 /** Calls out at once before creations wait to go together. */
 export const CREATION_CALLS_IN_FLIGHT = 4;
-/** The most creations one call carries (the jobs service takes up to 256). */
-export const MAX_CREATIONS_PER_CALL = 128;
+/** The most creations one call carries (the jobs service takes up to its `MAX_CREATIONS_PER_CALL`, 256). */
+export const CREATIONS_PER_CALL = 128;
 
 interface Waiting {
   request: CreateJobRequest;
@@ -52,7 +52,7 @@ export class JobCreations {
 
   #next(): void {
     while (this.#inFlight < this.#maxInFlight && this.#queue.length > 0) {
-      const group = this.#queue.splice(0, MAX_CREATIONS_PER_CALL);
+      const group = this.#queue.splice(0, CREATIONS_PER_CALL);
       this.#inFlight++;
       void this.#send(group).finally(() => {
         this.#inFlight--;
