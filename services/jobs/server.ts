@@ -262,7 +262,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     }
     checkPages(req.options?.pages ?? '');
     const content = await resolveContent(req, orgId);
-    const job = await createFrom(
+    return createFrom(
       {
         orgId,
         printerId: req.printerId,
@@ -280,7 +280,6 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       content,
       call,
     );
-    return job;
   }
 
   return {

@@ -184,6 +184,12 @@ export function createStationStore(
        WHERE org_id = ANY($1::UUID[]) AND station_id = ANY($2::UUID[])`,
       [[...new Set(syncs.map((s) => s.station.orgId))], syncs.map((s) => s.station.id)],
     );
+    const byStation = new Map<string, typeof rows>();
+    for (const r of rows) {
+      const list = byStation.get(r.station_id);
+      if (list) list.push(r);
+      else byStation.set(r.station_id, [r]);
+    }
     let atParam: string | undefined;
     const at = () => {
       atParam ??= batch.param(now);
@@ -193,7 +199,7 @@ export function createStationStore(
     const gone: Array<{ orgId: string; id: string; trace: TraceCarrier | undefined }> = [];
     const ids = syncs.map(({ station, reports, trace }) => {
       const headers = trace ? { headers: trace as Record<string, string> } : {};
-      const current = rows.filter((r) => r.station_id === station.id);
+      const current = byStation.get(station.id) ?? [];
       const byName = new Map(current.map((r) => [r.name, r]));
       // A name reported twice is one printer, as the last report of it says.
       const reported = new Map(reports.map((r) => [r.name, r]));
