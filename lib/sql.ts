@@ -32,3 +32,24 @@ export class WriteBatch {
     return `WITH ${writes.join(', ')} ${select ?? 'SELECT 1'}`;
   }
 }
+
+/**
+ * Rows as one array per column, for a statement that takes them as `unnest($1::T[], $2::U[], …)`:
+ * its text stays the same whatever the number of rows, so the database parses and plans it as one
+ * statement, where a `VALUES` list of n rows is a new statement of n × columns parameters.
+ * `rows` must not be empty: the arrays would be missing.
+ */
+export function columns<T>(
+  rows: readonly T[],
+  row: (item: T, index: number) => unknown[],
+): unknown[][] {
+  const out: unknown[][] = [];
+  rows.forEach((item, index) => {
+    row(item, index).forEach((value, i) => {
+      const column = out[i] ?? [];
+      column.push(value);
+      out[i] = column;
+    });
+  });
+  return out;
+}

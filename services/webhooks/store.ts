@@ -17,6 +17,7 @@ import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import { deliveryBody, type SpoolEvent } from '../../lib/events.js';
 import { decodeCursor, page } from '../../lib/paging.js';
+import { columns } from '../../lib/sql.js';
 import { rfc3339 } from '../../lib/time.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
 import type { SecretBox } from './crypto.js';
@@ -155,6 +156,17 @@ export interface RecordInput {
 }
 
 export type Recorded = 'succeeded' | 'retry' | 'failed' | 'lost';
+
+/** What became of a round's outcomes, in their order, and the organizations whose endpoints were disabled. */
+export interface Settled {
+  recorded: Recorded[];
+  disabledIn: string[];
+}
+
+/** A worker round: its outcomes settled, and the deliveries it claimed. */
+export interface Round extends Settled {
+  claimed: ClaimedDelivery[];
+}
 
 export interface EndpointChanges {
   url?: string | undefined;
@@ -318,7 +330,367 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     return rows[0];
   }
 
+  /**
+   * Claims due deliveries, within a worker round's transaction: one statement locks due rows
+   * that no other worker holds (SKIP LOCKED) and reads their endpoints with them; the worker picks
+   * among them; rows it may not send (endpoint disabled, no attempts left in the round) are ended
+   * in one statement; the picked rows get `next_attempt_at` pushed to the lease's end with the
+   * claim's id, and their attempts are written as `in_flight`, before anything is sent. A row
+   * whose earlier claim lapsed (its worker died) has that attempt closed as `abandoned`; it counts
+   * as an attempt made. Its last statement carries the transaction's COMMIT.
+   */
+  async function claimIn(tx: pg.PoolClient, input: ClaimInput): Promise<ClaimedDelivery[]> {
+    const { now } = input;
+    const { rows: candidates } = await tx.query<{
+      id: string;
+      org_id: string;
+      endpoint_id: string;
+      claim: string | null;
+      round_attempts: number;
+      url: string | null;
+      enabled: boolean | null;
+      disabled_reason: string | null;
+      secret: Buffer | null;
+      previous_secret: Buffer | null;
+      previous_secret_expires_at: Date | null;
+    }>(
+      `SELECT d.id, d.org_id, d.endpoint_id, d.claim, d.round_attempts, e.url, e.enabled,
+         e.disabled_reason, e.secret, e.previous_secret, e.previous_secret_expires_at
+       FROM webhook_deliveries AS d
+       LEFT JOIN webhook_endpoints AS e ON e.org_id = d.org_id AND e.id = d.endpoint_id
+       WHERE d.state = 'pending' AND d.next_attempt_at <= $1
+         AND NOT (d.endpoint_id = ANY($2::UUID[]))
+       ORDER BY d.next_attempt_at LIMIT $3
+       FOR UPDATE OF d SKIP LOCKED`,
+      [now, input.exclude, input.limit],
+    );
+    if (candidates.length === 0) return [];
+    const picked = new Set(
+      input.pick(candidates.map((c) => ({ id: c.id, endpointId: c.endpoint_id }))),
+    );
+    const rows = candidates.filter((c) => picked.has(c.id));
+    if (rows.length === 0) return [];
+
+    const lapsed = rows.filter((r) => r.claim !== null);
+    if (lapsed.length > 0) {
+      await tx.query(
+        `UPDATE webhook_attempts SET outcome = 'abandoned',
+           error = 'no outcome recorded: the worker sending it stopped; it may have arrived'
+         WHERE delivery_id = ANY($1::UUID[]) AND outcome = 'in_flight'`,
+        [lapsed.map((r) => r.id)],
+      );
+    }
+
+    const ending: Array<{ orgId: string; id: string; notice: string }> = [];
+    const sending: typeof rows = [];
+    for (const row of rows) {
+      if (!row.enabled) {
+        const reason = (row.disabled_reason || 'operator') as DisabledReason;
+        ending.push({ orgId: row.org_id, id: row.id, notice: DISABLED_NOTICE[reason] });
+      } else if (row.round_attempts >= input.maxAttempts) {
+        ending.push({ orgId: row.org_id, id: row.id, notice: LAST_ATTEMPT_ABANDONED });
+      } else {
+        sending.push(row);
+      }
+    }
+    // Written in the same round trip as the claim, or alone when nothing is to be sent.
+    let ended: Promise<unknown> = Promise.resolve();
+    if (ending.length > 0) {
+      ended = tx.query(
+        `UPDATE webhook_deliveries AS d SET state = 'failed', next_attempt_at = NULL,
+           claim = NULL, finished_at = $4, notice = v.notice
+         FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, notice)
+         WHERE d.org_id = v.org_id AND d.id = v.id`,
+        [...columns(ending, (end) => [end.orgId, end.id, end.notice]), now],
+      );
+    }
+    if (sending.length === 0) {
+      await ended;
+      return [];
+    }
+
+    // The claim and its attempts' rows in one statement, sent with the COMMIT.
+    const claim = randomUUID();
+    const [{ rows: claimed }] = await Promise.all([
+      queryThenCommit<{
+        id: string;
+        org_id: string;
+        endpoint_id: string;
+        event_type: string;
+        body: Buffer;
+        attempts: number;
+        round_attempts: number;
+        trace_context: TraceCarrier;
+        attempt_id: string;
+      }>(
+        tx,
+        `WITH d AS (
+         UPDATE webhook_deliveries SET attempts = attempts + 1,
+           round_attempts = round_attempts + 1, claim = $2, next_attempt_at = $3,
+           last_attempt_at = $4
+         WHERE id = ANY($1::UUID[])
+         RETURNING id, org_id, endpoint_id, event_type, body, attempts, round_attempts,
+           trace_context
+       ), a AS (
+         INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome)
+         SELECT gen_random_uuid(), org_id, id, attempts, $4, 'in_flight' FROM d
+         RETURNING id, delivery_id
+       )
+       SELECT d.*, a.id AS attempt_id FROM d JOIN a ON a.delivery_id = d.id`,
+        [sending.map((r) => r.id), claim, input.leaseUntil, now],
+      ),
+      ended,
+    ]);
+    const endpointOf = new Map(sending.map((r) => [r.id, r]));
+    const out: ClaimedDelivery[] = [];
+    for (const row of claimed) {
+      const endpoint = endpointOf.get(row.id) as (typeof sending)[number];
+      // Opened through the box's cache: a claim decrypts only a secret it has not seen.
+      const secrets = [box.open(endpoint.secret as Buffer, row.endpoint_id)];
+      if (
+        endpoint.previous_secret &&
+        endpoint.previous_secret_expires_at &&
+        endpoint.previous_secret_expires_at.getTime() > now.getTime()
+      ) {
+        secrets.push(box.open(endpoint.previous_secret, row.endpoint_id));
+      }
+      out.push({
+        id: row.id,
+        orgId: row.org_id,
+        endpointId: row.endpoint_id,
+        eventType: row.event_type,
+        url: endpoint.url as string,
+        body: row.body,
+        secrets,
+        attempt: row.attempts,
+        roundAttempt: row.round_attempts,
+        attemptId: row.attempt_id,
+        claim,
+        startedAt: now,
+        traceContext: row.trace_context,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Records the outcomes of many attempts, within a worker round's transaction, in a few
+   * statements whatever their number: one for the attempts' rows, one reading their endpoints, one
+   * for the deliveries, one for endpoints whose failing streak began or ended (if any), and two per
+   * endpoint disabled. Each outcome decides what follows as if recorded alone, in the order given:
+   * success ends the delivery; a failure schedules the next attempt, or ends it when the round has
+   * none left, when the endpoint answered 410 (the endpoint is disabled), or when the endpoint has
+   * failed every attempt for `failingDisableMs` (disabled too); a delivery of an endpoint disabled
+   * meanwhile ends with the reason. When a claim lapsed meanwhile, only the attempt's row is
+   * written: whoever holds the delivery now decides. Answers what became of each, and the
+   * organizations whose endpoints were disabled. A delivery appears at most once in `outcomes`.
+   * With `commitWithLast`, its last statement carries the transaction's COMMIT.
+   */
+  async function recordIn(
+    tx: pg.PoolClient,
+    outcomes: readonly AttemptOutcomeInput[],
+    input: RecordInput,
+    commitWithLast: boolean,
+  ): Promise<Settled> {
+    const { now } = input;
+    // The outcomes' writes and the read of their endpoints go out together, in one round trip.
+    const attemptsWritten = tx.query(
+      `UPDATE webhook_attempts AS a SET outcome = v.outcome, status_code = v.status_code,
+         error = v.error, duration_ms = v.duration_ms, response_body = v.response_body
+       FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[], $4::INT[], $5::TEXT[], $6::INT[], $7::TEXT[])
+         AS v (org_id, id, outcome, status_code, error, duration_ms, response_body)
+       WHERE a.org_id = v.org_id AND a.id = v.id`,
+      columns(outcomes, ({ claimed: c, result }) => [
+        c.orgId,
+        c.attemptId,
+        result.succeeded ? 'succeeded' : 'failed',
+        result.statusCode,
+        result.error,
+        result.durationMs,
+        result.responseBody,
+      ]),
+    );
+
+    const keyOf = (orgId: string, endpointId: string) => `${orgId}/${endpointId}`;
+    const wanted = new Map<string, { orgId: string; endpointId: string }>();
+    for (const { claimed: c } of outcomes) {
+      wanted.set(keyOf(c.orgId, c.endpointId), { orgId: c.orgId, endpointId: c.endpointId });
+    }
+    const endpoints = new Map<
+      string,
+      {
+        orgId: string;
+        id: string;
+        enabled: boolean;
+        failingSince: Date | null;
+        /** What `failing_since` was when read, to write only what changed. */
+        readFailingSince: Date | null;
+        disabledNow: DisabledReason | undefined;
+      }
+    >();
+    {
+      const [, { rows }] = await Promise.all([
+        attemptsWritten,
+        tx.query<{
+          org_id: string;
+          id: string;
+          enabled: boolean;
+          failing_since: Date | null;
+        }>(
+          `SELECT e.org_id, e.id, e.enabled, e.failing_since
+           FROM webhook_endpoints AS e
+           JOIN unnest($1::UUID[], $2::UUID[]) AS v (org_id, id)
+             ON e.org_id = v.org_id AND e.id = v.id`,
+          columns([...wanted.values()], (e) => [e.orgId, e.endpointId]),
+        ),
+      ]);
+      for (const row of rows) {
+        endpoints.set(keyOf(row.org_id, row.id), {
+          orgId: row.org_id,
+          id: row.id,
+          enabled: row.enabled,
+          failingSince: row.failing_since,
+          readFailingSince: row.failing_since,
+          disabledNow: undefined,
+        });
+      }
+    }
+
+    type Decision = { state: DeliveryState; notice: string | undefined } | undefined;
+    const decisions: Decision[] = [];
+    for (const { claimed: c, result, retryAt } of outcomes) {
+      const endpoint = endpoints.get(keyOf(c.orgId, c.endpointId));
+      if (!endpoint) {
+        decisions.push(undefined);
+        continue;
+      }
+      if (result.succeeded) {
+        endpoint.failingSince = null;
+        decisions.push({ state: 'succeeded', notice: undefined });
+        continue;
+      }
+      const failingSince = endpoint.failingSince ?? c.startedAt;
+      endpoint.failingSince = failingSince;
+      let notice: string | undefined;
+      if (endpoint.enabled && result.statusCode === 410) {
+        await disable(tx, c.orgId, c.endpointId, 'gone', now);
+        endpoint.enabled = false;
+        endpoint.disabledNow = 'gone';
+        notice = 'the endpoint answered 410 Gone, so it was disabled';
+      } else if (
+        endpoint.enabled &&
+        now.getTime() - failingSince.getTime() >= input.failingDisableMs
+      ) {
+        await disable(tx, c.orgId, c.endpointId, 'failing', now);
+        endpoint.enabled = false;
+        endpoint.disabledNow = 'failing';
+        notice = `every attempt to the endpoint since ${rfc3339(failingSince)} failed, so it was disabled`;
+      } else if (!endpoint.enabled) {
+        notice = DISABLED_NOTICE.operator;
+      }
+      decisions.push(
+        notice === undefined && retryAt
+          ? { state: 'pending', notice: undefined }
+          : { state: 'failed', notice },
+      );
+    }
+    // A retry scheduled before a later outcome of the batch disabled its endpoint ends as
+    // disabling ends every pending delivery.
+    outcomes.forEach(({ claimed: c }, i) => {
+      const reason = endpoints.get(keyOf(c.orgId, c.endpointId))?.disabledNow;
+      if (reason && decisions[i]?.state === 'pending') {
+        decisions[i] = { state: 'failed', notice: DISABLED_NOTICE[reason] };
+      }
+    });
+
+    const streaks = [...endpoints.values()].filter(
+      (e) => e.failingSince?.getTime() !== e.readFailingSince?.getTime(),
+    );
+    if (streaks.length > 0) {
+      await tx.query(
+        `UPDATE webhook_endpoints AS e SET failing_since = v.failing_since
+         FROM unnest($1::UUID[], $2::UUID[], $3::TIMESTAMPTZ[]) AS v (org_id, id, failing_since)
+         WHERE e.org_id = v.org_id AND e.id = v.id`,
+        columns(streaks, (e) => [e.orgId, e.id, e.failingSince]),
+      );
+    }
+
+    const finished = new Set<string>();
+    const decided = outcomes.flatMap((outcome, i) => {
+      const decision = decisions[i];
+      return decision ? [{ ...outcome, decision }] : [];
+    });
+    if (decided.length > 0) {
+      const sql = `UPDATE webhook_deliveries AS d SET state = v.state,
+           next_attempt_at = v.next_attempt_at, claim = NULL,
+           last_status_code = v.status_code, finished_at = v.finished_at,
+           notice = COALESCE(v.notice, d.notice)
+         FROM unnest($1::UUID[], $2::UUID[], $3::UUID[], $4::TEXT[], $5::TIMESTAMPTZ[], $6::INT[],
+             $7::TIMESTAMPTZ[], $8::TEXT[])
+           AS v (org_id, id, claim, state, next_attempt_at, status_code, finished_at, notice)
+         WHERE d.org_id = v.org_id AND d.id = v.id AND d.claim = v.claim
+         RETURNING d.id`;
+      const values = columns(decided, ({ claimed: c, result, retryAt, decision }) => [
+        c.orgId,
+        c.id,
+        c.claim,
+        decision.state,
+        decision.state === 'pending' ? retryAt : null,
+        result.statusCode,
+        decision.state === 'pending' ? null : now,
+        decision.notice ?? null,
+      ]);
+      const { rows } = commitWithLast
+        ? await queryThenCommit<{ id: string }>(tx, sql, values)
+        : await tx.query<{ id: string }>(sql, values);
+      for (const row of rows) finished.add(row.id);
+    }
+    const recorded = outcomes.map(({ claimed: c }, i): Recorded => {
+      const decision = decisions[i];
+      if (!decision || !finished.has(c.id)) return 'lost';
+      if (decision.state === 'pending') return 'retry';
+      return decision.state;
+    });
+    const disabledIn = [
+      ...new Set([...endpoints.values()].filter((e) => e.disabledNow).map((e) => e.orgId)),
+    ];
+    return { recorded, disabledIn };
+  }
+
   return {
+    /**
+     * A delivery worker's round, in one SERIALIZABLE transaction: records the outcomes of the
+     * attempts that finished since its last round, then claims due deliveries when given `claim`.
+     * Recording and claiming in one transaction means a worker's two never fail each other's
+     * serializable reads, and an attempt costs a share of one transaction rather than of two. With
+     * no outcomes and no `expectWork`, an indexed read first checks that anything is due, so an
+     * idle poll costs no transaction.
+     */
+    async recordAndClaim(
+      outcomes: readonly AttemptOutcomeInput[],
+      record: RecordInput,
+      claim: ClaimInput | undefined,
+    ): Promise<Round> {
+      if (outcomes.length === 0) {
+        if (!claim) return { recorded: [], disabledIn: [], claimed: [] };
+        if (!claim.expectWork) {
+          const { rows: due } = await pool.query(
+            `SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 LIMIT 1`,
+            [claim.now],
+          );
+          if (due.length === 0) return { recorded: [], disabledIn: [], claimed: [] };
+        }
+      }
+      return withTx(pool, async (tx) => {
+        const settled =
+          outcomes.length > 0
+            ? await recordIn(tx, outcomes, record, claim === undefined)
+            : { recorded: [], disabledIn: [] };
+        const claimed = claim ? await claimIn(tx, claim) : [];
+        return { ...settled, claimed };
+      });
+    },
+
     async createEndpoint(input: {
       orgId: string;
       url: string;
@@ -522,49 +894,57 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           `SELECT id, org_id, events FROM webhook_endpoints WHERE org_id = ANY($1::UUID[]) AND enabled`,
           [[...new Set(events.map((e) => e.event.org_id))]],
         );
-        const values: unknown[] = [];
-        const tuples: string[] = [];
-        events.forEach(({ event, trace }, i) => {
-          const body = bodies[i] as Buffer;
-          const tooLarge = body.length > maxPayloadBytes;
-          const notice = tooLarge
-            ? `not sent: the body is ${body.length} bytes, more than the limit of ${maxPayloadBytes}`
-            : '';
+        // Each event's columns go once, and each delivery names its event and endpoint.
+        const wanted: Array<{ event: number; endpointId: string }> = [];
+        events.forEach(({ event }, i) => {
           for (const endpoint of endpoints) {
             if (endpoint.org_id !== event.org_id) continue;
             if (!endpoint.events.includes(event.type) && !endpoint.events.includes('*')) continue;
-            const p = values.length;
-            values.push(
-              randomUUID(),
-              event.org_id,
-              endpoint.id,
-              event.id,
-              event.type,
-              tooLarge ? Buffer.alloc(0) : body,
-              tooLarge ? 'failed' : 'pending',
-              tooLarge ? null : now,
-              now,
-              notice,
-              tooLarge ? now : null,
-              // Each attempt continues the trace of whatever caused the event.
-              JSON.stringify(trace),
-            );
-            tuples.push(`(${Array.from({ length: 12 }, (_, k) => `$${p + k + 1}`).join(', ')})`);
+            wanted.push({ event: i + 1, endpointId: endpoint.id });
           }
         });
-        if (tuples.length === 0) return events.map(() => 0);
-        const { rows } = await queryThenCommit<{ event_id: string }>(
+        if (wanted.length === 0) return events.map(() => 0);
+        const { rows } = await queryThenCommit<{ event_id: string; state: string }>(
           tx,
           `INSERT INTO webhook_deliveries
              (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
               created_at, notice, finished_at, trace_context)
-           VALUES ${tuples.join(', ')}
+           SELECT gen_random_uuid(), e.org_id, d.endpoint_id, e.event_id, e.event_type, e.body,
+             e.state, e.next_attempt_at, $12, e.notice, e.finished_at, e.trace_context::JSONB
+           FROM unnest($1::INT[], $2::UUID[]) AS d (event, endpoint_id)
+           JOIN unnest($3::UUID[], $4::UUID[], $5::TEXT[], $6::BYTEA[], $7::TEXT[],
+               $8::TIMESTAMPTZ[], $9::TEXT[], $10::TIMESTAMPTZ[], $11::TEXT[])
+             WITH ORDINALITY
+             AS e (org_id, event_id, event_type, body, state, next_attempt_at, notice,
+               finished_at, trace_context, n)
+             ON e.n = d.event
            ON CONFLICT (event_id, endpoint_id) DO NOTHING
            RETURNING event_id, state`,
-          values,
+          [
+            ...columns(wanted, (w) => [w.event, w.endpointId]),
+            ...columns(events, ({ event, trace }, i) => {
+              const body = bodies[i] as Buffer;
+              const tooLarge = body.length > maxPayloadBytes;
+              return [
+                event.org_id,
+                event.id,
+                event.type,
+                tooLarge ? Buffer.alloc(0) : body,
+                tooLarge ? 'failed' : 'pending',
+                tooLarge ? null : now,
+                tooLarge
+                  ? `not sent: the body is ${body.length} bytes, more than the limit of ${maxPayloadBytes}`
+                  : '',
+                tooLarge ? now : null,
+                // Each attempt continues the trace of whatever caused the event.
+                JSON.stringify(trace),
+              ];
+            }),
+            now,
+          ],
         );
         const added = new Map<string, number>();
-        for (const r of rows as Array<{ event_id: string; state: string }>) {
+        for (const r of rows) {
           if (r.state === 'pending') added.set(r.event_id, (added.get(r.event_id) ?? 0) + 1);
         }
         return events.map(({ event }) => added.get(event.id) ?? 0);
@@ -663,369 +1043,6 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           [orgId, endpointId, since, now],
         );
         return rowCount ?? 0;
-      });
-    },
-
-    /**
-     * Claims due deliveries for one worker round, in one short transaction: one statement locks
-     * due rows that no other worker holds (SKIP LOCKED) and reads their endpoints with them; the
-     * worker picks among them; rows it may not send (endpoint disabled, no attempts left in the
-     * round) are ended in one statement; the picked rows get `next_attempt_at` pushed to the
-     * lease's end with the claim's id, and their attempts are written as `in_flight`, before
-     * anything is sent. A row whose earlier claim lapsed (its worker died) has that attempt closed
-     * as `abandoned`; it counts as an attempt made. Unless the worker expects work, an indexed read
-     * first checks that anything is due, so an idle poll costs no transaction.
-     */
-    async claimDue(input: ClaimInput): Promise<ClaimedDelivery[]> {
-      if (!input.expectWork) {
-        const { rows: due } = await pool.query(
-          `SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 LIMIT 1`,
-          [input.now],
-        );
-        if (due.length === 0) return [];
-      }
-      return withTx(pool, async (tx) => {
-        const { now } = input;
-        const { rows: candidates } = await tx.query<{
-          id: string;
-          org_id: string;
-          endpoint_id: string;
-          claim: string | null;
-          round_attempts: number;
-          url: string | null;
-          enabled: boolean | null;
-          disabled_reason: string | null;
-          secret: Buffer | null;
-          previous_secret: Buffer | null;
-          previous_secret_expires_at: Date | null;
-        }>(
-          `SELECT d.id, d.org_id, d.endpoint_id, d.claim, d.round_attempts, e.url, e.enabled,
-             e.disabled_reason, e.secret, e.previous_secret, e.previous_secret_expires_at
-           FROM webhook_deliveries AS d
-           LEFT JOIN webhook_endpoints AS e ON e.org_id = d.org_id AND e.id = d.endpoint_id
-           WHERE d.state = 'pending' AND d.next_attempt_at <= $1
-             AND NOT (d.endpoint_id = ANY($2::UUID[]))
-           ORDER BY d.next_attempt_at LIMIT $3
-           FOR UPDATE OF d SKIP LOCKED`,
-          [now, input.exclude, input.limit],
-        );
-        if (candidates.length === 0) return [];
-        const picked = new Set(
-          input.pick(candidates.map((c) => ({ id: c.id, endpointId: c.endpoint_id }))),
-        );
-        const rows = candidates.filter((c) => picked.has(c.id));
-        if (rows.length === 0) return [];
-
-        const lapsed = rows.filter((r) => r.claim !== null);
-        if (lapsed.length > 0) {
-          await tx.query(
-            `UPDATE webhook_attempts SET outcome = 'abandoned',
-               error = 'no outcome recorded: the worker sending it stopped; it may have arrived'
-             WHERE delivery_id = ANY($1::UUID[]) AND outcome = 'in_flight'`,
-            [lapsed.map((r) => r.id)],
-          );
-        }
-
-        const ending: Array<{ orgId: string; id: string; notice: string }> = [];
-        const sending: typeof rows = [];
-        for (const row of rows) {
-          if (!row.enabled) {
-            const reason = (row.disabled_reason || 'operator') as DisabledReason;
-            ending.push({ orgId: row.org_id, id: row.id, notice: DISABLED_NOTICE[reason] });
-          } else if (row.round_attempts >= input.maxAttempts) {
-            ending.push({ orgId: row.org_id, id: row.id, notice: LAST_ATTEMPT_ABANDONED });
-          } else {
-            sending.push(row);
-          }
-        }
-        if (ending.length > 0) {
-          const values: unknown[] = [now];
-          const tuples = ending.map((end) => {
-            values.push(end.orgId, end.id, end.notice);
-            const p = values.length;
-            return `($${p - 2}::UUID, $${p - 1}::UUID, $${p}::TEXT)`;
-          });
-          await tx.query(
-            `UPDATE webhook_deliveries AS d SET state = 'failed', next_attempt_at = NULL,
-               claim = NULL, finished_at = $1, notice = v.notice
-             FROM (VALUES ${tuples.join(', ')}) AS v (org_id, id, notice)
-             WHERE d.org_id = v.org_id AND d.id = v.id`,
-            values,
-          );
-        }
-        if (sending.length === 0) return [];
-
-        const claim = randomUUID();
-        const { rows: claimed } = await tx.query<{
-          id: string;
-          org_id: string;
-          endpoint_id: string;
-          event_type: string;
-          body: Buffer;
-          attempts: number;
-          round_attempts: number;
-          trace_context: TraceCarrier;
-        }>(
-          `UPDATE webhook_deliveries SET attempts = attempts + 1,
-             round_attempts = round_attempts + 1, claim = $2, next_attempt_at = $3,
-             last_attempt_at = $4
-           WHERE id = ANY($1::UUID[])
-           RETURNING id, org_id, endpoint_id, event_type, body, attempts, round_attempts,
-             trace_context`,
-          [sending.map((r) => r.id), claim, input.leaseUntil, now],
-        );
-        const endpointOf = new Map(sending.map((r) => [r.id, r]));
-        const out: ClaimedDelivery[] = [];
-        const values: unknown[] = [];
-        const tuples: string[] = [];
-        for (const row of claimed) {
-          const endpoint = endpointOf.get(row.id) as (typeof sending)[number];
-          // Opened through the box's cache: a claim decrypts only a secret it has not seen.
-          const secrets = [box.open(endpoint.secret as Buffer, row.endpoint_id)];
-          if (
-            endpoint.previous_secret &&
-            endpoint.previous_secret_expires_at &&
-            endpoint.previous_secret_expires_at.getTime() > now.getTime()
-          ) {
-            secrets.push(box.open(endpoint.previous_secret, row.endpoint_id));
-          }
-          const attemptId = randomUUID();
-          const p = values.length;
-          values.push(attemptId, row.org_id, row.id, row.attempts, now);
-          tuples.push(`($${p + 1}, $${p + 2}, $${p + 3}, $${p + 4}, $${p + 5}, 'in_flight')`);
-          out.push({
-            id: row.id,
-            orgId: row.org_id,
-            endpointId: row.endpoint_id,
-            eventType: row.event_type,
-            url: endpoint.url as string,
-            body: row.body,
-            secrets,
-            attempt: row.attempts,
-            roundAttempt: row.round_attempts,
-            attemptId,
-            claim,
-            startedAt: now,
-            traceContext: row.trace_context,
-          });
-        }
-        await queryThenCommit(
-          tx,
-          `INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome)
-           VALUES ${tuples.join(', ')}`,
-          values,
-        );
-        return out;
-      });
-    },
-
-    /**
-     * Records the outcomes of many attempts in one transaction of a few statements, whatever their
-     * number: one for the attempts' rows, one reading their endpoints, one for the deliveries, one
-     * for endpoints whose failing streak began or ended (if any), and two per endpoint disabled. Each outcome decides what follows as
-     * if recorded alone, in the order given: success ends the delivery; a failure schedules the
-     * next attempt, or ends it when the round has none left, when the endpoint answered 410 (the
-     * endpoint is disabled), or when the endpoint has failed every attempt for `failingDisableMs`
-     * (disabled too); a delivery of an endpoint disabled meanwhile ends with the reason. When a
-     * claim lapsed meanwhile, only the attempt's row is written: whoever holds the delivery now
-     * decides. Answers what became of each, and the organizations whose endpoints were disabled.
-     * A delivery appears at most once in `outcomes`.
-     */
-    async recordAttempts(
-      outcomes: readonly AttemptOutcomeInput[],
-      input: RecordInput,
-    ): Promise<{ recorded: Recorded[]; disabledIn: string[] }> {
-      if (outcomes.length === 0) return { recorded: [], disabledIn: [] };
-      return withTx(pool, async (tx) => {
-        const { now } = input;
-        // The outcomes' writes and the read of their endpoints go out together, in one round trip.
-        let attemptsWritten: Promise<unknown> = Promise.resolve();
-        {
-          const values: unknown[] = [];
-          const tuples = outcomes.map(({ claimed: c, result }) => {
-            const p = values.length;
-            values.push(
-              c.orgId,
-              c.attemptId,
-              result.succeeded ? 'succeeded' : 'failed',
-              result.statusCode,
-              result.error,
-              result.durationMs,
-              result.responseBody,
-            );
-            return `($${p + 1}::UUID, $${p + 2}::UUID, $${p + 3}::TEXT, $${p + 4}::INT, $${p + 5}::TEXT, $${p + 6}::INT, $${p + 7}::TEXT)`;
-          });
-          attemptsWritten = tx.query(
-            `UPDATE webhook_attempts AS a SET outcome = v.outcome, status_code = v.status_code,
-               error = v.error, duration_ms = v.duration_ms, response_body = v.response_body
-             FROM (VALUES ${tuples.join(', ')})
-               AS v (org_id, id, outcome, status_code, error, duration_ms, response_body)
-             WHERE a.org_id = v.org_id AND a.id = v.id`,
-            values,
-          );
-        }
-
-        const keyOf = (orgId: string, endpointId: string) => `${orgId}/${endpointId}`;
-        const wanted = new Map<string, { orgId: string; endpointId: string }>();
-        for (const { claimed: c } of outcomes) {
-          wanted.set(keyOf(c.orgId, c.endpointId), { orgId: c.orgId, endpointId: c.endpointId });
-        }
-        const endpoints = new Map<
-          string,
-          {
-            orgId: string;
-            id: string;
-            enabled: boolean;
-            failingSince: Date | null;
-            /** What `failing_since` was when read, to write only what changed. */
-            readFailingSince: Date | null;
-            disabledNow: DisabledReason | undefined;
-          }
-        >();
-        {
-          const values: unknown[] = [];
-          const tuples = [...wanted.values()].map((e) => {
-            values.push(e.orgId, e.endpointId);
-            return `($${values.length - 1}::UUID, $${values.length}::UUID)`;
-          });
-          const [, { rows }] = await Promise.all([
-            attemptsWritten,
-            tx.query<{
-              org_id: string;
-              id: string;
-              enabled: boolean;
-              failing_since: Date | null;
-            }>(
-              `SELECT e.org_id, e.id, e.enabled, e.failing_since
-               FROM webhook_endpoints AS e
-               JOIN (VALUES ${tuples.join(', ')}) AS v (org_id, id)
-                 ON e.org_id = v.org_id AND e.id = v.id`,
-              values,
-            ),
-          ]);
-          for (const row of rows) {
-            endpoints.set(keyOf(row.org_id, row.id), {
-              orgId: row.org_id,
-              id: row.id,
-              enabled: row.enabled,
-              failingSince: row.failing_since,
-              readFailingSince: row.failing_since,
-              disabledNow: undefined,
-            });
-          }
-        }
-
-        type Decision = { state: DeliveryState; notice: string | undefined } | undefined;
-        const decisions: Decision[] = [];
-        for (const { claimed: c, result, retryAt } of outcomes) {
-          const endpoint = endpoints.get(keyOf(c.orgId, c.endpointId));
-          if (!endpoint) {
-            decisions.push(undefined);
-            continue;
-          }
-          if (result.succeeded) {
-            endpoint.failingSince = null;
-            decisions.push({ state: 'succeeded', notice: undefined });
-            continue;
-          }
-          const failingSince = endpoint.failingSince ?? c.startedAt;
-          endpoint.failingSince = failingSince;
-          let notice: string | undefined;
-          if (endpoint.enabled && result.statusCode === 410) {
-            await disable(tx, c.orgId, c.endpointId, 'gone', now);
-            endpoint.enabled = false;
-            endpoint.disabledNow = 'gone';
-            notice = 'the endpoint answered 410 Gone, so it was disabled';
-          } else if (
-            endpoint.enabled &&
-            now.getTime() - failingSince.getTime() >= input.failingDisableMs
-          ) {
-            await disable(tx, c.orgId, c.endpointId, 'failing', now);
-            endpoint.enabled = false;
-            endpoint.disabledNow = 'failing';
-            notice = `every attempt to the endpoint since ${rfc3339(failingSince)} failed, so it was disabled`;
-          } else if (!endpoint.enabled) {
-            notice = DISABLED_NOTICE.operator;
-          }
-          decisions.push(
-            notice === undefined && retryAt
-              ? { state: 'pending', notice: undefined }
-              : { state: 'failed', notice },
-          );
-        }
-        // A retry scheduled before a later outcome of the batch disabled its endpoint ends as
-        // disabling ends every pending delivery.
-        outcomes.forEach(({ claimed: c }, i) => {
-          const reason = endpoints.get(keyOf(c.orgId, c.endpointId))?.disabledNow;
-          if (reason && decisions[i]?.state === 'pending') {
-            decisions[i] = { state: 'failed', notice: DISABLED_NOTICE[reason] };
-          }
-        });
-
-        const streaks = [...endpoints.values()].filter(
-          (e) => e.failingSince?.getTime() !== e.readFailingSince?.getTime(),
-        );
-        if (streaks.length > 0) {
-          const values: unknown[] = [];
-          const tuples = streaks.map((e) => {
-            values.push(e.orgId, e.id, e.failingSince);
-            const p = values.length;
-            return `($${p - 2}::UUID, $${p - 1}::UUID, $${p}::TIMESTAMPTZ)`;
-          });
-          await tx.query(
-            `UPDATE webhook_endpoints AS e SET failing_since = v.failing_since
-             FROM (VALUES ${tuples.join(', ')}) AS v (org_id, id, failing_since)
-             WHERE e.org_id = v.org_id AND e.id = v.id`,
-            values,
-          );
-        }
-
-        const finished = new Set<string>();
-        const values: unknown[] = [];
-        const tuples: string[] = [];
-        outcomes.forEach(({ claimed: c, result, retryAt }, i) => {
-          const decision = decisions[i];
-          if (!decision) return;
-          const p = values.length;
-          values.push(
-            c.orgId,
-            c.id,
-            c.claim,
-            decision.state,
-            decision.state === 'pending' ? retryAt : null,
-            result.statusCode,
-            decision.state === 'pending' ? null : now,
-            decision.notice ?? null,
-          );
-          tuples.push(
-            `($${p + 1}::UUID, $${p + 2}::UUID, $${p + 3}::UUID, $${p + 4}::TEXT, $${p + 5}::TIMESTAMPTZ, $${p + 6}::INT, $${p + 7}::TIMESTAMPTZ, $${p + 8}::TEXT)`,
-          );
-        });
-        if (tuples.length > 0) {
-          const { rows } = await queryThenCommit<{ id: string }>(
-            tx,
-            `UPDATE webhook_deliveries AS d SET state = v.state,
-               next_attempt_at = v.next_attempt_at, claim = NULL,
-               last_status_code = v.status_code, finished_at = v.finished_at,
-               notice = COALESCE(v.notice, d.notice)
-             FROM (VALUES ${tuples.join(', ')})
-               AS v (org_id, id, claim, state, next_attempt_at, status_code, finished_at, notice)
-             WHERE d.org_id = v.org_id AND d.id = v.id AND d.claim = v.claim
-             RETURNING d.id`,
-            values,
-          );
-          for (const row of rows) finished.add(row.id);
-        }
-        const recorded = outcomes.map(({ claimed: c }, i): Recorded => {
-          const decision = decisions[i];
-          if (!decision || !finished.has(c.id)) return 'lost';
-          if (decision.state === 'pending') return 'retry';
-          return decision.state;
-        });
-        const disabledIn = [
-          ...new Set([...endpoints.values()].filter((e) => e.disabledNow).map((e) => e.orgId)),
-        ];
-        return { recorded, disabledIn };
       });
     },
 

@@ -1,10 +1,11 @@
 /**
- * The delivery worker: claims due deliveries from the database, many per transaction, sends each
- * attempt outside any transaction, then records the outcome and the next attempt's time, the
- * outcomes that finished meanwhile together in one transaction. The schedule lives in the
- * database (`next_attempt_at`), so a restart loses nothing, and claims use `FOR UPDATE SKIP
- * LOCKED`, so replicas never send the same attempt. Time comes from the injected clock; tests move
- * a ManualClock and call {@link DeliveryWorker.runDue} instead of waiting for the poll.
+ * The delivery worker: works in rounds, one at a time, each one transaction that records the
+ * outcomes of the attempts that finished since the last round (and the next attempt's time) and
+ * claims as many due deliveries as there is room for. Attempts are sent outside any transaction.
+ * The schedule lives in the database (`next_attempt_at`), so a restart loses nothing, and claims
+ * use `FOR UPDATE SKIP LOCKED`, so replicas never send the same attempt. Time comes from the
+ * injected clock; tests move a ManualClock and call {@link DeliveryWorker.runDue} instead of
+ * waiting for the poll.
  */
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
@@ -49,6 +50,12 @@ export const FAILING_DISABLE_MS = 5 * DAY;
 
 /** Outcomes recorded in one transaction at most. */
 export const RECORD_BATCH = 256;
+
+/**
+ * Due rows a claim reads and locks beyond its room, so that it can pass over endpoints at their
+ * cap; each row locked costs the database a write, so the margin is small.
+ */
+const CLAIM_MARGIN = 16;
 
 /**
  * A receiver's `Retry-After` (seconds, or an HTTP date) as milliseconds from `now`; undefined when
@@ -129,9 +136,8 @@ export class DeliveryWorker {
   #serial: Promise<unknown> = Promise.resolve();
   #kickQueued = false;
   #kickExpectsWork = false;
-  /** Outcomes waiting for the recording under way to finish, recorded together after it. */
+  /** Outcomes waiting for the next round, which records them together. */
   #toRecord: PendingRecord[] = [];
-  #recording: Promise<void> | undefined;
   #settled: Array<() => void> = [];
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -151,38 +157,39 @@ export class DeliveryWorker {
   }
 
   /**
-   * Asks for a claim round now: after new deliveries (`newWork`: the claim then skips the read that
-   * checks whether anything is due), or when an attempt finished.
+   * Asks for rounds now, until one claims less than its room and no outcome waits: after new
+   * deliveries (`newWork`: the claim then skips the read that checks whether anything is due),
+   * when an attempt's answer is in, and when its outcome is ready to record. Once stopped, rounds
+   * only record.
    */
   kick(newWork = false): void {
     if (newWork) this.#kickExpectsWork = true;
-    if (this.#stopped || this.#kickQueued) return;
+    if (this.#kickQueued) return;
     this.#kickQueued = true;
     void this.#exclusive(async () => {
       this.#kickQueued = false;
       let expectWork = this.#kickExpectsWork;
       this.#kickExpectsWork = false;
       for (;;) {
-        const room = this.#room();
-        const claimed = await this.#claimRound(expectWork);
-        if (claimed === 0) break;
+        const { claimed, room } = await this.#round(expectWork);
+        if (claimed === 0 && this.#toRecord.length === 0) break;
         // A round that filled the room likely left more due: the next one claims without checking.
-        expectWork = claimed >= room;
+        expectWork = claimed > 0 && claimed >= room;
       }
     });
   }
 
   /**
-   * Sends every attempt that is due now, and resolves when a claim finds nothing this worker can
-   * take and none of its attempts is in flight. Deliveries another replica holds are that
-   * replica's to finish. Due rows locked by another replica's claim at that moment count as held,
-   * though that claim may take only some of them: the rest go to whichever worker claims next,
-   * this one perhaps, on its next poll, after this has resolved.
+   * Sends every attempt that is due now, and resolves when a round finds nothing this worker can
+   * take and none of its attempts is in flight or unrecorded. Deliveries another replica holds are
+   * that replica's to finish. Due rows locked by another replica's claim at that moment count as
+   * held, though that claim may take only some of them: the rest go to whichever worker claims
+   * next, this one perhaps, on its next poll, after this has resolved.
    */
   async runDue(): Promise<void> {
     for (;;) {
-      const claimed = await this.#exclusive(() => this.#claimRound());
-      if (claimed > 0) continue;
+      const { claimed } = await this.#exclusive(() => this.#round());
+      if (claimed > 0 || this.#toRecord.length > 0) continue;
       if (this.#total === 0 && this.#unrecorded === 0) return;
       await new Promise<void>((resolve) => this.#settled.push(resolve));
     }
@@ -196,34 +203,62 @@ export class DeliveryWorker {
     await Promise.allSettled([...this.#sends]);
   }
 
-  /** Claim rounds run one at a time, so the in-flight counts they read are exact. */
+  /** Rounds run one at a time, so the in-flight counts they read are exact. */
   #exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.#serial.then(fn);
     this.#serial = run.catch(() => undefined);
     return run;
   }
 
-  async #claimRound(expectWork = false): Promise<number> {
+  /**
+   * One round: the outcomes waiting (up to RECORD_BATCH, a delivery once) recorded and, unless
+   * stopped, due deliveries claimed up to the room left, in one transaction; then the claimed
+   * attempts are sent. Answers how many it claimed and the room it had.
+   */
+  async #round(expectWork = false): Promise<{ claimed: number; room: number }> {
     const o = this.#options;
-    if (this.#stopped) return 0;
-    const room = this.#room();
-    if (room <= 0) return 0;
+    const batch: PendingRecord[] = [];
+    const later: PendingRecord[] = [];
+    const ids = new Set<string>();
+    for (const item of this.#toRecord) {
+      // A second outcome of a delivery (its claim lapsed and this worker claimed it again) waits
+      // for the next round.
+      if (batch.length < RECORD_BATCH && !ids.has(item.claimed.id)) {
+        ids.add(item.claimed.id);
+        batch.push(item);
+      } else {
+        later.push(item);
+      }
+    }
+    this.#toRecord = later;
+    const room = this.#stopped ? 0 : this.#room(batch.length);
+    if (batch.length === 0 && room <= 0) return { claimed: 0, room };
     const full = [...this.#inFlight].filter(([, n]) => n >= o.endpointConcurrency).map(([e]) => e);
     const now = o.clock.now();
     let claimed: ClaimedDelivery[];
     try {
-      claimed = await o.store.claimDue({
-        now,
-        leaseUntil: new Date(now.getTime() + o.leaseMs),
-        limit: Math.min(room * 4, 1000),
-        exclude: full,
-        maxAttempts: o.retryWaitsMs.length + 1,
-        expectWork,
-        pick: (candidates) => this.#pick(candidates, room),
-      });
+      const round = await o.store.recordAndClaim(
+        batch,
+        { now, failingDisableMs: o.failingDisableMs },
+        room <= 0
+          ? undefined
+          : {
+              now,
+              leaseUntil: new Date(now.getTime() + o.leaseMs),
+              limit: Math.min(room + CLAIM_MARGIN, 1000),
+              exclude: full,
+              maxAttempts: o.retryWaitsMs.length + 1,
+              expectWork,
+              pick: (candidates) => this.#pick(candidates, room),
+            },
+      );
+      for (const [i, item] of batch.entries()) item.resolve(round.recorded[i] ?? 'lost');
+      for (const orgId of round.disabledIn) o.onEndpointsChanged?.(orgId);
+      claimed = round.claimed;
     } catch (err) {
-      o.logger.warn({ err }, 'claiming webhook deliveries failed; will retry');
-      return 0;
+      for (const item of batch) item.reject(err);
+      o.logger.warn({ err }, 'a webhook delivery round failed; will retry');
+      return { claimed: 0, room };
     }
     for (const c of claimed) {
       this.#inFlight.set(c.endpointId, (this.#inFlight.get(c.endpointId) ?? 0) + 1);
@@ -250,16 +285,17 @@ export class DeliveryWorker {
       });
       this.#sends.add(send);
     }
-    return claimed.length;
+    return { claimed: claimed.length, room };
   }
 
   /**
-   * Attempts a round may claim: up to `concurrency` on the wire, and no more than `concurrency`
-   * more waiting for their outcomes to be recorded, so a slow database holds sending back.
+   * Attempts a round may claim, given the outcomes it records: up to `concurrency` on the wire,
+   * and no more than `concurrency` more waiting for their outcomes to be recorded, so a slow
+   * database holds sending back.
    */
-  #room(): number {
+  #room(recording: number): number {
     const { concurrency } = this.#options;
-    return Math.min(concurrency - this.#total, 2 * concurrency - this.#unrecorded);
+    return Math.min(concurrency - this.#total, 2 * concurrency - (this.#unrecorded - recording));
   }
 
   /** Up to `room` candidates, no endpoint past its cap: one slow receiver cannot take every slot. */
@@ -340,47 +376,12 @@ export class DeliveryWorker {
     }
   }
 
-  /**
-   * Records an outcome together with the others that finish while a recording is under way: one
-   * transaction for all of them (group commit), so that under load an attempt costs a share of a
-   * transaction rather than one of its own, and when idle it waits for nothing.
-   */
+  /** Records an outcome in the next round, together with the others that finish before it. */
   #record(claimed: ClaimedDelivery, result: AttemptRecord, retryAt: Date | undefined) {
     return new Promise<Recorded>((resolve, reject) => {
       this.#toRecord.push({ claimed, result, retryAt, resolve, reject });
-      this.#recording ??= this.#recordAll();
+      this.kick();
     });
-  }
-
-  async #recordAll(): Promise<void> {
-    const o = this.#options;
-    while (this.#toRecord.length > 0) {
-      // A delivery appears once per batch: a second outcome of it (its claim lapsed and this
-      // worker claimed it again) waits for the next.
-      const batch: PendingRecord[] = [];
-      const later: PendingRecord[] = [];
-      const ids = new Set<string>();
-      for (const item of this.#toRecord) {
-        if (batch.length < RECORD_BATCH && !ids.has(item.claimed.id)) {
-          ids.add(item.claimed.id);
-          batch.push(item);
-        } else {
-          later.push(item);
-        }
-      }
-      this.#toRecord = later;
-      try {
-        const { recorded, disabledIn } = await o.store.recordAttempts(batch, {
-          now: o.clock.now(),
-          failingDisableMs: o.failingDisableMs,
-        });
-        for (const [i, item] of batch.entries()) item.resolve(recorded[i] ?? 'lost');
-        for (const orgId of disabledIn) o.onEndpointsChanged?.(orgId);
-      } catch (err) {
-        for (const item of batch) item.reject(err);
-      }
-    }
-    this.#recording = undefined;
   }
 }
 
