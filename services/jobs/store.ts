@@ -17,7 +17,7 @@ import { jobJson } from '../../lib/job-view.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
-import { WriteBatch } from '../../lib/sql.js';
+import { columns, WriteBatch } from '../../lib/sql.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
 import { createJobCreator } from './creation.js';
 import type { Claim } from './idempotency.js';
@@ -426,9 +426,13 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       const { rows } = await tx.query<JobRow>(
         // Locked, in one order for every group, so that two replicas' groups touching the same
         // jobs take turns (the second retries) instead of both numbering the same events.
-        `SELECT ${JOB_COLUMNS} FROM jobs WHERE org_id = ANY($1::UUID[]) AND id = ANY($2::UUID[])
-         ORDER BY org_id, id FOR UPDATE`,
-        [[...new Set(group.map((g) => g.orgId))], [...new Set(group.map((g) => g.jobId))]],
+        `SELECT ${JOB_COLUMNS} FROM unnest($1::UUID[], $2::UUID[]) AS k (job_org_id, job_id)
+         JOIN jobs ON jobs.org_id = k.job_org_id AND jobs.id = k.job_id
+         ORDER BY org_id, id FOR UPDATE OF jobs`,
+        columns([...new Map(group.map((g) => [`${g.orgId}/${g.jobId}`, g])).values()], (g) => [
+          g.orgId,
+          g.jobId,
+        ]),
       );
       const current = new Map(rows.map((r) => [`${r.org_id}/${r.id}`, r]));
       const now = clock.now();
