@@ -16,7 +16,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import type pg from 'pg';
 import type { NatsConnection } from './bus.js';
 import type { Logger } from './logger.js';
-import { WriteBatch } from './sql.js';
+import { columns, WriteBatch } from './sql.js';
 import {
   contextFrom,
   injectHeaders,
@@ -80,11 +80,10 @@ export function addToOutbox(
     payload: Buffer.from(JSON.stringify(m.payload)),
     headers: { ...trace, ...m.headers },
   }));
-  const values = rows.map((r) =>
-    batch.row([r.id, r.subject, r.payload, JSON.stringify(r.headers)]),
-  );
+  const values = columns(rows, (r) => [r.id, r.subject, r.payload, JSON.stringify(r.headers)]);
   batch.add(
-    `INSERT INTO ${checkTable(table)} (id, subject, payload, headers) VALUES ${values.join(', ')}`,
+    `INSERT INTO ${checkTable(table)} (id, subject, payload, headers)
+     ${batch.rows(values, ['UUID', 'TEXT', 'BYTEA', 'JSONB'])}`,
   );
   return rows;
 }

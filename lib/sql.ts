@@ -19,6 +19,21 @@ export class WriteBatch {
     return `(${values.map((v) => this.param(v)).join(', ')})`;
   }
 
+  /**
+   * Rows given as one array per column (see {@link columns}), as a query:
+   * `SELECT … FROM unnest($1::T[], …)`, each column of the SQL type `types` names. The statement's
+   * text is then the same whatever the number of rows. JSONB columns travel as text and are cast
+   * back, which every database Spool runs on accepts.
+   */
+  rows(values: unknown[][], types: readonly string[]): string {
+    const params = types.map(
+      (type, i) => `${this.param(values[i] ?? [])}::${type === 'JSONB' ? 'TEXT' : type}[]`,
+    );
+    const names = types.map((_, i) => `c${i}`);
+    const select = types.map((type, i) => (type === 'JSONB' ? `c${i}::JSONB` : `c${i}`));
+    return `SELECT ${select.join(', ')} FROM unnest(${params.join(', ')}) AS v (${names.join(', ')})`;
+  }
+
   /** Adds one INSERT, UPDATE or DELETE; answers the name its RETURNING rows go by. */
   add(sql: string): string {
     this.#writes.push(sql);

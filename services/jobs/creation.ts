@@ -20,12 +20,31 @@ import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { jobJson } from '../../lib/job-view.js';
 import { spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
-import { WriteBatch } from '../../lib/sql.js';
+import { columns, WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import { claimLost, completeClaimIn } from './idempotency.js';
 import type { JobStatus } from './machine.js';
 import type { JobRow, NewJob } from './store.js';
 
+/** The SQL types of a `job_events` row's columns, in the order the INSERTs name them. */
+export const JOB_EVENT_TYPES = [
+  'UUID',
+  'UUID',
+  'UUID',
+  'INT4',
+  'TIMESTAMPTZ',
+  'TEXT',
+  'TEXT',
+  'TEXT',
+  'TEXT',
+] as const;
+
+/** The SQL types of the columns a creation writes to `jobs`, in the order its INSERT names them. */
+const JOB_TYPES = [
+  ...['UUID', 'UUID', 'UUID', 'UUID', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'BOOL', 'JSONB', 'TEXT'],
+  ...['INT8', 'TEXT', 'INT4', 'TEXT', 'TIMESTAMPTZ', 'INT4', 'TIMESTAMPTZ', 'UUID', 'BOOL'],
+  ...['JSONB', 'TEXT', 'BYTEA', 'TIMESTAMPTZ', 'TIMESTAMPTZ'],
+];
 /** The most creations one transaction takes; about 50 parameters each, far below the limit. */
 export const MAX_GROUP = 256;
 
@@ -155,9 +174,9 @@ export function createJobCreator(deps: {
              RETURNING org_id, n`,
           );
 
-    const values = group.map(({ job }, i) => {
+    const values = columns(group, ({ job }, i) => {
       const row = rows[i] as JobRow;
-      return batch.row([
+      return [
         row.id,
         row.org_id,
         row.printer_id,
@@ -183,31 +202,29 @@ export function createJobCreator(deps: {
         job.document ?? null,
         now,
         now,
-      ]);
+      ];
     });
     batch.add(
       `INSERT INTO jobs (id, org_id, printer_id, station_id, status, status_detail, reference,
          title, live, options, content_type, size, sha256, attempt, created_by, schedule_at,
          expire_after, expire_at, reprint_of, sealed, trace_context, region, document, created_at,
          updated_at)
-       VALUES ${values.join(', ')}`,
+       ${batch.rows(values, JOB_TYPES)}`,
     );
-    const events = group.map(({ job }, i) =>
-      batch.row([
-        randomUUID(),
-        job.id,
-        job.orgId,
-        1,
-        now,
-        (jobs[i] as Job).status,
-        job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
-        job.actor,
-        '',
-      ]),
-    );
+    const events = columns(group, ({ job }, i) => [
+      randomUUID(),
+      job.id,
+      job.orgId,
+      1,
+      now,
+      (jobs[i] as Job).status,
+      job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
+      job.actor,
+      '',
+    ]);
     batch.add(
       `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
-       VALUES ${events.join(', ')}`,
+       ${batch.rows(events, JOB_EVENT_TYPES)}`,
     );
     const messages: OutboxMessage[] = [];
     group.forEach(({ job, trace }, i) => {

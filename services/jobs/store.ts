@@ -19,7 +19,7 @@ import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbo
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import { columns, WriteBatch } from '../../lib/sql.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
-import { createJobCreator } from './creation.js';
+import { createJobCreator, JOB_EVENT_TYPES } from './creation.js';
 import type { Claim } from './idempotency.js';
 import {
   FINISHED_STATUSES,
@@ -358,38 +358,44 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     const last = new Map<string, JobRow>();
     for (const c of made) last.set(c.after.id, c.after);
     const batch = new WriteBatch();
-    const rows = [...last.values()].map(
-      (r) =>
-        `(${batch.param(r.org_id)}::UUID, ${batch.param(r.id)}::UUID, ${batch.param(r.status)}::TEXT,
-          ${batch.param(r.status_detail)}::TEXT, ${batch.param(r.attempt)}::INT4,
-          ${batch.param(r.updated_at)}::TIMESTAMPTZ, ${batch.param(r.version)}::INT4,
-          ${batch.param(FINISHED_STATUSES.includes(r.status) ? r.updated_at : null)}::TIMESTAMPTZ,
-          ${batch.param(r.expire_at)}::TIMESTAMPTZ, ${batch.param(r.region)}::TEXT)`,
-    );
+    const rows = columns([...last.values()], (r) => [
+      r.org_id,
+      r.id,
+      r.status,
+      r.status_detail,
+      r.attempt,
+      r.updated_at,
+      r.version,
+      FINISHED_STATUSES.includes(r.status) ? r.updated_at : null,
+      r.expire_at,
+      r.region,
+    ]);
+    const types = [
+      ...['UUID', 'UUID', 'TEXT', 'TEXT', 'INT4', 'TIMESTAMPTZ', 'INT4', 'TIMESTAMPTZ'],
+      ...['TIMESTAMPTZ', 'TEXT'],
+    ];
     batch.add(
       `UPDATE jobs SET status = v.status, status_detail = v.status_detail, attempt = v.attempt,
          updated_at = v.updated_at, version = v.version, finished_at = v.finished_at,
          expire_at = v.expire_at, region = v.region
-       FROM (VALUES ${rows.join(', ')}) AS v (org_id, id, status, status_detail, attempt,
-         updated_at, version, finished_at, expire_at, region)
+       FROM (${batch.rows(rows, types)}) AS v (org_id, id, status,
+         status_detail, attempt, updated_at, version, finished_at, expire_at, region)
        WHERE jobs.org_id = v.org_id AND jobs.id = v.id`,
     );
-    const events = made.map((c) =>
-      batch.row([
-        randomUUID(),
-        c.after.id,
-        c.after.org_id,
-        c.after.version,
-        c.after.updated_at,
-        c.after.status,
-        c.event?.detail ?? '',
-        c.event?.actor ?? '',
-        c.event?.region ?? '',
-      ]),
-    );
+    const events = columns(made, (c) => [
+      randomUUID(),
+      c.after.id,
+      c.after.org_id,
+      c.after.version,
+      c.after.updated_at,
+      c.after.status,
+      c.event?.detail ?? '',
+      c.event?.actor ?? '',
+      c.event?.region ?? '',
+    ]);
     batch.add(
       `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
-       VALUES ${events.join(', ')}`,
+       ${batch.rows(events, JOB_EVENT_TYPES)}`,
     );
     for (const c of made) c.outbox = addToOutbox(batch, OUTBOX_TABLE, c.messages ?? []);
     await queryThenCommit(tx, batch.text(), batch.values);
