@@ -54,6 +54,9 @@ const REPORT_RETRY_MS = 30_000;
  */
 const RESYNC_BATCH = 250;
 
+/** Re-read batches in flight at once: links opening in a burst wait for a batch less long. */
+const RESYNC_IN_FLIGHT = 2;
+
 /** A failed re-read is tried again after a random wait of up to this, doubling per failure… */
 const RESYNC_RETRY_FIRST_MS = 500;
 /** …up to this, until it succeeds, the link closes, or a round re-reads it anyway. */
@@ -90,33 +93,48 @@ export interface LinkRegistry {
   closeAll(): void;
 }
 
-/** Queues links for a re-read and runs the queue a batch at a time. */
+/** Queues links for a re-read and runs the queue in batches. */
 interface Rereads {
-  /** Resolves once a batch with `session` in it has been read and offered; rejects if it failed. */
-  want(session: Session): Promise<void>;
+  /**
+   * Resolves once a batch with `session` in it has been read and offered; rejects if it failed.
+   * `fresh`: the link's token was read a moment ago, as it opened, so only its jobs are read.
+   */
+  want(session: Session, fresh?: boolean): Promise<void>;
 }
 
 const stationKey = (orgId: string, stationId: string) => `${orgId}/${stationId}`.toLowerCase();
 
 /**
  * Re-reads links in batches: the tokens of a batch in one query, then the pending jobs of the
- * stations whose tokens still hold in one `PendingJobsForStations` call. Links asking while a
- * batch is in flight wait for the next one, so a burst of asks costs a few calls, not two per
- * link; the process serves other work between two batches.
+ * stations whose tokens still hold in one `PendingJobsForStations` call. Links asking while
+ * RESYNC_IN_FLIGHT batches are in flight wait for the next one, so a burst of asks costs a few
+ * calls, not two per link; the process serves other work between two batches.
  */
 function createRereads(deps: LinkDeps): Rereads {
   const queue = new Map<
     Session,
-    { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void }
+    {
+      promise: Promise<void>;
+      resolve: () => void;
+      reject: (err: unknown) => void;
+      fresh: boolean;
+    }
   >();
-  let draining = false;
+  let inFlight = 0;
+  let scheduled = false;
 
-  async function read(batch: Session[]): Promise<void> {
-    const live = batch.filter((s) => s.linked);
-    if (live.length === 0) return;
-    const hashes = new Map(live.map((s) => [s.tokenHash.toString('hex'), s.tokenHash]));
-    const found = await deps.store.stationsByTokenHashes([...hashes.values()]);
-    const holding = live.filter((s) => s.tokenHolds(found.get(s.tokenHash.toString('hex'))));
+  async function read(batch: Array<{ session: Session; fresh: boolean }>): Promise<void> {
+    const live = batch.filter(({ session }) => session.linked);
+    const check = live.filter(({ fresh }) => !fresh).map(({ session }) => session);
+    let holding = live.filter(({ fresh }) => fresh).map(({ session }) => session);
+    if (check.length > 0) {
+      const hashes = new Map(check.map((s) => [s.tokenHash.toString('hex'), s.tokenHash]));
+      const found = await deps.store.stationsByTokenHashes([...hashes.values()]);
+      holding = [
+        ...holding,
+        ...check.filter((s) => s.tokenHolds(found.get(s.tokenHash.toString('hex')))),
+      ];
+    }
     if (holding.length === 0) return;
     const stations = new Map(
       holding.map((s) => [stationKey(s.station.orgId, s.station.id), s.station]),
@@ -130,28 +148,42 @@ function createRereads(deps: LinkDeps): Rereads {
     }
   }
 
-  async function drain(): Promise<void> {
-    while (queue.size > 0) {
-      const batch = [...queue].slice(0, RESYNC_BATCH);
-      for (const [s] of batch) queue.delete(s);
-      try {
-        await read(batch.map(([s]) => s));
-        for (const [, waiting] of batch) waiting.resolve();
-      } catch (err) {
-        deps.logger.warn(
-          { err, links: batch.length },
-          'could not re-read pending jobs; will try again',
-        );
-        for (const [, waiting] of batch) waiting.reject(err);
-      }
-      // Offers and the links' messages go out before the next batch is read.
-      await new Promise((resolve) => setImmediate(resolve));
+  async function readBatch(): Promise<void> {
+    const batch = [...queue].slice(0, RESYNC_BATCH);
+    for (const [s] of batch) queue.delete(s);
+    try {
+      await read(batch.map(([session, { fresh }]) => ({ session, fresh })));
+      for (const [, waiting] of batch) waiting.resolve();
+    } catch (err) {
+      deps.logger.warn(
+        { err, links: batch.length },
+        'could not re-read pending jobs; will try again',
+      );
+      for (const [, waiting] of batch) waiting.reject(err);
     }
-    draining = false;
+  }
+
+  function pump(): void {
+    scheduled = false;
+    while (inFlight < RESYNC_IN_FLIGHT && queue.size > 0) {
+      inFlight += 1;
+      void readBatch().finally(() => {
+        inFlight -= 1;
+        // Offers and the links' messages go out before the next batch is read.
+        schedule();
+      });
+    }
+  }
+
+  function schedule(): void {
+    if (scheduled || queue.size === 0) return;
+    scheduled = true;
+    // Whatever else asks in this turn of the event loop joins the same batch.
+    setImmediate(pump);
   }
 
   return {
-    want(session) {
+    want(session, fresh = false) {
       const queued = queue.get(session);
       if (queued) return queued.promise;
       let resolve = () => {};
@@ -160,12 +192,8 @@ function createRereads(deps: LinkDeps): Rereads {
         resolve = res;
         reject = rej;
       });
-      queue.set(session, { promise, resolve, reject });
-      if (!draining) {
-        draining = true;
-        // Whatever else asks in this turn of the event loop joins the first batch.
-        setImmediate(() => void drain());
-      }
+      queue.set(session, { promise, resolve, reject, fresh });
+      schedule();
       return promise;
     },
   };
@@ -367,8 +395,8 @@ class Session {
       }),
     );
     // With the links opening at the same moment: 200 agents reconnecting at once ask in a few
-    // batches, not 200 calls.
-    await this.#rereads.want(this);
+    // batches, not 200 calls. The token was read as the link opened: only the jobs are.
+    await this.#rereads.want(this, true);
   }
 
   /** Open, authenticated and not closed: the link a re-read is for. */

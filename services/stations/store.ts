@@ -19,13 +19,16 @@ import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { addToOutbox, enqueue, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
-import { WriteBatch } from '../../lib/sql.js';
+import { columns, WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 
 export const OUTBOX_TABLE = 'stations_outbox';
 
 /** The most link opens one transaction records. */
 const MAX_OPENS = 250;
+
+/** The most device tokens one query looks up. */
+const MAX_TOKEN_LOOKUPS = 250;
 
 /** The status of a printer its station's agent no longer reports. */
 export const REMOVED = 'removed';
@@ -190,12 +193,8 @@ export function createStationStore(
       if (list) list.push(r);
       else byStation.set(r.station_id, [r]);
     }
-    let atParam: string | undefined;
-    const at = () => {
-      atParam ??= batch.param(now);
-      return atParam;
-    };
-    const values: string[] = [];
+    const upserts: Array<{ id: string; orgId: string; stationId: string; report: PrinterReport }> =
+      [];
     const gone: Array<{ orgId: string; id: string; trace: TraceCarrier | undefined }> = [];
     const ids = syncs.map(({ station, reports, trace }) => {
       const headers = trace ? { headers: trace as Record<string, string> } : {};
@@ -205,8 +204,6 @@ export function createStationStore(
       const reported = new Map(reports.map((r) => [r.name, r]));
       const ids: Record<string, string> = {};
       if (reported.size > 0) {
-        const org = batch.param(station.orgId);
-        const stationId = batch.param(station.id);
         for (const report of reported.values()) {
           const existing = byName.get(report.name);
           // A new printer's id is chosen here: were the name inserted by another transaction
@@ -214,11 +211,7 @@ export function createStationStore(
           // the upsert update a row this transaction did not read.
           const id = existing?.id ?? randomUUID();
           ids[report.name] = id;
-          values.push(
-            `(${batch.param(id)}::UUID, ${org}::UUID, ${stationId}::UUID, ${batch.param(report.name)}, ` +
-              `${batch.param(report.status)}, ${batch.param(report.detail)}, ` +
-              `${batch.param(JSON.stringify(report.capabilities ?? {}))}::JSONB, ${at()}::TIMESTAMPTZ, ${at()}::TIMESTAMPTZ)`,
-          );
+          upserts.push({ id, orgId: station.orgId, stationId: station.id, report });
           if (!existing || existing.status !== report.status || existing.detail !== report.detail)
             messages.push({
               ...printerStatusEvent(station.orgId, { id, ...report }, now),
@@ -234,10 +227,21 @@ export function createStationStore(
       }
       return ids;
     });
-    if (values.length > 0) {
+    if (upserts.length > 0) {
+      const rows = columns(upserts, (u) => [
+        u.id,
+        u.orgId,
+        u.stationId,
+        u.report.name,
+        u.report.status,
+        u.report.detail,
+        JSON.stringify(u.report.capabilities ?? {}),
+      ]);
+      const at = batch.param(now);
       batch.add(
         `INSERT INTO printers (id, org_id, station_id, name, status, detail, capabilities, created_at, updated_at)
-         VALUES ${values.join(', ')}
+         SELECT *, ${at}::TIMESTAMPTZ, ${at}::TIMESTAMPTZ
+         FROM (${batch.rows(rows, ['UUID', 'UUID', 'UUID', 'TEXT', 'TEXT', 'TEXT', 'JSONB'])}) AS r
          ON CONFLICT (station_id, name) DO UPDATE SET status = excluded.status,
            detail = excluded.detail, capabilities = excluded.capabilities,
            updated_at = CASE WHEN printers.status <> excluded.status
@@ -295,15 +299,17 @@ export function createStationStore(
       const { ids, outbox } = await withTx(pool, async (tx) => {
         const at = clock.now();
         const batch = new WriteBatch();
-        const stations = first.map(
-          (o) =>
-            `(${batch.param(o.station.orgId)}::UUID, ${batch.param(o.station.id)}::UUID, ` +
-            `${batch.param(o.linkId)}::TEXT, ${batch.param(o.agentVersion.slice(0, 100))}::TEXT)`,
-        );
+        const stations = columns(first, (o) => [
+          o.station.orgId,
+          o.station.id,
+          o.linkId,
+          o.agentVersion.slice(0, 100),
+        ]);
         batch.add(
           `UPDATE stations SET online = true, link_id = v.link_id, last_seen_at = ${batch.param(at)},
              agent_version = v.agent_version
-           FROM (VALUES ${stations.join(', ')}) AS v (org_id, id, link_id, agent_version)
+           FROM (${batch.rows(stations, ['UUID', 'UUID', 'TEXT', 'TEXT'])})
+             AS v (org_id, id, link_id, agent_version)
            WHERE stations.org_id = v.org_id AND stations.id = v.id`,
         );
         const messages: OutboxMessage[] = first.map((o) => ({
@@ -330,6 +336,33 @@ export function createStationStore(
     return group.map((o) => outcomes.get(o) as Outcome<Record<string, string>>);
   }
   const opens = new GroupCommit(commitOpens, MAX_OPENS);
+
+  /**
+   * The stations many device tokens belong to, by the token hash in hex; a token no station has
+   * (replaced, or its station deleted) is absent. Not scoped by organization: the hashes are what
+   * the links know.
+   */
+  async function stationsByTokenHashes(hashes: Buffer[]): Promise<Map<string, LinkStation>> {
+    const found = new Map<string, LinkStation>();
+    if (hashes.length === 0) return found;
+    const { rows } = await pool.query<StationRow & { token_hash: Buffer }>(
+      `SELECT ${STATION_COLUMNS}, token_hash FROM stations WHERE token_hash = ANY($1::BYTEA[])`,
+      [hashes],
+    );
+    for (const row of rows) {
+      found.set(row.token_hash.toString('hex'), {
+        id: row.id,
+        orgId: row.org_id,
+        revoked: row.revoked_at !== null,
+        region: row.region,
+      });
+    }
+    return found;
+  }
+  const tokenLookups = new GroupCommit<Buffer, LinkStation | undefined>(async (hashes) => {
+    const found = await stationsByTokenHashes(hashes);
+    return hashes.map((hash) => ({ ok: found.get(hash.toString('hex')) }));
+  }, MAX_TOKEN_LOOKUPS);
 
   return {
     async createLocation(loc: { orgId: string; name: string; address: string; timezone: string }) {
@@ -541,39 +574,16 @@ export function createStationStore(
       });
     },
 
-    async stationByTokenHash(hash: Buffer): Promise<LinkStation | undefined> {
-      const { rows } = await pool.query<StationRow>(
-        `SELECT ${STATION_COLUMNS} FROM stations WHERE token_hash = $1`,
-        [hash],
-      );
-      const row = rows[0];
-      return row
-        ? { id: row.id, orgId: row.org_id, revoked: row.revoked_at !== null, region: row.region }
-        : undefined;
+    /**
+     * The station a device token belongs to, by the token's hash: the one lookup not scoped by
+     * organization, since the hash is all a link knows. Links opening at once look their tokens up
+     * together, in one query for all that wait.
+     */
+    stationByTokenHash(hash: Buffer): Promise<LinkStation | undefined> {
+      return tokenLookups.submit(hash);
     },
 
-    /**
-     * The stations many device tokens belong to, by the token hash in hex; a token no station has
-     * (replaced, or its station deleted) is absent. As {@link stationByTokenHash}, the one lookup
-     * not scoped by organization: the hashes are what the links know.
-     */
-    async stationsByTokenHashes(hashes: Buffer[]): Promise<Map<string, LinkStation>> {
-      const found = new Map<string, LinkStation>();
-      if (hashes.length === 0) return found;
-      const { rows } = await pool.query<StationRow & { token_hash: Buffer }>(
-        `SELECT ${STATION_COLUMNS}, token_hash FROM stations WHERE token_hash = ANY($1::BYTEA[])`,
-        [hashes],
-      );
-      for (const row of rows) {
-        found.set(row.token_hash.toString('hex'), {
-          id: row.id,
-          orgId: row.org_id,
-          revoked: row.revoked_at !== null,
-          region: row.region,
-        });
-      }
-      return found;
-    },
+    stationsByTokenHashes,
 
     async listPrinters(
       orgId: string,
