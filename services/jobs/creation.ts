@@ -41,10 +41,32 @@ export const JOB_EVENT_TYPES = [
 
 /** The SQL types of the columns a creation writes to `jobs`, in the order its INSERT names them. */
 const JOB_TYPES = [
-  ...['UUID', 'UUID', 'UUID', 'UUID', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'BOOL', 'JSONB', 'TEXT'],
-  ...['INT8', 'TEXT', 'INT4', 'TEXT', 'TIMESTAMPTZ', 'INT4', 'TIMESTAMPTZ', 'UUID', 'BOOL'],
-  ...['JSONB', 'TEXT', 'BYTEA', 'TIMESTAMPTZ', 'TIMESTAMPTZ'],
-];
+  'UUID', // id
+  'UUID', // org_id
+  'UUID', // printer_id
+  'UUID', // station_id
+  'TEXT', // status
+  'TEXT', // status_detail
+  'TEXT', // reference
+  'TEXT', // title
+  'BOOL', // live
+  'JSONB', // options
+  'TEXT', // content_type
+  'INT8', // size
+  'TEXT', // sha256
+  'INT4', // attempt
+  'TEXT', // created_by
+  'TIMESTAMPTZ', // schedule_at
+  'INT4', // expire_after
+  'TIMESTAMPTZ', // expire_at
+  'UUID', // reprint_of
+  'BOOL', // sealed
+  'JSONB', // trace_context
+  'TEXT', // region
+  'BYTEA', // document
+  'TIMESTAMPTZ', // created_at
+  'TIMESTAMPTZ', // updated_at
+] as const;
 /** The most creations one transaction takes; about 50 parameters each, far below the limit. */
 export const MAX_GROUP = 256;
 

@@ -70,6 +70,20 @@ const MAX_TRANSITIONS = 256;
 /** Documents up to this size are kept with their job, and travel in its dispatch message. */
 export const INLINE_DOCUMENT_BYTES = 64 * 1024;
 
+/** The SQL types of the columns a group of transitions writes to `jobs`, in its UPDATE's order. */
+const TRANSITION_TYPES = [
+  'UUID', // org_id
+  'UUID', // id
+  'TEXT', // status
+  'TEXT', // status_detail
+  'INT4', // attempt
+  'TIMESTAMPTZ', // updated_at
+  'INT4', // version
+  'TIMESTAMPTZ', // finished_at
+  'TIMESTAMPTZ', // expire_at
+  'TEXT', // region
+] as const;
+
 const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
   expire_at, reprint_of, document_deleted_at, sealed, trace_context, region, created_at,
@@ -370,15 +384,11 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       r.expire_at,
       r.region,
     ]);
-    const types = [
-      ...['UUID', 'UUID', 'TEXT', 'TEXT', 'INT4', 'TIMESTAMPTZ', 'INT4', 'TIMESTAMPTZ'],
-      ...['TIMESTAMPTZ', 'TEXT'],
-    ];
     batch.add(
       `UPDATE jobs SET status = v.status, status_detail = v.status_detail, attempt = v.attempt,
          updated_at = v.updated_at, version = v.version, finished_at = v.finished_at,
          expire_at = v.expire_at, region = v.region
-       FROM (${batch.rows(rows, types)}) AS v (org_id, id, status,
+       FROM (${batch.rows(rows, TRANSITION_TYPES)}) AS v (org_id, id, status,
          status_detail, attempt, updated_at, version, finished_at, expire_at, region)
        WHERE jobs.org_id = v.org_id AND jobs.id = v.id`,
     );
