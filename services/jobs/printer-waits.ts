@@ -2,9 +2,14 @@
  * Why a queued job waits, in its `status_detail` (docs/jobs.md): its printer is no longer reported
  * by its station, its station is offline, or the printer is offline or in error. The jobs service
  * learns of printers only from the stations service: it follows `printer.status`,
- * `station.online` and `station.offline` on the EVENTS stream and, for each, asks the stations
- * service for the printer's current state, so that events handled late or twice leave the right
- * detail. A job created for a printer that already cannot print gets the detail at once.
+ * `station.online` and `station.offline` on the EVENTS stream and asks the stations service for
+ * the current state of the printers they concern, so that events handled late or twice leave the
+ * right detail. A job created for a printer that already cannot print gets the detail at once.
+ *
+ * Events are handled in batches, one at a time per process: what arrived while a batch ran goes in
+ * the next, with one `PrintersOf` call for all its printers and stations and one statement for all
+ * their jobs. A fleet of stations coming online together (after a stations replica restarts) thus
+ * costs a few dozen calls and transactions rather than one of each per printer.
  *
  * Only details this module wrote (they start with `waiting: `) are ever replaced or cleared, and
  * only on queued jobs; a job that leaves `queued` gets its detail from its transition.
@@ -16,6 +21,7 @@ import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
 import { withTx } from '../../lib/db.js';
 import type { SpoolEvent } from '../../lib/events.js';
+import { GroupCommit } from '../../lib/group-commit.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -25,8 +31,11 @@ export const STATION_EVENTS_CONSUMER = 'jobs-station-waits';
 
 const WAITING = 'waiting: ';
 
-/** Events handled at once by one process; those of one organization one after another. */
-const IN_FLIGHT = 8;
+/**
+ * Events one consumer of a process has in hand at once, and the most one batch takes: within
+ * the stations service's limit of 1,000 printers and 1,000 stations a call.
+ */
+const IN_FLIGHT = 256;
 
 /** What a queued job for `printer` waits on, or '' when the printer can take it. */
 export function waitingDetail(
@@ -45,22 +54,36 @@ export function waitingDetail(
 type PrinterEvent = SpoolEvent<{ printer_id?: string; station_id?: string }>;
 
 export interface PrinterWaits {
-  /** Brings the detail of `printer`'s queued jobs in line with its state; returns how many changed. */
-  printerChanged(printer: Printer): Promise<number>;
+  /**
+   * Brings the detail of the given printers' queued jobs in line with their state, in one
+   * transaction; returns how many jobs changed.
+   */
+  printersChanged(printers: Printer[]): Promise<number>;
 }
 
 export function createPrinterWaits(deps: { pool: pg.Pool }): PrinterWaits {
   const { pool } = deps;
   return {
-    async printerChanged(printer) {
-      const detail = waitingDetail(printer);
-      // The station filter lets the query use the (station_id, status) index.
+    async printersChanged(printers) {
+      if (printers.length === 0) return 0;
+      // The station in the join lets each printer's jobs be found through the (station_id,
+      // status) index.
       return withTx(pool, async (tx) => {
         const { rowCount } = await tx.query(
-          `UPDATE jobs SET status_detail = $4
-           WHERE org_id = $1 AND station_id = $2 AND printer_id = $3 AND status = 'queued'
-             AND status_detail <> $4 AND (status_detail = '' OR status_detail LIKE $5)`,
-          [printer.orgId, printer.stationId, printer.id, detail, `${WAITING}%`],
+          `UPDATE jobs SET status_detail = v.detail
+           FROM unnest($1::UUID[], $2::UUID[], $3::UUID[], $4::TEXT[])
+             AS v (org_id, station_id, printer_id, detail)
+           WHERE jobs.org_id = v.org_id AND jobs.station_id = v.station_id
+             AND jobs.printer_id = v.printer_id AND jobs.status = 'queued'
+             AND jobs.status_detail <> v.detail
+             AND (jobs.status_detail = '' OR jobs.status_detail LIKE $5)`,
+          [
+            printers.map((p) => p.orgId),
+            printers.map((p) => p.stationId),
+            printers.map((p) => p.id),
+            printers.map(waitingDetail),
+            `${WAITING}%`,
+          ],
         );
         return rowCount ?? 0;
       });
@@ -71,7 +94,7 @@ export function createPrinterWaits(deps: { pool: pg.Pool }): PrinterWaits {
 /**
  * Follows `printer.status` and `station.*` events (one durable consumer each, shared by every
  * jobs replica) and refreshes the waiting detail of the printers they concern, read afresh from
- * the stations service.
+ * the stations service, a batch of events at a time.
  */
 export async function startPrinterWaitReader(deps: {
   nc: NatsConnection;
@@ -80,57 +103,49 @@ export async function startPrinterWaitReader(deps: {
   logger: Logger;
 }): Promise<{ stop(): Promise<void> }> {
   const { stations, waits } = deps;
+  let stopping = false;
 
-  async function handle(event: PrinterEvent): Promise<'ack' | 'term'> {
-    const orgId = event.org_id;
-    if (event.type === 'printer.status' && event.data.printer_id) {
-      try {
-        const { printer } = await stations.getPrinter({ orgId, printerId: event.data.printer_id });
-        if (printer) await waits.printerChanged(printer);
-        return 'ack';
-      } catch (err) {
-        if ((err as { code?: string }).code === 'not_found') return 'term';
-        throw err;
+  /**
+   * Handles a batch: reads the state of every printer its events concern in one call and writes
+   * their jobs' details in one transaction. An event about a printer that no longer exists is
+   * dropped; the others are acknowledged once the transaction has committed.
+   */
+  async function handle(events: PrinterEvent[]): Promise<Array<{ ok: 'ack' | 'term' }>> {
+    // Events left waiting for a batch when the reader stops are redelivered to the next reader
+    // instead of being handled during shutdown.
+    if (stopping) throw new Error('the printer-waits reader is stopping');
+    const printerKeys = new Map<string, { orgId: string; printerId: string }>();
+    const stationKeys = new Map<string, { orgId: string; stationId: string }>();
+    for (const e of events) {
+      if (e.type === 'printer.status' && e.data.printer_id) {
+        printerKeys.set(`${e.org_id}/${e.data.printer_id}`, {
+          orgId: e.org_id,
+          printerId: e.data.printer_id,
+        });
+      } else if (e.type.startsWith('station.') && e.data.station_id) {
+        stationKeys.set(`${e.org_id}/${e.data.station_id}`, {
+          orgId: e.org_id,
+          stationId: e.data.station_id,
+        });
       }
     }
-    if (event.type.startsWith('station.') && event.data.station_id) {
-      let cursor = '';
-      do {
-        const page = await stations.listPrinters({
-          orgId,
-          stationId: event.data.station_id,
-          locationId: '',
-          limit: 100,
-          cursor,
-        });
-        for (const printer of page.items) await waits.printerChanged(printer);
-        cursor = page.nextCursor;
-      } while (cursor);
-      return 'ack';
-    }
-    return 'term';
+    const { items } = await stations.printersOf({
+      printers: [...printerKeys.values()],
+      stations: [...stationKeys.values()],
+    });
+    await waits.printersChanged(items);
+    const found = new Set(items.map((p) => `${p.orgId}/${p.id}`.toLowerCase()));
+    return events.map((e) => {
+      if (e.type === 'printer.status' && e.data.printer_id) {
+        return { ok: found.has(`${e.org_id}/${e.data.printer_id}`.toLowerCase()) ? 'ack' : 'term' };
+      }
+      return { ok: e.type.startsWith('station.') && e.data.station_id ? 'ack' : 'term' };
+    });
   }
 
-  // The two consumers' handlers of one organization also run one at a time, so that a station's
-  // event and one of its printers' never interleave their read and their write.
-  const running = new Map<string, Promise<unknown>>();
-  let stopping = false;
-  const oneAtATime = (event: PrinterEvent): Promise<'ack' | 'term'> => {
-    const run = (running.get(event.org_id) ?? Promise.resolve())
-      .catch(() => undefined)
-      .then(() => {
-        // Events queued behind their organization's when the reader stops are redelivered to
-        // the next reader instead of waiting their turn here.
-        if (stopping) throw new Error('the printer-waits reader is stopping');
-        return handle(event);
-      });
-    running.set(event.org_id, run);
-    const forget = () => {
-      if (running.get(event.org_id) === run) running.delete(event.org_id);
-    };
-    run.then(forget, forget);
-    return run;
-  };
+  // One batch at a time for both consumers, so that a station's event and one of its printers'
+  // never interleave their read and their write.
+  const batches = new GroupCommit<PrinterEvent, 'ack' | 'term'>(handle, IN_FLIGHT);
 
   const follow = (durable: string, filter: string) =>
     startDurableConsumer<PrinterEvent>({
@@ -142,7 +157,7 @@ export async function startPrinterWaitReader(deps: {
       logger: deps.logger,
       parse: (msg) => msg.json<PrinterEvent>(),
       concurrency: IN_FLIGHT,
-      handle: oneAtATime,
+      handle: (event) => batches.submit(event),
     });
   const consumers = await Promise.all([
     follow(PRINTER_EVENTS_CONSUMER, 'events.*.printer.status'),

@@ -9,6 +9,8 @@ import { pageLimit } from '../../lib/paging.js';
 import type { StationStore } from './store.js';
 
 const MAX_TEXT = 200;
+/** The most printers, and the most stations, one `PrintersOf` call names. */
+export const MAX_PRINTERS_OF = 1000;
 
 function requireUuid(value: string, what: string): string {
   if (!isUuid(value)) throw notFound(`no such ${what}`);
@@ -178,6 +180,18 @@ export function createStationsServer(deps: {
     async getPrinter(req) {
       const orgId = requireUuid(req.orgId, 'organization');
       return { printer: await store.getPrinter(orgId, requireUuid(req.printerId, 'printer')) };
+    },
+
+    async printersOf(req) {
+      if (req.printers.length > MAX_PRINTERS_OF || req.stations.length > MAX_PRINTERS_OF) {
+        throw invalid(
+          `at most ${MAX_PRINTERS_OF} printers and ${MAX_PRINTERS_OF} stations per call`,
+        );
+      }
+      // A malformed pair names nothing: it finds no printer rather than failing the others.
+      const printers = req.printers.filter((k) => isUuid(k.orgId) && isUuid(k.printerId));
+      const stations = req.stations.filter((k) => isUuid(k.orgId) && isUuid(k.stationId));
+      return { items: await store.printersOf(printers, stations) };
     },
   };
 }

@@ -624,6 +624,34 @@ export function createStationStore(
     },
 
     /**
+     * The printers named by (organization, printer) and every printer of the stations named by
+     * (organization, station), each once; pairs that name nothing are left out.
+     */
+    async printersOf(
+      printers: Array<{ orgId: string; printerId: string }>,
+      stations: Array<{ orgId: string; stationId: string }>,
+    ): Promise<Printer[]> {
+      if (printers.length === 0 && stations.length === 0) return [];
+      const { rows } = await pool.query<PrinterRow>(
+        `WITH wanted AS (
+           SELECT p.id FROM unnest($1::UUID[], $2::UUID[]) AS k (org_id, id)
+             JOIN printers p ON p.id = k.id AND p.org_id = k.org_id
+           UNION
+           SELECT p.id FROM unnest($3::UUID[], $4::UUID[]) AS k (org_id, station_id)
+             JOIN printers p ON p.station_id = k.station_id AND p.org_id = k.org_id
+         )
+         ${PRINTER_SELECT} WHERE p.id IN (SELECT id FROM wanted)`,
+        [
+          printers.map((k) => k.orgId),
+          printers.map((k) => k.printerId),
+          stations.map((k) => k.orgId),
+          stations.map((k) => k.stationId),
+        ],
+      );
+      return rows.map(toPrinter);
+    },
+
+    /**
      * Records a new link as the station's current one and syncs its printers; queues
      * `station.online`. Links that open while a group of opens commits go together in the next
      * (group commit).

@@ -186,6 +186,26 @@ export interface GetPrinterResponse {
   printer: Printer | undefined;
 }
 
+export interface PrinterKey {
+  orgId: string;
+  printerId: string;
+}
+
+export interface StationKey {
+  orgId: string;
+  stationId: string;
+}
+
+export interface PrintersOfRequest {
+  printers: PrinterKey[];
+  stations: StationKey[];
+}
+
+export interface PrintersOfResponse {
+  /** Each printer once, in no particular order. */
+  items: Printer[];
+}
+
 export interface GetStationRequest {
   orgId: string;
   stationId: string;
@@ -2866,6 +2886,348 @@ export const GetPrinterResponse: MessageFns<GetPrinterResponse> = {
     message.printer = (object.printer !== undefined && object.printer !== null)
       ? Printer.fromPartial(object.printer)
       : undefined;
+    return message;
+  },
+};
+
+function createBasePrinterKey(): PrinterKey {
+  return { orgId: "", printerId: "" };
+}
+
+export const PrinterKey: MessageFns<PrinterKey> = {
+  encode(message: PrinterKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.printerId !== "") {
+      writer.uint32(18).string(message.printerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PrinterKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePrinterKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.printerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PrinterKey {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      printerId: isSet(object.printerId)
+        ? globalThis.String(object.printerId)
+        : isSet(object.printer_id)
+        ? globalThis.String(object.printer_id)
+        : "",
+    };
+  },
+
+  toJSON(message: PrinterKey): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.printerId !== "") {
+      obj.printerId = message.printerId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PrinterKey>): PrinterKey {
+    return PrinterKey.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrinterKey>): PrinterKey {
+    const message = createBasePrinterKey();
+    message.orgId = object.orgId ?? "";
+    message.printerId = object.printerId ?? "";
+    return message;
+  },
+};
+
+function createBaseStationKey(): StationKey {
+  return { orgId: "", stationId: "" };
+}
+
+export const StationKey: MessageFns<StationKey> = {
+  encode(message: StationKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StationKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStationKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StationKey {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StationKey): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<StationKey>): StationKey {
+    return StationKey.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<StationKey>): StationKey {
+    const message = createBaseStationKey();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    return message;
+  },
+};
+
+function createBasePrintersOfRequest(): PrintersOfRequest {
+  return { printers: [], stations: [] };
+}
+
+export const PrintersOfRequest: MessageFns<PrintersOfRequest> = {
+  encode(message: PrintersOfRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.printers) {
+      PrinterKey.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.stations) {
+      StationKey.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PrintersOfRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePrintersOfRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.printers.push(PrinterKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stations.push(StationKey.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PrintersOfRequest {
+    return {
+      printers: globalThis.Array.isArray(object?.printers)
+        ? object.printers.map((e: any) => PrinterKey.fromJSON(e))
+        : [],
+      stations: globalThis.Array.isArray(object?.stations)
+        ? object.stations.map((e: any) => StationKey.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: PrintersOfRequest): unknown {
+    const obj: any = {};
+    if (message.printers?.length) {
+      obj.printers = message.printers.map((e) => PrinterKey.toJSON(e));
+    }
+    if (message.stations?.length) {
+      obj.stations = message.stations.map((e) => StationKey.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PrintersOfRequest>): PrintersOfRequest {
+    return PrintersOfRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrintersOfRequest>): PrintersOfRequest {
+    const message = createBasePrintersOfRequest();
+    message.printers = object.printers?.map((e) => PrinterKey.fromPartial(e)) || [];
+    message.stations = object.stations?.map((e) => StationKey.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePrintersOfResponse(): PrintersOfResponse {
+  return { items: [] };
+}
+
+export const PrintersOfResponse: MessageFns<PrintersOfResponse> = {
+  encode(message: PrintersOfResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Printer.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PrintersOfResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePrintersOfResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Printer.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PrintersOfResponse {
+    return { items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Printer.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: PrintersOfResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Printer.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PrintersOfResponse>): PrintersOfResponse {
+    return PrintersOfResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrintersOfResponse>): PrintersOfResponse {
+    const message = createBasePrintersOfResponse();
+    message.items = object.items?.map((e) => Printer.fromPartial(e)) || [];
     return message;
   },
 };
@@ -6238,6 +6600,20 @@ export const StationsServiceService = {
     responseSerialize: (value: GetPrinterResponse): Buffer => Buffer.from(GetPrinterResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetPrinterResponse => GetPrinterResponse.decode(value),
   },
+  /**
+   * The printers named and every printer of the stations named, of any organizations, in one
+   * call (for the jobs service, which follows printer and station events); what does not exist is
+   * left out. At most 1,000 printers and 1,000 stations a call.
+   */
+  printersOf: {
+    path: "/spool.v1.StationsService/PrintersOf" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PrintersOfRequest): Buffer => Buffer.from(PrintersOfRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PrintersOfRequest => PrintersOfRequest.decode(value),
+    responseSerialize: (value: PrintersOfResponse): Buffer => Buffer.from(PrintersOfResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PrintersOfResponse => PrintersOfResponse.decode(value),
+  },
   getStation: {
     path: "/spool.v1.StationsService/GetStation" as const,
     requestStream: false as const,
@@ -6317,6 +6693,12 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
   listPrinters: handleUnaryCall<ListPrintersRequest, ListPrintersResponse>;
   /** A printer of the organization, with the station that drives it; NOT_FOUND otherwise. */
   getPrinter: handleUnaryCall<GetPrinterRequest, GetPrinterResponse>;
+  /**
+   * The printers named and every printer of the stations named, of any organizations, in one
+   * call (for the jobs service, which follows printer and station events); what does not exist is
+   * left out. At most 1,000 printers and 1,000 stations a call.
+   */
+  printersOf: handleUnaryCall<PrintersOfRequest, PrintersOfResponse>;
   getStation: handleUnaryCall<GetStationRequest, GetStationResponse>;
   /** Renames a station or moves it to another location of its organization. */
   updateStation: handleUnaryCall<UpdateStationRequest, UpdateStationResponse>;
@@ -6466,6 +6848,26 @@ export interface StationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetPrinterResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The printers named and every printer of the stations named, of any organizations, in one
+   * call (for the jobs service, which follows printer and station events); what does not exist is
+   * left out. At most 1,000 printers and 1,000 stations a call.
+   */
+  printersOf(
+    request: PrintersOfRequest,
+    callback: (error: ServiceError | null, response: PrintersOfResponse) => void,
+  ): ClientUnaryCall;
+  printersOf(
+    request: PrintersOfRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PrintersOfResponse) => void,
+  ): ClientUnaryCall;
+  printersOf(
+    request: PrintersOfRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PrintersOfResponse) => void,
   ): ClientUnaryCall;
   getStation(
     request: GetStationRequest,

@@ -1,0 +1,154 @@
+/**
+ * Why queued jobs wait, kept current in batches: the jobs service reads the printers that
+ * `printer.status` and `station.*` events concern with one `PrintersOf` call per batch, which the
+ * stations service answers only within the organization each printer or station is named with,
+ * and writes their jobs' details together.
+ */
+import test from 'ava';
+import { StationsServiceClient } from '../gen/spool/v1/stations.js';
+import { SCOPES } from '../lib/credentials.js';
+import { createClient } from '../lib/grpc.js';
+import { MAX_PRINTERS_OF } from '../services/stations/server.js';
+import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  createStation,
+  eventually,
+  startTestSystem,
+} from './helpers/system.js';
+
+test('PrintersOf answers each printer and station within the organization it is named with', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const stations = createClient(StationsServiceClient, {
+    service: 'stations',
+    address: sys.system.servicesAddress,
+  });
+  t.teardown(() => stations.close());
+  const setups = await Promise.all(
+    ['Acme', 'Globex'].map(async (name) => {
+      const orgId = await createOrg(sys.url, name);
+      const station = await createStation(sys.url, orgId);
+      const link = await connectLink(sys.linkAddress, station.token, [
+        printer('desk'),
+        printer('back', 'offline', 'lid open'),
+      ]);
+      t.teardown(() => link.close());
+      const ids = link.welcome.printerIds as Record<'desk' | 'back', string>;
+      return { orgId, stationId: station.id, ...ids };
+    }),
+  );
+  const [a, b] = setups as [(typeof setups)[0], (typeof setups)[0]];
+
+  const { items } = await stations.printersOf({
+    printers: [
+      { orgId: b.orgId, printerId: b.desk },
+      // Another organization's printer, a malformed pair and one named twice find nothing more.
+      { orgId: a.orgId, printerId: b.back },
+      { orgId: 'not-an-id', printerId: a.desk },
+      { orgId: a.orgId, printerId: a.desk },
+    ],
+    stations: [
+      { orgId: a.orgId, stationId: a.stationId },
+      { orgId: a.orgId, stationId: b.stationId },
+    ],
+  });
+  const seen = items
+    .map((p) => `${p.orgId} ${p.stationId} ${p.name} ${p.status} ${p.detail}`)
+    .sort();
+  t.deepEqual(
+    seen,
+    [
+      `${a.orgId} ${a.stationId} back offline lid open`,
+      `${a.orgId} ${a.stationId} desk ready `,
+      `${b.orgId} ${b.stationId} desk ready `,
+    ].sort(),
+  );
+  t.true(items.every((p) => p.stationOnline));
+
+  const tooMany = Array.from({ length: MAX_PRINTERS_OF + 1 }, () => ({
+    orgId: a.orgId,
+    printerId: a.desk,
+  }));
+  const err = await t.throwsAsync(stations.printersOf({ printers: tooMany, stations: [] }));
+  t.is((err as { code?: string }).code, 'invalid');
+  t.deepEqual(await stations.printersOf({ printers: [], stations: [] }), { items: [] });
+});
+
+test('stations of several organizations going offline and back together: every waiting job says why, then goes out', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const perOrg = 4;
+  const fleets = await Promise.all(
+    ['Acme', 'Globex'].map(async (name) => {
+      const orgId = await createOrg(sys.url, name);
+      const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+      const members = await Promise.all(
+        Array.from({ length: perOrg }, async () => {
+          const station = await createStation(sys.url, orgId);
+          // The printer cannot print yet, so the jobs made for it stay queued.
+          const link = await connectLink(sys.linkAddress, station.token, [
+            printer('desk', 'offline', 'out of paper'),
+          ]);
+          return { station, link, printerId: link.welcome.printerIds.desk as string };
+        }),
+      );
+      return { orgId, secret, members };
+    }),
+  );
+  const jobOf = async (orgId: string, secret: string, jobId: string) =>
+    (
+      await call<{ job: { status: string; status_detail: string } }>(
+        sys.url,
+        'GET',
+        `/v1/orgs/${orgId}/jobs/${jobId}`,
+        { token: secret },
+      )
+    ).body.job;
+  const jobs = await Promise.all(
+    fleets.flatMap(({ orgId, secret, members }) =>
+      members.map(async ({ printerId }) => {
+        const res = await call<{ job: { id: string; status_detail: string } }>(
+          sys.url,
+          'POST',
+          `/v1/orgs/${orgId}/jobs`,
+          { token: secret, body: { printer_id: printerId, content: { type: 'text', data: 'hi' } } },
+        );
+        t.is(res.status, 201);
+        t.is(res.body.job.status_detail, 'waiting: printer "desk" is offline (out of paper)');
+        return { orgId, secret, id: res.body.job.id };
+      }),
+    ),
+  );
+  const details = (want: string) =>
+    Promise.all(
+      jobs.map((j) =>
+        eventually(
+          () => jobOf(j.orgId, j.secret, j.id),
+          (job) => job.status_detail === want,
+        ),
+      ),
+    );
+
+  // Every link drops at once: the stations' `station.offline` events reach the jobs service
+  // together, and every job says its station is offline.
+  for (const { members } of fleets) for (const { link } of members) link.close();
+  await details('waiting: the station of printer "desk" is offline');
+
+  // They come back together with their printers ready: the details clear and the jobs go out.
+  const links: LinkClient[] = await Promise.all(
+    fleets.flatMap(({ members }) =>
+      members.map(({ station }) => connectLink(sys.linkAddress, station.token, [printer('desk')])),
+    ),
+  );
+  t.teardown(() => {
+    for (const link of links) link.close();
+  });
+  await details('');
+  for (const [i, link] of links.entries()) {
+    await link.until(() => link.jobs.some((j) => j.offer.jobId === jobs[i]?.id));
+  }
+  t.true(links.every((link) => link.jobs.length === 1));
+});
