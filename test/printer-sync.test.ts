@@ -212,3 +212,46 @@ test('links that open at once are recorded together, each with its own printers 
   const statuses = ofOrg.filter((e) => e.type === 'printer.status');
   t.deepEqual(statuses.map((e) => e.data.printer_id).sort(), ids.flatMap((p) => [p.a, p.b]).sort());
 });
+
+test('links that close at once take their stations offline together, each once; a replaced link changes nothing', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const events = await collectEvents(sys.nats.url);
+  t.teardown(() => events.close());
+  const orgId = await createOrg(sys.url);
+  const stations = await Promise.all(
+    Array.from({ length: 30 }, () => createStation(sys.url, orgId)),
+  );
+  const links = await Promise.all(
+    stations.map((s) => connectLink(sys.linkAddress, s.token, [printer('a')])),
+  );
+  // The first station's agent connects again: its newer link replaces the first, whose end must
+  // not take the station offline.
+  const [kept] = stations as [(typeof stations)[0]];
+  const newer = await connectLink(sys.linkAddress, kept.token, [printer('a')]);
+  t.teardown(() => newer.close());
+  const onlineOf = async () => {
+    const res = await call<{ items: Array<{ id: string; online: boolean }> }>(
+      sys.url,
+      'GET',
+      `/admin/v1/orgs/${orgId}/stations?limit=100`,
+      { token: OPERATOR_TOKEN },
+    );
+    return new Map(res.body.items.map((s) => [s.id, s.online]));
+  };
+  t.true([...(await onlineOf()).values()].every(Boolean));
+
+  for (const link of links) link.close();
+  const gone = stations.slice(1).map((s) => s.id);
+  const online = await eventually(onlineOf, (m) => gone.every((id) => m.get(id) === false));
+  t.true(online.get(kept.id));
+  const offline = () =>
+    events.events
+      .filter((e) => e.org_id === orgId && e.type === 'station.offline')
+      .map((e) => e.data.station_id as string);
+  await eventually(
+    async () => offline().length,
+    (n) => n >= gone.length,
+  );
+  t.deepEqual(offline().sort(), [...gone].sort());
+});

@@ -24,7 +24,7 @@ import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 
 export const OUTBOX_TABLE = 'stations_outbox';
 
-/** The most link opens one transaction records. */
+/** The most link opens one transaction records, and the most link closes. */
 const MAX_OPENS = 250;
 
 /** The most device tokens one query looks up. */
@@ -336,6 +336,45 @@ export function createStationStore(
     return group.map((o) => outcomes.get(o) as Outcome<Record<string, string>>);
   }
   const opens = new GroupCommit(commitOpens, MAX_OPENS);
+
+  interface LinkClose {
+    station: LinkStation;
+    linkId: string;
+  }
+
+  /**
+   * Records links closed together in one transaction: the stations whose current link each was
+   * go offline in one statement, and each queues `station.offline`. A link that was no longer its
+   * station's current one (the agent reconnected meanwhile) changes nothing.
+   */
+  async function commitCloses(group: LinkClose[]): Promise<Outcome<boolean>[]> {
+    const { offline, outbox } = await withTx(pool, async (tx) => {
+      const now = clock.now();
+      const { rows } = await tx.query<{ id: string; org_id: string }>(
+        `UPDATE stations SET online = false, last_seen_at = $4
+         FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, link_id)
+         WHERE stations.org_id = v.org_id AND stations.id = v.id AND stations.link_id = v.link_id
+         RETURNING stations.id, stations.org_id`,
+        [
+          group.map((c) => c.station.orgId),
+          group.map((c) => c.station.id),
+          group.map((c) => c.linkId),
+          now,
+        ],
+      );
+      const batch = new WriteBatch();
+      const outbox = addToOutbox(
+        batch,
+        OUTBOX_TABLE,
+        rows.map((r) => eventMessage(r.org_id, 'station.offline', { station_id: r.id }, now)),
+      );
+      if (outbox.length > 0) await queryThenCommit(tx, batch.text(), batch.values);
+      return { offline: new Set(rows.map((r) => r.id)), outbox };
+    });
+    committed(outbox);
+    return group.map((c) => ({ ok: offline.has(c.station.id) }));
+  }
+  const closes = new GroupCommit(commitCloses, MAX_OPENS);
 
   /**
    * The stations many device tokens belong to, by the token hash in hex; a token no station has
@@ -688,24 +727,12 @@ export function createStationStore(
     },
 
     /**
-     * Marks the station offline and queues `station.offline`, unless a newer link has taken over
-     * meanwhile. Returns whether it did.
+     * Records the station offline if `linkId` is still its current link, and queues
+     * `station.offline`; resolves to whether it was. Links that close while a group of closes
+     * commits go together in the next (group commit).
      */
-    async linkClosed(station: LinkStation, linkId: string): Promise<boolean> {
-      const outbox = await withTx(pool, async (tx) => {
-        const now = clock.now();
-        const { rowCount } = await tx.query(
-          `UPDATE stations SET online = false, last_seen_at = $4
-           WHERE org_id = $1 AND id = $2 AND link_id = $3`,
-          [station.orgId, station.id, linkId, now],
-        );
-        if (rowCount === 0) return [];
-        return enqueue(tx, OUTBOX_TABLE, [
-          eventMessage(station.orgId, 'station.offline', { station_id: station.id }, now),
-        ]);
-      });
-      committed(outbox);
-      return outbox.length > 0;
+    linkClosed(station: LinkStation, linkId: string): Promise<boolean> {
+      return closes.submit({ station, linkId });
     },
   };
 }
