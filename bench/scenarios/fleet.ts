@@ -32,6 +32,8 @@ const RESYNC_WINDOW_MS = 15_000;
 /** The longest the harness waits for the next minute mark; past it, that window is skipped. */
 const MAX_WAIT_MS = 45_000;
 const MiB = 2 ** 20;
+/** The longest the harness waits for dropped links' stations to read offline. */
+const MAX_OFFLINE_WAIT_MS = 120_000;
 
 export interface FleetReferences {
   /** The `--agents` connected agents' printers: dispatch to them is the small fleet's reference. */
@@ -102,8 +104,12 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
     resyncP50: [] as number[],
     resyncP99: [] as number[],
     resyncCpuS: [] as number[],
+    spoolCpuS: [] as number[],
+    disconnectS: [] as number[],
+    commitsPerClose: [] as number[],
   };
   const samples: FleetResult['samples'] = { steady: [], resync: [] };
+  let offlineTimedOut = false;
   const middle = Math.ceil(ctx.options.repeats / 2);
   for (let run = 1; run <= ctx.options.repeats; run++) {
     // The same dispatch to the `--agents` links of the end-to-end organization, for reference.
@@ -119,6 +125,11 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
     try {
       const sample = () => (pid ? sampleProcess(pid) : undefined);
       const natsSample = () => (servers.natsPid ? sampleProcess(servers.natsPid) : undefined);
+      // The rest of Spool (`spool dev`) follows the links' events: `station.online` and
+      // `printer.status` when they open, and serves the re-reads' pending-jobs calls.
+      const rest = () =>
+        stationsProcess && servers.spoolPid ? sampleProcess(servers.spoolPid) : undefined;
+      const restBefore = rest();
       const dbBefore = await checks.dbCounters();
       const before = sample();
       const connect = await agents.call('connect', {
@@ -162,6 +173,31 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       }
       // The most the process held at any time: connecting, quiet, and across the resync.
       const peak = sample();
+      const restAfter = rest();
+
+      // Every agent drops its link at once (as when a stations replica goes away): the time until
+      // every station reads offline, and the commits that took.
+      const closeBefore = await checks.dbCounters();
+      const closing = epochMs();
+      await agents.call('disconnect');
+      const online = async () =>
+        Number(
+          (
+            await checks.pool.query<{ n: string }>(
+              'SELECT count(*) AS n FROM stations WHERE org_id = $1 AND online',
+              [orgId],
+            )
+          ).rows[0]?.n,
+        );
+      let stillOnline = await online();
+      while (stillOnline > 0 && epochMs() - closing < MAX_OFFLINE_WAIT_MS) {
+        await sleep(50);
+        stillOnline = await online();
+      }
+      const disconnectMs = epochMs() - closing;
+      if (stillOnline > 0) offlineTimedOut = true;
+      await checks.quiesce(60_000);
+      const closes = perJob(closeBefore, await checks.dbCounters(), count);
 
       const steadyL = latency(steady);
       const resyncL = latency(resync);
@@ -185,6 +221,11 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       rows.resyncP50.push(resyncL.p50);
       rows.resyncP99.push(resyncL.p99);
       rows.resyncCpuS.push(resyncCpu);
+      rows.spoolCpuS.push(
+        restBefore && restAfter ? restAfter.cpuSeconds - restBefore.cpuSeconds : Number.NaN,
+      );
+      rows.disconnectS.push(disconnectMs / 1000);
+      rows.commitsPerClose.push(closes.commits);
       if (run === middle) Object.assign(samples, { steady, resync });
       ctx.log(
         `fleet ${run}: ${printerIds.length}/${count} links in ${(connect.elapsedMs / 1000).toFixed(1)} s` +
@@ -195,7 +236,13 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
           `dispatch p50/p99 ${steadyL.p50.toFixed(1)}/${steadyL.p99.toFixed(1)} ms quiet, ` +
           `${resyncL.p50.toFixed(1)}/${resyncL.p99.toFixed(1)} ms across the minute mark ` +
           `(stations CPU ${resyncCpu.toFixed(1)} core·s in ${RESYNC_WINDOW_MS / 1000} s); ` +
-          `with ${ctx.options.agents} links p99 ${small.toFixed(1)} ms`,
+          `with ${ctx.options.agents} links p99 ${small.toFixed(1)} ms; ` +
+          `spool dev CPU ${(rows.spoolCpuS.at(-1) ?? Number.NaN).toFixed(1)} core·s from the ` +
+          `first link to the end of the resync; ` +
+          (stillOnline > 0
+            ? `${stillOnline} stations still online ${(disconnectMs / 1000).toFixed(1)} s `
+            : `all offline ${(disconnectMs / 1000).toFixed(1)} s `) +
+          `after the links dropped (${closes.commits} commits per link)`,
       );
     } finally {
       await agents.call('disconnect').catch(() => undefined);
@@ -262,10 +309,22 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       rows.resyncCpuS,
     ),
     figure('fleet', 'nats-server RSS', 'MiB', rows.natsRssMiB),
+    figure(
+      'fleet',
+      '`spool dev` CPU, from the first link to the end of the resync',
+      'core·s',
+      rows.spoolCpuS,
+    ),
+    figure('fleet', `time until ${count} dropped links read offline`, 's', rows.disconnectS),
+    figure('fleet', 'database commits per link dropped', 'commits', rows.commitsPerClose),
   ];
   if (!resyncMeasured && figures[2]) {
     figures[2].note =
       'the minute resync was not measured (a given Spool, or the next minute mark too far off)';
+  }
+  const offlineFigure = figures.find((f) => f.label.startsWith('time until'));
+  if (offlineTimedOut && offlineFigure) {
+    offlineFigure.note = `some stations still read online ${MAX_OFFLINE_WAIT_MS / 1000} s after their links dropped`;
   }
   const connectedAll = rows.connected.every((n) => n === count);
   if (!connectedAll && figures[0]?.target) {
