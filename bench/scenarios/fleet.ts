@@ -29,6 +29,8 @@ const MIN_IDLE_MS = 5_000;
 const RESYNC_MS = 60_000;
 /** How long the dispatch across the minute mark lasts, from just before it. */
 const RESYNC_WINDOW_MS = 15_000;
+/** Dispatch that runs, unmeasured, just before the window across the minute mark. */
+const WARM_UP_MS = 3_000;
 /** The longest the harness waits for the next minute mark; past it, that window is skipped. */
 const MAX_WAIT_MS = 45_000;
 const MiB = 2 ** 20;
@@ -154,9 +156,9 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       // Quiet links until just before the next minute mark (at least MIN_IDLE_MS).
       const now = epochMs();
       let mark = stationsProcess ? stationsProcess.startedAt + RESYNC_MS : Number.NaN;
-      while (mark - 1_000 - now < MIN_IDLE_MS) mark += RESYNC_MS;
+      while (mark - 1_000 - WARM_UP_MS - now < MIN_IDLE_MS) mark += RESYNC_MS;
       const measureResync = Number.isFinite(mark) && mark - now <= MAX_WAIT_MS;
-      const idleUntil = measureResync ? mark - 1_000 : now + MIN_IDLE_MS;
+      const idleUntil = measureResync ? mark - 1_000 - WARM_UP_MS : now + MIN_IDLE_MS;
       const idle0 = sample();
       const natsIdle0 = natsSample();
       await sleep(idleUntil - epochMs());
@@ -167,9 +169,14 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       let resync: number[] = [];
       let resyncCpu = Number.NaN;
       if (measureResync) {
+        // Dispatch resumes a moment before the window, so that the window measures the resync
+        // rather than the first requests after the quiet spell (connections the pools closed
+        // while idle are opened again then).
+        await dispatch(ctx, agents, target, WARM_UP_MS);
+        const warm = sample();
         resync = await dispatch(ctx, agents, target, RESYNC_WINDOW_MS);
         const after = sample();
-        if (idle1 && after) resyncCpu = after.cpuSeconds - idle1.cpuSeconds;
+        if (warm && after) resyncCpu = after.cpuSeconds - warm.cpuSeconds;
       }
       // The most the process held at any time: connecting, quiet, and across the resync.
       const peak = sample();
