@@ -53,6 +53,18 @@ export function waitingDetail(
 
 type PrinterEvent = SpoolEvent<{ printer_id?: string; station_id?: string }>;
 
+/** The printer a `printer.status` event concerns. */
+const printerOf = (e: PrinterEvent): string | undefined =>
+  e.type === 'printer.status' ? e.data.printer_id || undefined : undefined;
+
+/** An (organization, id) pair as a map key, in lower case as ids are stored. */
+const keyOf = (orgId: string, id: string) => `${orgId}/${id}`.toLowerCase();
+
+const isStationEvent = (
+  e: PrinterEvent,
+): e is SpoolEvent<{ station_id: string; printer_id?: string }> =>
+  e.type.startsWith('station.') && Boolean(e.data.station_id);
+
 export interface PrinterWaits {
   /**
    * Brings the detail of the given printers' queued jobs in line with their state, in one
@@ -102,7 +114,6 @@ export async function startPrinterWaitReader(deps: {
   waits: PrinterWaits;
   logger: Logger;
 }): Promise<{ stop(): Promise<void> }> {
-  const { stations, waits } = deps;
   let stopping = false;
 
   /**
@@ -114,32 +125,27 @@ export async function startPrinterWaitReader(deps: {
     // Events left waiting for a batch when the reader stops are redelivered to the next reader
     // instead of being handled during shutdown.
     if (stopping) throw new Error('the printer-waits reader is stopping');
-    const printerKeys = new Map<string, { orgId: string; printerId: string }>();
-    const stationKeys = new Map<string, { orgId: string; stationId: string }>();
+    const printers = new Map<string, { orgId: string; printerId: string }>();
+    const stations = new Map<string, { orgId: string; stationId: string }>();
     for (const e of events) {
-      if (e.type === 'printer.status' && e.data.printer_id) {
-        printerKeys.set(`${e.org_id}/${e.data.printer_id}`, {
-          orgId: e.org_id,
-          printerId: e.data.printer_id,
-        });
-      } else if (e.type.startsWith('station.') && e.data.station_id) {
-        stationKeys.set(`${e.org_id}/${e.data.station_id}`, {
-          orgId: e.org_id,
-          stationId: e.data.station_id,
-        });
+      const printerId = printerOf(e);
+      if (printerId) printers.set(keyOf(e.org_id, printerId), { orgId: e.org_id, printerId });
+      else if (isStationEvent(e)) {
+        const stationId = e.data.station_id;
+        stations.set(keyOf(e.org_id, stationId), { orgId: e.org_id, stationId });
       }
     }
-    const { items } = await stations.printersOf({
-      printers: [...printerKeys.values()],
-      stations: [...stationKeys.values()],
+    const { items } = await deps.stations.printersOf({
+      printers: [...printers.values()],
+      stations: [...stations.values()],
     });
-    await waits.printersChanged(items);
-    const found = new Set(items.map((p) => `${p.orgId}/${p.id}`.toLowerCase()));
+    await deps.waits.printersChanged(items);
+    // Printers are found only within the organization their event names.
+    const found = new Set(items.map((p) => keyOf(p.orgId, p.id)));
     return events.map((e) => {
-      if (e.type === 'printer.status' && e.data.printer_id) {
-        return { ok: found.has(`${e.org_id}/${e.data.printer_id}`.toLowerCase()) ? 'ack' : 'term' };
-      }
-      return { ok: e.type.startsWith('station.') && e.data.station_id ? 'ack' : 'term' };
+      const printerId = printerOf(e);
+      if (printerId) return { ok: found.has(keyOf(e.org_id, printerId)) ? 'ack' : 'term' };
+      return { ok: isStationEvent(e) ? 'ack' : 'term' };
     });
   }
 
