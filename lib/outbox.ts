@@ -11,12 +11,12 @@
  * relay's poll.
  */
 import { randomUUID } from 'node:crypto';
-import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type pg from 'pg';
 import type { NatsConnection } from './bus.js';
 import type { Logger } from './logger.js';
 import { columns, WriteBatch } from './sql.js';
+import { StreamPublisher } from './stream-publisher.js';
 import {
   contextFrom,
   injectHeaders,
@@ -110,7 +110,7 @@ export interface RelayOptions {
  */
 export class OutboxRelay {
   readonly #options: Required<RelayOptions>;
-  readonly #js: JetStreamClient;
+  readonly #publisher: StreamPublisher;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   /** The round asked for while one ran, and the smallest row age any of those asks wanted. */
@@ -126,7 +126,7 @@ export class OutboxRelay {
   constructor(options: RelayOptions) {
     this.#options = { batchSize: 500, pollMs: 1000, handOffMs: 2000, ...options };
     checkTable(options.table);
-    this.#js = jetstream(options.nc);
+    this.#publisher = new StreamPublisher(options.nc);
   }
 
   start(): void {
@@ -181,6 +181,7 @@ export class OutboxRelay {
     // Once stopped, a finishing round starts no other, so this ends.
     while (this.#running || this.#next) await (this.#running ?? this.#next);
     await this.idle();
+    this.#publisher.close();
   }
 
   /**
@@ -243,7 +244,7 @@ export class OutboxRelay {
         const h = natsHeaders();
         for (const [k, v] of Object.entries(row.headers)) h.set(k, v);
         injectHeaders(h);
-        return this.#js.publish(row.subject, row.payload, { msgID: row.id, headers: h });
+        return this.#publisher.publish(row.subject, row.payload, { msgID: row.id, headers: h });
       },
     );
   }

@@ -66,6 +66,11 @@ function isTransientOne(err: object): boolean {
     if (NATS_NAMES.has(name)) return true;
     // A JetStream request the server answered with 503 (no responders) or 408 (timed out).
     if (name === 'JetStreamStatusError') return code === 503 || code === 408;
+    // A publish JetStream did not store: no stream reachable, no acknowledgement in time, or a
+    // stream without a leader for now (lib/stream-publisher.ts).
+    if (name === 'StreamPublishError') {
+      return typeof status === 'number' && (status === 408 || status >= 500);
+    }
     // A JetStream API error such as "JetStream system temporarily unavailable".
     if (name === 'JetStreamApiError') return typeof status === 'number' && status >= 500;
   }

@@ -4,7 +4,6 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { jetstream } from '@nats-io/jetstream';
 import type pg from 'pg';
 import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
 import { StationLinkService, StationsServiceService } from '../../gen/spool/v1/stations.js';
@@ -21,6 +20,7 @@ import {
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
+import { StreamPublisher } from '../../lib/stream-publisher.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
 import { createStationsServer } from './server.js';
 import { createStationStore, OUTBOX_TABLE } from './store.js';
@@ -69,10 +69,11 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
   const layout = deps.layout ?? SINGLE_REGION;
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const store = createStationStore(deps.pool, deps.clock, (rows) => relay.send(rows));
+  const publisher = new StreamPublisher(deps.nc);
   const links = createLinkRegistry({
     store,
     nc: deps.nc,
-    js: jetstream(deps.nc),
+    publisher,
     documents: await openDocuments(deps.nc, layout),
     region: layout.region,
     jobs: deps.jobs,
@@ -108,6 +109,7 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     async stop() {
       links.closeAll();
       await relay.stop();
+      publisher.close();
     },
   };
 }

@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
-import type { JetStreamClient } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import { headers as natsHeaders, type Subscription } from '@nats-io/transport-node';
 import { type Context, context, type ObservableResult } from '@opentelemetry/api';
@@ -26,6 +25,7 @@ import type { AsyncClient } from '../../lib/grpc.js';
 import { jobJson } from '../../lib/job-view.js';
 import type { Logger } from '../../lib/logger.js';
 import { spoolMetrics } from '../../lib/metrics.js';
+import type { StreamPublisher } from '../../lib/stream-publisher.js';
 import {
   contextFrom,
   contextFromHeaders,
@@ -65,7 +65,8 @@ const RESYNC_RETRY_CAP_MS = 30_000;
 export interface LinkDeps {
   store: StationStore;
   nc: NatsConnection;
-  js: JetStreamClient;
+  /** Publishes the stations' reports to their region's reports stream. */
+  publisher: StreamPublisher;
   documents: ObjectStore;
   jobs: AsyncClient<JobsServiceClient>;
   /** This process's region; a link of a station homed elsewhere is served, across regions. */
@@ -656,7 +657,7 @@ class Session {
     await inSpan(natsSpanName('publish', subject), { kind: SpanKind.PRODUCER, attributes }, () => {
       const headers = natsHeaders();
       injectHeaders(headers);
-      return this.#deps.js.publish(subject, JSON.stringify(full), { msgID, headers });
+      return this.#deps.publisher.publish(subject, JSON.stringify(full), { msgID, headers });
     });
   }
 
