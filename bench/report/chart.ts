@@ -109,8 +109,10 @@ function latencyPanel(
   const used = series.filter((s) => s.samples.length > 0);
   const all = used.flatMap((s) => s.samples).filter((v) => v > 0);
   if (all.length === 0) return out;
-  const lo = 10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...all))));
-  const hi = 10 ** Math.ceil(Math.log10(Math.max(...all)));
+  // Not Math.min(...all): a run's samples can outnumber the arguments a call may take.
+  const smallest = all.reduce((a, b) => Math.min(a, b));
+  const lo = 10 ** Math.floor(Math.log10(Math.max(0.1, smallest)));
+  const hi = 10 ** Math.ceil(Math.log10(all.reduce((a, b) => Math.max(a, b))));
   const nines = (q: number) => -Math.log10(1 - q);
   const maxN = 3;
   const sx = (q: number) => x0 + (nines(q) / maxN) * w;

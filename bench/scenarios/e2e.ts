@@ -126,7 +126,7 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
     const ids = ok.map((j) => j.id);
     const printedAt = await load.call('printedTimes', { ids });
     const done = ok.filter((j) => j.webhookAt !== undefined);
-    const lastWebhook = Math.max(...done.map((j) => j.webhookAt as number));
+    const lastWebhook = done.reduce((last, j) => Math.max(last, j.webhookAt as number), 0);
     const rate = done.length / ((lastWebhook - res.startedAt) / 1000);
     // Every job's work is over once its webhook arrived; those that did not are not counted.
     const split = meters.map((m) => ({ name: m.name, ms: m.cpu.perItemMs(done.length) }));

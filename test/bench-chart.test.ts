@@ -1,0 +1,17 @@
+/**
+ * The benchmark's chart (bench/report/chart.ts) draws whatever a full run collected: the event
+ * streams alone gather some 300,000 latency samples.
+ */
+import test from 'ava';
+import { renderChart } from '../bench/report/chart.js';
+
+test('the chart draws a run of hundreds of thousands of samples on the scale they span', (t) => {
+  const samples = Array.from({ length: 300_000 }, (_, i) => 2 + (i % 1000) * 0.5);
+  const svg = renderChart([], [{ label: 'streams', samples }], 'Spool');
+  t.true(svg.startsWith('<svg'));
+  t.true(svg.trimEnd().endsWith('</svg>'));
+  // Samples from 2 to 501.5 ms: a log scale from 1 to 1000 ms.
+  const ticks = [...svg.matchAll(/text-anchor="end" fill="#666">([^<]+)</g)].map((m) => m[1]);
+  t.deepEqual(ticks, ['1.00', '10.0', '100', '1,000']);
+  t.regex(svg, /streams \(n=300000\)/);
+});
