@@ -15,3 +15,16 @@ test('the chart draws a run of hundreds of thousands of samples on the scale the
   t.deepEqual(ticks, ['1.00', '10.0', '100', '1,000']);
   t.regex(svg, /streams \(n=300000\)/);
 });
+
+test('the chart grows to hold a legend line for every series', (t) => {
+  const series = Array.from({ length: 20 }, (_, i) => ({ label: `s${i}`, samples: [1, 2, 3] }));
+  const svg = renderChart([], series, 'Spool');
+  const height = Number(/<svg[^>]* height="(\d+)"/.exec(svg)?.[1]);
+  const lastLegend = Math.max(
+    ...[...svg.matchAll(/<text x="[\d.]+" y="([\d.]+)" font-size="10">s\d+ /g)].map((m) =>
+      Number(m[1]),
+    ),
+  );
+  t.true(lastLegend > 480, 'twenty series need more than the usual height');
+  t.true(lastLegend < height);
+});

@@ -15,7 +15,7 @@ export interface Series {
 }
 
 const W = 1100;
-const H = 480;
+const MIN_H = 480;
 const COLORS = [
   '#1f77b4',
   '#d62728',
@@ -154,6 +154,9 @@ function latencyPanel(
 }
 
 export function renderChart(figures: Figure[], series: Series[], title: string): string {
+  // Tall enough for the legend, one line per series under the left panel.
+  const used = series.filter((s) => s.samples.length > 0).length;
+  const H = Math.max(MIN_H, 306 + 8 + used * 15 + 10);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
     `<rect width="${W}" height="${H}" fill="#fff"/>`,
