@@ -27,6 +27,9 @@ import {
   traceCarrier,
 } from './tracing.js';
 
+/** How long a DELETE of published rows waits for more to take with it. */
+const DELETE_LINGER_MS = 20;
+
 export interface OutboxMessage {
   subject: string;
   /** Encoded as JSON. */
@@ -122,6 +125,8 @@ export class OutboxRelay {
   /** Ids published and not yet deleted; one DELETE at a time takes all of them. */
   #published: string[] = [];
   #deleting: Promise<void> | undefined;
+  /** Ends the wait before the next DELETE at once (when stopping). */
+  #deleteNow: (() => void) | undefined;
 
   constructor(options: RelayOptions) {
     this.#options = { batchSize: 500, pollMs: 1000, handOffMs: 2000, ...options };
@@ -177,6 +182,7 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#deleteNow?.();
     clearInterval(this.#timer);
     // Once stopped, a finishing round starts no other, so this ends.
     while (this.#running || this.#next) await (this.#running ?? this.#next);
@@ -207,12 +213,27 @@ export class OutboxRelay {
     return this.#next;
   }
 
-  /** Deletes published rows, many per statement: whatever was published while the last ran. */
+  /**
+   * Deletes published rows, many per statement: a DELETE waits `DELETE_LINGER_MS` for the rows
+   * published meanwhile, then takes them all, and one runs at a time. Each DELETE is a commit of
+   * its own; the rows wait for it unseen (the poll takes only rows older than `handOffMs`), so a
+   * few milliseconds make far fewer commits under load.
+   */
   #delete(id: string): void {
     this.#published.push(id);
     if (this.#deleting) return;
     this.#deleting = (async () => {
       while (this.#published.length > 0) {
+        if (!this.#stopped) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, DELETE_LINGER_MS);
+            this.#deleteNow = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          this.#deleteNow = undefined;
+        }
         const ids = this.#published;
         this.#published = [];
         try {
