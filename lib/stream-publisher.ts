@@ -3,11 +3,12 @@
  *
  * nats.js publishes each JetStream message as a request of its own: a reply subscription entry, a
  * timer, a deferred and an Error built for the stack trace (one even when the request succeeds),
- * which made publishing the largest share of a busy relay's CPU after the database driver. This
+ * the Error alone 4.8 % of the stations process's busy time while a fleet connected. This
  * publisher sends each message with a reply subject under one inbox of its own, answered by one
- * subscription, and keeps the waiting publishes in a map by token; one timer, not one per message,
- * set for the oldest, expires those whose acknowledgement never comes. nats.js offers nothing of the kind (its batch
- * publisher needs a server with atomic batches, and is all-or-nothing), so it is written here.
+ * subscription, and keeps the waiting publishes in a map by token; one timer, not one per
+ * message, set for the oldest, expires those whose acknowledgement never comes. nats.js offers
+ * nothing of the kind (its batch publisher needs a server with atomic batches, and is
+ * all-or-nothing), so it is written here.
  *
  * What it returns is what `jetstream(nc).publish` returns: the stream, the sequence and whether the
  * server had already stored a message with the same `Nats-Msg-Id`.

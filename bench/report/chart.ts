@@ -16,6 +16,9 @@ export interface Series {
 
 const W = 1100;
 const MIN_H = 480;
+/** Where the legend of the latency curves starts, under the left panel, and its line height. */
+const LEGEND = { x: 20, y: 306 };
+const LEGEND_LINE = 15;
 const COLORS = [
   '#1f77b4',
   '#d62728',
@@ -144,7 +147,7 @@ function latencyPanel(
     out.push(
       `<polyline points="${points.join(' ')}" fill="none" stroke="${color}" stroke-width="1.6"/>`,
     );
-    const ly = legend.y + 8 + i * 15;
+    const ly = legend.y + 8 + i * LEGEND_LINE;
     out.push(
       `<line x1="${legend.x}" y1="${ly}" x2="${legend.x + 18}" y2="${ly}" stroke="${color}" stroke-width="2"/>`,
     );
@@ -156,14 +159,14 @@ function latencyPanel(
 export function renderChart(figures: Figure[], series: Series[], title: string): string {
   // Tall enough for the legend, one line per series under the left panel.
   const used = series.filter((s) => s.samples.length > 0).length;
-  const H = Math.max(MIN_H, 306 + 8 + used * 15 + 10);
+  const H = Math.max(MIN_H, LEGEND.y + 8 + used * LEGEND_LINE + 10);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
     `<rect width="${W}" height="${H}" fill="#fff"/>`,
     text(20, 24, title, 'font-size="14" font-weight="bold"'),
     ...ratioPanel(figures, 20, 70, 500, 200),
-    text(20, 300, 'Latency curves (right panel)', 'font-weight="bold"'),
-    ...latencyPanel(series, 600, 70, 470, 340, { x: 20, y: 306 }),
+    text(LEGEND.x, LEGEND.y - 6, 'Latency curves (right panel)', 'font-weight="bold"'),
+    ...latencyPanel(series, 600, 70, 470, 340, LEGEND),
     '</svg>',
   ];
   return `${parts.join('\n')}\n`;
