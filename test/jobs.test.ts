@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import anyTest, { type TestFn } from 'ava';
 import { SCOPES } from '../lib/credentials.js';
 import { collectEvents, type EventLog } from './helpers/events.js';
@@ -120,6 +122,40 @@ test.serial('a job travels queued → sent → printed with its events and webho
   t.is(webhook.org_id, orgId);
   t.deepEqual(webhook.data.job, printed.body.job);
 });
+
+test.serial(
+  'a received and result sent together are one report, and the history keeps sent',
+  async (t) => {
+    const { link, stationId } = t.context;
+    const nc = await connect({ servers: t.context.sys.nats.url });
+    t.teardown(() => nc.close());
+    const jsm = await jetstreamManager(nc);
+    const stored = async () => {
+      const info = await jsm.streams.info('REPORTS', {
+        subjects_filter: `reports.*.*.${stationId}`,
+      });
+      return Object.values(info.state.subjects ?? {}).reduce((a, b) => a + b, 0);
+    };
+    const job = (await post(t, {})).body.job;
+    await link.until(() => link.jobs.some((j) => j.offer.jobId === job.id));
+    const before = await stored();
+
+    link.send({ received: { jobId: job.id, attempt: 1 } });
+    link.send({ result: { jobId: job.id, attempt: 1, printed: true, detail: '' } });
+    const printed = await until(t, job.id, 'printed');
+    await link.until(() => link.accepted.filter((a) => a.jobId === job.id).length === 2);
+
+    t.deepEqual(
+      link.accepted.filter((a) => a.jobId === job.id).map((a) => a.kind),
+      ['received', 'result'],
+    );
+    t.deepEqual(
+      (printed.body.events ?? []).map((e) => e.status),
+      ['queued', 'sent', 'printed'],
+    );
+    t.is(await stored(), before + 1, 'one report stored for the two');
+  },
+);
 
 test.serial('a failed job carries its detail, and retry queues a new attempt', async (t) => {
   const { link, events } = t.context;

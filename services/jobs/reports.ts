@@ -28,6 +28,12 @@ export interface StationReport {
   attempt: number;
   printed?: boolean;
   detail?: string;
+  /**
+   * On a `result`: the station's `received` of the same attempt came with it and was not
+   * published on its own. Applied first, in the same transaction, so the job's history still
+   * shows it sent.
+   */
+  received?: boolean;
 }
 
 export function triggerOf(report: StationReport): Trigger {
@@ -59,13 +65,19 @@ export async function startReportReader(deps: {
     // one transaction.
     concurrency: REPORTS_IN_FLIGHT,
     async handle(report) {
+      const how = {
+        actor: `station:${report.station_id}`,
+        attempt: report.attempt,
+        ...(report.region ? { region: report.region } : {}),
+      };
+      const apply = (trigger: Trigger, detail?: string) =>
+        deps.store.apply(report.org_id, report.job_id, trigger, detail ? { ...how, detail } : how);
       try {
-        await deps.store.apply(report.org_id, report.job_id, triggerOf(report), {
-          actor: `station:${report.station_id}`,
-          attempt: report.attempt,
-          ...(report.detail ? { detail: report.detail } : {}),
-          ...(report.region ? { region: report.region } : {}),
-        });
+        // Both go to the same group of transitions, in this order.
+        await Promise.all([
+          report.kind === 'result' && report.received ? apply('received') : undefined,
+          apply(triggerOf(report), report.detail),
+        ]);
         return 'ack';
       } catch (err) {
         // A report about a job that does not exist can never apply.

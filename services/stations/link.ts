@@ -45,6 +45,13 @@ import type { LinkStation, StationStore } from './store.js';
 /** How long an agent has to say hello after connecting. */
 const HELLO_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a station's `received` is held for its `result`. The discard and file backends answer
+ * within a millisecond or two; a paper printer's result comes seconds later and its `received`
+ * goes alone, this much later.
+ */
+export const RECEIVED_HOLD_MS = 10;
+
 /** How long a report is tried again while its stream cannot take it, before the link closes. */
 const REPORT_RETRY_MS = 30_000;
 
@@ -74,6 +81,11 @@ export interface LinkDeps {
   logger: Logger;
   /** How often each link re-reads its station's pending jobs, as a backstop (default 60 s). */
   resyncMs?: number;
+  /**
+   * How long a `received` waits for its job's `result`, to go with it as one report (default
+   * `RECEIVED_HOLD_MS`; 0 sends each at once).
+   */
+  receivedHoldMs?: number;
 }
 
 type Call = ServerDuplexStream<AgentMessage, ServerMessage>;
@@ -262,6 +274,11 @@ export function createLinkRegistry(deps: LinkDeps): LinkRegistry {
   };
 }
 
+/** One attempt at a job, as a key. */
+function attemptKey(jobId: string, attempt: number): string {
+  return `${jobId}#${attempt}`;
+}
+
 function bearerToken(call: Call): string | undefined {
   const value = call.metadata.get('authorization')[0];
   if (typeof value !== 'string') return undefined;
@@ -284,6 +301,12 @@ class Session {
   #out: Promise<void> = Promise.resolve();
   /** Incoming messages, handled one at a time in arrival order. */
   #in: Promise<void> = Promise.resolve();
+  /**
+   * `received` reports held back a moment, by job attempt, in case the `result` follows: the two
+   * then go as one report.
+   */
+  readonly #receivedHoldMs: number;
+  readonly #heldReceived = new Map<string, { body: JobReceived; timer: NodeJS.Timeout }>();
   #closed = false;
   #opened = false;
   #tokenHash: Buffer | undefined;
@@ -294,6 +317,7 @@ class Session {
   constructor(call: Call, deps: LinkDeps, rereads: Rereads, onClosed: () => void) {
     this.#call = call;
     this.#deps = deps;
+    this.#receivedHoldMs = deps.receivedHoldMs ?? RECEIVED_HOLD_MS;
     this.#rereads = rereads;
     this.#onClosed = onClosed;
     this.#logger = deps.logger.child({ link: this.#linkId });
@@ -310,17 +334,18 @@ class Session {
       HELLO_TIMEOUT_MS,
     );
     this.#call.once('data', () => clearTimeout(helloTimer));
-    this.#call.on('data', (msg: AgentMessage) => {
-      this.#in = this.#in
-        .then(() => this.#handle(msg))
-        .catch((err: unknown) => {
-          this.#logger.warn({ err }, 'station message not handled; closing the link');
-          this.close(GrpcStatus.UNAVAILABLE, 'try again');
-        });
-    });
+    this.#call.on('data', (msg: AgentMessage) => this.#inTurn(() => this.#handle(msg)));
     this.#call.once('close', () => clearTimeout(helloTimer));
     this.#in = this.#authenticate();
     await this.#in;
+  }
+
+  /** Runs `step` after the steps before it; one that fails closes the link. */
+  #inTurn(step: () => Promise<void>): void {
+    this.#in = this.#in.then(step).catch((err: unknown) => {
+      this.#logger.warn({ err }, 'station message not handled; closing the link');
+      this.close(GrpcStatus.UNAVAILABLE, 'try again');
+    });
   }
 
   async #authenticate(): Promise<void> {
@@ -455,6 +480,8 @@ class Session {
   resync(): Promise<void> {
     if (!this.linked) return Promise.resolve();
     clearTimeout(this.#resyncRetry);
+    // Held reports were not accepted: the agent sends them again when it reconnects.
+    for (const held of this.#heldReceived.values()) clearTimeout(held.timer);
     this.#resyncRetry = undefined;
     return this.#rereads.want(this).then(
       () => {
@@ -491,7 +518,7 @@ class Session {
 
   /** Offers a job; its push continues `trace`, or else the job's own trace. */
   #offer(job: OfferedJob, trace = contextFrom(job.trace_context)): void {
-    const key = `${job.id}#${job.attempt}`;
+    const key = attemptKey(job.id, job.attempt);
     if (this.#offered.has(key) || this.#closed) return;
     this.#offered.add(key);
     const printerName = Object.entries(this.#printerIds).find(
@@ -611,14 +638,40 @@ class Session {
       // Jobs for a printer the agent reports again (or anew) waited here; offer them now.
       if (Object.values(this.#printerIds).some((id) => !known.has(id))) void this.resync();
     } else if (msg.received) {
-      await this.#acceptReport('received', msg.received);
+      const body = msg.received;
+      const key = attemptKey(body.jobId, body.attempt);
+      if (this.#receivedHoldMs <= 0 || this.#heldReceived.has(key)) {
+        await this.#acceptReport('received', body);
+        return;
+      }
+      // A fast printer's result follows within a few milliseconds (so do both reports sent again
+      // after a reconnect): held that long, the two go as one report. Nothing waits on a
+      // `received` but the job's `sent` status.
+      const timer = setTimeout(
+        () => this.#inTurn(() => this.#releaseReceived(key)),
+        this.#receivedHoldMs,
+      );
+      this.#heldReceived.set(key, { body, timer });
     } else if (msg.result) {
       await this.#acceptReport('result', msg.result);
     }
   }
 
+  async #releaseReceived(key: string): Promise<void> {
+    const held = this.#heldReceived.get(key);
+    if (!held) return;
+    this.#heldReceived.delete(key);
+    await this.#acceptReport('received', held.body);
+  }
+
   async #acceptReport(kind: 'received' | 'result', body: JobReceived | JobResult): Promise<void> {
     const result = kind === 'result' ? (body as JobResult) : undefined;
+    const key = attemptKey(body.jobId, body.attempt);
+    const held = result && this.#heldReceived.get(key);
+    if (held) {
+      clearTimeout(held.timer);
+      this.#heldReceived.delete(key);
+    }
     // A stream electing a new leader (a NATS server went away) refuses publishes for a few
     // seconds: the report is published again (the same message id, stored once) rather than the
     // link closed, so the station's reports are accepted as soon as the stream takes them.
@@ -631,12 +684,15 @@ class Session {
             job_id: body.jobId,
             attempt: body.attempt,
             ...(result ? { printed: result.printed, detail: result.detail } : {}),
+            ...(held ? { received: true } : {}),
           }),
         );
       },
       { timeoutMs: REPORT_RETRY_MS },
     );
-    this.#enqueueSend({ accepted: { jobId: body.jobId, attempt: body.attempt, kind } });
+    const { jobId, attempt } = body;
+    if (held) this.#enqueueSend({ accepted: { jobId, attempt, kind: 'received' } });
+    this.#enqueueSend({ accepted: { jobId, attempt, kind } });
   }
 
   /** Publishes a report, continuing the active trace, and waits for JetStream to store it. */
@@ -691,6 +747,8 @@ class Session {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#resyncRetry);
+    // Held reports were not accepted: the agent sends them again when it reconnects.
+    for (const held of this.#heldReceived.values()) clearTimeout(held.timer);
     for (const sub of this.#subscriptions) sub.unsubscribe();
     this.#onClosed();
     const station = this.#station;
