@@ -73,6 +73,8 @@ export async function startDurableConsumer<T>(
   const inFlight = new Set<Promise<void>>();
   /** The last message in flight of each key, which the next one of that key waits for. */
   const lastOfKey = new Map<string, Promise<void>>();
+  /** Wakes the reader, waiting for a free slot, when a handler finishes. */
+  let slotFreed: (() => void) | undefined;
 
   /** Handles one message in a span continuing its trace, then acks, terms or naks it. */
   const handleOne = async (msg: JsMsg, value: T): Promise<void> => {
@@ -114,6 +116,8 @@ export async function startDurableConsumer<T>(
     if (key !== undefined) lastOfKey.set(key, run);
     void run.then(() => {
       inFlight.delete(run);
+      slotFreed?.();
+      slotFreed = undefined;
       if (key !== undefined && lastOfKey.get(key) === run) lastOfKey.delete(key);
     });
     return run;
@@ -138,7 +142,13 @@ export async function startDurableConsumer<T>(
             continue;
           }
           dispatch(msg, value);
-          while (inFlight.size >= concurrency) await Promise.race(inFlight);
+          // Waiting on one promise, not racing all of those in flight: a race of 256 adds 256
+          // reactions for every message read at capacity.
+          while (inFlight.size >= concurrency) {
+            await new Promise<void>((resolve) => {
+              slotFreed = resolve;
+            });
+          }
         }
       } catch (err) {
         if (stopped) break;

@@ -1,0 +1,82 @@
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import anyTest, { type TestFn } from 'ava';
+import { connectBus, type NatsConnection } from '../lib/bus.js';
+import { startDurableConsumer } from '../lib/consumer.js';
+import { silentLogger } from '../lib/logger.js';
+import { startTestNats, type TestNats } from './helpers/nats.js';
+
+const test = anyTest as TestFn<{ nats: TestNats; nc: NatsConnection }>;
+
+test.before(async (t) => {
+  const nats = await startTestNats();
+  const nc = await connectBus({ url: nats.url, name: 'consumer-test', logger: silentLogger });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name: 'WORK', subjects: ['work.>'] });
+  t.context = { nats, nc };
+});
+
+test.after.always(async (t) => {
+  await t.context.nc?.close();
+  await t.context.nats?.stop();
+});
+
+test('a consumer handles at most `concurrency` messages at once, those of a key in order', async (t) => {
+  const { nc } = t.context;
+  const js = jetstream(nc);
+  const total = 40;
+  for (let i = 0; i < total; i++) {
+    await js.publish(`work.k${i % 5}`, JSON.stringify({ key: `k${i % 5}`, n: i }));
+  }
+  let running = 0;
+  let most = 0;
+  const handled: Array<{ key: string; n: number }> = [];
+  let done!: () => void;
+  const allDone = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  const consumer = await startDurableConsumer<{ key: string; n: number }>({
+    nc,
+    stream: 'WORK',
+    durable: 'work',
+    config: { filter_subject: 'work.>' },
+    logger: silentLogger,
+    parse: (msg) => msg.json(),
+    concurrency: 4,
+    keyOf: (v) => v.key,
+    async handle(value) {
+      running++;
+      most = Math.max(most, running);
+      // Handlers finish in a different order from the one they started in.
+      await new Promise((resolve) => setTimeout(resolve, (value.n * 7) % 5));
+      running--;
+      handled.push(value);
+      if (handled.length === total) done();
+      return 'ack';
+    },
+  });
+  t.teardown(() => consumer.stop());
+  await allDone;
+
+  t.is(most, 4, 'four at once, never more');
+  t.deepEqual(
+    handled.map((v) => v.n).sort((a, b) => a - b),
+    [...Array(total).keys()],
+  );
+  for (const key of ['k0', 'k1', 'k2', 'k3', 'k4']) {
+    const ns = handled.filter((v) => v.key === key).map((v) => v.n);
+    t.deepEqual(
+      ns,
+      [...ns].sort((a, b) => a - b),
+      `${key} in order`,
+    );
+  }
+  const jsm = await jetstreamManager(nc);
+  await t.notThrowsAsync(async () => {
+    for (let i = 0; i < 50; i++) {
+      const info = await jsm.consumers.info('WORK', 'work');
+      if (info.num_ack_pending === 0 && info.num_pending === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('messages left unacknowledged');
+  });
+});
