@@ -18,7 +18,14 @@ import type { ObservableResult } from '@opentelemetry/api';
 import type { NatsConnection } from './bus.js';
 import type { Logger } from './logger.js';
 import { spoolMetrics } from './metrics.js';
-import { contextFromHeaders, inSpan, natsAttributes, natsSpanName, SpanKind } from './tracing.js';
+import {
+  contextOfMessage,
+  inSpan,
+  natsAttributes,
+  natsSpanName,
+  SpanKind,
+  tracing,
+} from './tracing.js';
 
 /** How long one pull request waits for messages (nats.js's default is 30 s). */
 const PULL_EXPIRES_MS = 5_000;
@@ -85,19 +92,23 @@ export async function startDurableConsumer<T>(
       return;
     }
     try {
-      const verdict = await inSpan(
-        natsSpanName('process', msg.subject),
-        {
-          kind: SpanKind.CONSUMER,
-          parent: contextFromHeaders(msg.headers),
-          attributes: {
-            ...natsAttributes('process', msg.subject),
-            'messaging.consumer.group.name': options.durable,
-            'messaging.message.delivery_count': msg.info.deliveryCount,
-          },
-        },
-        () => options.handle(value),
-      );
+      // Untraced, no span: its parent and attributes would decode the message's headers and
+      // parse its reply subject.
+      const verdict = tracing()
+        ? await inSpan(
+            natsSpanName('process', msg.subject),
+            {
+              kind: SpanKind.CONSUMER,
+              parent: contextOfMessage(msg),
+              attributes: {
+                ...natsAttributes('process', msg.subject),
+                'messaging.consumer.group.name': options.durable,
+                'messaging.message.delivery_count': msg.info.deliveryCount,
+              },
+            },
+            () => options.handle(value),
+          )
+        : await options.handle(value);
       if (verdict === 'term') msg.term();
       else msg.ack();
     } catch (err) {

@@ -25,6 +25,7 @@ import {
   natsSpanName,
   SpanKind,
   traceCarrier,
+  tracing,
 } from './tracing.js';
 
 /** How long a DELETE of published rows waits for more to take with it. */
@@ -253,21 +254,23 @@ export class OutboxRelay {
 
   /** Publishes one row in a span that continues the trace the row was written in. */
   #publish(row: OutboxRow): Promise<unknown> {
-    const parent = contextFrom(row.headers);
+    if (!tracing()) return this.#send(row);
     return inSpan(
       natsSpanName('publish', row.subject),
       {
         kind: SpanKind.PRODUCER,
-        parent,
+        parent: contextFrom(row.headers),
         attributes: natsAttributes('publish', row.subject, row.id),
       },
-      () => {
-        const h = natsHeaders();
-        for (const [k, v] of Object.entries(row.headers)) h.set(k, v);
-        injectHeaders(h);
-        return this.#publisher.publish(row.subject, row.payload, { msgID: row.id, headers: h });
-      },
+      () => this.#send(row),
     );
+  }
+
+  #send(row: OutboxRow): Promise<unknown> {
+    const h = natsHeaders();
+    for (const [k, v] of Object.entries(row.headers)) h.set(k, v);
+    injectHeaders(h);
+    return this.#publisher.publish(row.subject, row.payload, { msgID: row.id, headers: h });
   }
 
   /** Publishes and deletes the rows at least `minAgeMs` old (by the database's clock). */

@@ -16,6 +16,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Env } from './config.js';
+import { setTracing } from './tracing.js';
 
 export interface Telemetry {
   /** Answers a scrape with every metric of this process; undefined when telemetry is disabled. */
@@ -86,6 +87,7 @@ export async function startTelemetry(env: Env, serviceName: string): Promise<Tel
     ],
   });
   sdk.start();
+  setTracing(true);
   active = { metricsHandler, shutdown: () => sdk.shutdown() };
   return active;
 }

@@ -10,17 +10,39 @@ import {
   type Attributes,
   type Context,
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
   SpanStatusCode,
+  type TextMapGetter,
   trace,
 } from '@opentelemetry/api';
 
 export { type Span, SpanKind };
 
 export const tracer = trace.getTracer('spool');
+
+/** Whether an SDK records spans in this process (lib/telemetry.ts says so when it starts one). */
+let recording = false;
+
+/**
+ * Marks spans recorded from now on. Until then {@link inSpan} runs its function at once, without
+ * a span, and the hot paths ask {@link tracing} before building a span's attributes and parent
+ * (on the print path a header decode and a few objects per message, for spans nobody kept).
+ */
+export function setTracing(on: boolean): void {
+  recording = on;
+}
+
+/** Whether spans are recorded in this process. */
+export function tracing(): boolean {
+  return recording;
+}
+
+/** What {@link inSpan} hands its function when no span is recorded. */
+const NOT_RECORDED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** Trace context fields, as stored in rows and sent in messages. */
 export type TraceCarrier = Record<string, string>;
@@ -45,10 +67,20 @@ export function injectHeaders(headers: MsgHdrs, ctx: Context = context.active())
 /** The trace context NATS message headers carry; the root context when they carry none. */
 export function contextFromHeaders(headers: MsgHdrs | undefined): Context {
   if (!headers) return ROOT_CONTEXT;
-  return propagation.extract(ROOT_CONTEXT, headers, {
-    get: (h, key) => h.get(key) || undefined,
-    keys: (h) => h.keys(),
-  });
+  return propagation.extract(ROOT_CONTEXT, headers, HEADERS_GETTER);
+}
+
+const HEADERS_GETTER: TextMapGetter<MsgHdrs> = {
+  get: (h, key) => h.get(key) || undefined,
+  keys: (h) => h.keys(),
+};
+
+/**
+ * The trace context a NATS message's headers carry, read (and the headers decoded) only when
+ * spans are recorded; the root context otherwise.
+ */
+export function contextOfMessage(msg: { readonly headers?: MsgHdrs | undefined }): Context {
+  return recording ? contextFromHeaders(msg.headers) : ROOT_CONTEXT;
 }
 
 export interface SpanSpec {
@@ -60,13 +92,20 @@ export interface SpanSpec {
 
 /**
  * Runs `fn` in a new active span and ends it when `fn` settles. A throw is recorded on the span,
- * which is marked as an error, and rethrown.
+ * which is marked as an error, and rethrown. With no span recorded, runs `fn` at once.
  */
 export function inSpan<T>(
   name: string,
   spec: SpanSpec,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!recording) {
+    try {
+      return fn(NOT_RECORDED);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
   const options = { kind: spec.kind ?? SpanKind.INTERNAL, attributes: spec.attributes ?? {} };
   return tracer.startActiveSpan(name, options, spec.parent ?? context.active(), async (span) => {
     try {
@@ -89,7 +128,8 @@ export function recordError(span: Span, err: unknown): void {
 
 /** The span name part for a subject: its first token (`dispatch.<org>.<station>` → `dispatch`). */
 function subjectFamily(subject: string): string {
-  return subject.split('.', 1)[0] ?? subject;
+  const dot = subject.indexOf('.');
+  return dot < 0 ? subject : subject.slice(0, dot);
 }
 
 /** Messaging attributes of a NATS publish or receive (OpenTelemetry semantic conventions). */

@@ -28,7 +28,7 @@ import { spoolMetrics } from '../../lib/metrics.js';
 import type { StreamPublisher } from '../../lib/stream-publisher.js';
 import {
   contextFrom,
-  contextFromHeaders,
+  contextOfMessage,
   injectHeaders,
   inSpan,
   natsAttributes,
@@ -36,6 +36,7 @@ import {
   SpanKind,
   spoolAttributes,
   traceCarrier,
+  tracing,
 } from '../../lib/tracing.js';
 import { retryTransient } from '../../lib/transient.js';
 import type { StationReport } from '../jobs/reports.js';
@@ -413,7 +414,7 @@ class Session {
       this.#deps.nc.subscribe(subjects.dispatch(station.region, station.orgId, station.id), {
         callback: (_err, msg) => {
           try {
-            this.#dispatch(msg.json<DispatchMessage>(), contextFromHeaders(msg.headers));
+            this.#dispatch(msg.json<DispatchMessage>(), contextOfMessage(msg));
           } catch (err) {
             this.#logger.warn({ err }, 'unreadable dispatch message');
           }
@@ -706,15 +707,24 @@ class Session {
     };
     const subject = subjects.reports(station.region, station.orgId, station.id);
     const msgID = `${report.job_id}.${report.attempt}.${report.kind}`;
+    const publish = () => {
+      const headers = natsHeaders();
+      injectHeaders(headers);
+      return this.#deps.publisher.publish(subject, JSON.stringify(full), { msgID, headers });
+    };
+    if (!tracing()) {
+      await publish();
+      return;
+    }
     const attributes = {
       ...natsAttributes('publish', subject, msgID),
       ...spoolAttributes({ orgId: station.orgId, stationId: station.id, jobId: report.job_id }),
     };
-    await inSpan(natsSpanName('publish', subject), { kind: SpanKind.PRODUCER, attributes }, () => {
-      const headers = natsHeaders();
-      injectHeaders(headers);
-      return this.#deps.publisher.publish(subject, JSON.stringify(full), { msgID, headers });
-    });
+    await inSpan(
+      natsSpanName('publish', subject),
+      { kind: SpanKind.PRODUCER, attributes },
+      publish,
+    );
   }
 
   #enqueueSend(msg: ServerMessage): void {
