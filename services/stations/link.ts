@@ -328,8 +328,18 @@ class Session {
     call.on('end', () => this.close(GrpcStatus.OK, 'goodbye'));
   }
 
-  /** Authenticates, then handles the agent's messages one at a time in arrival order. */
+  /**
+   * Handles the agent's messages one at a time in arrival order. The device token is looked up
+   * when the hello comes, in the transaction that records the link (one round trip fewer per
+   * handshake); only a missing or malformed one is refused at once.
+   */
   async run(): Promise<void> {
+    const token = bearerToken(this.#call);
+    if (!token || credentialKind(token) !== 'device') {
+      this.#refuse();
+      return;
+    }
+    this.#tokenHash = hashCredential(token);
     const helloTimer = setTimeout(
       () => this.close(GrpcStatus.DEADLINE_EXCEEDED, 'no hello from the agent'),
       HELLO_TIMEOUT_MS,
@@ -337,8 +347,6 @@ class Session {
     this.#call.once('data', () => clearTimeout(helloTimer));
     this.#call.on('data', (msg: AgentMessage) => this.#inTurn(() => this.#handle(msg)));
     this.#call.once('close', () => clearTimeout(helloTimer));
-    this.#in = this.#authenticate();
-    await this.#in;
   }
 
   /** Runs `step` after the steps before it; one that fails closes the link. */
@@ -349,32 +357,29 @@ class Session {
     });
   }
 
-  async #authenticate(): Promise<void> {
-    const token = bearerToken(this.#call);
-    const found =
-      token && credentialKind(token) === 'device'
-        ? await this.#deps.store.stationByTokenHash(hashCredential(token))
-        : undefined;
-    if (!found || found.revoked) {
-      this.close(GrpcStatus.UNAUTHENTICATED, 'the device token is not valid: unknown or revoked');
-      return;
-    }
-    this.#station = found;
-    this.#tokenHash = hashCredential(token as string);
+  #refuse(): void {
+    this.close(GrpcStatus.UNAUTHENTICATED, 'the device token is not valid: unknown or revoked');
   }
 
-  async #open(
-    station: LinkStation,
-    printers: PrinterReport[],
-    agentVersion: string,
-  ): Promise<void> {
-    this.#printerIds = await this.#deps.store.linkOpened(
-      station,
+  async #open(printers: PrinterReport[], agentVersion: string): Promise<void> {
+    const opened = await this.#deps.store.linkOpened(
+      this.#tokenHash as Buffer,
       this.#linkId,
       printers,
       agentVersion,
     );
-    if (this.#closed) return;
+    if (!opened) {
+      this.#refuse();
+      return;
+    }
+    const { station } = opened;
+    this.#station = station;
+    this.#printerIds = opened.printerIds;
+    // Closed meanwhile: the link's close was not recorded, having no station yet.
+    if (this.#closed) {
+      this.#recordClosed(station);
+      return;
+    }
 
     // A newer link of the same station, on any replica, replaces this one; a revoked or replaced
     // token ends it.
@@ -624,16 +629,19 @@ class Session {
   }
 
   async #handle(msg: AgentMessage): Promise<void> {
-    const station = this.#station;
-    if (!station || this.#closed) return;
+    if (this.#closed) return;
     if (!this.#opened) {
       if (!msg.hello) {
         this.close(GrpcStatus.INVALID_ARGUMENT, 'the first message must be hello');
         return;
       }
       this.#opened = true;
-      await this.#open(station, msg.hello.printers, msg.hello.agentVersion);
-    } else if (msg.printers) {
+      await this.#open(msg.hello.printers, msg.hello.agentVersion);
+      return;
+    }
+    const station = this.#station;
+    if (!station) return;
+    if (msg.printers) {
       const known = new Set(Object.values(this.#printerIds));
       this.#printerIds = await this.#deps.store.printersChanged(station, msg.printers.printers);
       // Jobs for a printer the agent reports again (or anew) waited here; offer them now.
@@ -761,8 +769,10 @@ class Session {
     for (const held of this.#heldReceived.values()) clearTimeout(held.timer);
     for (const sub of this.#subscriptions) sub.unsubscribe();
     this.#onClosed();
-    const station = this.#station;
-    if (!station) return;
+    if (this.#station) this.#recordClosed(this.#station);
+  }
+
+  #recordClosed(station: LinkStation): void {
     this.#deps.store
       .linkClosed(station, this.#linkId)
       .catch((err: unknown) => this.#logger.warn({ err }, 'could not record the station offline'));

@@ -27,8 +27,42 @@ export const OUTBOX_TABLE = 'stations_outbox';
 /** The most link opens one transaction records, and the most link closes. */
 const MAX_OPENS = 250;
 
-/** The most device tokens one query looks up. */
-const MAX_TOKEN_LOOKUPS = 250;
+/** A printer as a link open or a printer sync compares it with what the agent reports. */
+interface PrinterState {
+  id: string;
+  name: string;
+  status: string;
+  detail: string;
+}
+
+/** A station and, when it has any, one of its printers, as a link open reads them. */
+interface LinkStationRow {
+  station_id: string;
+  org_id: string;
+  region: string;
+  revoked_at: Date | null;
+  token_hash: Buffer;
+  id: string | null;
+  name: string | null;
+  status: string | null;
+  detail: string | null;
+}
+
+/** A link opened: its station, and the ids of the printers its agent reported, by name. */
+export interface OpenedLink {
+  station: LinkStation;
+  printerIds: Record<string, string>;
+}
+
+function groupBy<T>(rows: T[], keyOf: (row: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const row of rows) {
+    const list = out.get(keyOf(row));
+    if (list) list.push(row);
+    else out.set(keyOf(row), [row]);
+  }
+  return out;
+}
 
 /** The status of a printer its station's agent no longer reports. */
 export const REMOVED = 'removed';
@@ -175,23 +209,17 @@ export function createStationStore(
     }>,
     now: Date,
     messages: OutboxMessage[],
+    /** The stations' printers, when the caller read them already, by station id. */
+    read?: Map<string, PrinterState[]>,
   ): Promise<Array<Record<string, string>>> {
-    const { rows } = await tx.query<{
-      id: string;
-      station_id: string;
-      name: string;
-      status: string;
-      detail: string;
-    }>(
-      `SELECT id, station_id, name, status, detail FROM printers
-       WHERE org_id = ANY($1::UUID[]) AND station_id = ANY($2::UUID[])`,
-      [[...new Set(syncs.map((s) => s.station.orgId))], syncs.map((s) => s.station.id)],
-    );
-    const byStation = new Map<string, typeof rows>();
-    for (const r of rows) {
-      const list = byStation.get(r.station_id);
-      if (list) list.push(r);
-      else byStation.set(r.station_id, [r]);
+    let byStation = read;
+    if (!byStation) {
+      const { rows } = await tx.query<PrinterState & { station_id: string }>(
+        `SELECT id, station_id, name, status, detail FROM printers
+         WHERE org_id = ANY($1::UUID[]) AND station_id = ANY($2::UUID[])`,
+        [[...new Set(syncs.map((s) => s.station.orgId))], syncs.map((s) => s.station.id)],
+      );
+      byStation = groupBy(rows, (r) => r.station_id);
     }
     const upserts: Array<{ id: string; orgId: string; stationId: string; report: PrinterReport }> =
       [];
@@ -269,7 +297,7 @@ export function createStationStore(
   }
 
   interface LinkOpen {
-    station: LinkStation;
+    tokenHash: Buffer;
     linkId: string;
     printers: PrinterReport[];
     agentVersion: string;
@@ -277,31 +305,60 @@ export function createStationStore(
   }
 
   /**
-   * Records links opened together in one transaction: one read of their stations' printers, and
-   * one statement for the stations' rows, every printer reported and the outbox rows. A station
-   * whose link opened twice in the group has its later open committed after the earlier, in a
-   * transaction of its own, as they came.
+   * Records links opened together in one transaction: one read of the stations their tokens name
+   * with those stations' printers, and one statement for the stations' rows, every printer
+   * reported and the outbox rows. A token no station has, or a revoked one, opens nothing and is
+   * answered undefined. A token that opened twice in the group has its later open committed after
+   * the earlier, in a transaction of its own, as they came.
    */
-  async function commitOpens(group: LinkOpen[]): Promise<Outcome<Record<string, string>>[]> {
-    const outcomes = new Map<LinkOpen, Outcome<Record<string, string>>>();
+  async function commitOpens(group: LinkOpen[]): Promise<Outcome<OpenedLink | undefined>[]> {
+    const outcomes = new Map<LinkOpen, Outcome<OpenedLink | undefined>>();
     let left = group;
     while (left.length > 0) {
       const seen = new Set<string>();
       const first: LinkOpen[] = [];
       const later: LinkOpen[] = [];
       for (const open of left) {
-        if (seen.has(open.station.id)) later.push(open);
+        const key = open.tokenHash.toString('hex');
+        if (seen.has(key)) later.push(open);
         else {
-          seen.add(open.station.id);
+          seen.add(key);
           first.push(open);
         }
       }
-      const { ids, outbox } = await withTx(pool, async (tx) => {
+      const { opened, outbox } = await withTx(pool, async (tx) => {
         const at = clock.now();
+        const { rows } = await tx.query<LinkStationRow>(
+          `SELECT s.id AS station_id, s.org_id, s.region, s.revoked_at, s.token_hash,
+             p.id, p.name, p.status, p.detail
+           FROM stations s LEFT JOIN printers p ON p.org_id = s.org_id AND p.station_id = s.id
+           WHERE s.token_hash = ANY($1::BYTEA[])`,
+          [first.map((o) => o.tokenHash)],
+        );
+        const byToken = new Map<string, LinkStation>();
+        const printers = new Map<string, PrinterState[]>();
+        for (const r of rows) {
+          byToken.set(r.token_hash.toString('hex'), {
+            id: r.station_id,
+            orgId: r.org_id,
+            revoked: r.revoked_at !== null,
+            region: r.region,
+          });
+          const list = printers.get(r.station_id) ?? [];
+          printers.set(r.station_id, list);
+          if (r.id !== null) list.push(r as PrinterState);
+        }
+        const stationOf = (o: LinkOpen) => {
+          const station = byToken.get(o.tokenHash.toString('hex'));
+          return station && !station.revoked ? station : undefined;
+        };
+        const valid = first.filter((o) => stationOf(o) !== undefined);
+        const opened = new Map<LinkOpen, OpenedLink>();
+        if (valid.length === 0) return { opened, outbox: [] };
         const batch = new WriteBatch();
-        const stations = columns(first, (o) => [
-          o.station.orgId,
-          o.station.id,
+        const stations = columns(valid, (o) => [
+          stationOf(o)?.orgId,
+          stationOf(o)?.id,
           o.linkId,
           o.agentVersion.slice(0, 100),
         ]);
@@ -312,28 +369,37 @@ export function createStationStore(
              AS v (org_id, id, link_id, agent_version)
            WHERE stations.org_id = v.org_id AND stations.id = v.id`,
         );
-        const messages: OutboxMessage[] = first.map((o) => ({
-          ...eventMessage(o.station.orgId, 'station.online', { station_id: o.station.id }, at),
-          headers: o.trace as Record<string, string>,
-        }));
+        const messages: OutboxMessage[] = valid.map((o) => {
+          const station = stationOf(o) as LinkStation;
+          return {
+            ...eventMessage(station.orgId, 'station.online', { station_id: station.id }, at),
+            headers: o.trace as Record<string, string>,
+          };
+        });
         const ids = await syncPrinters(
           tx,
           batch,
-          first.map((o) => ({ station: o.station, reports: o.printers, trace: o.trace })),
+          valid.map((o) => ({
+            station: stationOf(o) as LinkStation,
+            reports: o.printers,
+            trace: o.trace,
+          })),
           at,
           messages,
+          printers,
         );
         const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
         await queryThenCommit(tx, batch.text(), batch.values);
-        return { ids, outbox };
+        valid.forEach((o, i) => {
+          opened.set(o, { station: stationOf(o) as LinkStation, printerIds: ids[i] ?? {} });
+        });
+        return { opened, outbox };
       });
       committed(outbox);
-      first.forEach((o, i) => {
-        outcomes.set(o, { ok: ids[i] ?? {} });
-      });
+      for (const o of first) outcomes.set(o, { ok: opened.get(o) });
       left = later;
     }
-    return group.map((o) => outcomes.get(o) as Outcome<Record<string, string>>);
+    return group.map((o) => outcomes.get(o) as Outcome<OpenedLink | undefined>);
   }
   const opens = new GroupCommit(commitOpens, MAX_OPENS);
 
@@ -398,10 +464,6 @@ export function createStationStore(
     }
     return found;
   }
-  const tokenLookups = new GroupCommit<Buffer, LinkStation | undefined>(async (hashes) => {
-    const found = await stationsByTokenHashes(hashes);
-    return hashes.map((hash) => ({ ok: found.get(hash.toString('hex')) }));
-  }, MAX_TOKEN_LOOKUPS);
 
   return {
     async createLocation(loc: { orgId: string; name: string; address: string; timezone: string }) {
@@ -618,9 +680,6 @@ export function createStationStore(
      * organization, since the hash is all a link knows. Links opening at once look their tokens up
      * together, in one query for all that wait.
      */
-    stationByTokenHash(hash: Buffer): Promise<LinkStation | undefined> {
-      return tokenLookups.submit(hash);
-    },
 
     stationsByTokenHashes,
 
@@ -691,17 +750,18 @@ export function createStationStore(
     },
 
     /**
-     * Records a new link as the station's current one and syncs its printers; queues
-     * `station.online`. Links that open while a group of opens commits go together in the next
-     * (group commit).
+     * Records a new link as the current one of the station whose device token hashes to
+     * `tokenHash`, and syncs its printers; queues `station.online`. Undefined when no station has
+     * the token or it is revoked. Links that open while a group of opens commits go together in
+     * the next (group commit).
      */
     linkOpened(
-      station: LinkStation,
+      tokenHash: Buffer,
       linkId: string,
       printers: PrinterReport[],
       agentVersion = '',
-    ): Promise<Record<string, string>> {
-      return opens.submit({ station, linkId, printers, agentVersion, trace: traceCarrier() });
+    ): Promise<OpenedLink | undefined> {
+      return opens.submit({ tokenHash, linkId, printers, agentVersion, trace: traceCarrier() });
     },
 
     async printersChanged(
