@@ -48,7 +48,10 @@ export interface WebhooksSettings {
   endpointConcurrency: number;
   /** How often the worker looks for due deliveries it was not told of. */
   pollMs: number;
-  /** How long a claim holds a delivery; by default the timeout plus 30 s. */
+  /**
+   * How long a claim holds a delivery; by default twice the timeout plus 30 s (an attempt may wait
+   * for one answer of its endpoint before it is sent).
+   */
   leaseMs?: number;
   /** Fraction by which waits are lengthened at random. */
   jitter?: number;
@@ -115,7 +118,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     jitter: settings.jitter ?? RETRY_JITTER,
     concurrency: settings.concurrency,
     endpointConcurrency: settings.endpointConcurrency,
-    leaseMs: settings.leaseMs ?? settings.timeoutMs + 30_000,
+    leaseMs: settings.leaseMs ?? 2 * settings.timeoutMs + 30_000,
     pollMs: settings.pollMs,
     onEndpointsChanged: (orgId) => void endpointChanges.changed(orgId),
   });

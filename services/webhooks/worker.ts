@@ -99,7 +99,8 @@ export interface WorkerOptions {
   endpointConcurrency: number;
   /**
    * How long a claim holds a delivery; a claim whose worker died lapses after it and the attempt
-   * is made again. Must outlast the send timeout and the recording.
+   * is made again. Must outlast twice the send timeout (a claimed attempt may wait for one answer
+   * of its endpoint before it goes) and the recording.
    */
   leaseMs: number;
   /** How often to look for due deliveries nobody kicked the worker for. */
@@ -128,6 +129,13 @@ export class DeliveryWorker {
   readonly #options: WorkerOptions & { failingDisableMs: number; random: () => number };
   /** Requests on the wire, per endpoint. */
   readonly #inFlight = new Map<string, number>();
+  /**
+   * Attempts claimed and waiting for a slot, oldest first: as a request's answer comes in, the
+   * next goes at once, without waiting for a round to claim it.
+   */
+  #ready: ClaimedDelivery[] = [];
+  /** Attempts in `#ready`, per endpoint. */
+  readonly #readyOf = new Map<string, number>();
   readonly #sends = new Set<Promise<void>>();
   /** Requests on the wire in all. */
   #total = 0;
@@ -195,12 +203,13 @@ export class DeliveryWorker {
     }
   }
 
-  /** Stops claiming and waits for the attempts in flight to be sent and recorded. */
+  /** Stops claiming and waits for the attempts claimed to be sent and recorded. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
     await this.#serial;
-    await Promise.allSettled([...this.#sends]);
+    // Attempts waiting for a slot go as the ones in flight finish.
+    while (this.#sends.size > 0) await Promise.allSettled([...this.#sends]);
   }
 
   /** Rounds run one at a time, so the in-flight counts they read are exact. */
@@ -233,7 +242,9 @@ export class DeliveryWorker {
     this.#toRecord = later;
     const room = this.#stopped ? 0 : this.#room(batch.length);
     if (batch.length === 0 && room <= 0) return { claimed: 0, room };
-    const full = [...this.#inFlight].filter(([, n]) => n >= o.endpointConcurrency).map(([e]) => e);
+    const full = [...new Set([...this.#inFlight.keys(), ...this.#readyOf.keys()])].filter(
+      (e) => this.#held(e) >= 2 * o.endpointConcurrency,
+    );
     const now = o.clock.now();
     let claimed: ClaimedDelivery[];
     try {
@@ -261,51 +272,88 @@ export class DeliveryWorker {
       return { claimed: 0, room };
     }
     for (const c of claimed) {
-      this.#inFlight.set(c.endpointId, (this.#inFlight.get(c.endpointId) ?? 0) + 1);
-      this.#total++;
       this.#unrecorded++;
-      let sent = false;
-      // The request's slot is free once its answer is in: the next claim goes while the outcome
-      // is recorded (the delivery stays leased until then, so nobody claims it meanwhile).
-      const onSent = () => {
-        if (sent) return;
-        sent = true;
-        const left = (this.#inFlight.get(c.endpointId) ?? 1) - 1;
-        if (left === 0) this.#inFlight.delete(c.endpointId);
-        else this.#inFlight.set(c.endpointId, left);
-        this.#total--;
-        this.kick();
-      };
-      const send = this.#attempt(c, onSent).finally(() => {
-        onSent();
-        this.#sends.delete(send);
-        this.#unrecorded--;
-        for (const resolve of this.#settled.splice(0)) resolve();
-        this.kick();
-      });
-      this.#sends.add(send);
+      this.#ready.push(c);
+      this.#readyOf.set(c.endpointId, (this.#readyOf.get(c.endpointId) ?? 0) + 1);
     }
+    this.#sendReady();
     return { claimed: claimed.length, room };
   }
 
+  /** Sends the attempts waiting, oldest first, as far as the slots free allow. */
+  #sendReady(): void {
+    const o = this.#options;
+    for (let i = 0; i < this.#ready.length && this.#total < o.concurrency; ) {
+      const c = this.#ready[i] as ClaimedDelivery;
+      if ((this.#inFlight.get(c.endpointId) ?? 0) >= o.endpointConcurrency) {
+        i++;
+        continue;
+      }
+      this.#ready.splice(i, 1);
+      const left = (this.#readyOf.get(c.endpointId) ?? 1) - 1;
+      if (left === 0) this.#readyOf.delete(c.endpointId);
+      else this.#readyOf.set(c.endpointId, left);
+      this.#send(c);
+    }
+  }
+
+  #send(c: ClaimedDelivery): void {
+    this.#inFlight.set(c.endpointId, (this.#inFlight.get(c.endpointId) ?? 0) + 1);
+    this.#total++;
+    let sent = false;
+    // The request's slot is free once its answer is in: the next attempt waiting goes at once,
+    // and the next round claims while the outcome is recorded (the delivery stays leased until
+    // then, so nobody claims it meanwhile).
+    const onSent = () => {
+      if (sent) return;
+      sent = true;
+      const left = (this.#inFlight.get(c.endpointId) ?? 1) - 1;
+      if (left === 0) this.#inFlight.delete(c.endpointId);
+      else this.#inFlight.set(c.endpointId, left);
+      this.#total--;
+      this.#sendReady();
+      this.kick();
+    };
+    const send = this.#attempt(c, onSent).finally(() => {
+      onSent();
+      this.#sends.delete(send);
+      this.#unrecorded--;
+      for (const resolve of this.#settled.splice(0)) resolve();
+      this.kick();
+    });
+    this.#sends.add(send);
+  }
+
+  /** Attempts of an endpoint on the wire or waiting for a slot. */
+  #held(endpointId: string): number {
+    return (this.#inFlight.get(endpointId) ?? 0) + (this.#readyOf.get(endpointId) ?? 0);
+  }
+
   /**
-   * Attempts a round may claim, given the outcomes it records: up to `concurrency` on the wire,
-   * and no more than `concurrency` more waiting for their outcomes to be recorded, so a slow
-   * database holds sending back.
+   * Attempts a round may claim, given the outcomes it records: up to `concurrency` on the wire
+   * and as many again waiting for a slot, and no more than twice `concurrency` claimed and not
+   * yet recorded, so a slow database holds sending back.
    */
   #room(recording: number): number {
     const { concurrency } = this.#options;
-    return Math.min(concurrency - this.#total, 2 * concurrency - (this.#unrecorded - recording));
+    return Math.min(
+      2 * concurrency - this.#total - this.#ready.length,
+      2 * concurrency - (this.#unrecorded - recording),
+    );
   }
 
-  /** Up to `room` candidates, no endpoint past its cap: one slow receiver cannot take every slot. */
+  /**
+   * Up to `room` candidates, no endpoint past twice its cap (on the wire and waiting): one slow
+   * receiver cannot take every slot, and an attempt waits for at most one answer of its endpoint
+   * before it goes.
+   */
   #pick(candidates: ClaimCandidate[], room: number): string[] {
-    const cap = this.#options.endpointConcurrency;
+    const cap = 2 * this.#options.endpointConcurrency;
     const taken = new Map<string, number>();
     const out: string[] = [];
     for (const c of candidates) {
       if (out.length >= room) break;
-      const n = (this.#inFlight.get(c.endpointId) ?? 0) + (taken.get(c.endpointId) ?? 0);
+      const n = this.#held(c.endpointId) + (taken.get(c.endpointId) ?? 0);
       if (n >= cap) continue;
       taken.set(c.endpointId, (taken.get(c.endpointId) ?? 0) + 1);
       out.push(c.id);
