@@ -82,6 +82,20 @@ export async function startDurableConsumer<T>(
   const lastOfKey = new Map<string, Promise<void>>();
   /** Wakes the reader, waiting for a free slot, when a handler finishes. */
   let slotFreed: (() => void) | undefined;
+  /**
+   * Messages handled this turn of the event loop, acknowledged together at its end: nats.js
+   * writes what is queued in one system call, where acks sent as each handler finished went one
+   * write each.
+   */
+  let toAck: JsMsg[] = [];
+  const ackNow = () => {
+    const batch = toAck;
+    toAck = [];
+    for (const msg of batch) msg.ack();
+  };
+  const ack = (msg: JsMsg) => {
+    if (toAck.push(msg) === 1) setImmediate(ackNow);
+  };
 
   /** Handles one message in a span continuing its trace, then acks, terms or naks it. */
   const handleOne = async (msg: JsMsg, value: T): Promise<void> => {
@@ -110,7 +124,7 @@ export async function startDurableConsumer<T>(
           )
         : await options.handle(value);
       if (verdict === 'term') msg.term();
-      else msg.ack();
+      else ack(msg);
     } catch (err) {
       // A handler cut short by the reader stopping is no news; the message is redelivered.
       if (stopped) logger.debug({ err, subject: msg.subject }, 'message left for the next reader');
@@ -168,6 +182,7 @@ export async function startDurableConsumer<T>(
       }
     }
     await Promise.all(inFlight);
+    ackNow();
   })();
   return {
     async stop() {

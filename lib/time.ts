@@ -1,6 +1,8 @@
 /** Times in API bodies are RFC 3339 in UTC to the second, e.g. `2026-05-01T12:00:00Z` (spec §2). */
 export function rfc3339(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const iso = date.toISOString();
+  // `YYYY-MM-DDTHH:mm:ss.sssZ`; years past 9999 have more digits, and keep the slower path.
+  return iso.length === 24 ? `${iso.slice(0, 19)}Z` : iso.replace(/\.\d{3}Z$/, 'Z');
 }
 
 export function rfc3339OrNull(date: Date | undefined): string | null {
