@@ -54,6 +54,13 @@ export interface OpenedLink {
   printerIds: Record<string, string>;
 }
 
+function toLinkStation(
+  id: string,
+  row: { org_id: string; revoked_at: Date | null; region: string },
+): LinkStation {
+  return { id, orgId: row.org_id, revoked: row.revoked_at !== null, region: row.region };
+}
+
 function groupBy<T>(rows: T[], keyOf: (row: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
   for (const row of rows) {
@@ -338,12 +345,7 @@ export function createStationStore(
         const byToken = new Map<string, LinkStation>();
         const printers = new Map<string, PrinterState[]>();
         for (const r of rows) {
-          byToken.set(r.token_hash.toString('hex'), {
-            id: r.station_id,
-            orgId: r.org_id,
-            revoked: r.revoked_at !== null,
-            region: r.region,
-          });
+          byToken.set(r.token_hash.toString('hex'), toLinkStation(r.station_id, r));
           const list = printers.get(r.station_id) ?? [];
           printers.set(r.station_id, list);
           if (r.id !== null) list.push(r as PrinterState);
@@ -455,12 +457,7 @@ export function createStationStore(
       [hashes],
     );
     for (const row of rows) {
-      found.set(row.token_hash.toString('hex'), {
-        id: row.id,
-        orgId: row.org_id,
-        revoked: row.revoked_at !== null,
-        region: row.region,
-      });
+      found.set(row.token_hash.toString('hex'), toLinkStation(row.id, row));
     }
     return found;
   }
