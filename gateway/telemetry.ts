@@ -12,9 +12,9 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import type { Middleware } from 'koa';
+import type { Middleware, ParameterizedContext } from 'koa';
 import { spoolMetrics } from '../lib/metrics.js';
-import { recordError, SpanKind, tracer } from '../lib/tracing.js';
+import { recordError, SpanKind, tracer, tracing } from '../lib/tracing.js';
 import type { GatewayState } from './state.js';
 
 /** Probes and scrapes come every few seconds; they get neither a span nor a sample. */
@@ -25,6 +25,15 @@ export function telemetryMiddleware(): Middleware<GatewayState> {
   return async (ctx, next) => {
     if (ctx.method === 'GET' && UNTRACED.has(ctx.path)) return next();
     const started = performance.now();
+    if (!tracing()) {
+      // No span to build: the request metric alone.
+      try {
+        await next();
+      } finally {
+        httpServerDuration.record((performance.now() - started) / 1000, metricAttributes(ctx));
+      }
+      return;
+    }
     const parent = propagation.extract(ROOT_CONTEXT, ctx.headers);
     const span = tracer.startSpan(
       ctx.method,
@@ -47,12 +56,8 @@ export function telemetryMiddleware(): Middleware<GatewayState> {
       recordError(span, err);
       throw err;
     } finally {
-      const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : undefined;
-      const attributes: Attributes = {
-        'http.request.method': ctx.method,
-        'http.response.status_code': ctx.status,
-        ...(route ? { 'http.route': route } : {}),
-      };
+      const attributes = metricAttributes(ctx);
+      const route = attributes['http.route'];
       if (route) span.updateName(`${ctx.method} ${route}`);
       span.setAttributes({
         ...attributes,
@@ -63,5 +68,15 @@ export function telemetryMiddleware(): Middleware<GatewayState> {
       span.end();
       httpServerDuration.record((performance.now() - started) / 1000, attributes);
     }
+  };
+}
+
+/** The request metric's attributes, which the span carries too. */
+function metricAttributes(ctx: ParameterizedContext<GatewayState>): Attributes {
+  const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : undefined;
+  return {
+    'http.request.method': ctx.method,
+    'http.response.status_code': ctx.status,
+    ...(route ? { 'http.route': route } : {}),
   };
 }

@@ -18,9 +18,11 @@ test('the README walk-through works against spool dev with its embedded database
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const port = await freePort();
   const stationPort = await freePort();
+  const metricsPort = await freePort();
   const env = {
     PORT: String(port),
     STATION_PORT: String(stationPort),
+    METRICS_PORT: String(metricsPort),
     SPOOL_DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
   };
@@ -68,6 +70,13 @@ test('the README walk-through works against spool dev with its embedded database
     live: true,
     scopes: ['jobs:write', 'jobs:read', 'printers:read'],
   });
+
+  // Tracing is off (no OTLP endpoint): requests are still counted, by route and status.
+  const scraped = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  t.regex(
+    scraped,
+    /http_server_request_duration_count\{[^}]*http_request_method="GET"[^}]*http_response_status_code="200"[^}]*http_route="\/v1\/key"[^}]*\} 1/,
+  );
 
   const listed = await runSpool(['admin', 'key', 'list', '--org', orgId], adminEnv);
   t.is(JSON.parse(listed.stdout).items.length, 1);
