@@ -19,6 +19,7 @@ import {
   createKey,
   createOrg,
   createStation,
+  eventually,
   OPERATOR_TOKEN,
   startTestSystem,
   type TestSystem,
@@ -29,7 +30,11 @@ import { startTcpProxy } from './helpers/tcp-proxy.js';
  * A stations replica of its own, whose NATS connection runs through a proxy the test can cut, so
  * that messages published meanwhile (dispatches, revocations) never reach it.
  */
-async function startReplica(t: import('ava').ExecutionContext, sys: TestSystem) {
+async function startReplica(
+  t: import('ava').ExecutionContext,
+  sys: TestSystem,
+  options: { receivedHoldMs?: number } = {},
+) {
   const proxy = await startTcpProxy({ target: { host: '127.0.0.1', port: sys.nats.port } });
   const nc = await connectBus({
     url: `nats://127.0.0.1:${proxy.port}`,
@@ -46,6 +51,7 @@ async function startReplica(t: import('ava').ExecutionContext, sys: TestSystem) 
     logger: silentLogger,
     clock: sys.clock,
     jobs,
+    ...options,
   });
   const server = await startLinkServer(stations, '127.0.0.1', 0);
   const links: LinkClient[] = [];
@@ -245,4 +251,41 @@ test('PendingJobsForStations answers each station within the organization asked 
       [a.orgId, a.stationId, [a.jobId]],
     ],
   );
+});
+
+test('a received held for its result goes alone when none follows, a re-read meanwhile notwithstanding', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const replica = await startReplica(t, sys, { receivedHoldMs: 300 });
+  const station = await createStation(sys.url, orgId);
+  const link = await replica.connect(station.token);
+  const created = await call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+    token: secret,
+    body: { printer_id: link.welcome.printerIds.desk, content: { type: 'text', data: 'held' } },
+  });
+  const jobId = created.body.job.id;
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === jobId));
+
+  link.send({ received: { jobId, attempt: 1 } });
+  // Handled after the received, in turn: once the new printer shows, the received is held.
+  link.send({ printers: { printers: [printer('desk'), printer('side')] } });
+  await eventually(
+    () =>
+      call<{ printers: Array<{ name: string }> }>(sys.url, 'GET', `/v1/orgs/${orgId}/printers`, {
+        token: secret,
+      }),
+    (res) => res.body.printers.some((p) => p.name === 'side'),
+  );
+  await replica.links.resync();
+
+  await link.until(() => link.accepted.some((a) => a.jobId === jobId && a.kind === 'received'));
+  const job = await call<{ job: { status: string } }>(
+    sys.url,
+    'GET',
+    `/v1/orgs/${orgId}/jobs/${jobId}`,
+    { token: secret },
+  );
+  t.is(job.body.job.status, 'sent');
 });

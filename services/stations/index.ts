@@ -52,6 +52,8 @@ export interface StationsDeps {
   logger: Logger;
   clock: Clock;
   jobs: AsyncClient<JobsServiceClient>;
+  /** How long a link holds a `received` for its `result` (default `RECEIVED_HOLD_MS`). */
+  receivedHoldMs?: number;
 }
 
 export interface StationsPart {
@@ -78,6 +80,7 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     region: layout.region,
     jobs: deps.jobs,
     logger,
+    ...(deps.receivedHoldMs === undefined ? {} : { receivedHoldMs: deps.receivedHoldMs }),
   });
   relay.start();
   return {

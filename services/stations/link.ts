@@ -486,8 +486,6 @@ class Session {
   resync(): Promise<void> {
     if (!this.linked) return Promise.resolve();
     clearTimeout(this.#resyncRetry);
-    // Held reports were not accepted: the agent sends them again when it reconnects.
-    for (const held of this.#heldReceived.values()) clearTimeout(held.timer);
     this.#resyncRetry = undefined;
     return this.#rereads.want(this).then(
       () => {
@@ -767,6 +765,7 @@ class Session {
     clearTimeout(this.#resyncRetry);
     // Held reports were not accepted: the agent sends them again when it reconnects.
     for (const held of this.#heldReceived.values()) clearTimeout(held.timer);
+    this.#heldReceived.clear();
     for (const sub of this.#subscriptions) sub.unsubscribe();
     this.#onClosed();
     if (this.#station) this.#recordClosed(this.#station);
