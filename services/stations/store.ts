@@ -342,27 +342,26 @@ export function createStationStore(
            WHERE s.token_hash = ANY($1::BYTEA[])`,
           [first.map((o) => o.tokenHash)],
         );
-        const byToken = new Map<string, LinkStation>();
-        const printers = new Map<string, PrinterState[]>();
-        for (const r of rows) {
-          byToken.set(r.token_hash.toString('hex'), toLinkStation(r.station_id, r));
-          const list = printers.get(r.station_id) ?? [];
-          printers.set(r.station_id, list);
-          if (r.id !== null) list.push(r as PrinterState);
-        }
-        const stationOf = (o: LinkOpen) => {
-          const station = byToken.get(o.tokenHash.toString('hex'));
-          return station && !station.revoked ? station : undefined;
-        };
-        const valid = first.filter((o) => stationOf(o) !== undefined);
+        const byToken = new Map(
+          rows.map((r) => [r.token_hash.toString('hex'), toLinkStation(r.station_id, r)]),
+        );
+        const printers = groupBy(
+          rows.filter((r): r is LinkStationRow & PrinterState => r.id !== null),
+          (r) => r.station_id,
+        );
+        // Each open with its station, found once; an unknown or revoked token opens nothing.
+        const valid = first.flatMap((open) => {
+          const station = byToken.get(open.tokenHash.toString('hex'));
+          return station && !station.revoked ? [{ open, station }] : [];
+        });
         const opened = new Map<LinkOpen, OpenedLink>();
         if (valid.length === 0) return { opened, outbox: [] };
         const batch = new WriteBatch();
-        const stations = columns(valid, (o) => [
-          stationOf(o)?.orgId,
-          stationOf(o)?.id,
-          o.linkId,
-          o.agentVersion.slice(0, 100),
+        const stations = columns(valid, ({ open, station }) => [
+          station.orgId,
+          station.id,
+          open.linkId,
+          open.agentVersion.slice(0, 100),
         ]);
         batch.add(
           `UPDATE stations SET online = true, link_id = v.link_id, last_seen_at = ${batch.param(at)},
@@ -371,20 +370,17 @@ export function createStationStore(
              AS v (org_id, id, link_id, agent_version)
            WHERE stations.org_id = v.org_id AND stations.id = v.id`,
         );
-        const messages: OutboxMessage[] = valid.map((o) => {
-          const station = stationOf(o) as LinkStation;
-          return {
-            ...eventMessage(station.orgId, 'station.online', { station_id: station.id }, at),
-            headers: o.trace as Record<string, string>,
-          };
-        });
+        const messages: OutboxMessage[] = valid.map(({ open, station }) => ({
+          ...eventMessage(station.orgId, 'station.online', { station_id: station.id }, at),
+          headers: open.trace as Record<string, string>,
+        }));
         const ids = await syncPrinters(
           tx,
           batch,
-          valid.map((o) => ({
-            station: stationOf(o) as LinkStation,
-            reports: o.printers,
-            trace: o.trace,
+          valid.map(({ open, station }) => ({
+            station,
+            reports: open.printers,
+            trace: open.trace,
           })),
           at,
           messages,
@@ -392,8 +388,8 @@ export function createStationStore(
         );
         const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
         await queryThenCommit(tx, batch.text(), batch.values);
-        valid.forEach((o, i) => {
-          opened.set(o, { station: stationOf(o) as LinkStation, printerIds: ids[i] ?? {} });
+        valid.forEach(({ open, station }, i) => {
+          opened.set(open, { station, printerIds: ids[i] ?? {} });
         });
         return { opened, outbox };
       });
