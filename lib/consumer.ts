@@ -27,8 +27,29 @@ import {
   tracing,
 } from './tracing.js';
 
-/** How long one pull request waits for messages (nats.js's default is 30 s). */
-const PULL_EXPIRES_MS = 5_000;
+/**
+ * How long one pull request waits for messages (nats.js's default is 30 s). The server sends a
+ * heartbeat every half of it; two missed mean the consumer's leader went away (a NATS server
+ * died), and nats.js asks for the consumer and pulls again, waiting this long between tries. A
+ * consumer whose leader is re-elected thus resumes within a few seconds of the election.
+ */
+const PULL_EXPIRES_MS = 2_000;
+
+/**
+ * How long a JetStream API request of the consumer (the consumer's info, asked when a pull has
+ * stalled) waits for its answer; nats.js's default is 5 s, which a leaderless consumer spends in
+ * full on every try.
+ */
+const API_TIMEOUT_MS = 2_000;
+
+/** Pull notifications that say messages stopped coming for a while. */
+const STALLS = new Set([
+  'heartbeats_missed',
+  'no_responders',
+  'consumer_not_found',
+  'stream_not_found',
+  'consumer_deleted',
+]);
 
 export interface DurableConsumer {
   stop(): Promise<void>;
@@ -62,7 +83,10 @@ export async function startDurableConsumer<T>(
     ack_wait: 30_000_000_000,
     ...options.config,
   });
-  const consumer = await jetstream(options.nc).consumers.get(options.stream, options.durable);
+  const consumer = await jetstream(options.nc, { timeout: API_TIMEOUT_MS }).consumers.get(
+    options.stream,
+    options.durable,
+  );
   const { logger } = options;
   const { consumerLag } = spoolMetrics();
   const observeLag = async (result: ObservableResult) => {
@@ -148,13 +172,33 @@ export async function startDurableConsumer<T>(
     return run;
   };
 
+  /** When the pull last stalled, until a message comes again. */
+  let stalledAt: number | undefined;
+  /**
+   * Says when the pull stalls (a NATS server went away with the consumer's leader): nats.js pulls
+   * again on its own, and the log says why messages paused meanwhile.
+   */
+  const watch = async (pull: ConsumerMessages) => {
+    for await (const status of pull.status()) {
+      if (!STALLS.has(status.type) || stalledAt !== undefined) continue;
+      stalledAt = Date.now();
+      logger.warn({ durable: options.durable, status }, 'consumer stalled; pulling again');
+    }
+  };
+
   const loop = (async () => {
     while (!stopped) {
       try {
-        // A pull request lives until it expires: one sent to a server that died is noticed when
-        // its heartbeats stop, at half of this, and the pull goes to the consumer's new leader.
         messages = await consumer.consume({ max_messages: 256, expires: PULL_EXPIRES_MS });
+        void watch(messages);
         for await (const msg of messages) {
+          if (stalledAt !== undefined) {
+            logger.info(
+              { durable: options.durable, stalledMs: Date.now() - stalledAt },
+              'consumer resumed',
+            );
+            stalledAt = undefined;
+          }
           let value: T | undefined;
           try {
             value = options.parse(msg);

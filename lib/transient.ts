@@ -104,16 +104,22 @@ export function unavailable(cause: unknown): SpoolError {
  */
 export async function retryTransient<T>(
   attempt: () => Promise<T>,
-  options: { timeoutMs?: number; sleep?: (ms: number) => Promise<void> } = {},
+  options: {
+    timeoutMs?: number;
+    /** The longest wait between two tries (default 5 s). */
+    maxWaitMs?: number;
+    sleep?: (ms: number) => Promise<void>;
+  } = {},
 ): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const maxWaitMs = options.maxWaitMs ?? 5_000;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   for (let failures = 0; ; failures++) {
     try {
       return await attempt();
     } catch (err) {
       if (!isTransient(err) || Date.now() >= deadline) throw err;
-      await sleep(Math.min(5_000, 250 * 2 ** failures) * (0.5 + Math.random() / 2));
+      await sleep(Math.min(maxWaitMs, 250 * 2 ** failures) * (0.5 + Math.random() / 2));
     }
   }
 }

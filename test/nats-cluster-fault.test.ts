@@ -111,11 +111,24 @@ test('jobs flowing while the stream leaders’ nodes are killed, one after the o
       (j) => j !== undefined,
       20_000,
     );
-    await eventually(
-      () => statusOf(after?.id as string),
-      (s) => s === 'printed',
-      30_000,
-    );
+    try {
+      await eventually(
+        () => statusOf(after?.id as string),
+        (s) => s === 'printed',
+        30_000,
+      );
+    } catch (err) {
+      // What each process warned of (a consumer stalled, a publish refused) is the only trace of
+      // why printing did not resume.
+      for (const [name, proc] of [...cluster.processes, ['agent', agent] as const]) {
+        const said = proc
+          .output()
+          .split('\n')
+          .filter((line) => !line.includes('"level":"info"') || line.includes('resumed'));
+        t.log(`--- ${name} ---\n${said.slice(-40).join('\n')}`);
+      }
+      throw err;
+    }
     const recovered = Date.now() - killedAt;
     await node.restart();
     return recovered;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import pg from 'pg';
 import { SCOPES } from '../lib/credentials.js';
-import { isTransient } from '../lib/transient.js';
+import { isTransient, retryTransient } from '../lib/transient.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import {
   call,
@@ -115,4 +115,33 @@ test('errors of a database or NATS that is away are transient; a bug is not', (t
   );
   t.false(isTransient(new TypeError("Cannot read properties of undefined (reading 'id')")));
   t.false(isTransient(Object.assign(new Error('syntax error'), { code: '42601' })));
+});
+
+test('a transient failure is tried again after a wait that doubles up to its cap', async (t) => {
+  const waits: number[] = [];
+  let tries = 0;
+  const answer = await retryTransient(
+    async () => {
+      tries++;
+      if (tries < 8) throw Object.assign(new Error('no stream'), { name: 'NoResponders' });
+      return 'stored';
+    },
+    { maxWaitMs: 1_000, sleep: async (ms) => void waits.push(ms) },
+  );
+  t.is(answer, 'stored');
+  t.is(waits.length, 7);
+  // 250 ms, then twice as long each time, each with up to half taken off as jitter.
+  waits.forEach((ms, i) => {
+    const full = Math.min(1_000, 250 * 2 ** i);
+    t.true(ms >= full / 2 && ms <= full, `wait ${i + 1} was ${ms} ms`);
+  });
+  await t.throwsAsync(
+    retryTransient(
+      async () => {
+        throw new TypeError('a bug');
+      },
+      { sleep: async () => t.fail('a bug is not tried again') },
+    ),
+    { instanceOf: TypeError },
+  );
 });

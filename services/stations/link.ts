@@ -57,6 +57,12 @@ export const RECEIVED_HOLD_MS = 10;
 const REPORT_RETRY_MS = 30_000;
 
 /**
+ * The longest wait between two tries of a report: a stream whose leader went away elects another
+ * in a few seconds, and the station's report should be in it within a second of that.
+ */
+const REPORT_RETRY_WAIT_MS = 1_000;
+
+/**
  * Links re-read together: one query for their tokens and one call for their stations' pending
  * jobs. Small enough that handling one batch's answers does not hold up dispatch for long.
  */
@@ -695,7 +701,7 @@ class Session {
           }),
         );
       },
-      { timeoutMs: REPORT_RETRY_MS },
+      { timeoutMs: REPORT_RETRY_MS, maxWaitMs: REPORT_RETRY_WAIT_MS },
     );
     const { jobId, attempt } = body;
     if (held) this.#enqueueSend({ accepted: { jobId, attempt, kind: 'received' } });
