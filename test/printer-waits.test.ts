@@ -7,9 +7,7 @@
 import test from 'ava';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
 import { SCOPES } from '../lib/credentials.js';
-import { createPool } from '../lib/db.js';
 import { createClient } from '../lib/grpc.js';
-import { createPrinterWaits } from '../services/jobs/printer-waits.js';
 import { MAX_PRINTERS_OF } from '../services/stations/server.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
 import {
@@ -153,61 +151,4 @@ test('stations of several organizations going offline and back together: every w
     await link.until(() => link.jobs.some((j) => j.offer.jobId === jobs[i]?.id));
   }
   t.true(links.every((link) => link.jobs.length === 1));
-});
-
-test('only printers and stations with a queued job are looked up again when their events come', async (t) => {
-  const sys = await startTestSystem();
-  t.teardown(() => sys.stop());
-  const orgId = await createOrg(sys.url, 'Acme');
-  const otherOrg = await createOrg(sys.url, 'Globex');
-  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
-  const link = async (state: 'ready' | 'offline') => {
-    const station = await createStation(sys.url, orgId);
-    const client = await connectLink(sys.linkAddress, station.token, [printer('desk', state)]);
-    t.teardown(() => client.close());
-    return { client, stationId: station.id, printerId: client.welcome.printerIds.desk as string };
-  };
-  // A job waits on the first station's printer; the second has printed its only job; the third
-  // never had one.
-  const [waiting, idle, unused] = await Promise.all([
-    link('offline'),
-    link('ready'),
-    link('ready'),
-  ]);
-  for (const target of [waiting, idle]) {
-    const res = await call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
-      token: secret,
-      body: { printer_id: target?.printerId, content: { type: 'text', data: 'hi' } },
-    });
-    t.is(res.status, 201);
-  }
-  const offered = idle as NonNullable<typeof idle>;
-  await offered.client.until(() => offered.client.jobs.length === 1);
-  const { jobId, attempt } = offered.client.jobs[0]?.offer ?? {};
-  offered.client.send({ received: { jobId, attempt } });
-  const pool = createPool({ url: sys.db.url, max: 1 });
-  t.teardown(() => pool.end());
-  const waits = createPrinterWaits({ pool });
-  const all = [waiting, idle, unused].map((s) => s as { stationId: string; printerId: string });
-  const asked = {
-    printers: all.map(({ printerId }) => ({ orgId, printerId })),
-    stations: all.map(({ stationId }) => ({ orgId, stationId })),
-  };
-  const found = await eventually(
-    () => waits.withQueuedJobs(asked),
-    // The second station's job leaves `queued` once its station has it.
-    (w) => w.printers.length === 1,
-  );
-  t.deepEqual(found, {
-    printers: [{ orgId, printerId: waiting?.printerId }],
-    stations: [{ orgId, stationId: waiting?.stationId }],
-  });
-  // Named with another organization, the same printer and station have no queued job.
-  t.deepEqual(
-    await waits.withQueuedJobs({
-      printers: [{ orgId: otherOrg, printerId: waiting?.printerId as string }],
-      stations: [{ orgId: otherOrg, stationId: waiting?.stationId as string }],
-    }),
-    { printers: [], stations: [] },
-  );
 });

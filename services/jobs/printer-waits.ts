@@ -23,7 +23,6 @@ import { withTx } from '../../lib/db.js';
 import type { SpoolEvent } from '../../lib/events.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import type { AsyncClient } from '../../lib/grpc.js';
-import { isUuid } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 
 /** The durable consumers (shared by every jobs replica) of printer and station events. */
@@ -66,18 +65,7 @@ const isStationEvent = (
 ): e is SpoolEvent<{ station_id: string; printer_id?: string }> =>
   e.type.startsWith('station.') && Boolean(e.data.station_id);
 
-/** Printers and stations named with their organization. */
-export interface WaitTargets {
-  printers: Array<{ orgId: string; printerId: string }>;
-  stations: Array<{ orgId: string; stationId: string }>;
-}
-
 export interface PrinterWaits {
-  /**
-   * Those of the given printers and stations that have a queued job: the only ones whose events
-   * can change a waiting detail. One statement, one indexed probe per printer or station.
-   */
-  withQueuedJobs(targets: WaitTargets): Promise<WaitTargets>;
   /**
    * Brings the detail of the given printers' queued jobs in line with their state, in one
    * transaction; returns how many jobs changed.
@@ -88,32 +76,6 @@ export interface PrinterWaits {
 export function createPrinterWaits(deps: { pool: pg.Pool }): PrinterWaits {
   const { pool } = deps;
   return {
-    async withQueuedJobs({ printers, stations }) {
-      if (printers.length === 0 && stations.length === 0) return { printers, stations };
-      const { rows } = await pool.query<{ kind: 'p' | 's'; org_id: string; id: string }>(
-        `SELECT 'p' AS kind, v.org_id, v.id FROM unnest($1::UUID[], $2::UUID[]) AS v (org_id, id)
-         WHERE EXISTS (SELECT 1 FROM jobs WHERE jobs.printer_id = v.id AND jobs.org_id = v.org_id
-           AND jobs.status = 'queued')
-         UNION ALL
-         SELECT 's' AS kind, v.org_id, v.id FROM unnest($3::UUID[], $4::UUID[]) AS v (org_id, id)
-         WHERE EXISTS (SELECT 1 FROM jobs WHERE jobs.station_id = v.id AND jobs.org_id = v.org_id
-           AND jobs.status = 'queued')`,
-        [
-          printers.map((p) => p.orgId),
-          printers.map((p) => p.printerId),
-          stations.map((s) => s.orgId),
-          stations.map((s) => s.stationId),
-        ],
-      );
-      return {
-        printers: rows
-          .filter((r) => r.kind === 'p')
-          .map((r) => ({ orgId: r.org_id, printerId: r.id })),
-        stations: rows
-          .filter((r) => r.kind === 's')
-          .map((r) => ({ orgId: r.org_id, stationId: r.id })),
-      };
-    },
     async printersChanged(printers) {
       if (printers.length === 0) return 0;
       // The station in the join lets each printer's jobs be found through the (station_id,
@@ -166,41 +128,24 @@ export async function startPrinterWaitReader(deps: {
     const printers = new Map<string, { orgId: string; printerId: string }>();
     const stations = new Map<string, { orgId: string; stationId: string }>();
     for (const e of events) {
-      // Ids that are not UUIDs name nothing (and the database would refuse the batch for them).
-      if (!isUuid(e.org_id)) continue;
       const printerId = printerOf(e);
-      if (printerId) {
-        if (isUuid(printerId))
-          printers.set(keyOf(e.org_id, printerId), { orgId: e.org_id, printerId });
-      } else if (isStationEvent(e) && isUuid(e.data.station_id)) {
+      if (printerId) printers.set(keyOf(e.org_id, printerId), { orgId: e.org_id, printerId });
+      else if (isStationEvent(e)) {
         const stationId = e.data.station_id;
         stations.set(keyOf(e.org_id, stationId), { orgId: e.org_id, stationId });
       }
     }
-    // Only printers and stations with a queued job can have a detail to change: a fleet of
-    // stations reconnecting together, with nothing queued, costs one read and no call.
-    const waiting = await deps.waits.withQueuedJobs({
+    const { items } = await deps.stations.printersOf({
       printers: [...printers.values()],
       stations: [...stations.values()],
     });
-    const asked = new Set(waiting.printers.map((p) => keyOf(p.orgId, p.printerId)));
-    const { items } =
-      waiting.printers.length + waiting.stations.length === 0
-        ? { items: [] }
-        : await deps.stations.printersOf(waiting);
     await deps.waits.printersChanged(items);
     // Printers are found only within the organization their event names.
     const found = new Set(items.map((p) => keyOf(p.orgId, p.id)));
     return events.map((e) => {
       const printerId = printerOf(e);
-      if (printerId) {
-        const key = keyOf(e.org_id, printerId);
-        // A printer asked for and not found no longer exists.
-        const gone = !printers.has(key) || (asked.has(key) && !found.has(key));
-        return { ok: gone ? 'term' : 'ack' };
-      }
-      const stationId = isStationEvent(e) ? e.data.station_id : undefined;
-      return { ok: stationId && stations.has(keyOf(e.org_id, stationId)) ? 'ack' : 'term' };
+      if (printerId) return { ok: found.has(keyOf(e.org_id, printerId)) ? 'ack' : 'term' };
+      return { ok: isStationEvent(e) ? 'ack' : 'term' };
     });
   }
 
