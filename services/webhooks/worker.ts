@@ -86,7 +86,8 @@ export function retryDelayMs(
 }
 
 export interface WorkerOptions {
-  store: WebhookStore;
+  /** Only its rounds: recording outcomes and claiming. */
+  store: Pick<WebhookStore, 'recordAndClaim'>;
   sender: Sender;
   clock: Clock;
   logger: Logger;
@@ -115,8 +116,18 @@ interface PendingRecord {
   claimed: ClaimedDelivery;
   result: AttemptRecord;
   retryAt: Date | undefined;
+  /** Frees the attempt's place among those claimed and not yet recorded; once. */
+  release(): void;
   resolve(recorded: Recorded): void;
   reject(err: unknown): void;
+}
+
+/** What an attempt tells the worker as it goes. */
+interface AttemptHooks {
+  /** The answer is in (or the request failed): its slot on the wire is free. */
+  onSent(): void;
+  /** Its outcome is recorded (or could not be): it no longer counts as unrecorded. */
+  release(): void;
 }
 
 export interface WorkerStats {
@@ -263,11 +274,19 @@ export class DeliveryWorker {
               pick: (candidates) => this.#pick(candidates, room),
             },
       );
-      for (const [i, item] of batch.entries()) item.resolve(round.recorded[i] ?? 'lost');
+      // Released here, before the attempts' own code runs on: the next round's room counts them
+      // recorded, where it would otherwise count a whole round's outcomes twice and claim nothing.
+      for (const [i, item] of batch.entries()) {
+        item.release();
+        item.resolve(round.recorded[i] ?? 'lost');
+      }
       for (const orgId of round.disabledIn) o.onEndpointsChanged?.(orgId);
       claimed = round.claimed;
     } catch (err) {
-      for (const item of batch) item.reject(err);
+      for (const item of batch) {
+        item.release();
+        item.reject(err);
+      }
       o.logger.warn({ err }, 'a webhook delivery round failed; will retry');
       return { claimed: 0, room };
     }
@@ -314,11 +333,17 @@ export class DeliveryWorker {
       this.#sendReady();
       this.kick();
     };
-    const send = this.#attempt(c, onSent).finally(() => {
-      onSent();
-      this.#sends.delete(send);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
       this.#unrecorded--;
       for (const resolve of this.#settled.splice(0)) resolve();
+    };
+    const send = this.#attempt(c, { onSent, release }).finally(() => {
+      onSent();
+      release();
+      this.#sends.delete(send);
       this.kick();
     });
     this.#sends.add(send);
@@ -362,7 +387,7 @@ export class DeliveryWorker {
   }
 
   /** Sends one attempt in a span that joins the trace of the event's cause, and records it. */
-  #attempt(c: ClaimedDelivery, onSent: () => void): Promise<void> {
+  #attempt(c: ClaimedDelivery, hooks: AttemptHooks): Promise<void> {
     const attributes = {
       'spool.org.id': c.orgId,
       'spool.webhook.endpoint_id': c.endpointId,
@@ -373,11 +398,11 @@ export class DeliveryWorker {
     return inSpan(
       'deliver webhook',
       { kind: SpanKind.PRODUCER, parent: contextFrom(c.traceContext), attributes },
-      (span) => this.#attemptInSpan(c, span, onSent),
+      (span) => this.#attemptInSpan(c, span, hooks),
     );
   }
 
-  async #attemptInSpan(c: ClaimedDelivery, span: Span, onSent: () => void): Promise<void> {
+  async #attemptInSpan(c: ClaimedDelivery, span: Span, hooks: AttemptHooks): Promise<void> {
     const o = this.#options;
     const result = await o.sender.send({
       url: c.url,
@@ -388,7 +413,7 @@ export class DeliveryWorker {
       at: c.startedAt,
     });
     this.stats.attempts++;
-    onSent();
+    hooks.onSent();
     const outcome = attemptOutcome(result);
     spoolMetrics().webhookAttempts.add(1, { 'spool.webhook.outcome': outcome });
     span.setAttributes({ 'spool.webhook.outcome': outcome });
@@ -407,6 +432,7 @@ export class DeliveryWorker {
         c,
         result,
         delay === undefined ? undefined : new Date(now.getTime() + delay),
+        hooks.release,
       );
       o.logger.debug(
         {
@@ -425,9 +451,14 @@ export class DeliveryWorker {
   }
 
   /** Records an outcome in the next round, together with the others that finish before it. */
-  #record(claimed: ClaimedDelivery, result: AttemptRecord, retryAt: Date | undefined) {
+  #record(
+    claimed: ClaimedDelivery,
+    result: AttemptRecord,
+    retryAt: Date | undefined,
+    release: () => void,
+  ) {
     return new Promise<Recorded>((resolve, reject) => {
-      this.#toRecord.push({ claimed, result, retryAt, resolve, reject });
+      this.#toRecord.push({ claimed, result, retryAt, release, resolve, reject });
       this.kick();
     });
   }
