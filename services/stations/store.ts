@@ -178,8 +178,9 @@ export interface LinkStation {
 }
 
 /**
- * @param committed takes the outbox rows of a link's writes (opened, printers, closed) once they
- *   are committed, for the relay to publish at once; other rows wait for the relay's poll.
+ * @param committed takes the outbox rows of every write once they are committed (a link opened
+ *   or closed, its printers reported, an online station deleted), for the relay to publish at
+ *   once; the relay's poll is only for rows a process that died left behind.
  */
 export function createStationStore(
   pool: pg.Pool,
@@ -596,7 +597,7 @@ export function createStationStore(
       orgId: string,
       id: string,
     ): Promise<{ station: Station; printerIds: string[] }> {
-      return withTx(pool, async (tx) => {
+      const { deleted, outbox } = await withTx(pool, async (tx) => {
         const { rows } = await tx.query<StationRow>(
           `DELETE FROM stations WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`,
           [orgId, id],
@@ -607,13 +608,19 @@ export function createStationStore(
           'DELETE FROM printers WHERE org_id = $1 AND station_id = $2 RETURNING id',
           [orgId, id],
         );
-        if (row.online) {
-          await enqueue(tx, OUTBOX_TABLE, [
-            eventMessage(orgId, 'station.offline', { station_id: id }, clock.now()),
-          ]);
-        }
-        return { station: toStation(row), printerIds: printers.rows.map((r) => r.id) };
+        const outbox = row.online
+          ? await enqueue(tx, OUTBOX_TABLE, [
+              eventMessage(orgId, 'station.offline', { station_id: id }, clock.now()),
+            ])
+          : [];
+        return {
+          deleted: { station: toStation(row), printerIds: printers.rows.map((r) => r.id) },
+          outbox,
+        };
       });
+      // Published now, not at the relay's next poll a few seconds later.
+      committed(outbox);
+      return deleted;
     },
 
     async deletePrinter(orgId: string, id: string): Promise<Printer> {

@@ -1,0 +1,87 @@
+/**
+ * The stations store on a real PostgreSQL: the outbox rows of its writes go to the relay as soon as
+ * they are committed, so their events leave at once rather than at the relay's poll, which only
+ * takes rows a few seconds old.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import anyTest, { type TestFn } from 'ava';
+import { ManualClock } from '../lib/clock.js';
+import { createPool, type Pool } from '../lib/db.js';
+import { migrate } from '../lib/migrate.js';
+import type { OutboxRow } from '../lib/outbox.js';
+import { migrations } from '../services/stations/index.js';
+import { createStationStore, OUTBOX_TABLE } from '../services/stations/store.js';
+import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+
+interface Ctx {
+  db: TestDatabase;
+  pool: Pool;
+}
+
+const test = anyTest as TestFn<Ctx>;
+
+test.before(async (t) => {
+  const db = await createTestDatabase();
+  const pool = createPool({ url: db.url, max: 4 });
+  await migrate(pool, [migrations]);
+  t.context = { db, pool };
+});
+
+test.after.always(async (t) => {
+  await t.context.pool?.end();
+  await t.context.db?.drop();
+});
+
+function storeFor(t: { context: Ctx }) {
+  const handed: OutboxRow[] = [];
+  const clock = new ManualClock('2026-11-25T10:00:00Z');
+  const store = createStationStore(t.context.pool, clock, (rows) => handed.push(...rows));
+  return { store, handed };
+}
+
+async function newStation(store: ReturnType<typeof storeFor>['store'], orgId: string) {
+  const tokenHash = randomBytes(32);
+  const station = await store.createStation({
+    orgId,
+    name: 'front desk',
+    locationId: '',
+    region: 'default',
+    tokenHash,
+  });
+  return { station, tokenHash };
+}
+
+const offlineRows = (rows: OutboxRow[], orgId: string) =>
+  rows.filter((r) => r.subject === `events.${orgId}.station.offline`);
+
+test('deleting an online station hands its station.offline to the relay when it commits', async (t) => {
+  const { store, handed } = storeFor(t);
+  const orgId = randomUUID();
+  const { station, tokenHash } = await newStation(store, orgId);
+  t.truthy(await store.linkOpened(tokenHash, randomUUID(), [], 'test'));
+
+  await store.deleteStation(orgId, station.id);
+
+  const rows = offlineRows(handed, orgId);
+  t.is(rows.length, 1);
+  t.deepEqual(JSON.parse((rows[0] as OutboxRow).payload.toString()).data, {
+    station_id: station.id,
+  });
+  // The row handed over is the one committed, for the relay to delete once published.
+  const { rows: stored } = await t.context.pool.query(
+    `SELECT id FROM ${OUTBOX_TABLE} WHERE id = $1`,
+    [(rows[0] as OutboxRow).id],
+  );
+  t.is(stored.length, 1);
+});
+
+test('deleting an offline station hands nothing to the relay', async (t) => {
+  const { store, handed } = storeFor(t);
+  const orgId = randomUUID();
+  const { station } = await newStation(store, orgId);
+
+  await store.deleteStation(orgId, station.id);
+
+  t.deepEqual(offlineRows(handed, orgId), []);
+  t.is(handed.length, 0);
+});
