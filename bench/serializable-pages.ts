@@ -1,0 +1,115 @@
+/**
+ * How often two jobs replicas' groups of transitions fail each other on PostgreSQL, outside
+ * Spool: two clients move disjoint sets of queued jobs to `printed`, ten jobs a transaction, as
+ * the jobs service's group commit does (`SELECT … FOR UPDATE` by key, the `UPDATE`, the jobs'
+ * events and outbox rows), each transaction SERIALIZABLE and retried on SQLSTATE 40001. Two
+ * transactions never touch the same job, so every failure is PostgreSQL's predicate locking,
+ * which tracks reads by index and heap page: jobs that share a page conflict. It prints, for each
+ * table size, the commits, the failures and the failures per commit.
+ *
+ *   node --import tsx bench/serializable-pages.ts [--jobs 3000,20000,100000]
+ *
+ * It starts a private PostgreSQL (or uses `TEST_DATABASE_URL`) with a fresh database per size.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { createPool, type Pool } from '../lib/db.js';
+import { migrate } from '../lib/migrate.js';
+import { migrations } from '../services/jobs/index.js';
+import { createTestDatabase } from '../test/helpers/postgres.js';
+
+const GROUP = 10;
+const STATIONS = 50;
+
+/** Moves `ids` to printed, a group at a time; answers the 40001 failures met on the way. */
+async function moveAll(pool: Pool, orgId: string, ids: string[]): Promise<number> {
+  let failures = 0;
+  for (let i = 0; i + GROUP <= ids.length; i += GROUP) {
+    const group = ids.slice(i, i + GROUP);
+    for (;;) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+        await client.query(
+          `SELECT jobs.id FROM unnest($1::UUID[]) AS k (id) JOIN jobs ON jobs.id = k.id
+           WHERE jobs.id = ANY($1::UUID[]) ORDER BY jobs.id FOR UPDATE OF jobs`,
+          [group],
+        );
+        await client.query(
+          `UPDATE jobs SET status = 'printed', version = version + 1, updated_at = now(),
+             finished_at = now()
+           WHERE id = ANY($1::UUID[])`,
+          [group],
+        );
+        await client.query(
+          `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
+           SELECT gen_random_uuid(), id, $2, 2, now(), 'printed', '', 'bench', ''
+           FROM unnest($1::UUID[]) AS k (id)`,
+          [group, orgId],
+        );
+        await client.query(
+          `INSERT INTO jobs_outbox (id, subject, payload)
+           SELECT gen_random_uuid(), 'bench', '\\x00' FROM unnest($1::UUID[]) AS k (id)`,
+          [group],
+        );
+        await client.query('COMMIT');
+        break;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        if ((err as { code?: string }).code !== '40001') throw err;
+        failures++;
+      } finally {
+        client.release();
+      }
+    }
+  }
+  return failures;
+}
+
+async function measure(size: number): Promise<void> {
+  const db = await createTestDatabase();
+  const pool = createPool({ url: db.url, max: 4 });
+  try {
+    await migrate(pool, [migrations]);
+    const orgId = randomUUID();
+    const stations = Array.from({ length: STATIONS }, () => randomUUID());
+    await pool.query(
+      `INSERT INTO jobs (id, org_id, printer_id, station_id, status, live, content_type, size,
+         sha256, created_by, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, gen_random_uuid(), ($2::UUID[])[1 + g % ${STATIONS}], 'queued',
+         true, 'text/plain', 1, '', 'bench', now() + g * INTERVAL '1 millisecond', now()
+       FROM generate_series(1, $3) AS g`,
+      [orgId, stations, size],
+    );
+    await pool.query('ANALYZE jobs');
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM jobs ORDER BY created_at');
+    const ids = rows.map((r) => r.id);
+    // Alternate jobs, oldest first: the two replicas' reports interleave in time the same way.
+    const [a, b] = await Promise.all(
+      [0, 1].map((side) =>
+        moveAll(
+          pool,
+          orgId,
+          ids.filter((_, i) => i % 2 === side),
+        ),
+      ),
+    );
+    const commits = 2 * Math.floor(size / 2 / GROUP);
+    const failures = (a ?? 0) + (b ?? 0);
+    console.log(
+      `${size} jobs: ${commits} commits, ${failures} failures (${((100 * failures) / commits).toFixed(1)} per 100 commits)`,
+    );
+  } finally {
+    await pool.end();
+    await db.drop();
+  }
+}
+
+const { values } = parseArgs({
+  options: { jobs: { type: 'string', default: '3000,20000,100000' } },
+});
+for (const size of (values.jobs ?? '').split(',').map(Number)) {
+  if (!Number.isInteger(size) || size < 2 * GROUP) throw new Error(`--jobs: ${size} is too few`);
+  await measure(size);
+}
+process.exit(0);
