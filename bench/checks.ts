@@ -26,7 +26,7 @@ export interface DbCounters {
 /** Database work per job between two readings of the counters. */
 export function perJob(before: DbCounters, after: DbCounters, jobs: number): DbCounters {
   const per = (k: keyof DbCounters) =>
-    Math.round(((after[k] - before[k]) / Math.max(1, jobs)) * 10) / 10;
+    Math.round(((after[k] - before[k]) / Math.max(1, jobs)) * 100) / 100;
   return {
     commits: per('commits'),
     rollbacks: per('rollbacks'),

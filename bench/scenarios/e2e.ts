@@ -213,6 +213,20 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
         1.5,
         '≤ 1.5 ms',
       ),
+      // Two jobs replicas commit more often than one process and fail each other's
+      // SERIALIZABLE reads now and then (docs/performance.md): shown so the runs say how much.
+      figure(
+        spec.scenario,
+        'database commits per printed and delivered job',
+        'commits',
+        rows.dbPerJob.map((d) => d.commits),
+      ),
+      figure(
+        spec.scenario,
+        'database rollbacks per printed and delivered job',
+        'rollbacks',
+        rows.dbPerJob.map((d) => d.rollbacks),
+      ),
       figure(
         spec.scenario,
         'POST → printed p50',
