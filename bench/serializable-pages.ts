@@ -13,10 +13,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { createPool, type Pool } from '../lib/db.js';
-import { migrate } from '../lib/migrate.js';
+import type { Pool } from '../lib/db.js';
 import { migrations } from '../services/jobs/index.js';
-import { createTestDatabase } from '../test/helpers/postgres.js';
+import { createStoreDatabase } from '../test/helpers/store-database.js';
 
 const GROUP = 10;
 const STATIONS = 50;
@@ -67,10 +66,8 @@ async function moveAll(pool: Pool, orgId: string, ids: string[]): Promise<number
 }
 
 async function measure(size: number): Promise<void> {
-  const db = await createTestDatabase();
-  const pool = createPool({ url: db.url, max: 4 });
+  const { pool, close } = await createStoreDatabase([migrations]);
   try {
-    await migrate(pool, [migrations]);
     const orgId = randomUUID();
     const stations = Array.from({ length: STATIONS }, () => randomUUID());
     await pool.query(
@@ -100,8 +97,7 @@ async function measure(size: number): Promise<void> {
       `${size} jobs: ${commits} commits, ${failures} failures (${((100 * failures) / commits).toFixed(1)} per 100 commits)`,
     );
   } finally {
-    await pool.end();
-    await db.drop();
+    await close();
   }
 }
 

@@ -6,30 +6,22 @@
 import { randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import { ManualClock } from '../lib/clock.js';
-import { createPool, type Pool } from '../lib/db.js';
-import { migrate } from '../lib/migrate.js';
+import type { Pool } from '../lib/db.js';
 import type { OutboxRow } from '../lib/outbox.js';
 import { migrations } from '../services/jobs/index.js';
 import { createJobStore, DAILY_TEST_LIMIT, type NewJob } from '../services/jobs/store.js';
-import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+import { createStoreDatabase, type StoreDatabase } from './helpers/store-database.js';
 
-interface Ctx {
-  db: TestDatabase;
-  pool: Pool;
-}
+type Ctx = StoreDatabase;
 
 const test = anyTest as TestFn<Ctx>;
 
 test.before(async (t) => {
-  const db = await createTestDatabase();
-  const pool = createPool({ url: db.url, max: 8 });
-  await migrate(pool, [migrations]);
-  t.context = { db, pool };
+  t.context = await createStoreDatabase([migrations], 8);
 });
 
 test.after.always(async (t) => {
-  await t.context.pool?.end();
-  await t.context.db?.drop();
+  await t.context?.close();
 });
 
 function storeFor(t: { context: Ctx }) {

@@ -6,33 +6,22 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import { ManualClock } from '../lib/clock.js';
-import { createPool, type Pool } from '../lib/db.js';
-import { migrate } from '../lib/migrate.js';
 import type { OutboxRow } from '../lib/outbox.js';
 import { migrations } from '../services/stations/index.js';
 import { createStationStore, OUTBOX_TABLE } from '../services/stations/store.js';
-import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
+import { createStoreDatabase, type StoreDatabase } from './helpers/store-database.js';
 
-interface Ctx {
-  db: TestDatabase;
-  pool: Pool;
-}
-
-const test = anyTest as TestFn<Ctx>;
+const test = anyTest as TestFn<StoreDatabase>;
 
 test.before(async (t) => {
-  const db = await createTestDatabase();
-  const pool = createPool({ url: db.url, max: 4 });
-  await migrate(pool, [migrations]);
-  t.context = { db, pool };
+  t.context = await createStoreDatabase([migrations]);
 });
 
 test.after.always(async (t) => {
-  await t.context.pool?.end();
-  await t.context.db?.drop();
+  await t.context?.close();
 });
 
-function storeFor(t: { context: Ctx }) {
+function storeFor(t: { context: StoreDatabase }) {
   const handed: OutboxRow[] = [];
   const clock = new ManualClock('2026-11-25T10:00:00Z');
   const store = createStationStore(t.context.pool, clock, (rows) => handed.push(...rows));
