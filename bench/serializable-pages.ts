@@ -5,9 +5,12 @@
  * events and outbox rows), each transaction SERIALIZABLE and retried on SQLSTATE 40001. Two
  * transactions never touch the same job, so every failure is PostgreSQL's predicate locking,
  * which tracks reads by index and heap page: jobs that share a page conflict. It prints, for each
- * table size, the commits, the failures and the failures per commit.
+ * table size and way of reading, the commits, the failures and the failures per commit.
  *
- *   node --import tsx bench/serializable-pages.ts [--jobs 3000,20000,100000]
+ * `locked` reads the jobs inside the transaction with `SELECT … FOR UPDATE`, as the jobs service
+ * did; `outside` reads them before it and updates each only at the version read, as it does now.
+ *
+ *   node --import tsx bench/serializable-pages.ts [--jobs 3000,20000,100000] [--read locked,outside]
  *
  * It starts a private PostgreSQL (or uses `TEST_DATABASE_URL`) with a fresh database per size.
  */
@@ -20,25 +23,40 @@ import { createStoreDatabase } from '../test/helpers/store-database.js';
 const GROUP = 10;
 const STATIONS = 50;
 
+type Read = 'locked' | 'outside';
+
 /** Moves `ids` to printed, a group at a time; answers the 40001 failures met on the way. */
-async function moveAll(pool: Pool, orgId: string, ids: string[]): Promise<number> {
+async function moveAll(pool: Pool, orgId: string, ids: string[], read: Read): Promise<number> {
   let failures = 0;
   for (let i = 0; i + GROUP <= ids.length; i += GROUP) {
     const group = ids.slice(i, i + GROUP);
     for (;;) {
       const client = await pool.connect();
       try {
+        let versions = group.map(() => 0);
+        if (read === 'outside') {
+          const { rows } = await client.query<{ id: string; version: number }>(
+            'SELECT id, version FROM jobs WHERE id = ANY($1::UUID[])',
+            [group],
+          );
+          const byId = new Map(rows.map((r) => [r.id, r.version]));
+          versions = group.map((id) => byId.get(id) ?? 0);
+        }
         await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+        if (read === 'locked') {
+          await client.query(
+            `SELECT jobs.id FROM unnest($1::UUID[]) AS k (id) JOIN jobs ON jobs.id = k.id
+             WHERE jobs.id = ANY($1::UUID[]) ORDER BY jobs.id FOR UPDATE OF jobs`,
+            [group],
+          );
+        }
         await client.query(
-          `SELECT jobs.id FROM unnest($1::UUID[]) AS k (id) JOIN jobs ON jobs.id = k.id
-           WHERE jobs.id = ANY($1::UUID[]) ORDER BY jobs.id FOR UPDATE OF jobs`,
-          [group],
-        );
-        await client.query(
-          `UPDATE jobs SET status = 'printed', version = version + 1, updated_at = now(),
+          `UPDATE jobs SET status = 'printed', version = jobs.version + 1, updated_at = now(),
              finished_at = now()
-           WHERE id = ANY($1::UUID[])`,
-          [group],
+           FROM unnest($1::UUID[], $2::INT4[]) AS v (id, version)
+           WHERE jobs.id = ANY($1::UUID[]) AND jobs.id = v.id
+             ${read === 'outside' ? 'AND jobs.version = v.version' : ''}`,
+          [group, versions],
         );
         await client.query(
           `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
@@ -65,7 +83,7 @@ async function moveAll(pool: Pool, orgId: string, ids: string[]): Promise<number
   return failures;
 }
 
-async function measure(size: number): Promise<void> {
+async function measure(size: number, read: Read): Promise<void> {
   const { pool, close } = await createStoreDatabase([migrations]);
   try {
     const orgId = randomUUID();
@@ -88,13 +106,14 @@ async function measure(size: number): Promise<void> {
           pool,
           orgId,
           ids.filter((_, i) => i % 2 === side),
+          read,
         ),
       ),
     );
     const commits = 2 * Math.floor(size / 2 / GROUP);
     const failures = (a ?? 0) + (b ?? 0);
     console.log(
-      `${size} jobs: ${commits} commits, ${failures} failures (${((100 * failures) / commits).toFixed(1)} per 100 commits)`,
+      `${size} jobs, read ${read}: ${commits} commits, ${failures} failures (${((100 * failures) / commits).toFixed(1)} per 100 commits)`,
     );
   } finally {
     await close();
@@ -102,10 +121,17 @@ async function measure(size: number): Promise<void> {
 }
 
 const { values } = parseArgs({
-  options: { jobs: { type: 'string', default: '3000,20000,100000' } },
+  options: {
+    jobs: { type: 'string', default: '3000,20000,100000' },
+    read: { type: 'string', default: 'locked,outside' },
+  },
 });
+const reads = (values.read ?? '').split(',');
+for (const read of reads) {
+  if (read !== 'locked' && read !== 'outside') throw new Error(`--read: ${read} is not a way`);
+}
 for (const size of (values.jobs ?? '').split(',').map(Number)) {
   if (!Number.isInteger(size) || size < 2 * GROUP) throw new Error(`--jobs: ${size} is too few`);
-  await measure(size);
+  for (const read of reads) await measure(size, read as Read);
 }
 process.exit(0);

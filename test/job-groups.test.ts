@@ -233,3 +233,48 @@ test('a transition that cannot apply fails alone; the rest of its group commits'
     ['printed', 'conflict', 'not_found', 'not_found', 'cancelled'],
   );
 });
+
+test('a group that finds a job moved by another replica since its read reads it again and numbers no event twice', async (t) => {
+  const { store: other } = storeFor(t);
+  const orgId = randomUUID();
+  const job = await other.create(newJob(orgId));
+  const how = { actor: 'station:s1', attempt: 1, region: 'default' };
+  // This replica's pool runs the other replica's transition right after this one's first read
+  // of the job, before this one writes: the report arrived at both.
+  let raced = false;
+  const pool = new Proxy(t.context.pool, {
+    get(target, prop, receiver) {
+      if (prop !== 'query') return Reflect.get(target, prop, receiver);
+      return async (text: unknown, values?: unknown[]) => {
+        const result = await target.query(text as string, values);
+        if (!raced && String(text).includes('JOIN jobs ON jobs.org_id = k.job_org_id')) {
+          raced = true;
+          await other.apply(orgId, job.id, 'received', how);
+        }
+        return result;
+      };
+    },
+  });
+  const clock = new ManualClock('2026-11-23T10:00:00Z');
+  const handed: OutboxRow[][] = [];
+  const store = createJobStore(pool, clock, { onCommit: (rows) => handed.push(rows) });
+
+  const [received, printed] = await Promise.all([
+    store.apply(orgId, job.id, 'received', how),
+    store.apply(orgId, job.id, 'printed', how),
+  ]);
+  t.true(raced);
+  // Read again after the race: `received` had been applied already, `printed` applies after it.
+  t.false(received.changed);
+  t.true(printed.changed);
+  const { job: now, events } = await store.get(orgId, job.id);
+  t.is(now.status, 'printed');
+  t.deepEqual(
+    events.map((e) => e.status),
+    ['queued', 'sent', 'printed'],
+  );
+  t.deepEqual(
+    handed.flat().map((r) => r.subject.split('.').slice(2).join('.')),
+    ['job.printed'],
+  );
+});

@@ -82,7 +82,17 @@ const TRANSITION_TYPES = [
   'TIMESTAMPTZ', // finished_at
   'TIMESTAMPTZ', // expire_at
   'TEXT', // region
+  'INT4', // the version read, which the row must still have (see `write`)
 ] as const;
+
+/**
+ * Times a group of transitions reads and plans again when jobs it read moved before its write
+ * (each time another replica's group got there first), before answering that the database is busy.
+ */
+const MAX_REPLANS = 24;
+
+/** A group's write that found a job at another version than read: SQLSTATE 22012, made on purpose. */
+const versionMoved = (err: unknown) => (err as { code?: unknown } | null)?.code === '22012';
 
 const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
@@ -365,12 +375,21 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
    * numbered event (its number is the job's version after it) and every message, with the
    * transaction's COMMIT behind it: it is the transaction's last statement. Fills in each change's
    * outbox rows.
+   *
+   * With `unread`, the jobs were read outside the transaction: each row is written only if its
+   * version is still the one read, and when any is not, the statement fails with
+   * a division by zero (see {@link versionMoved}) and writes nothing.
    */
-  async function write(tx: pg.PoolClient, changes: Change[]): Promise<void> {
+  async function write(tx: pg.PoolClient, changes: Change[], unread = false): Promise<void> {
     const made = changes.filter((c) => c.changed);
     if (made.length === 0) return;
     const last = new Map<string, JobRow>();
-    for (const c of made) last.set(c.after.id, c.after);
+    // The version each job had when read: its first change's row before it.
+    const read = new Map<string, number>();
+    for (const c of made) {
+      last.set(c.after.id, c.after);
+      if (!read.has(c.after.id)) read.set(c.after.id, c.before.version);
+    }
     const batch = new WriteBatch();
     const rows = columns([...last.values()], (r) => [
       r.org_id,
@@ -383,14 +402,16 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       FINISHED_STATUSES.includes(r.status) ? r.updated_at : null,
       r.expire_at,
       r.region,
+      read.get(r.id),
     ]);
-    batch.add(
+    const updated = batch.add(
       `UPDATE jobs SET status = v.status, status_detail = v.status_detail, attempt = v.attempt,
          updated_at = v.updated_at, version = v.version, finished_at = v.finished_at,
          expire_at = v.expire_at, region = v.region
        FROM (${batch.rows(rows, TRANSITION_TYPES)}) AS v (org_id, id, status,
-         status_detail, attempt, updated_at, version, finished_at, expire_at, region)
-       WHERE jobs.org_id = v.org_id AND jobs.id = v.id`,
+         status_detail, attempt, updated_at, version, finished_at, expire_at, region, was)
+       WHERE jobs.org_id = v.org_id AND jobs.id = v.id${unread ? ' AND jobs.version = v.was' : ''}
+       RETURNING jobs.id`,
     );
     const events = columns(made, (c) => [
       randomUUID(),
@@ -408,7 +429,12 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
        ${batch.rows(events, JOB_EVENT_TYPES)}`,
     );
     for (const c of made) c.outbox = addToOutbox(batch, OUTBOX_TABLE, c.messages ?? []);
-    await queryThenCommit(tx, batch.text(), batch.values);
+    // A job another transaction moved since it was read fails the statement on purpose (a division
+    // by zero), so that nothing of the group is written and the COMMIT behind it rolls back.
+    const select = unread
+      ? `SELECT 1 / (CASE WHEN (SELECT count(*) FROM ${updated}) = ${last.size} THEN 1 ELSE 0 END)`
+      : undefined;
+    await queryThenCommit(tx, batch.text(select), batch.values);
   }
 
   /** Moves locked jobs by `trigger`, inside `tx`, in one statement. */
@@ -432,23 +458,27 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
   }
 
   /**
-   * Applies a group of transitions in one transaction: the jobs read in one query, the changes
-   * planned in the order they came (so a job's `received` and `result` that arrive together both
-   * apply, one after the other) and written in one statement. A transition that cannot apply
-   * fails alone.
+   * Applies a group of transitions: the jobs read in one query, the changes planned in the order
+   * they came (so a job's `received` and `result` that arrive together both apply, one after the
+   * other) and written in one transaction of one statement. A transition that cannot apply fails
+   * alone; a group that changes nothing writes nothing.
+   *
+   * The jobs are read before the transaction, not locked inside it: the write then takes each
+   * job only at the version read, and a group that finds a job moved meanwhile (by another
+   * replica's group) reads and plans again. On PostgreSQL, whose SERIALIZABLE tracks reads by
+   * index and heap page, a read held for the whole transaction made two replicas' groups fail each
+   * other several times as often (docs/performance.md, bench/serializable-pages.ts).
    */
   async function commitTransitions(group: TransitionAsked[]): Promise<Outcome<Change>[]> {
-    const { outcomes, changes } = await withTx(pool, async (tx) => {
-      const { rows } = await tx.query<JobRow>(
-        // Locked, in one order for every group, so that two replicas' groups touching the same
-        // jobs take turns (the second retries) instead of both numbering the same events.
+    const keys = columns(
+      [...new Map(group.map((g) => [`${g.orgId}/${g.jobId}`, g])).values()],
+      (g) => [g.orgId, g.jobId],
+    );
+    for (let attempt = 1; ; attempt++) {
+      const { rows } = await pool.query<JobRow>(
         `SELECT ${JOB_COLUMNS} FROM unnest($1::UUID[], $2::UUID[]) AS k (job_org_id, job_id)
-         JOIN jobs ON jobs.org_id = k.job_org_id AND jobs.id = k.job_id
-         ORDER BY org_id, id FOR UPDATE OF jobs`,
-        columns([...new Map(group.map((g) => [`${g.orgId}/${g.jobId}`, g])).values()], (g) => [
-          g.orgId,
-          g.jobId,
-        ]),
+         JOIN jobs ON jobs.org_id = k.job_org_id AND jobs.id = k.job_id`,
+        keys,
       );
       const current = new Map(rows.map((r) => [`${r.org_id}/${r.id}`, r]));
       const now = clock.now();
@@ -466,12 +496,23 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
           return { error };
         }
       });
-      await write(tx, changes);
-      return { outcomes, changes };
-    });
-    changes.forEach(observe);
-    committed(changes.flatMap((c) => c.outbox));
-    return outcomes;
+      if (changes.some((c) => c.changed)) {
+        try {
+          await withTx(pool, (tx) => write(tx, changes, true));
+        } catch (err) {
+          if (!versionMoved(err)) throw err;
+          if (attempt >= MAX_REPLANS) {
+            throw new SpoolError('unavailable', 'the jobs keep changing; try again', {
+              cause: err,
+            });
+          }
+          continue;
+        }
+      }
+      changes.forEach(observe);
+      committed(changes.flatMap((c) => c.outbox));
+      return outcomes;
+    }
   }
   const transitions = new GroupCommit(commitTransitions, MAX_TRANSITIONS);
 
