@@ -376,11 +376,11 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
    * transaction's COMMIT behind it: it is the transaction's last statement. Fills in each change's
    * outbox rows.
    *
-   * With `unread`, the jobs were read outside the transaction: each row is written only if its
-   * version is still the one read, and when any is not, the statement fails with
-   * a division by zero (see {@link versionMoved}) and writes nothing.
+   * With `readBefore`, the jobs were read before the transaction: each row is written only if its
+   * version is still the one read, and when any is not, the statement fails with a division by
+   * zero (see {@link versionMoved}) and writes nothing.
    */
-  async function write(tx: pg.PoolClient, changes: Change[], unread = false): Promise<void> {
+  async function write(tx: pg.PoolClient, changes: Change[], readBefore = false): Promise<void> {
     const made = changes.filter((c) => c.changed);
     if (made.length === 0) return;
     const last = new Map<string, JobRow>();
@@ -410,7 +410,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
          expire_at = v.expire_at, region = v.region
        FROM (${batch.rows(rows, TRANSITION_TYPES)}) AS v (org_id, id, status,
          status_detail, attempt, updated_at, version, finished_at, expire_at, region, was)
-       WHERE jobs.org_id = v.org_id AND jobs.id = v.id${unread ? ' AND jobs.version = v.was' : ''}
+       WHERE jobs.org_id = v.org_id AND jobs.id = v.id${readBefore ? ' AND jobs.version = v.was' : ''}
        RETURNING jobs.id`,
     );
     const events = columns(made, (c) => [
@@ -431,7 +431,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     for (const c of made) c.outbox = addToOutbox(batch, OUTBOX_TABLE, c.messages ?? []);
     // A job another transaction moved since it was read fails the statement on purpose (a division
     // by zero), so that nothing of the group is written and the COMMIT behind it rolls back.
-    const select = unread
+    const select = readBefore
       ? `SELECT 1 / (CASE WHEN (SELECT count(*) FROM ${updated}) = ${last.size} THEN 1 ELSE 0 END)`
       : undefined;
     await queryThenCommit(tx, batch.text(select), batch.values);
