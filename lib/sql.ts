@@ -68,3 +68,17 @@ export function columns<T>(
   });
   return out;
 }
+
+/**
+ * A value that is 1, or that fails the whole statement when `condition` holds: a division by
+ * zero, SQLSTATE 22012, made on purpose. A statement sent with its COMMIT behind it cannot be
+ * looked at before it commits; this lets it refuse to, and nothing it wrote is kept.
+ */
+export function failWhen(condition: string): string {
+  return `1 / (CASE WHEN ${condition} THEN 0 ELSE 1 END)`;
+}
+
+/** Whether `err` is a statement failing on purpose, by {@link failWhen}. */
+export function failedOnPurpose(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '22012';
+}

@@ -20,7 +20,7 @@ import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { jobJson } from '../../lib/job-view.js';
 import { spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
-import { columns, WriteBatch } from '../../lib/sql.js';
+import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import { claimLost, completeClaimIn } from './idempotency.js';
 import type { JobStatus } from './machine.js';
@@ -91,14 +91,6 @@ class Refused extends Error {
   constructor(readonly refusals: Map<number, SpoolError>) {
     super('some jobs of the group were refused');
   }
-}
-
-/**
- * What a group's statement fails with when it was written with its COMMIT behind it and some job
- * of it would be refused: a division by zero the statement makes on purpose (SQLSTATE 22012).
- */
-function refusedUnseen(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === '22012';
 }
 
 function secondsToMidnightUtc(now: Date): number {
@@ -172,7 +164,7 @@ export function createJobCreator(deps: {
    *
    * With `commitBehind`, the COMMIT goes in the same round trip as the statement, so the
    * statement itself must refuse to commit a group of which some job is refused: it then divides
-   * by zero (see {@link refusedUnseen}), and the group is written again without `commitBehind`
+   * by zero (see {@link failWhen}), and the group is written again without `commitBehind`
    * to find out which.
    */
   async function writeGroup(tx: pg.PoolClient, group: Pending[], commitBehind: boolean) {
@@ -280,7 +272,7 @@ export function createJobCreator(deps: {
     const text = batch.text(
       `SELECT ${counted ? `(SELECT json_agg(json_build_object('org_id', org_id, 'n', n)) FROM ${counted})` : 'NULL'} AS counts,
          ${claimed.length ? `ARRAY[${claimed.map((c) => `(SELECT count(*) FROM ${c})::INT4`).join(', ')}]` : 'NULL'} AS claimed
-         ${commitBehind && refusal.length ? `, 1 / (CASE WHEN ${refusal.join(' OR ')} THEN 0 ELSE 1 END) AS settled` : ''}`,
+         ${commitBehind && refusal.length ? `, ${failWhen(refusal.join(' OR '))} AS settled` : ''}`,
     );
     type Result = { counts: Array<{ org_id: string; n: number }> | null; claimed: number[] | null };
     const { rows: result } = commitBehind
@@ -331,7 +323,7 @@ export function createJobCreator(deps: {
         });
         break;
       } catch (err) {
-        if (commitBehind && refusedUnseen(err)) {
+        if (commitBehind && failedOnPurpose(err)) {
           commitBehind = false;
           continue;
         }

@@ -17,7 +17,7 @@ import { jobJson } from '../../lib/job-view.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
-import { columns, WriteBatch } from '../../lib/sql.js';
+import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
 import { createJobCreator, JOB_EVENT_TYPES } from './creation.js';
 import type { Claim } from './idempotency.js';
@@ -90,9 +90,6 @@ const TRANSITION_TYPES = [
  * (each time another replica's group got there first), before answering that the database is busy.
  */
 const MAX_REPLANS = 24;
-
-/** A group's write that found a job at another version than read: SQLSTATE 22012, made on purpose. */
-const versionMoved = (err: unknown) => (err as { code?: unknown } | null)?.code === '22012';
 
 const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
@@ -377,8 +374,8 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
    * outbox rows.
    *
    * With `readBefore`, the jobs were read before the transaction: each row is written only if its
-   * version is still the one read, and when any is not, the statement fails with a division by
-   * zero (see {@link versionMoved}) and writes nothing.
+   * version is still the one read, and when any is not, the statement fails on purpose (see
+   * {@link failWhen}) and writes nothing.
    */
   async function write(tx: pg.PoolClient, changes: Change[], readBefore = false): Promise<void> {
     const made = changes.filter((c) => c.changed);
@@ -429,10 +426,10 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
        ${batch.rows(events, JOB_EVENT_TYPES)}`,
     );
     for (const c of made) c.outbox = addToOutbox(batch, OUTBOX_TABLE, c.messages ?? []);
-    // A job another transaction moved since it was read fails the statement on purpose (a division
-    // by zero), so that nothing of the group is written and the COMMIT behind it rolls back.
+    // A job another transaction moved since it was read fails the statement, so that nothing of
+    // the group is written and the COMMIT behind it rolls back.
     const select = readBefore
-      ? `SELECT 1 / (CASE WHEN (SELECT count(*) FROM ${updated}) = ${last.size} THEN 1 ELSE 0 END)`
+      ? `SELECT ${failWhen(`(SELECT count(*) FROM ${updated}) <> ${last.size}`)}`
       : undefined;
     await queryThenCommit(tx, batch.text(select), batch.values);
   }
@@ -500,7 +497,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
         try {
           await withTx(pool, (tx) => write(tx, changes, true));
         } catch (err) {
-          if (!versionMoved(err)) throw err;
+          if (!failedOnPurpose(err)) throw err;
           if (attempt >= MAX_REPLANS) {
             throw new SpoolError('unavailable', 'the jobs keep changing; try again', {
               cause: err,
