@@ -91,6 +91,7 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
     connectS: [] as number[],
     connected: [] as number[],
     connectCpuS: [] as number[],
+    agentsCpuS: [] as number[],
     commitsPerLink: [] as number[],
     rollbacksPerLink: [] as number[],
     smallFleetP99: [] as number[],
@@ -212,6 +213,7 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       rows.connectCpuS.push(
         before && afterConnect ? afterConnect.cpuSeconds - before.cpuSeconds : Number.NaN,
       );
+      rows.agentsCpuS.push(connect.cpuS);
       rows.commitsPerLink.push(db.commits);
       rows.rollbacksPerLink.push(db.rollbacks);
       rows.smallFleetP99.push(small);
@@ -235,6 +237,7 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       if (run === middle) Object.assign(samples, { steady, resync });
       ctx.log(
         `fleet ${run}: ${printerIds.length}/${count} links in ${(connect.elapsedMs / 1000).toFixed(1)} s` +
+          ` (agents ${connect.cpuS.toFixed(1)} core·s)` +
           `${connect.failed ? ` (${connect.failed} failed: ${connect.errors[0]})` : ''} ` +
           `(${db.commits} commits, ${db.rollbacks} rollbacks per link); stations RSS ${mib(idle1).toFixed(0)} MiB ` +
           `(peak ${(rows.peakRssMiB.at(-1) ?? 0).toFixed(0)} MiB), ` +
@@ -305,6 +308,7 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
         : undefined,
     ),
     figure('fleet', 'stations service CPU to connect them', 'core·s', rows.connectCpuS),
+    figure('fleet', 'simulated agents (harness) CPU to connect them', 'core·s', rows.agentsCpuS),
     figure('fleet', 'stations service RSS, links quiet', 'MiB', rows.rssMiB),
     figure('fleet', 'database rollbacks per link opened', 'rollbacks', rows.rollbacksPerLink),
     figure('fleet', 'stations service CPU, links quiet', 'cores', rows.idleCores),
