@@ -245,7 +245,7 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
           `dispatch p50/p99 ${steadyL.p50.toFixed(1)}/${steadyL.p99.toFixed(1)} ms quiet, ` +
           `${resyncL.p50.toFixed(1)}/${resyncL.p99.toFixed(1)} ms across the minute mark ` +
           `(stations CPU ${resyncCpu.toFixed(1)} core·s in ${RESYNC_WINDOW_MS / 1000} s); ` +
-          `with ${ctx.options.agents} links p99 ${small.toFixed(1)} ms; ` +
+          (refs.smallFleet ? `with ${ctx.options.agents} links p99 ${small.toFixed(1)} ms; ` : '') +
           `spool dev CPU ${(rows.spoolCpuS.at(-1) ?? Number.NaN).toFixed(1)} core·s from the ` +
           `first link to the end of the resync; ` +
           (stillOnline > 0
