@@ -407,8 +407,9 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
          expire_at = v.expire_at, region = v.region
        FROM (${batch.rows(rows, TRANSITION_TYPES)}) AS v (org_id, id, status,
          status_detail, attempt, updated_at, version, finished_at, expire_at, region, was)
-       WHERE jobs.org_id = v.org_id AND jobs.id = v.id${readBefore ? ' AND jobs.version = v.was' : ''}
-       RETURNING jobs.id`,
+       WHERE jobs.org_id = v.org_id AND jobs.id = v.id${
+         readBefore ? ' AND jobs.version = v.was RETURNING jobs.id' : ''
+       }`,
     );
     const events = columns(made, (c) => [
       randomUUID(),
