@@ -27,8 +27,11 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { ALL_EVENTS } from './store.js';
 
-/** The event types an organization's enabled endpoints chose, `*` included. */
-export type WantedEvents = ReadonlySet<string>;
+/**
+ * The event types an organization's enabled endpoints chose, `*` included, each with how many
+ * endpoints chose it.
+ */
+export type WantedEvents = ReadonlyMap<string, number>;
 
 interface Entry {
   wanted: WantedEvents;
@@ -62,10 +65,13 @@ export class EndpointIndex {
     this.#maxEntries = options.maxEntries ?? 100_000;
   }
 
-  /** Whether any enabled endpoint of the organization wants events of this type. */
-  async wants(orgId: string, type: string): Promise<boolean> {
+  /**
+   * How many enabled endpoints of the organization want events of this type, as last read: 0
+   * means none does; any other count may be stale, and the fan-out's transaction reads again.
+   */
+  async wanting(orgId: string, type: string): Promise<number> {
     const wanted = await this.#wanted(orgId);
-    return wanted.has(type) || wanted.has(ALL_EVENTS);
+    return (wanted.get(type) ?? 0) + (wanted.get(ALL_EVENTS) ?? 0);
   }
 
   /** Forgets what the index knows of one organization (its endpoints changed). */
@@ -96,7 +102,12 @@ export class EndpointIndex {
     const epoch = this.#epoch;
     const load = this.#load(orgId)
       .then((lists) => {
-        const wanted: WantedEvents = new Set(lists.flat());
+        const wanted = new Map<string, number>();
+        for (const events of lists) {
+          // An endpoint that lists `*` and a type is one endpoint: `*` alone counts it.
+          const types = events.includes(ALL_EVENTS) ? [ALL_EVENTS] : new Set(events);
+          for (const type of types) wanted.set(type, (wanted.get(type) ?? 0) + 1);
+        }
         if (epoch === this.#epoch) this.#store(orgId, { wanted, loadedAt: now });
         return wanted;
       })

@@ -5,7 +5,10 @@
  * index makes a redelivered message add nothing, so each endpoint gets exactly one delivery of
  * each event. An event that no enabled endpoint of its organization wants is acknowledged without
  * a transaction, on the word of the in-memory {@link EndpointIndex} (its comment says why that
- * misses no endpoint created before the event).
+ * misses no endpoint created before the event). An event that is wanted waits, unacknowledged,
+ * until this process's worker has room for its deliveries, which are then added already claimed
+ * for the worker and sent without a round claiming them (docs/webhooks.md, "Hand-over and
+ * backpressure").
  */
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
@@ -15,7 +18,8 @@ import { GroupCommit } from '../../lib/group-commit.js';
 import type { Logger } from '../../lib/logger.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import type { EndpointIndex } from './endpoint-index.js';
-import type { WebhookStore } from './store.js';
+import type { FannedOut, WebhookStore } from './store.js';
+import type { DeliveryWorker } from './worker.js';
 
 export const FANOUT_CONSUMER = 'webhooks-fanout';
 
@@ -36,15 +40,31 @@ export async function startFanout(deps: {
   index: EndpointIndex;
   logger: Logger;
   maxPayloadBytes: number;
-  /** Called after new deliveries were committed, so the worker sends them at once. */
-  onDeliveries: () => void;
+  /** The worker that sends what this process fans out. */
+  worker: Pick<DeliveryWorker, 'admit' | 'admitAll' | 'handover' | 'kick'>;
 }): Promise<Fanout> {
-  const groups = new GroupCommit<{ event: SpoolEvent; trace: TraceCarrier }, number>(
-    async (items) =>
-      (await deps.store.fanOut(items, deps.maxPayloadBytes)).map((added) => ({ ok: added })),
-    FANOUT_IN_FLIGHT,
-  );
-  return startDurableConsumer({
+  const groups = new GroupCommit<
+    { event: SpoolEvent; trace: TraceCarrier; admitted: number },
+    number
+  >(async (items) => {
+    // What the worker has room for goes to it claimed, as the transaction adds it; the rest it
+    // claims in rounds, told of them once they are committed.
+    const handing = deps.worker.handover(items.reduce((sum, item) => sum + item.admitted, 0));
+    // The room set aside is given back once, whatever happens: an event retried alone after its
+    // group failed takes what room is free then.
+    for (const item of items) item.admitted = 0;
+    let fanned: FannedOut;
+    try {
+      fanned = await deps.store.fanOut(items, deps.maxPayloadBytes, handing.handover);
+    } catch (err) {
+      handing.settle([]);
+      throw err;
+    }
+    handing.settle(fanned.claimed);
+    if (fanned.queued > 0) deps.worker.kick(true);
+    return fanned.added.map((added) => ({ ok: added }));
+  }, FANOUT_IN_FLIGHT);
+  const consumer = await startDurableConsumer({
     nc: deps.nc,
     stream: 'EVENTS',
     durable: FANOUT_CONSUMER,
@@ -58,10 +78,19 @@ export async function startFanout(deps: {
     // Events fan out independently of each other: the deliveries they add are unordered.
     concurrency: FANOUT_IN_FLIGHT,
     async handle(event) {
-      if (!(await deps.index.wants(event.org_id, event.type))) return 'ack';
-      const added = await groups.submit({ event, trace: traceCarrier() });
-      if (added > 0) deps.onDeliveries();
+      const wanting = await deps.index.wanting(event.org_id, event.type);
+      if (wanting === 0) return 'ack';
+      // The event waits here, unacknowledged, until the worker has room for its deliveries.
+      const admitted = await deps.worker.admit(wanting);
+      await groups.submit({ event, trace: traceCarrier(), admitted });
       return 'ack';
     },
   });
+  return {
+    async stop() {
+      // Events waiting for room go to the database now, to be claimed in rounds by any replica.
+      deps.worker.admitAll();
+      await consumer.stop();
+    },
+  };
 }

@@ -128,7 +128,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     index,
     logger,
     maxPayloadBytes: settings.maxPayloadBytes,
-    onDeliveries: () => worker.kick(true),
+    worker,
   });
   worker.start();
   const logSweeper = new DeliveryLogSweeper({

@@ -78,6 +78,13 @@ const DELIVERY_COLUMNS = `id, org_id, endpoint_id, event_id, event_type, state, 
   round_attempts, next_attempt_at, claim, last_attempt_at, last_status_code, notice, created_at,
   finished_at, length(body) AS body_size`;
 
+/** An endpoint's sealed secrets, as read with it. */
+interface SealedSecrets {
+  secret: Buffer;
+  previous_secret: Buffer | null;
+  previous_secret_expires_at: Date | null;
+}
+
 interface AttemptRow {
   delivery_id: string;
   number: number;
@@ -131,6 +138,27 @@ export interface ClaimInput {
    * filled its room), so the claim skips the read that first checks.
    */
   expectWork?: boolean;
+}
+
+/**
+ * A worker's hand-over (worker.ts `handover`): the fan-out claims for it, as it adds them, the
+ * deliveries its `pick` chooses, so they are sent without a round claiming them.
+ */
+export interface Handover {
+  now: Date;
+  leaseUntil: Date;
+  claim: string;
+  /** Chooses, oldest first, which new deliveries to claim; may be called again if the tx re-runs. */
+  pick(candidates: ClaimCandidate[]): string[];
+}
+
+/** What a fan-out added: per event, its deliveries to send; and those it claimed. */
+export interface FannedOut {
+  added: number[];
+  /** Deliveries claimed for the hand-over's worker, to send now. */
+  claimed: ClaimedDelivery[];
+  /** Deliveries added due and not claimed, for rounds to claim. */
+  queued: number;
 }
 
 export interface AttemptRecord {
@@ -331,6 +359,22 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
   }
 
   /**
+   * The secrets that sign an attempt of the endpoint now, current first. Opened through the box's
+   * cache: a claim decrypts only a secret it has not seen.
+   */
+  function signingSecrets(sealed: SealedSecrets, endpointId: string, now: Date): string[] {
+    const secrets = [box.open(sealed.secret, endpointId)];
+    if (
+      sealed.previous_secret &&
+      sealed.previous_secret_expires_at &&
+      sealed.previous_secret_expires_at.getTime() > now.getTime()
+    ) {
+      secrets.push(box.open(sealed.previous_secret, endpointId));
+    }
+    return secrets;
+  }
+
+  /**
    * Claims due deliveries, within a worker round's transaction: one statement locks due rows
    * that no other worker holds (SKIP LOCKED) and reads their endpoints with them; the worker picks
    * among them; rows it may not send (endpoint disabled, no attempts left in the round) are ended
@@ -445,15 +489,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     const out: ClaimedDelivery[] = [];
     for (const row of claimed) {
       const endpoint = endpointOf.get(row.id) as (typeof sending)[number];
-      // Opened through the box's cache: a claim decrypts only a secret it has not seen.
-      const secrets = [box.open(endpoint.secret as Buffer, row.endpoint_id)];
-      if (
-        endpoint.previous_secret &&
-        endpoint.previous_secret_expires_at &&
-        endpoint.previous_secret_expires_at.getTime() > now.getTime()
-      ) {
-        secrets.push(box.open(endpoint.previous_secret, row.endpoint_id));
-      }
+      const secrets = signingSecrets(endpoint as SealedSecrets, row.endpoint_id, now);
       out.push({
         id: row.id,
         orgId: row.org_id,
@@ -870,84 +906,142 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     },
 
     /**
-     * Turns one event into a delivery for each enabled endpoint of its organization that chose its
-     * type. The unique (event, endpoint) index makes a redelivered event add nothing. A body over
-     * the size cap is recorded as a failed delivery that says why, and never sent.
-     */
-    /**
      * Adds one delivery of each event per enabled endpoint of its organization that wants it, for
-     * many events in one transaction: one read of the endpoints, one INSERT. Answers, per event,
-     * how many deliveries are to be sent (a redelivered event adds none).
+     * many events in one transaction: one read of the endpoints, one statement. The unique (event,
+     * endpoint) index makes a redelivered event add nothing. A body over the size cap is recorded
+     * as a failed delivery that says why, and never sent. With a worker's `handover`, the
+     * deliveries it picks are added already claimed for it, their first attempts written as
+     * `in_flight`, as a round's claim would leave them: the worker sends them without a round
+     * claiming them.
      */
     async fanOut(
       events: Array<{ event: SpoolEvent; trace: TraceCarrier }>,
       maxPayloadBytes: number,
-    ): Promise<number[]> {
+      handover?: Handover,
+    ): Promise<FannedOut> {
       const bodies = events.map(({ event }) => deliveryBody(event));
+      const tooLarge = bodies.map((body) => body.length > maxPayloadBytes);
       return withTx(pool, async (tx) => {
-        const now = clock.now();
-        const { rows: endpoints } = await tx.query<{
-          id: string;
-          org_id: string;
-          events: string[];
-        }>(
-          `SELECT id, org_id, events FROM webhook_endpoints WHERE org_id = ANY($1::UUID[]) AND enabled`,
+        const now = handover?.now ?? clock.now();
+        const { rows: endpoints } = await tx.query<
+          { id: string; org_id: string; events: string[]; url: string } & SealedSecrets
+        >(
+          `SELECT id, org_id, events, url, secret, previous_secret, previous_secret_expires_at
+           FROM webhook_endpoints WHERE org_id = ANY($1::UUID[]) AND enabled`,
           [[...new Set(events.map((e) => e.event.org_id))]],
         );
         // Each event's columns go once, and each delivery names its event and endpoint.
-        const wanted: Array<{ event: number; endpointId: string }> = [];
+        const wanted: Array<{ event: number; id: string; endpoint: (typeof endpoints)[number] }> =
+          [];
         events.forEach(({ event }, i) => {
           for (const endpoint of endpoints) {
             if (endpoint.org_id !== event.org_id) continue;
             if (!endpoint.events.includes(event.type) && !endpoint.events.includes('*')) continue;
-            wanted.push({ event: i + 1, endpointId: endpoint.id });
+            wanted.push({ event: i, id: randomUUID(), endpoint });
           }
         });
-        if (wanted.length === 0) return events.map(() => 0);
-        const { rows } = await queryThenCommit<{ event_id: string; state: string }>(
+        if (wanted.length === 0) return { added: events.map(() => 0), claimed: [], queued: 0 };
+        const picked = new Set(
+          handover?.pick(
+            wanted
+              .filter((w) => !tooLarge[w.event])
+              .map((w) => ({ id: w.id, endpointId: w.endpoint.id })),
+          ),
+        );
+        const { rows } = await queryThenCommit<{
+          id: string;
+          event_id: string;
+          state: string;
+          attempt_id: string | null;
+        }>(
           tx,
-          `INSERT INTO webhook_deliveries
-             (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
-              created_at, notice, finished_at, trace_context)
-           SELECT gen_random_uuid(), e.org_id, d.endpoint_id, e.event_id, e.event_type, e.body,
-             e.state, e.next_attempt_at, $12, e.notice, e.finished_at, e.trace_context::JSONB
-           FROM unnest($1::INT[], $2::UUID[]) AS d (event, endpoint_id)
-           JOIN unnest($3::UUID[], $4::UUID[], $5::TEXT[], $6::BYTEA[], $7::TEXT[],
-               $8::TIMESTAMPTZ[], $9::TEXT[], $10::TIMESTAMPTZ[], $11::TEXT[])
-             WITH ORDINALITY
-             AS e (org_id, event_id, event_type, body, state, next_attempt_at, notice,
-               finished_at, trace_context, n)
-             ON e.n = d.event
-           ON CONFLICT (event_id, endpoint_id) DO NOTHING
-           RETURNING event_id, state`,
+          `WITH d AS (
+             INSERT INTO webhook_deliveries
+               (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
+                created_at, notice, finished_at, trace_context, attempts, round_attempts, claim,
+                last_attempt_at)
+             SELECT d.id, e.org_id, d.endpoint_id, e.event_id, e.event_type, e.body, e.state,
+               CASE WHEN d.claimed THEN $14::TIMESTAMPTZ ELSE e.next_attempt_at END, $12::TIMESTAMPTZ,
+               e.notice,
+               e.finished_at, e.trace_context::JSONB, d.claimed::INT, d.claimed::INT,
+               CASE WHEN d.claimed THEN $13::UUID END, CASE WHEN d.claimed THEN $12::TIMESTAMPTZ END
+             FROM unnest($1::INT[], $2::UUID[], $3::UUID[], $15::BOOL[])
+               AS d (event, endpoint_id, id, claimed)
+             JOIN unnest($4::UUID[], $5::UUID[], $6::TEXT[], $7::BYTEA[], $8::TEXT[],
+                 $9::TIMESTAMPTZ[], $10::TEXT[], $11::TIMESTAMPTZ[], $16::TEXT[])
+               WITH ORDINALITY
+               AS e (org_id, event_id, event_type, body, state, next_attempt_at, notice,
+                 finished_at, trace_context, n)
+               ON e.n = d.event
+             ON CONFLICT (event_id, endpoint_id) DO NOTHING
+             RETURNING id, org_id, event_id, state, claim
+           ), a AS (
+             INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome)
+             SELECT gen_random_uuid(), org_id, id, 1, $12::TIMESTAMPTZ, 'in_flight' FROM d
+             WHERE claim IS NOT NULL
+             RETURNING id, delivery_id
+           )
+           SELECT d.id, d.event_id, d.state, a.id AS attempt_id
+           FROM d LEFT JOIN a ON a.delivery_id = d.id`,
           [
-            ...columns(wanted, (w) => [w.event, w.endpointId]),
-            ...columns(events, ({ event, trace }, i) => {
+            ...columns(wanted, (w) => [w.event + 1, w.endpoint.id, w.id]),
+            ...columns(events, ({ event }, i) => {
               const body = bodies[i] as Buffer;
-              const tooLarge = body.length > maxPayloadBytes;
               return [
                 event.org_id,
                 event.id,
                 event.type,
-                tooLarge ? Buffer.alloc(0) : body,
-                tooLarge ? 'failed' : 'pending',
-                tooLarge ? null : now,
-                tooLarge
+                tooLarge[i] ? Buffer.alloc(0) : body,
+                tooLarge[i] ? 'failed' : 'pending',
+                tooLarge[i] ? null : now,
+                tooLarge[i]
                   ? `not sent: the body is ${body.length} bytes, more than the limit of ${maxPayloadBytes}`
                   : '',
-                tooLarge ? now : null,
-                // Each attempt continues the trace of whatever caused the event.
-                JSON.stringify(trace),
+                tooLarge[i] ? now : null,
               ];
             }),
             now,
+            handover?.claim ?? null,
+            handover?.leaseUntil ?? null,
+            wanted.map((w) => picked.has(w.id)),
+            // Each attempt continues the trace of whatever caused the event.
+            events.map(({ trace }) => JSON.stringify(trace)),
           ],
         );
         const added = new Map<string, number>();
+        const inserted = new Set<string>();
+        const attemptOf = new Map<string, string>();
         for (const r of rows) {
+          inserted.add(r.id);
           if (r.state === 'pending') added.set(r.event_id, (added.get(r.event_id) ?? 0) + 1);
+          if (r.attempt_id) attemptOf.set(r.id, r.attempt_id);
         }
-        return events.map(({ event }) => added.get(event.id) ?? 0);
+        const claimed: ClaimedDelivery[] = [];
+        let queued = 0;
+        for (const w of wanted) {
+          const attemptId = attemptOf.get(w.id);
+          if (attemptId === undefined || !handover) {
+            if (!tooLarge[w.event] && inserted.has(w.id)) queued++;
+            continue;
+          }
+          const { event, trace } = events[w.event] as (typeof events)[number];
+          claimed.push({
+            id: w.id,
+            orgId: event.org_id,
+            endpointId: w.endpoint.id,
+            eventType: event.type,
+            url: w.endpoint.url,
+            body: bodies[w.event] as Buffer,
+            secrets: signingSecrets(w.endpoint, w.endpoint.id, now),
+            attempt: 1,
+            roundAttempt: 1,
+            attemptId,
+            claim: handover.claim,
+            startedAt: now,
+            traceContext: trace,
+          });
+        }
+        return { added: events.map(({ event }) => added.get(event.id) ?? 0), claimed, queued };
       });
     },
 

@@ -7,6 +7,7 @@
  * injected clock; tests move a ManualClock and call {@link DeliveryWorker.runDue} instead of
  * waiting for the poll.
  */
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { spoolMetrics } from '../../lib/metrics.js';
@@ -16,6 +17,7 @@ import type {
   AttemptRecord,
   ClaimCandidate,
   ClaimedDelivery,
+  Handover,
   Recorded,
   WebhookStore,
 } from './store.js';
@@ -122,6 +124,12 @@ interface PendingRecord {
   reject(err: unknown): void;
 }
 
+/** A fan-out event waiting for room for the deliveries it may add. */
+interface Admission {
+  wanted: number;
+  resolve(granted: number): void;
+}
+
 /** What an attempt tells the worker as it goes. */
 interface AttemptHooks {
   /** The answer is in (or the request failed): its slot on the wire is free. */
@@ -133,10 +141,12 @@ interface AttemptHooks {
 export interface WorkerStats {
   /** Attempts this worker sent. */
   attempts: number;
+  /** Deliveries the fan-out handed over claimed, which no round had to claim. */
+  handedOver: number;
 }
 
 export class DeliveryWorker {
-  readonly stats: WorkerStats = { attempts: 0 };
+  readonly stats: WorkerStats = { attempts: 0, handedOver: 0 };
   readonly #options: WorkerOptions & { failingDisableMs: number; random: () => number };
   /** Requests on the wire, per endpoint. */
   readonly #inFlight = new Map<string, number>();
@@ -155,6 +165,20 @@ export class DeliveryWorker {
   #serial: Promise<unknown> = Promise.resolve();
   #kickQueued = false;
   #kickExpectsWork = false;
+  /**
+   * Due deliveries may be waiting in the database: those go first, through rounds, so the
+   * fan-out hands over nothing meanwhile. Cleared by a round that claimed less than its room.
+   */
+  #dueWaiting = true;
+  /** Deliveries a fan-out picked for this worker whose transaction has not answered yet. */
+  #promised = 0;
+  /** Those, per endpoint. */
+  readonly #promisedOf = new Map<string, number>();
+  /** Fan-out events waiting for room ({@link DeliveryWorker.admit}), oldest first. */
+  readonly #admissions: Admission[] = [];
+  /** Room set aside for events let through whose hand-over has not settled. */
+  #admitted = 0;
+  #admitEverything = false;
   /** Outcomes waiting for the next round, which records them together. */
   #toRecord: PendingRecord[] = [];
   #settled: Array<() => void> = [];
@@ -182,7 +206,11 @@ export class DeliveryWorker {
    * only record.
    */
   kick(newWork = false): void {
-    if (newWork) this.#kickExpectsWork = true;
+    if (newWork) {
+      this.#kickExpectsWork = true;
+      this.#dueWaiting = true;
+      this.#admitWaiting();
+    }
     if (this.#kickQueued) return;
     this.#kickQueued = true;
     void this.#exclusive(async () => {
@@ -196,6 +224,114 @@ export class DeliveryWorker {
         expectWork = claimed > 0 && claimed >= room;
       }
     });
+  }
+
+  /**
+   * The fan-out's backpressure: resolves once this worker has room for `wanted` more deliveries
+   * (its whole room at most), and answers the room it sets aside for them until the hand-over
+   * that adds them settles. Events wait their turn, first come first served, in JetStream rather
+   * than as due rows in the database, so that their deliveries go claimed as they are added. It
+   * resolves at once, setting nothing aside, while due deliveries may be waiting in the database
+   * (those go first, through rounds, and the event's deliveries join them) and once the fan-out
+   * stops ({@link DeliveryWorker.admitAll}).
+   */
+  admit(wanted: number): Promise<number> {
+    return new Promise((resolve) => {
+      this.#admissions.push({ wanted, resolve });
+      this.#admitWaiting();
+    });
+  }
+
+  /** Lets every event waiting in {@link DeliveryWorker.admit}, and any later one, through at once. */
+  admitAll(): void {
+    this.#admitEverything = true;
+    this.#admitWaiting();
+  }
+
+  #admitWaiting(): void {
+    while (this.#admissions.length > 0) {
+      const next = this.#admissions[0] as Admission;
+      if (this.#stopped || this.#admitEverything || this.#dueWaiting) {
+        this.#admissions.shift();
+        next.resolve(0);
+        continue;
+      }
+      const grant = Math.min(next.wanted, 2 * this.#options.concurrency);
+      if (this.#room(0) < grant) return;
+      this.#admissions.shift();
+      this.#admitted += grant;
+      next.resolve(grant);
+    }
+  }
+
+  /**
+   * Lets a fan-out claim for this worker the deliveries it is about to add, in the transaction that
+   * adds them (store `fanOut`), so they go without a round claiming them. `admitted` is the room
+   * {@link DeliveryWorker.admit} set aside for its events. Answers the hand-over, which picks up
+   * to that room and any other left (no endpoint past its cap), or none when stopped or while due
+   * deliveries may be waiting in the database (they are older, and go first through rounds); and
+   * `settle`, to call once with what the transaction claimed (nothing, if it failed), which also
+   * gives back the room set aside.
+   */
+  handover(admitted = 0): {
+    handover: Handover | undefined;
+    settle(claimed: readonly ClaimedDelivery[]): void;
+  } {
+    const picked: string[] = [];
+    let settled = false;
+    const settle = (claimed: readonly ClaimedDelivery[]) => {
+      if (settled) return;
+      settled = true;
+      this.#admitted -= admitted;
+      this.#unpromise(picked);
+      // Once stopped, their leases lapse and another worker (or this one, restarted) sends them.
+      if (!this.#stopped) {
+        this.stats.handedOver += claimed.length;
+        for (const c of claimed) this.#readied(c);
+        this.#sendReady();
+      }
+      this.#admitWaiting();
+    };
+    if (this.#stopped || this.#dueWaiting || this.#room(0) + admitted <= 0) {
+      return { handover: undefined, settle };
+    }
+    const now = this.#options.clock.now();
+    const handover: Handover = {
+      now,
+      leaseUntil: new Date(now.getTime() + this.#options.leaseMs),
+      claim: randomUUID(),
+      pick: (candidates) => {
+        this.#unpromise(picked);
+        picked.length = 0;
+        const ids = this.#pick(candidates, this.#room(0) + admitted);
+        const endpointOf = new Map(candidates.map((c) => [c.id, c.endpointId]));
+        for (const id of ids) {
+          const endpointId = endpointOf.get(id) as string;
+          picked.push(endpointId);
+          this.#promised++;
+          this.#promisedOf.set(endpointId, (this.#promisedOf.get(endpointId) ?? 0) + 1);
+        }
+        return ids;
+      },
+    };
+    return { handover, settle };
+  }
+
+  /** Takes back what a hand-over promised to the endpoints listed (one entry per delivery). */
+  #unpromise(endpoints: readonly string[]): void {
+    for (const endpointId of endpoints) {
+      this.#promised--;
+      const left = (this.#promisedOf.get(endpointId) ?? 1) - 1;
+      if (left === 0) this.#promisedOf.delete(endpointId);
+      else this.#promisedOf.set(endpointId, left);
+    }
+  }
+
+  /** A delivery claimed for this worker: it waits for a slot, and counts unrecorded. */
+  #readied(c: ClaimedDelivery): void {
+    this.#unrecorded++;
+    this.#ready.push(c);
+    this.#readyOf.set(c.endpointId, (this.#readyOf.get(c.endpointId) ?? 0) + 1);
   }
 
   /**
@@ -218,6 +354,7 @@ export class DeliveryWorker {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearInterval(this.#timer);
+    this.#admitWaiting();
     await this.#serial;
     // Attempts waiting for a slot go as the ones in flight finish.
     while (this.#sends.size > 0) await Promise.allSettled([...this.#sends]);
@@ -253,9 +390,9 @@ export class DeliveryWorker {
     this.#toRecord = later;
     const room = this.#stopped ? 0 : this.#room(batch.length);
     if (batch.length === 0 && room <= 0) return { claimed: 0, room };
-    const full = [...new Set([...this.#inFlight.keys(), ...this.#readyOf.keys()])].filter(
-      (e) => this.#held(e) >= 2 * o.endpointConcurrency,
-    );
+    const full = [
+      ...new Set([...this.#inFlight.keys(), ...this.#readyOf.keys(), ...this.#promisedOf.keys()]),
+    ].filter((e) => this.#held(e) >= 2 * o.endpointConcurrency);
     const now = o.clock.now();
     let claimed: ClaimedDelivery[];
     try {
@@ -290,12 +427,11 @@ export class DeliveryWorker {
       o.logger.warn({ err }, 'a webhook delivery round failed; will retry');
       return { claimed: 0, room };
     }
-    for (const c of claimed) {
-      this.#unrecorded++;
-      this.#ready.push(c);
-      this.#readyOf.set(c.endpointId, (this.#readyOf.get(c.endpointId) ?? 0) + 1);
-    }
+    // A round that filled its room likely left more due; one that did not left none it could take.
+    if (room > 0) this.#dueWaiting = claimed.length >= room;
+    for (const c of claimed) this.#readied(c);
     this.#sendReady();
+    this.#admitWaiting();
     return { claimed: claimed.length, room };
   }
 
@@ -331,6 +467,7 @@ export class DeliveryWorker {
       else this.#inFlight.set(c.endpointId, left);
       this.#total--;
       this.#sendReady();
+      this.#admitWaiting();
       this.kick();
     };
     let released = false;
@@ -339,6 +476,7 @@ export class DeliveryWorker {
       released = true;
       this.#unrecorded--;
       for (const resolve of this.#settled.splice(0)) resolve();
+      this.#admitWaiting();
     };
     const send = this.#attempt(c, { onSent, release }).finally(() => {
       onSent();
@@ -349,9 +487,13 @@ export class DeliveryWorker {
     this.#sends.add(send);
   }
 
-  /** Attempts of an endpoint on the wire or waiting for a slot. */
+  /** Attempts of an endpoint on the wire, waiting for a slot, or promised by a hand-over. */
   #held(endpointId: string): number {
-    return (this.#inFlight.get(endpointId) ?? 0) + (this.#readyOf.get(endpointId) ?? 0);
+    return (
+      (this.#inFlight.get(endpointId) ?? 0) +
+      (this.#readyOf.get(endpointId) ?? 0) +
+      (this.#promisedOf.get(endpointId) ?? 0)
+    );
   }
 
   /**
@@ -361,9 +503,10 @@ export class DeliveryWorker {
    */
   #room(recording: number): number {
     const { concurrency } = this.#options;
+    const held = this.#promised + this.#admitted;
     return Math.min(
-      2 * concurrency - this.#total - this.#ready.length,
-      2 * concurrency - (this.#unrecorded - recording),
+      2 * concurrency - this.#total - this.#ready.length - held,
+      2 * concurrency - (this.#unrecorded - recording) - held,
     );
   }
 

@@ -1,0 +1,127 @@
+/**
+ * The fan-out hands the deliveries it adds to the worker already claimed, and holds events in the
+ * stream while the worker has no room for them: with one attempt on the wire and one waiting (a
+ * concurrency of 1), a receiver that has not answered yet keeps all but two events unacknowledged
+ * in JetStream, and once it answers every delivery arrives once, none of them claimed by a round.
+ */
+import { randomBytes } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import anyTest, { type TestFn } from 'ava';
+import { connectBus, type NatsConnection } from '../lib/bus.js';
+import { silentLogger } from '../lib/logger.js';
+import { FANOUT_CONSUMER } from '../services/webhooks/fanout.js';
+import { startReceiver } from './helpers/receiver.js';
+import {
+  createOrg,
+  eventually,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
+import { publishJobEvents, webhookAdmin } from './helpers/webhooks.js';
+
+interface Ctx {
+  sys: TestSystem;
+  nc: NatsConnection;
+}
+
+const test = anyTest as TestFn<Ctx>;
+
+test.before(async (t) => {
+  const sys = await startTestSystem({
+    webhooks: { secretKey: randomBytes(32), concurrency: 1, endpointConcurrency: 1 },
+  });
+  const nc = await connectBus({ url: sys.nats.url, name: 'test', logger: silentLogger });
+  t.context = { sys, nc };
+});
+
+test.after.always(async (t) => {
+  await t.context.nc?.drain();
+  await t.context.sys?.stop();
+});
+
+/** A receiver whose answers wait until `open` is called. */
+async function gatedReceiver(t: { teardown(fn: () => Promise<unknown>): void }) {
+  let open: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const receiver = await startReceiver(async () => {
+    await gate;
+    return { status: 200 };
+  });
+  t.teardown(() => receiver.close());
+  return { receiver, open };
+}
+
+/** The fan-out consumer's messages pulled and not yet acknowledged, once nothing is left to pull. */
+async function heldInStream(nc: NatsConnection, held: number): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  await eventually(
+    () => jsm.consumers.info('EVENTS', FANOUT_CONSUMER),
+    (info) => info.num_pending === 0 && info.num_ack_pending === held,
+  );
+}
+
+test.serial(
+  'events wait in the stream while the worker has no room, then each delivery arrives once without a claim round',
+  async (t) => {
+    const { sys, nc } = t.context;
+    const orgId = await createOrg(sys.url);
+    const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
+    const { receiver, open } = await gatedReceiver(t);
+    const { endpoint } = await hooks.create(receiver.url, ['job.created']);
+    const worker = sys.system.webhooks.worker;
+    const handedOver = worker.stats.handedOver;
+
+    const events = await publishJobEvents(nc, orgId, 6);
+    // One attempt on the wire, one claimed and waiting: the other four events are not fanned out.
+    await receiver.until((r) => r.length === 1);
+    await heldInStream(nc, 4);
+    const before = await hooks.deliveries(endpoint.id, 'limit=100');
+    t.is(before.length, 2, 'only the deliveries the worker has room for are added');
+    t.true(before.every((d) => d.state === 'pending' && d.attempts[0]?.outcome === 'in_flight'));
+
+    open();
+    await receiver.until((r) => r.length === events.length);
+    await heldInStream(nc, 0);
+    const log = await eventually(
+      () => hooks.deliveries(endpoint.id, 'limit=100'),
+      (ds) => ds.length === events.length && ds.every((d) => d.state === 'succeeded'),
+    );
+    t.deepEqual(log.map((d) => d.event_id).sort(), [...events].sort());
+    t.true(log.every((d) => d.attempts.length === 1 && d.attempts[0]?.outcome === 'succeeded'));
+    t.is(new Set(receiver.requests.map((q) => q.delivery)).size, events.length, 'none sent twice');
+    t.is(worker.stats.handedOver - handedOver, events.length, 'no round had to claim one');
+  },
+);
+
+test.serial(
+  'a fan-out that stops adds the events still waiting for room, and the worker sends them',
+  async (t) => {
+    const { sys, nc } = t.context;
+    const orgId = await createOrg(sys.url);
+    const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
+    const { receiver, open } = await gatedReceiver(t);
+    const { endpoint } = await hooks.create(receiver.url, ['job.created']);
+
+    const events = await publishJobEvents(nc, orgId, 5);
+    await receiver.until((r) => r.length === 1);
+    await heldInStream(nc, 3);
+
+    // Stopping does not wait for room: the three events are committed as due deliveries.
+    await sys.system.webhooks.fanout.stop();
+    await heldInStream(nc, 0);
+    const added = await hooks.deliveries(endpoint.id, 'limit=100');
+    t.is(added.length, events.length);
+
+    open();
+    await receiver.until((r) => r.length === events.length);
+    const log = await eventually(
+      () => hooks.deliveries(endpoint.id, 'limit=100'),
+      (ds) => ds.every((d) => d.state === 'succeeded'),
+    );
+    t.deepEqual(log.map((d) => d.event_id).sort(), [...events].sort());
+    t.is(new Set(receiver.requests.map((q) => q.delivery)).size, events.length, 'none sent twice');
+  },
+);
