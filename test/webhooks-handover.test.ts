@@ -40,8 +40,14 @@ test.after.always(async (t) => {
   await t.context.sys?.stop();
 });
 
-/** A receiver whose answers wait until `open` is called. */
-async function gatedReceiver(t: { teardown(fn: () => Promise<unknown>): void }) {
+/**
+ * A new organization with one endpoint for `job.created`, whose receiver's answers wait until
+ * `open` is called.
+ */
+async function gatedEndpoint(t: { context: Ctx; teardown(fn: () => Promise<unknown>): void }) {
+  const { sys } = t.context;
+  const orgId = await createOrg(sys.url);
+  const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
   let open: () => void = () => {};
   const gate = new Promise<void>((resolve) => {
     open = resolve;
@@ -51,7 +57,8 @@ async function gatedReceiver(t: { teardown(fn: () => Promise<unknown>): void }) 
     return { status: 200 };
   });
   t.teardown(() => receiver.close());
-  return { receiver, open };
+  const { endpoint } = await hooks.create(receiver.url, ['job.created']);
+  return { orgId, hooks, receiver, open, endpoint };
 }
 
 /** The fan-out consumer's messages pulled and not yet acknowledged, once nothing is left to pull. */
@@ -67,10 +74,7 @@ test.serial(
   'events wait in the stream while the worker has no room, then each delivery arrives once without a claim round',
   async (t) => {
     const { sys, nc } = t.context;
-    const orgId = await createOrg(sys.url);
-    const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
-    const { receiver, open } = await gatedReceiver(t);
-    const { endpoint } = await hooks.create(receiver.url, ['job.created']);
+    const { orgId, hooks, receiver, open, endpoint } = await gatedEndpoint(t);
     const worker = sys.system.webhooks.worker;
     const handedOver = worker.stats.handedOver;
 
@@ -100,10 +104,7 @@ test.serial(
   'a fan-out that stops adds the events still waiting for room, and the worker sends them',
   async (t) => {
     const { sys, nc } = t.context;
-    const orgId = await createOrg(sys.url);
-    const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
-    const { receiver, open } = await gatedReceiver(t);
-    const { endpoint } = await hooks.create(receiver.url, ['job.created']);
+    const { orgId, hooks, receiver, open, endpoint } = await gatedEndpoint(t);
 
     const events = await publishJobEvents(nc, orgId, 5);
     await receiver.until((r) => r.length === 1);
