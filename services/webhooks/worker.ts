@@ -124,6 +124,18 @@ interface PendingRecord {
   reject(err: unknown): void;
 }
 
+/** Adds one to `key`'s count. */
+function countUp(counts: Map<string, number>, key: string): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+/** Takes one from `key`'s count, forgetting the key at zero. */
+function countDown(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left === 0) counts.delete(key);
+  else counts.set(key, left);
+}
+
 /** A fan-out event waiting for room for the deliveries it may add. */
 interface Admission {
   wanted: number;
@@ -303,15 +315,13 @@ export class DeliveryWorker {
       pick: (candidates) => {
         this.#unpromise(picked);
         picked.length = 0;
-        const ids = this.#pick(candidates, this.#room(0) + admitted);
-        const endpointOf = new Map(candidates.map((c) => [c.id, c.endpointId]));
-        for (const id of ids) {
-          const endpointId = endpointOf.get(id) as string;
+        const chosen = this.#pick(candidates, this.#room(0) + admitted);
+        for (const { endpointId } of chosen) {
           picked.push(endpointId);
           this.#promised++;
-          this.#promisedOf.set(endpointId, (this.#promisedOf.get(endpointId) ?? 0) + 1);
+          countUp(this.#promisedOf, endpointId);
         }
-        return ids;
+        return chosen.map((c) => c.id);
       },
     };
     return { handover, settle };
@@ -321,9 +331,7 @@ export class DeliveryWorker {
   #unpromise(endpoints: readonly string[]): void {
     for (const endpointId of endpoints) {
       this.#promised--;
-      const left = (this.#promisedOf.get(endpointId) ?? 1) - 1;
-      if (left === 0) this.#promisedOf.delete(endpointId);
-      else this.#promisedOf.set(endpointId, left);
+      countDown(this.#promisedOf, endpointId);
     }
   }
 
@@ -331,7 +339,7 @@ export class DeliveryWorker {
   #readied(c: ClaimedDelivery): void {
     this.#unrecorded++;
     this.#ready.push(c);
-    this.#readyOf.set(c.endpointId, (this.#readyOf.get(c.endpointId) ?? 0) + 1);
+    countUp(this.#readyOf, c.endpointId);
   }
 
   /**
@@ -408,7 +416,7 @@ export class DeliveryWorker {
               exclude: full,
               maxAttempts: o.retryWaitsMs.length + 1,
               expectWork,
-              pick: (candidates) => this.#pick(candidates, room),
+              pick: (candidates) => this.#pick(candidates, room).map((c) => c.id),
             },
       );
       // Released here, before the attempts' own code runs on: the next round's room counts them
@@ -445,15 +453,13 @@ export class DeliveryWorker {
         continue;
       }
       this.#ready.splice(i, 1);
-      const left = (this.#readyOf.get(c.endpointId) ?? 1) - 1;
-      if (left === 0) this.#readyOf.delete(c.endpointId);
-      else this.#readyOf.set(c.endpointId, left);
+      countDown(this.#readyOf, c.endpointId);
       this.#send(c);
     }
   }
 
   #send(c: ClaimedDelivery): void {
-    this.#inFlight.set(c.endpointId, (this.#inFlight.get(c.endpointId) ?? 0) + 1);
+    countUp(this.#inFlight, c.endpointId);
     this.#total++;
     let sent = false;
     // The request's slot is free once its answer is in: the next attempt waiting goes at once,
@@ -462,9 +468,7 @@ export class DeliveryWorker {
     const onSent = () => {
       if (sent) return;
       sent = true;
-      const left = (this.#inFlight.get(c.endpointId) ?? 1) - 1;
-      if (left === 0) this.#inFlight.delete(c.endpointId);
-      else this.#inFlight.set(c.endpointId, left);
+      countDown(this.#inFlight, c.endpointId);
       this.#total--;
       this.#sendReady();
       this.#admitWaiting();
@@ -515,16 +519,15 @@ export class DeliveryWorker {
    * receiver cannot take every slot, and an attempt waits for at most one answer of its endpoint
    * before it goes.
    */
-  #pick(candidates: ClaimCandidate[], room: number): string[] {
+  #pick(candidates: ClaimCandidate[], room: number): ClaimCandidate[] {
     const cap = 2 * this.#options.endpointConcurrency;
     const taken = new Map<string, number>();
-    const out: string[] = [];
+    const out: ClaimCandidate[] = [];
     for (const c of candidates) {
       if (out.length >= room) break;
-      const n = this.#held(c.endpointId) + (taken.get(c.endpointId) ?? 0);
-      if (n >= cap) continue;
-      taken.set(c.endpointId, (taken.get(c.endpointId) ?? 0) + 1);
-      out.push(c.id);
+      if (this.#held(c.endpointId) + (taken.get(c.endpointId) ?? 0) >= cap) continue;
+      countUp(taken, c.endpointId);
+      out.push(c);
     }
     return out;
   }
