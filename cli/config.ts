@@ -208,7 +208,7 @@ const webhookTuning = {
   }),
   webhookConcurrency: int('WEBHOOK_CONCURRENCY', {
     description: 'webhook attempts in flight at once per replica',
-    default: 64,
+    default: 256,
     min: 1,
     max: 10_000,
   }),

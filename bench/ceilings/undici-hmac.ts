@@ -1,8 +1,9 @@
 /**
  * Ceiling: what Spool's webhook sender does on the wire, and nothing else. An undici `request()`
  * POST of a stored 1.3 KiB event body with a `Service-Signature` HMAC-SHA256 header computed per
- * request, through a pooled Agent with Spool's limits (4 connections per origin, 64 requests in
- * flight), spread over the receivers' origins the way 20 endpoints of an organization are.
+ * request, through a pooled Agent with the limits Spool sends with by default (16 connections per
+ * origin, 256 requests in flight), spread over the receivers' origins the way 20 endpoints of an
+ * organization are.
  */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';

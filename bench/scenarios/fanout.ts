@@ -2,10 +2,15 @@
  * Webhook fan-out: an organization with 20 endpoints (each on its own origin, as customers' are)
  * subscribed to `job.created`; a burst of jobs is posted and every event becomes 20 deliveries.
  * Rate: deliveries received ÷ (first delivery → last). Paired run by run with the undici + HMAC
- * ceiling sending the same kind of body to the same receivers with the same limits.
+ * ceiling sending the same kind of body to the same receivers with the same limits (Spool's
+ * defaults). CPU per delivery: `spool dev`'s from the burst's first POST to the last arrival,
+ * the burst's job creations included, over the deliveries that arrived.
  */
+
+import { WEBHOOK_DEFAULTS } from '../../services/webhooks/index.js';
 import type { Context, Orgs } from '../context.js';
 import { PATHS } from '../context.js';
+import { startCpuMeter } from '../proc.js';
 import { type Figure, figure, ratioAtLeast, requireCheck } from '../report/figures.js';
 import { ENDPOINTS_PER_ORG } from '../setup.js';
 
@@ -24,6 +29,7 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
   const rows = {
     ceiling: [] as number[],
     rate: [] as number[],
+    cpuPerDelivery: [] as number[],
     jobs: [] as number[],
     deliveries: [] as number[],
     duplicates: [] as number[],
@@ -34,12 +40,13 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
   for (let run = 1; run <= ctx.options.repeats; run++) {
     const ceiling = await ctx.ceilings.call('undiciHmacRate', {
       urls,
-      inFlight: 64,
-      connectionsPerOrigin: 4,
+      inFlight: WEBHOOK_DEFAULTS.concurrency,
+      connectionsPerOrigin: WEBHOOK_DEFAULTS.endpointConcurrency,
       durationMs: runMs,
     });
     await load.call('discard', { path: PATHS.ceiling });
     await checks.quiesce();
+    const cpu = startCpuMeter(ctx.servers.spoolPid);
     const burst = await load.call('burst', { target: orgs.fanout, count: jobs, concurrency: 16 });
     const ok = burst.jobs.filter((j) => j.id).length;
     const expected = ok * ENDPOINTS_PER_ORG;
@@ -48,6 +55,7 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
       count: expected,
       timeoutMs: SETTLE_MS,
     });
+    const cpuMs = cpu.perItemMs(arrivals.length);
     const times = arrivals.map((a) => a.at).sort((a, b) => a - b);
     const first = times[0] ?? 0;
     const last = times[times.length - 1] ?? 0;
@@ -55,12 +63,13 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     const unique = new Set(arrivals.map((a) => a.deliveryId)).size;
     rows.ceiling.push(ceiling.rate);
     rows.rate.push(rate);
+    rows.cpuPerDelivery.push(cpuMs);
     rows.jobs.push(ok);
     rows.deliveries.push(arrivals.length);
     rows.duplicates.push(arrivals.length - unique);
     rows.missing.push(Math.max(0, expected - unique));
     ctx.log(
-      `fan-out ${run}: ${rate.toFixed(0)} deliveries/s (${arrivals.length} of ${expected} for ${ok} jobs, ` +
+      `fan-out ${run}: ${rate.toFixed(0)} deliveries/s, ${cpuMs.toFixed(3)} ms of Spool CPU each (${arrivals.length} of ${expected} for ${ok} jobs, ` +
         `${arrivals.length - unique} duplicates); undici + HMAC ${ceiling.rate.toFixed(0)} req/s`,
     );
     jobs = Math.min(1_000, Math.max(50, Math.round((rate * (runMs / 1000)) / ENDPOINTS_PER_ORG)));
@@ -85,5 +94,11 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     complete,
     'every delivery arrived',
   );
-  return { figures: [f], details: rows };
+  const cpuFigure = figure(
+    'webhook fan-out',
+    'Spool CPU per delivery, its job creations included',
+    'ms',
+    rows.cpuPerDelivery,
+  );
+  return { figures: [f, cpuFigure], details: rows };
 }

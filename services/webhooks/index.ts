@@ -63,7 +63,7 @@ export const WEBHOOK_DEFAULTS = {
   retryWaitsMs: RETRY_WAITS_MS,
   rotationGraceMs: 24 * 60 * 60 * 1000,
   maxPayloadBytes: 256 * 1024,
-  concurrency: 64,
+  concurrency: 256,
   endpointConcurrency: 16,
   pollMs: 1_000,
 } satisfies Omit<WebhooksSettings, 'secretKey'>;
