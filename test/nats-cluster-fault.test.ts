@@ -102,6 +102,24 @@ test('jobs flowing while the stream leaders’ nodes are killed, one after the o
         token: key,
       })
     ).body.job.status;
+  /** Every copy of every stream and of its consumers is current, and each has a leader. */
+  const caughtUp = async (): Promise<boolean> => {
+    const current = (c?: {
+      leader?: string;
+      replicas?: Array<{ current: boolean; offline?: boolean }>;
+    }) => c?.leader !== undefined && (c.replicas ?? []).every((r) => r.current && !r.offline);
+    try {
+      for (const stream of ['DISPATCH', 'REPORTS', 'EVENTS']) {
+        if (!current((await jsm.streams.info(stream)).cluster)) return false;
+        for await (const consumer of jsm.consumers.list(stream)) {
+          if (!current(consumer.cluster)) return false;
+        }
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  };
   /** Kills `node` and measures how long until a job created after the kill has printed. */
   const killAndRecover = async (node: TestNatsNode): Promise<number> => {
     const killedAt = Date.now();
@@ -131,6 +149,10 @@ test('jobs flowing while the stream leaders’ nodes are killed, one after the o
     }
     const recovered = Date.now() - killedAt;
     await node.restart();
+    // The node is back once it has caught up: killing another before that would leave a stream
+    // with one current copy of three, which takes no writes (two nodes lost, not one after the
+    // other).
+    await eventually(caughtUp, (done) => done, 60_000);
     return recovered;
   };
 
