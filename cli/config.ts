@@ -16,6 +16,7 @@ import {
   type Variable,
 } from '../lib/config.js';
 import { parseSecretKey } from '../services/webhooks/crypto.js';
+import { WEBHOOK_DEFAULTS } from '../services/webhooks/defaults.js';
 
 const common = {
   logLevel: logLevel(),
@@ -185,7 +186,7 @@ function secretKey(required: boolean): Variable<Buffer | undefined> {
 const webhookTuning = {
   webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', {
     description: 'milliseconds a webhook receiver has to answer',
-    default: 15_000,
+    default: WEBHOOK_DEFAULTS.timeoutMs,
     min: 100,
     max: 60_000,
   }),
@@ -196,31 +197,31 @@ const webhookTuning = {
   ),
   webhookGraceSeconds: int('WEBHOOK_SECRET_GRACE_SECONDS', {
     description: 'seconds a rotated-out webhook secret keeps signing',
-    default: 86_400,
+    default: WEBHOOK_DEFAULTS.rotationGraceMs / 1000,
     min: 0,
     max: 604_800,
   }),
   webhookMaxPayloadBytes: int('WEBHOOK_MAX_PAYLOAD_BYTES', {
     description: 'largest webhook body sent',
-    default: 256 * 1024,
+    default: WEBHOOK_DEFAULTS.maxPayloadBytes,
     min: 1024,
     max: 16 * 1024 * 1024,
   }),
   webhookConcurrency: int('WEBHOOK_CONCURRENCY', {
     description: 'webhook attempts in flight at once per replica',
-    default: 256,
+    default: WEBHOOK_DEFAULTS.concurrency,
     min: 1,
     max: 10_000,
   }),
   webhookEndpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', {
     description: 'webhook attempts in flight at once to one endpoint per replica',
-    default: 16,
+    default: WEBHOOK_DEFAULTS.endpointConcurrency,
     min: 1,
     max: 1_000,
   }),
   webhookPollMs: int('WEBHOOK_POLL_MS', {
     description: 'how often the webhook worker looks for due deliveries',
-    default: 1_000,
+    default: WEBHOOK_DEFAULTS.pollMs,
     min: 10,
     max: 60_000,
   }),

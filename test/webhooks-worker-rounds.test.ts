@@ -6,6 +6,7 @@
 import test from 'ava';
 import { ManualClock } from '../lib/clock.js';
 import { silentLogger } from '../lib/logger.js';
+import { RETRY_WAITS_MS } from '../services/webhooks/defaults.js';
 import type { AttemptResult, Sender } from '../services/webhooks/delivery.js';
 import type {
   AttemptOutcomeInput,
@@ -13,7 +14,7 @@ import type {
   ClaimInput,
   Round,
 } from '../services/webhooks/store.js';
-import { DeliveryWorker, RETRY_WAITS_MS } from '../services/webhooks/worker.js';
+import { DeliveryWorker } from '../services/webhooks/worker.js';
 
 interface RoundSeen {
   recorded: number;

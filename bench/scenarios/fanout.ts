@@ -7,7 +7,7 @@
  * the burst's job creations included, over the deliveries that arrived.
  */
 
-import { WEBHOOK_DEFAULTS } from '../../services/webhooks/index.js';
+import { WEBHOOK_DEFAULTS } from '../../services/webhooks/defaults.js';
 import type { Context, Orgs } from '../context.js';
 import { PATHS } from '../context.js';
 import { startCpuMeter } from '../proc.js';

@@ -21,7 +21,7 @@ import { type Fanout, startFanout } from './fanout.js';
 import { DeliveryLogSweeper } from './retention.js';
 import { createWebhooksServer } from './server.js';
 import { createWebhookStore, type WebhookStore } from './store.js';
-import { DeliveryWorker, RETRY_JITTER, RETRY_WAITS_MS } from './worker.js';
+import { DeliveryWorker, RETRY_JITTER } from './worker.js';
 
 export const migrations: MigrationSet = {
   service: 'webhooks',
@@ -57,16 +57,7 @@ export interface WebhooksSettings {
   jitter?: number;
 }
 
-export const WEBHOOK_DEFAULTS = {
-  allowInsecure: false,
-  timeoutMs: 15_000,
-  retryWaitsMs: RETRY_WAITS_MS,
-  rotationGraceMs: 24 * 60 * 60 * 1000,
-  maxPayloadBytes: 256 * 1024,
-  concurrency: 256,
-  endpointConcurrency: 16,
-  pollMs: 1_000,
-} satisfies Omit<WebhooksSettings, 'secretKey'>;
+export { WEBHOOK_DEFAULTS } from './defaults.js';
 
 export interface WebhooksDeps {
   pool: pg.Pool;

@@ -27,20 +27,6 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-/**
- * Spec §6: waits between the 8 attempts: 30 s, 2 min, 10 min, 30 min, 2 h, 6 h, 12 h. A delivery
- * makes one attempt more than there are waits.
- */
-export const RETRY_WAITS_MS: readonly number[] = [
-  30 * SECOND,
-  2 * MINUTE,
-  10 * MINUTE,
-  30 * MINUTE,
-  2 * HOUR,
-  6 * HOUR,
-  12 * HOUR,
-];
-
 /** Each wait is lengthened by up to this fraction, at random, so retries do not arrive in step. */
 export const RETRY_JITTER = 0.1;
 
