@@ -103,3 +103,60 @@ export function startCpuMeter(pid: number | undefined): CpuMeter {
     },
   };
 }
+
+/**
+ * The machine's busy CPU time so far, every process and the kernel's own work included, from the
+ * first line of /proc/stat (user, nice, system, irq, softirq and steal; guest time is within
+ * user), in seconds; undefined where there is no /proc/stat.
+ */
+export function machineCpuSeconds(): number | undefined {
+  try {
+    const first = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+    const f = first.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = f;
+    return (user + nice + system + irq + softirq + steal) / clockTicks();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU time of each process in `roots` and of every process it started, in seconds: each live
+ * process's own time and the time of the children it has reaped (`cutime`, `cstime`), so a
+ * PostgreSQL backend that exits between two readings still counts, through the postmaster.
+ * Undefined when a root is gone.
+ */
+export function treeCpuSeconds(roots: readonly number[]): number | undefined {
+  const parent = new Map<number, number>();
+  const seconds = new Map<number, number>();
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const pid = Number(name);
+      parent.set(pid, Number(fields[1]));
+      const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
+      seconds.set(pid, ticks / clockTicks());
+    } catch {
+      // exited meanwhile
+    }
+  }
+  if (roots.some((pid) => !seconds.has(pid))) return undefined;
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid, depth = 0; p && depth < 64; depth++) {
+      if (roots.includes(p)) return true;
+      p = parent.get(p);
+    }
+    return false;
+  };
+  let total = 0;
+  for (const [pid, s] of seconds) if (inTree(pid)) total += s;
+  return total;
+}

@@ -32,6 +32,8 @@ export interface Servers {
   /** Processes to watch in /proc, when known. */
   spoolPid: number | undefined;
   natsPid: number | undefined;
+  /** The private PostgreSQL's postmaster, whose backends are its children. */
+  postgresPid: number | undefined;
   /** Settings of the private PostgreSQL that bear on the figures, for the record. */
   postgresSettings: string;
   /**
@@ -107,6 +109,7 @@ function given(options: Options): Servers {
     redis: options.redis as { host: string; port: number },
     spoolPid: options.spoolPid,
     natsPid: options.natsPid,
+    postgresPid: undefined,
     postgresSettings: 'as given',
     startStations: undefined,
     startGateway: undefined,
@@ -185,6 +188,7 @@ export async function startServers(
       redis,
       spoolPid,
       natsPid: nats.pid,
+      postgresPid: postgres.pid,
       postgresSettings:
         'private cluster from test/helpers/postgres.ts: durable (fsync, synchronous_commit and full_page_writes on), default isolation SERIALIZABLE',
       startStations: async () => {

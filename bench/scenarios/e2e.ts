@@ -16,6 +16,13 @@ import { sleep } from '../clock.js';
 import type { Context, Orgs } from '../context.js';
 import { PATHS } from '../context.js';
 import type { JobTarget } from '../jobs-client.js';
+import {
+  addSplit,
+  machineCpuFigure,
+  machineCpuRows,
+  splitText,
+  startMachineCpuMeter,
+} from '../machine-cpu.js';
 import { startCpuMeter } from '../proc.js';
 import { type Figure, figure, ratioAtLeast, requireCheck, valueAtMost } from '../report/figures.js';
 import { latency } from '../stats.js';
@@ -45,6 +52,9 @@ export interface PipelineSpec {
   queue: string;
   /** Spool's processes, whose CPU time is counted (undefined pid: not known, not counted). */
   processes: Array<{ name: string; pid: number | undefined }>;
+  /** The PostgreSQL and nats-server it runs on, for the split of the machine's CPU. */
+  postgresPid: number | undefined;
+  natsPid: number | undefined;
 }
 
 export function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
@@ -56,6 +66,8 @@ export function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     webhookPath: PATHS.e2e,
     queue: 'bench-e2e',
     processes: [{ name: 'spool dev', pid: ctx.servers.spoolPid }],
+    postgresPid: ctx.servers.postgresPid,
+    natsPid: ctx.servers.natsPid,
   });
 }
 
@@ -92,6 +104,7 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
     cpuPerJob: [] as number[],
     /** Each process's share of cpuPerJob. */
     cpuPerJobByProcess: Object.fromEntries(spec.processes.map((p) => [p.name, [] as number[]])),
+    machineCpu: machineCpuRows(),
     printedP50: [] as number[],
     printedP99: [] as number[],
     webhookP50: [] as number[],
@@ -115,6 +128,11 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
     await checks.quiesce();
     const dbBefore = await checks.dbCounters();
     const meters = spec.processes.map((p) => ({ name: p.name, cpu: startCpuMeter(p.pid) }));
+    const machineCpu = startMachineCpuMeter({
+      spool: spec.processes.flatMap((p) => (p.pid === undefined ? [] : [p.pid])),
+      postgres: spec.postgresPid,
+      nats: spec.natsPid,
+    });
     const res = await load.call('pipeline', {
       target,
       window: WINDOW,
@@ -130,6 +148,7 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
     const rate = done.length / ((lastWebhook - res.startedAt) / 1000);
     // Every job's work is over once its webhook arrived; those that did not are not counted.
     const split = meters.map((m) => ({ name: m.name, ms: m.cpu.perItemMs(done.length) }));
+    const machineSplit = machineCpu.perItem(done.length);
     const cpuMs = split.reduce((sum, p) => sum + p.ms, 0);
     const printed = ok
       .map((j, i) => (printedAt[i] ?? Number.NaN) - j.sentAt)
@@ -164,6 +183,7 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
     rows.rate.push(rate);
     rows.cpuPerJob.push(cpuMs);
     for (const p of split) rows.cpuPerJobByProcess[p.name]?.push(p.ms);
+    addSplit(rows.machineCpu, machineSplit);
     rows.printedP50.push(pLat.p50);
     rows.printedP99.push(pLat.p99);
     rows.webhookP50.push(wLat.p50);
@@ -177,7 +197,7 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
     ctx.log(
       `${spec.name} ${run}: ${rate.toFixed(0)} jobs/s, ${cpuMs.toFixed(2)} ms of Spool CPU each${bySplit} (${done.length} of ${res.jobs.length} complete; ` +
         `printed p50 ${pLat.p50.toFixed(1)} ms p99 ${pLat.p99.toFixed(1)} ms, webhook p50 ${wLat.p50.toFixed(1)} ms; ` +
-        `${inDb}/${ok.length} printed in the DB${durable ? '' : ', NOT DURABLE'}; per job ${(newReports / ok.length).toFixed(2)} reports, ${db.commits} commits, ` +
+        `${inDb}/${ok.length} printed in the DB${durable ? '' : ', NOT DURABLE'}; ${splitText(machineSplit)}; per job ${(newReports / ok.length).toFixed(2)} reports, ${db.commits} commits, ` +
         `${db.inserted} rows inserted, ${db.updated} updated, ${db.deleted} deleted${res.errors.length ? `; ${res.errors[0]}` : ''}); ` +
         `BullMQ ${peer.rate.toFixed(0)} jobs/s (p50 ${peerLat.p50.toFixed(1)} ms${peer.timedOut ? `, ${peer.timedOut} not heard complete` : ''})`,
     );
@@ -213,6 +233,10 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
         1.5,
         '≤ 1.5 ms',
       ),
+      machineCpuFigure(spec.scenario, 'printed and delivered job', rows.machineCpu, {
+        text: '0.3 × BullMQ',
+        rates: rows.peer.map((rate) => 0.3 * rate),
+      }),
       // Two jobs replicas commit more often than one process and fail each other's
       // SERIALIZABLE reads now and then (docs/performance.md): shown so the runs say how much.
       figure(

@@ -10,6 +10,14 @@
 import { WEBHOOK_DEFAULTS } from '../../services/webhooks/defaults.js';
 import type { Context, Orgs } from '../context.js';
 import { PATHS } from '../context.js';
+import {
+  addSplit,
+  devParts,
+  machineCpuFigure,
+  machineCpuRows,
+  splitText,
+  startMachineCpuMeter,
+} from '../machine-cpu.js';
 import { startCpuMeter } from '../proc.js';
 import { type Figure, figure, ratioAtLeast, requireCheck } from '../report/figures.js';
 import { ENDPOINTS_PER_ORG } from '../setup.js';
@@ -30,6 +38,7 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     ceiling: [] as number[],
     rate: [] as number[],
     cpuPerDelivery: [] as number[],
+    machineCpu: machineCpuRows(),
     jobs: [] as number[],
     deliveries: [] as number[],
     duplicates: [] as number[],
@@ -47,6 +56,7 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     await load.call('discard', { path: PATHS.ceiling });
     await checks.quiesce();
     const cpu = startCpuMeter(ctx.servers.spoolPid);
+    const machineCpu = startMachineCpuMeter(devParts(ctx.servers));
     const burst = await load.call('burst', { target: orgs.fanout, count: jobs, concurrency: 16 });
     const ok = burst.jobs.filter((j) => j.id).length;
     const expected = ok * ENDPOINTS_PER_ORG;
@@ -56,6 +66,7 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
       timeoutMs: SETTLE_MS,
     });
     const cpuMs = cpu.perItemMs(arrivals.length);
+    const split = machineCpu.perItem(arrivals.length);
     const times = arrivals.map((a) => a.at).sort((a, b) => a - b);
     const first = times[0] ?? 0;
     const last = times[times.length - 1] ?? 0;
@@ -64,13 +75,14 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     rows.ceiling.push(ceiling.rate);
     rows.rate.push(rate);
     rows.cpuPerDelivery.push(cpuMs);
+    addSplit(rows.machineCpu, split);
     rows.jobs.push(ok);
     rows.deliveries.push(arrivals.length);
     rows.duplicates.push(arrivals.length - unique);
     rows.missing.push(Math.max(0, expected - unique));
     ctx.log(
       `fan-out ${run}: ${rate.toFixed(0)} deliveries/s, ${cpuMs.toFixed(3)} ms of Spool CPU each (${arrivals.length} of ${expected} for ${ok} jobs, ` +
-        `${arrivals.length - unique} duplicates); undici + HMAC ${ceiling.rate.toFixed(0)} req/s`,
+        `${arrivals.length - unique} duplicates; ${splitText(split)}); undici + HMAC ${ceiling.rate.toFixed(0)} req/s`,
     );
     jobs = Math.min(1_000, Math.max(50, Math.round((rate * (runMs / 1000)) / ENDPOINTS_PER_ORG)));
     await checks.quiesce();
@@ -100,5 +112,9 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     'ms',
     rows.cpuPerDelivery,
   );
-  return { figures: [f, cpuFigure], details: rows };
+  const machineFigure = machineCpuFigure('webhook fan-out', 'delivery', rows.machineCpu, {
+    text: '0.5 × undici + HMAC',
+    rates: rows.ceiling.map((rate) => 0.5 * rate),
+  });
+  return { figures: [f, cpuFigure, machineFigure], details: rows };
 }

@@ -9,6 +9,14 @@
 import { type DbCounters, perJob } from '../checks.js';
 import { epochMs, sleep } from '../clock.js';
 import type { Context, Orgs } from '../context.js';
+import {
+  addSplit,
+  devParts,
+  machineCpuFigure,
+  machineCpuRows,
+  splitText,
+  startMachineCpuMeter,
+} from '../machine-cpu.js';
 import { startCpuMeter } from '../proc.js';
 import { type Figure, figure, ratioAtLeast, valueAtMost } from '../report/figures.js';
 import { latency } from '../stats.js';
@@ -38,6 +46,7 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
 
   const rows = {
     cpuPerJob: [] as number[],
+    machineCpu: machineCpuRows(),
     pg: [] as number[],
     pgP50: [] as number[],
     pgP99: [] as number[],
@@ -69,6 +78,7 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
     await checks.quiesce();
     const dbBefore = await checks.dbCounters();
     const cpu = startCpuMeter(ctx.servers.spoolPid);
+    const machineCpu = startMachineCpuMeter(devParts(ctx.servers));
     const res = await load.call('closedLoop', {
       target: orgs.ingest,
       concurrency: INGEST_CONCURRENCY,
@@ -80,7 +90,9 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
     }
     const drainMs = epochMs() - drainStart;
     const cpuMs = cpu.perItemMs(res.ok);
+    const split = machineCpu.perItem(res.ok);
     rows.cpuPerJob.push(cpuMs);
+    addSplit(rows.machineCpu, split);
     const rate = res.ok / ((res.elapsedMs + drainMs) / 1000);
     const lat = latency(res.latencies);
     const pgLat = latency(pg.latencies);
@@ -100,7 +112,7 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
     rows.dbPerJob.push(db);
     ctx.log(
       `ingest ${run}: ${rate.toFixed(0)} jobs/s, ${cpuMs.toFixed(2)} ms of Spool CPU each (p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, ` +
-        `outbox drained in ${drainMs.toFixed(0)} ms; per job ${db.commits} commits, ${db.inserted} rows inserted, ${db.deleted} deleted; ${res.failed} failed${res.errors.length ? `: ${res.errors[0]}` : ''}); ` +
+        `outbox drained in ${drainMs.toFixed(0)} ms; ${splitText(split)}; per job ${db.commits} commits, ${db.inserted} rows inserted, ${db.deleted} deleted; ${res.failed} failed${res.errors.length ? `: ${res.errors[0]}` : ''}); ` +
         `SERIALIZABLE insert ${pg.rate.toFixed(0)} tx/s, JetStream ${jsAsync.rate.toFixed(0)} (500 in flight) / ${jsAwaited.rate.toFixed(0)} (awaited) msg/s`,
     );
   }
@@ -133,6 +145,10 @@ export async function runIngest(ctx: Context, orgs: Orgs): Promise<IngestResult>
       0.5,
       '≤ 0.5 ms',
     ),
+    machineCpuFigure('ingest', 'job created', rows.machineCpu, {
+      text: '0.6 × the insert ceiling',
+      rates: rows.pg.map((rate) => 0.6 * rate),
+    }),
   ];
   const failed = rows.failed.reduce((a, b) => a + b, 0);
   if (failed > 0 && figures[0]) figures[0].note = `${failed} POSTs failed`;

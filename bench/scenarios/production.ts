@@ -60,6 +60,8 @@ export async function runProduction(ctx: Context): Promise<E2eResult | undefined
       webhookPath: PATHS.production,
       queue: 'bench-production',
       processes: deployment.processes,
+      postgresPid: ctx.servers.postgresPid,
+      natsPid: deployment.natsPid,
     });
     result.details.processes = deployment.processes;
     return result;
