@@ -238,6 +238,10 @@ function observe({ before, job, changed }: Change): void {
   }
 }
 
+// Columns are named rather than `*`: statements are prepared (lib/db.ts), and a prepared `*` fails
+// once a migration adds a column.
+const TEMPLATE_COLUMNS = 'id, org_id, name, kind, body, fields, created_at';
+
 interface TemplateRow {
   id: string;
   org_id: string;
@@ -259,6 +263,8 @@ function toTemplate(row: TemplateRow): Template {
     createdAt: row.created_at,
   };
 }
+
+const UPLOAD_COLUMNS = 'id, org_id, content_type, size, sha256, created_at, deleted_at';
 
 interface UploadRow {
   id: string;
@@ -687,7 +693,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     async updateTemplate(t: Omit<Template, 'createdAt'>): Promise<Template> {
       const { rows } = await pool.query<TemplateRow>(
         `UPDATE templates SET name = $3, kind = $4, body = $5, fields = $6
-         WHERE org_id = $1 AND id = $2 RETURNING *`,
+         WHERE org_id = $1 AND id = $2 RETURNING ${TEMPLATE_COLUMNS}`,
         [t.orgId, t.id, t.name, t.kind, t.body, JSON.stringify(t.fields)],
       );
       if (!rows[0]) throw notFound('no such template');
@@ -765,7 +771,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     async createUpload(upload: Omit<Upload, 'createdAt'>): Promise<Upload> {
       const { rows } = await pool.query<UploadRow>(
         `INSERT INTO uploads (id, org_id, content_type, size, sha256, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${UPLOAD_COLUMNS}`,
         [upload.id, upload.orgId, upload.contentType, upload.size, upload.sha256, clock.now()],
       );
       return toUpload(rows[0] as UploadRow);
@@ -774,7 +780,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     /** An upload of the organization; 410 once it is past retention. */
     async getUpload(orgId: string, id: string): Promise<Upload> {
       const { rows } = await pool.query<UploadRow>(
-        'SELECT * FROM uploads WHERE org_id = $1 AND id = $2',
+        `SELECT ${UPLOAD_COLUMNS} FROM uploads WHERE org_id = $1 AND id = $2`,
         [orgId, id],
       );
       const row = rows[0];
@@ -804,7 +810,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     async createTemplate(t: Omit<Template, 'id' | 'createdAt'>): Promise<Template> {
       const { rows } = await pool.query<TemplateRow>(
         `INSERT INTO templates (id, org_id, name, kind, body, fields, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${TEMPLATE_COLUMNS}`,
         [randomUUID(), t.orgId, t.name, t.kind, t.body, JSON.stringify(t.fields), clock.now()],
       );
       return toTemplate(rows[0] as TemplateRow);
@@ -812,7 +818,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
 
     async getTemplate(orgId: string, id: string): Promise<Template | undefined> {
       const { rows } = await pool.query<TemplateRow>(
-        'SELECT * FROM templates WHERE org_id = $1 AND id = $2',
+        `SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE org_id = $1 AND id = $2`,
         [orgId, id],
       );
       return rows[0] ? toTemplate(rows[0]) : undefined;
@@ -821,7 +827,11 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     async listTemplates(orgId: string, limit: number, cursor: string) {
       const { items, nextCursor } = await listOldestFirst<TemplateRow>(
         pool,
-        { select: 'SELECT * FROM templates', where: 'org_id = $1', params: [orgId] },
+        {
+          select: `SELECT ${TEMPLATE_COLUMNS} FROM templates`,
+          where: 'org_id = $1',
+          params: [orgId],
+        },
         limit,
         cursor,
       );
