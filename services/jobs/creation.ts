@@ -22,7 +22,7 @@ import { spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
-import { claimLost, completeClaimIn } from './idempotency.js';
+import { type ClaimCompletion, claimLost, completeClaimsIn } from './idempotency.js';
 import type { JobStatus } from './machine.js';
 import type { JobRow, NewJob } from './store.js';
 
@@ -178,12 +178,17 @@ export function createJobCreator(deps: {
     const tests = new Map<string, number>();
     for (const { job } of group)
       if (!job.live) tests.set(job.orgId, (tests.get(job.orgId) ?? 0) + 1);
+    // Every write takes its rows as arrays, so that the statement's text depends only on which
+    // writes it has, and is prepared once (lib/db.ts).
     const counted =
       tests.size === 0
         ? undefined
         : batch.add(
             `INSERT INTO test_print_counts (org_id, day, n)
-             VALUES ${[...tests].map(([org, n]) => batch.row([org, day, n])).join(', ')}
+             ${batch.rows(
+               columns([...tests], ([org, n]) => [org, day, n]),
+               ['UUID', 'DATE', 'INT4'],
+             )}
              ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + excluded.n
              RETURNING org_id, n`,
           );
@@ -253,38 +258,43 @@ export function createJobCreator(deps: {
       }
     });
     const outbox = addToOutbox(batch, parts.table, messages);
-    const claims = group.map(({ job }, i) =>
-      job.idempotency
-        ? completeClaimIn(
-            batch,
-            job.orgId,
-            job.idempotency,
-            job.id,
-            Buffer.from(JSON.stringify({ job: jobJson(jobs[i] as Job) })),
-          )
-        : undefined,
-    );
-    const claimed = claims.filter((c) => c !== undefined);
-    const refusal = [
-      ...(counted ? [`EXISTS (SELECT 1 FROM ${counted} WHERE n > ${DAILY_TEST_LIMIT})`] : []),
-      ...claimed.map((c) => `(SELECT count(*) FROM ${c}) <> 1`),
-    ];
+    const completions: ClaimCompletion[] = [];
+    group.forEach(({ job }, i) => {
+      if (!job.idempotency) return;
+      completions.push({
+        orgId: job.orgId,
+        claim: job.idempotency,
+        jobId: job.id,
+        body: Buffer.from(JSON.stringify({ job: jobJson(jobs[i] as Job) })),
+      });
+    });
+    const claimed = completions.length ? completeClaimsIn(batch, completions) : undefined;
+    // Only a statement with its COMMIT behind it refuses itself; the parameters go with the text.
+    const refusal = commitBehind
+      ? [
+          ...(counted
+            ? [`EXISTS (SELECT 1 FROM ${counted} WHERE n > ${batch.param(DAILY_TEST_LIMIT)}::INT4)`]
+            : []),
+          ...(claimed
+            ? [`(SELECT count(*) FROM ${claimed}) <> ${batch.param(completions.length)}::INT8`]
+            : []),
+        ]
+      : [];
     const text = batch.text(
       `SELECT ${counted ? `(SELECT json_agg(json_build_object('org_id', org_id, 'n', n)) FROM ${counted})` : 'NULL'} AS counts,
-         ${claimed.length ? `ARRAY[${claimed.map((c) => `(SELECT count(*) FROM ${c})::INT4`).join(', ')}]` : 'NULL'} AS claimed
-         ${commitBehind && refusal.length ? `, ${failWhen(refusal.join(' OR '))} AS settled` : ''}`,
+         ${claimed ? `(SELECT array_agg(job_id) FROM ${claimed})` : 'NULL'} AS claimed
+         ${refusal.length ? `, ${failWhen(refusal.join(' OR '))} AS settled` : ''}`,
     );
-    type Result = { counts: Array<{ org_id: string; n: number }> | null; claimed: number[] | null };
+    type Result = { counts: Array<{ org_id: string; n: number }> | null; claimed: string[] | null };
     const { rows: result } = commitBehind
       ? await queryThenCommit<Result>(tx, text, batch.values)
       : await tx.query<Result>(text, batch.values);
 
     const refusals = new Map<number, SpoolError>();
-    let c = 0;
-    claims.forEach((claim, i) => {
-      if (claim === undefined) return;
-      if (result[0]?.claimed?.[c++] !== 1) {
-        refusals.set(i, claimLost((group[i] as Pending).job.idempotency?.key ?? ''));
+    const completed = new Set(result[0]?.claimed ?? []);
+    group.forEach(({ job }, i) => {
+      if (job.idempotency && !completed.has(job.id)) {
+        refusals.set(i, claimLost(job.idempotency.key));
       }
     });
     // Each organization's test jobs, in the group's order, take the counts below the limit that

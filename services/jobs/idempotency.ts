@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, SpoolError } from '../../lib/errors.js';
-import type { WriteBatch } from '../../lib/sql.js';
+import { columns, type WriteBatch } from '../../lib/sql.js';
 
 /** How long a key's record is kept and replayed. */
 export const KEY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -117,23 +117,27 @@ export function createIdempotencyStore(pool: pg.Pool, clock: Clock) {
 
 export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;
 
+/** A claim a creation completes: its job, and the answer the gateway gives (`201 {job}`). */
+export interface ClaimCompletion {
+  orgId: string;
+  claim: Claim;
+  jobId: string;
+  body: Buffer;
+}
+
 /**
- * Adds to a job's creation the completion of its request's claim with the answer the gateway
- * gives (`201 {job}`). Answers the name of the write, whose rows count 1 when the claim was still
- * the request's own.
+ * Adds to a group of creations the completion of their requests' claims, all in one write (its
+ * text the same whatever their number). Answers the name of the write, whose rows hold the
+ * `job_id` of each claim that was still its request's own.
  */
-export function completeClaimIn(
-  batch: WriteBatch,
-  orgId: string,
-  c: Claim,
-  jobId: string,
-  body: Buffer,
-): string {
+export function completeClaimsIn(batch: WriteBatch, claims: readonly ClaimCompletion[]): string {
+  const values = columns(claims, (c) => [c.orgId, c.claim.key, c.claim.claim, c.jobId, c.body]);
   return batch.add(
-    `UPDATE idempotency_keys SET status = 201, body = ${batch.param(body)}, job_id = ${batch.param(jobId)}
-     WHERE org_id = ${batch.param(orgId)} AND key = ${batch.param(c.key)}
-       AND claim = ${batch.param(c.claim)} AND status = 0
-     RETURNING 1`,
+    `UPDATE idempotency_keys AS k SET status = 201, body = v.body, job_id = v.job_id
+     FROM (${batch.rows(values, ['UUID', 'TEXT', 'UUID', 'UUID', 'BYTEA'])})
+       AS v (org_id, key, claim, job_id, body)
+     WHERE k.org_id = v.org_id AND k.key = v.key AND k.claim = v.claim AND k.status = 0
+     RETURNING k.job_id`,
   );
 }
 

@@ -432,11 +432,23 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
        ${batch.rows(events, JOB_EVENT_TYPES)}`,
     );
-    for (const c of made) c.outbox = addToOutbox(batch, OUTBOX_TABLE, c.messages ?? []);
+    // One INSERT for the whole group's messages, and the count below a parameter: the statement's
+    // text is then the same for every group, and prepared once (lib/db.ts).
+    const outbox = addToOutbox(
+      batch,
+      OUTBOX_TABLE,
+      made.flatMap((c) => c.messages ?? []),
+    );
+    let next = 0;
+    for (const c of made) {
+      const count = c.messages?.length ?? 0;
+      c.outbox = outbox.slice(next, next + count);
+      next += count;
+    }
     // A job another transaction moved since it was read fails the statement, so that nothing of
     // the group is written and the COMMIT behind it rolls back.
     const select = readBefore
-      ? `SELECT ${failWhen(`(SELECT count(*) FROM ${updated}) <> ${last.size}`)}`
+      ? `SELECT ${failWhen(`(SELECT count(*) FROM ${updated}) <> ${batch.param(last.size)}::INT8`)}`
       : undefined;
     await queryThenCommit(tx, batch.text(select), batch.values);
   }
