@@ -4,6 +4,7 @@
  */
 import test from 'ava';
 import { renderChart } from '../bench/report/chart.js';
+import { figure, ratioAtLeast } from '../bench/report/figures.js';
 
 test('the chart draws a run of hundreds of thousands of samples on the scale they span', (t) => {
   const samples = Array.from({ length: 300_000 }, (_, i) => 2 + (i % 1000) * 0.5);
@@ -27,4 +28,34 @@ test('the chart grows to hold a legend line for every series', (t) => {
   );
   t.true(lastLegend > 480, 'twenty series need more than the usual height');
   t.true(lastLegend < height);
+});
+
+test('a ratio just under its target keeps its label clear of the target mark', (t) => {
+  const f = ratioAtLeast(
+    figure('production', 'jobs printed + webhook', 'jobs/s', [522, 448, 618], {
+      label: 'BullMQ add → processed',
+      unit: 'jobs/s',
+      values: [1966, 1966, 1966],
+    }),
+    0.3,
+  );
+  const svg = renderChart([f], [], 'Spool');
+  const label = /<text x="([\d.]+)" y="([\d.]+)"[^>]*>0\.27×<\/text>/.exec(svg);
+  const mark =
+    /<line x1="([\d.]+)" y1="([\d.]+)" x2="[\d.]+" y2="([\d.]+)" stroke="#000" stroke-width="2.5"\/>/.exec(
+      svg,
+    );
+  t.truthy(label, 'the ratio is labelled');
+  t.truthy(mark, 'the target is marked');
+  const [labelX, labelBaseline] = [Number(label?.[1]), Number(label?.[2])];
+  const [markX, markTop] = [Number(mark?.[1]), Number(mark?.[2])];
+  // The mark crosses the label's horizontal span here, so it must start below the label's line.
+  t.true(
+    markX > labelX && markX < labelX + 30,
+    'the case this test is about: the mark under the label',
+  );
+  t.true(
+    markTop > labelBaseline,
+    `the mark (top ${markTop}) runs through the label (baseline ${labelBaseline})`,
+  );
 });

@@ -86,8 +86,10 @@ function ratioPanel(figures: Figure[], x0: number, y0: number, w: number, h: num
       `<line x1="${sx(r.min)}" y1="${y + rowH / 2}" x2="${sx(r.max)}" y2="${y + rowH / 2}" stroke="#000"/>`,
     );
     if (Number.isFinite(min)) {
+      // From the bar's top down past its bottom: the ratio's label sits above the bar, and a mark
+      // reaching up into that line ran through it when the target was close to the median.
       out.push(
-        `<line x1="${sx(min)}" y1="${y + rowH * 0.15}" x2="${sx(min)}" y2="${y + rowH * 0.85}" stroke="#000" stroke-width="2.5"/>`,
+        `<line x1="${sx(min)}" y1="${y + rowH * 0.25}" x2="${sx(min)}" y2="${y + rowH * 0.9}" stroke="#000" stroke-width="2.5"/>`,
       );
     }
     out.push(
