@@ -8,7 +8,7 @@
  * per item has to fall.
  */
 import os from 'node:os';
-import { machineCpuSeconds, treeCpuSeconds } from './proc.js';
+import { machineCpuSeconds, processTable, treeCpuSeconds } from './proc.js';
 import { type Figure, figure } from './report/figures.js';
 import { median } from './stats.js';
 
@@ -48,14 +48,19 @@ export function devParts(servers: {
 }
 
 export function startMachineCpuMeter(parts: CpuParts): MachineCpuMeter {
-  const tree = (pids: readonly number[]) => (pids.length ? treeCpuSeconds(pids) : undefined);
-  const read = () => ({
-    at: performance.now(),
-    machine: machineCpuSeconds(),
-    spool: tree(parts.spool),
-    postgres: tree(parts.postgres === undefined ? [] : [parts.postgres]),
-    nats: tree(parts.nats === undefined ? [] : [parts.nats]),
-  });
+  const read = () => {
+    // One reading of /proc for the three trees.
+    const table = processTable();
+    const tree = (pids: readonly number[]) =>
+      pids.length ? treeCpuSeconds(pids, table) : undefined;
+    return {
+      at: performance.now(),
+      machine: machineCpuSeconds(),
+      spool: tree(parts.spool),
+      postgres: tree(parts.postgres === undefined ? [] : [parts.postgres]),
+      nats: tree(parts.nats === undefined ? [] : [parts.nats]),
+    };
+  };
   const before = read();
   return {
     perItem(items) {

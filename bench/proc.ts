@@ -120,13 +120,14 @@ export function machineCpuSeconds(): number | undefined {
   }
 }
 
-/**
- * CPU time of each process in `roots` and of every process it started, in seconds: each live
- * process's own time and the time of the children it has reaped (`cutime`, `cstime`), so a
- * PostgreSQL backend that exits between two readings still counts, through the postmaster.
- * Undefined when a root is gone.
- */
-export function treeCpuSeconds(roots: readonly number[]): number | undefined {
+/** Every process's parent and CPU time (its own and its reaped children's), read once. */
+export interface ProcessTable {
+  parent: Map<number, number>;
+  seconds: Map<number, number>;
+}
+
+/** Reads /proc once for {@link treeCpuSeconds}; undefined where there is no /proc. */
+export function processTable(): ProcessTable | undefined {
   const parent = new Map<number, number>();
   const seconds = new Map<number, number>();
   let names: string[];
@@ -148,6 +149,21 @@ export function treeCpuSeconds(roots: readonly number[]): number | undefined {
       // exited meanwhile
     }
   }
+  return { parent, seconds };
+}
+
+/**
+ * CPU time of each process in `roots` and of every process it started, in seconds: each live
+ * process's own time and the time of the children it has reaped (`cutime`, `cstime`), so a
+ * PostgreSQL backend that exits between two readings still counts, through the postmaster.
+ * Undefined when a root is gone. Several trees taken at one moment can share one `table`.
+ */
+export function treeCpuSeconds(
+  roots: readonly number[],
+  table: ProcessTable | undefined = processTable(),
+): number | undefined {
+  if (!table) return undefined;
+  const { parent, seconds } = table;
   if (roots.some((pid) => !seconds.has(pid))) return undefined;
   const inTree = (pid: number): boolean => {
     for (let p: number | undefined = pid, depth = 0; p && depth < 64; depth++) {

@@ -14,11 +14,6 @@ export class WriteBatch {
     return `$${this.values.length}`;
   }
 
-  /** Placeholders for a row of values: `($1, $2, …)`. */
-  row(values: unknown[]): string {
-    return `(${values.map((v) => this.param(v)).join(', ')})`;
-  }
-
   /**
    * Rows given as one array per column (see {@link columns}), as a query:
    * `SELECT … FROM unnest($1::T[], …)`, each column of the SQL type `types` names. The statement's
