@@ -39,6 +39,23 @@ async function streamCount(nc: NatsConnection, subject: string): Promise<number>
   return info.state.subjects?.[subject] ?? 0;
 }
 
+/**
+ * Waits until JetStream answers on `nc` again after the server restarted. Until then the
+ * connection is reconnecting, and what it publishes meanwhile is never stored nor acknowledged.
+ */
+async function untilJetStreamAnswers(nc: NatsConnection): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      await (await jetstreamManager(nc, { timeout: 1_000 })).streams.info('EVENTS');
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
 async function rowsLeft(pool: Pool): Promise<number> {
   const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${TABLE}`);
   return Number(rows[0]?.n);
@@ -96,6 +113,8 @@ test.serial('rows written while NATS is down are published once it is back', asy
   await relay.stop();
   t.is(await rowsLeft(pool), 0);
   t.is(await streamCount(nc, subject), 5);
+  // The next test publishes on the shared connection, which may still be reconnecting.
+  await untilJetStreamAnswers(t.context.nc);
 });
 
 test.serial(
