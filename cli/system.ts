@@ -260,8 +260,11 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       stopWatch();
       stations.links.closeAll();
       await link.shutdown(Math.min(graceMs, 1_000));
-      await grpc.shutdown(graceMs);
+      // With the gateways and links gone, the gRPC server's callers are the services' own readers
+      // (the jobs service asking the stations service about printers, say): they stop first,
+      // while it still answers. Stopped after it, a call in flight waited out its deadline.
       await Promise.all([accounts.stop(), jobs.stop(), stations.stop(), webhooks.stop()]);
+      await grpc.shutdown(graceMs);
       jobsClient.close();
       stationsClient.close();
       accountsClient.close();

@@ -45,6 +45,8 @@ export async function startTestSystem(
     publicUrl?: string;
     /** Where every part logs; silent unless given. */
     logger?: Logger;
+    /** Deadline of each call between the services (GRPC_DEADLINE_MS). */
+    grpcDeadlineMs?: number;
   } = {},
 ): Promise<TestSystem> {
   const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
@@ -66,6 +68,7 @@ export async function startTestSystem(
     ...(options.eventStreams === undefined ? {} : { eventStreams: options.eventStreams }),
     ...(options.secureCookies === undefined ? {} : { secureCookies: options.secureCookies }),
     ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+    ...(options.grpcDeadlineMs === undefined ? {} : { grpcDeadlineMs: options.grpcDeadlineMs }),
     webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.maxDocumentBytes === undefined
