@@ -2,7 +2,8 @@
  * Realtime (DESIGN §5): the event streams of `GET /v1/orgs/{org}/stream`. Each gateway process
  * reads the `EVENTS` stream once, through one ordered consumer of `events.>`, and fans every event
  * out in memory to the open streams of its organization; no listener has a consumer of its own on
- * the server.
+ * the server. The consumer runs only while streams are open: the first starts it, and it stops
+ * once none has been open for a keep-alive interval.
  *
  * An event's id on the wire is its sequence number in `EVENTS`: ids grow with time across the
  * installation, so resuming after `Last-Event-ID` is a short-lived consumer of the organization's
@@ -16,6 +17,7 @@
 import type { ServerResponse } from 'node:http';
 import {
   AckPolicy,
+  type Consumer,
   type ConsumerMessages,
   DeliverPolicy,
   type JetStreamManager,
@@ -276,7 +278,6 @@ export function createEventStreams(deps: {
   };
   /** The last sequence of `EVENTS` the feed has handed out. */
   let fed = 0;
-  let stopFeed: (() => Promise<void>) | undefined;
   let jsm: JetStreamManager | undefined;
 
   const remove = (l: Listener) => {
@@ -287,80 +288,138 @@ export function createEventStreams(deps: {
     }
   };
 
-  const started = (async () => {
-    // The services create the stream; a gateway that starts first waits for it.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        jsm ??= await jetstreamManager(deps.nc);
-        fed = (await jsm.streams.info(STREAM)).state.last_seq;
-        break;
-      } catch (err) {
-        if (closed) return;
-        if (attempt % 10 === 1) logger.warn({ err }, 'the event feed is waiting for its stream');
-        await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * attempt)));
-      }
-    }
-    if (closed) return;
-    const js = jetstream(deps.nc);
-    let messages: ConsumerMessages | undefined;
+  /** The feed while it runs: `started` resolves once it reads `EVENTS` from `fed` on. */
+  interface Feed {
+    started: Promise<void>;
+    stop(): Promise<void>;
+  }
+  let feed: Feed | undefined;
+  /** A feed being stopped, which a new one waits for. */
+  let stopping: Promise<void> | undefined;
+
+  /** Starts reading `EVENTS` from its last stored event on, through one ordered consumer. */
+  function startFeed(): Feed {
     let stopped = false;
-    const loop = (async () => {
-      while (!stopped) {
+    let consumer: Consumer | undefined;
+    let messages: ConsumerMessages | undefined;
+    let loop: Promise<void> | undefined;
+    const started = (async () => {
+      // The services create the stream; a gateway that starts first waits for it.
+      for (let attempt = 1; ; attempt++) {
         try {
-          const consumer = await js.consumers.get(STREAM, {
-            filter_subjects: 'events.>',
-            opt_start_seq: fed + 1,
-          });
-          const iter = await consumer.consume({ max_messages: 256 });
-          messages = iter;
-          for await (const msg of iter) {
-            fed = msg.seq;
-            // Events of organizations with no stream open here are not even read
-            // (`events.<org>.<type>`).
-            if (!byOrg.has(msg.subject.split('.', 2)[1] ?? '')) continue;
-            const item = frameOf(msg);
-            if (!item) continue;
-            const set = byOrg.get(item.orgId);
-            if (set) for (const l of set) l.live(item.frame);
-          }
-          // The consumer went away without an error (deleted, say): a new one goes on from `fed`.
-          if (!stopped) await new Promise((r) => setTimeout(r, 1_000));
+          jsm ??= await jetstreamManager(deps.nc);
+          fed = (await jsm.streams.info(STREAM)).state.last_seq;
+          break;
         } catch (err) {
-          if (stopped) break;
-          logger.warn({ err }, 'event feed failed; restarting');
-          await new Promise((r) => setTimeout(r, 1_000));
+          if (stopped) return;
+          if (attempt % 10 === 1) logger.warn({ err }, 'the event feed is waiting for its stream');
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * attempt)));
         }
       }
+      if (stopped) return;
+      const js = jetstream(deps.nc);
+      loop = (async () => {
+        while (!stopped) {
+          try {
+            consumer = await js.consumers.get(STREAM, {
+              filter_subjects: 'events.>',
+              opt_start_seq: fed + 1,
+            });
+            if (stopped) break;
+            const iter = await consumer.consume({ max_messages: 256 });
+            messages = iter;
+            for await (const msg of iter) {
+              fed = msg.seq;
+              // Events of organizations with no stream open here are not even read
+              // (`events.<org>.<type>`).
+              if (!byOrg.has(msg.subject.split('.', 2)[1] ?? '')) continue;
+              const item = frameOf(msg);
+              if (!item) continue;
+              const set = byOrg.get(item.orgId);
+              if (set) for (const l of set) l.live(item.frame);
+            }
+            // The consumer went away without an error (deleted, say): a new one goes on from
+            // `fed`.
+            if (!stopped) await new Promise((r) => setTimeout(r, 1_000));
+          } catch (err) {
+            if (stopped) break;
+            logger.warn({ err }, 'event feed failed; restarting');
+            await new Promise((r) => setTimeout(r, 1_000));
+          }
+        }
+      })();
     })();
-    stopFeed = async () => {
-      stopped = true;
-      await messages?.close();
-      await loop;
+    started.catch((err) => logger.error({ err }, 'the event feed did not start'));
+    return {
+      started,
+      async stop() {
+        stopped = true;
+        await started.catch(() => undefined);
+        await messages?.close();
+        await loop;
+        // The server would keep an ordered consumer for minutes after its last pull.
+        await consumer?.delete().catch(() => undefined);
+      },
     };
-  })();
-  started.catch((err) => logger.error({ err }, 'the event feed did not start'));
+  }
 
+  /** The running feed, started (after one being stopped ends) if none runs. */
+  async function runningFeed(): Promise<Feed> {
+    while (!feed) {
+      if (closed) throw new Error('the event streams are closed');
+      if (stopping) {
+        await stopping;
+        continue;
+      }
+      feed = startFeed();
+    }
+    return feed;
+  }
+
+  /** Stops the feed: with no stream open here, no event needs reading. */
+  function idle(): void {
+    const running = feed;
+    if (!running) return;
+    feed = undefined;
+    const done: Promise<void> = running.stop().finally(() => {
+      if (stopping === done) stopping = undefined;
+    });
+    stopping = done;
+  }
+
+  /** Whether no stream was open at the last keep-alive tick too. */
+  let idleTick = false;
   const keepAlive = setInterval(() => {
     for (const set of byOrg.values()) for (const l of set) l.write(KEEP_ALIVE);
+    // The feed stops once no stream has been open for a whole keep-alive interval, so that a
+    // client reconnecting at once finds it running.
+    if (count === 0 && idleTick) idle();
+    idleTick = count === 0;
   }, options.keepAliveMs);
   keepAlive.unref();
 
   const ready = () =>
     new Promise<void>((resolve, reject) => {
+      if (closed) {
+        reject(new Error('the event streams are closed'));
+        return;
+      }
       const timer = setTimeout(
         () => reject(new Error('the event feed has not started')),
         options.readyTimeoutMs,
       );
-      started.then(
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        (err) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      );
+      runningFeed()
+        .then((f) => f.started)
+        .then(
+          () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          (err) => {
+            clearTimeout(timer);
+            reject(err);
+          },
+        );
     });
 
   /** The organization's first stored event at or after `seq`, if any. */
@@ -464,6 +523,15 @@ export function createEventStreams(deps: {
         return;
       }
       if (stream.res.destroyed) return;
+      // The route waited for the feed; had it stopped since (no stream open for a while), it
+      // starts again here, and the stream starts where it does.
+      const running = await runningFeed().catch(() => undefined);
+      await running?.started;
+      if (!running || closed) {
+        stream.res.end();
+        return;
+      }
+      if (stream.res.destroyed) return;
       const resuming = stream.lastEventId !== undefined;
       // Everything after this the feed hands to the listener; a replay reads up to it.
       const until = fed;
@@ -501,8 +569,9 @@ export function createEventStreams(deps: {
       if (flushing) clearImmediate(flushing);
       flush();
       for (const set of [...byOrg.values()]) for (const l of [...set]) l.close();
-      // A feed still waiting for its stream sees `closed` and gives up by itself.
-      await stopFeed?.();
+      // A feed still waiting for its stream gives up once stopped.
+      idle();
+      await stopping;
     },
   };
 }

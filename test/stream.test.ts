@@ -3,12 +3,12 @@
  * by a real HTTP client: a job's events arrive with the webhook's bodies, only the key's
  * organization's events arrive, `jobs:read` or a member's session is needed, `Last-Event-ID`
  * resumes without gaps or repeats, `types=` filters, keep-alive comments come on the configured
- * interval, a draining gateway ends its streams cleanly, and a client that stops reading is cut
- * off rather than held in memory.
+ * interval, a draining gateway ends its streams cleanly, a client that stops reading is cut off
+ * rather than held in memory, and the gateway reads the events only while a stream is open on it.
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, request } from 'node:http';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import anyTest, { type TestFn } from 'ava';
 import { member } from './helpers/console.js';
@@ -414,3 +414,36 @@ test.serial(
     );
   },
 );
+
+test.serial('the gateway reads the events only while a stream is open on it', async (t) => {
+  const { org } = t.context;
+  const nc = await connect({ servers: org.sys.nats.url });
+  t.teardown(() => nc.close());
+  const jsm = await jetstreamManager(nc);
+  /** The gateway's feed: the one unnamed consumer of every organization's events. */
+  const feeds = async () => {
+    let n = 0;
+    for await (const c of jsm.consumers.list('EVENTS')) {
+      const filters = [c.config.filter_subject, ...(c.config.filter_subjects ?? [])];
+      if (!c.config.durable_name && filters.includes('events.>')) n++;
+    }
+    return n;
+  };
+
+  // The earlier tests' streams are closed: once none has been open for a keep-alive interval,
+  // the gateway stops reading.
+  await eventually(feeds, (n) => n === 0);
+  const stream = await openStream(streamUrl(t), { token: org.key });
+  t.teardown(() => stream.close());
+  // A stream opened starts it: its consumer reads from where the stream started.
+  await eventually(feeds, (n) => n === 1);
+  const jobId = await postJob(t, 'feed-restarted');
+  await stream.until(printed(jobId), 20_000);
+  t.deepEqual(
+    ofJob(stream.messages, jobId).map((m) => m.event),
+    ['job.created', 'job.printed'],
+  );
+  stream.close();
+  await eventually(feeds, (n) => n === 0);
+  t.pass('the feed stopped after the last stream closed');
+});
