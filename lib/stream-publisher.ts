@@ -11,7 +11,10 @@
  * all-or-nothing), so it is written here.
  *
  * What it returns is what `jetstream(nc).publish` returns: the stream, the sequence and whether the
- * server had already stored a message with the same `Nats-Msg-Id`.
+ * server had already stored a message with the same `Nats-Msg-Id`. While the connection is down, a
+ * publish fails at once, and so do those waiting when it drops: nats.js would send them once it
+ * reconnects, and a server just restarted was seen to neither store nor answer them, so they
+ * waited out their time.
  */
 import {
   createInbox,
@@ -68,6 +71,9 @@ export class StreamPublisher {
   /** Set for when the oldest waiting publish is due, while any waits. */
   #timer: NodeJS.Timeout | undefined;
   #next = 0;
+  /** False from when the connection drops until it is back. */
+  #connected = true;
+  #closed = false;
 
   constructor(nc: NatsConnection, options: StreamPublisherOptions = {}) {
     this.#nc = nc;
@@ -78,6 +84,23 @@ export class StreamPublisher {
         if (!err) this.#answer(msg);
       },
     });
+    // What is published while the connection is down is never stored nor answered, and what
+    // waits when it drops never hears back: both fail at once (a transient 503, tried again by
+    // the caller) rather than when their time is up.
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (this.#closed) break;
+        if (status.type === 'disconnect') {
+          this.#connected = false;
+          this.#failAll(
+            503,
+            (subject) => `the connection to NATS dropped before ${subject} was stored`,
+          );
+        } else if (status.type === 'reconnect') {
+          this.#connected = true;
+        }
+      }
+    })();
   }
 
   /**
@@ -90,6 +113,10 @@ export class StreamPublisher {
     options: { msgID?: string; headers?: MsgHdrs } = {},
   ): Promise<StreamAck> {
     return new Promise<StreamAck>((resolve, reject) => {
+      if (!this.#connected) {
+        reject(new StreamPublishError(503, `not connected to NATS; ${subject} was not sent`));
+        return;
+      }
       const token = (this.#next++).toString(36);
       const headers = options.headers ?? natsHeaders();
       if (options.msgID !== undefined) headers.set('Nats-Msg-Id', options.msgID);
@@ -136,13 +163,18 @@ export class StreamPublisher {
 
   /** Stops listening; publishes still waiting fail. */
   close(): void {
+    this.#closed = true;
+    this.#sub.unsubscribe();
+    this.#failAll(503, (subject) => `the publisher closed before ${subject} was stored`);
+  }
+
+  /** Fails every publish still waiting for its acknowledgement. */
+  #failAll(status: number, why: (subject: string) => string): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#sub.unsubscribe();
-    for (const w of this.#waiting.values()) {
-      w.reject(new StreamPublishError(503, `the publisher closed before ${w.subject} was stored`));
-    }
+    const waiting = [...this.#waiting.values()];
     this.#waiting.clear();
+    for (const w of waiting) w.reject(new StreamPublishError(status, why(w.subject)));
   }
 
   #answer(msg: Msg): void {

@@ -4,7 +4,7 @@ import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
 import { createPool, type Pool, withTx } from '../lib/db.js';
 import { silentLogger } from '../lib/logger.js';
 import { enqueue, OutboxRelay } from '../lib/outbox.js';
-import { startTestNats, type TestNats } from './helpers/nats.js';
+import { startTestNats, type TestNats, untilJetStreamAnswers } from './helpers/nats.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 
 const test = anyTest as TestFn<{
@@ -37,23 +37,6 @@ async function streamCount(nc: NatsConnection, subject: string): Promise<number>
   const jsm = await jetstreamManager(nc);
   const info = await jsm.streams.info('EVENTS', { subjects_filter: subject });
   return info.state.subjects?.[subject] ?? 0;
-}
-
-/**
- * Waits until JetStream answers on `nc` again after the server restarted. Until then the
- * connection is reconnecting, and what it publishes meanwhile is never stored nor acknowledged.
- */
-async function untilJetStreamAnswers(nc: NatsConnection): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      await (await jetstreamManager(nc, { timeout: 1_000 })).streams.info('EVENTS');
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 }
 
 async function rowsLeft(pool: Pool): Promise<number> {

@@ -5,7 +5,7 @@ import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
 import { silentLogger } from '../lib/logger.js';
 import { type StreamPublishError, StreamPublisher } from '../lib/stream-publisher.js';
 import { isTransient } from '../lib/transient.js';
-import { startTestNats, type TestNats } from './helpers/nats.js';
+import { startTestNats, type TestNats, untilJetStreamAnswers } from './helpers/nats.js';
 
 const test = anyTest as TestFn<{ nats: TestNats; nc: NatsConnection }>;
 
@@ -117,4 +117,38 @@ test('a publish whose acknowledgement never comes fails once its time is up', as
   const closed = await t.throwsAsync<StreamPublishError>(late);
   t.is(closed?.status, 503);
   t.is(publisher.inFlight, 0);
+});
+
+test('publishes fail at once when the connection drops and while it is down, then go again', async (t) => {
+  // A server of its own, killed here, and acknowledgements waited for a whole minute: only the
+  // connection dropping can fail these publishes in time.
+  const nats = await startTestNats();
+  t.teardown(() => nats.stop());
+  const nc = await connectBus({ url: nats.url, name: 'publisher-drop', logger: silentLogger });
+  t.teardown(() => nc.close());
+  await ensureStreams(nc);
+  const publisher = new StreamPublisher(nc, { timeoutMs: 60_000 });
+  t.teardown(() => publisher.close());
+  const silent = nc.subscribe('silent.subject');
+  t.teardown(() => silent.unsubscribe());
+
+  const waiting = publisher.publish('silent.subject', 'never answered');
+  await nc.flush();
+  t.is(publisher.inFlight, 1);
+  nats.kill('SIGKILL');
+  const dropped = await t.throwsAsync<StreamPublishError>(waiting);
+  t.is(dropped?.status, 503);
+  t.true(isTransient(dropped), 'the caller tries again');
+  const whileDown = await t.throwsAsync<StreamPublishError>(
+    publisher.publish('events.org-drop.job.created', 'while down'),
+  );
+  t.is(whileDown?.status, 503);
+  t.is(publisher.inFlight, 0);
+
+  await nats.restart();
+  const jsm = await untilJetStreamAnswers(nc);
+  const ack = await publisher.publish('events.org-drop.job.created', 'after', { msgID: 'after-1' });
+  t.is(ack.stream, 'EVENTS');
+  const info = await jsm.streams.info('EVENTS', { subjects_filter: 'events.org-drop.>' });
+  t.is(info.state.subjects?.['events.org-drop.job.created'], 1, 'only what went after is stored');
 });

@@ -5,6 +5,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '../../lib/bus.js';
 import { type NatsServer, startNatsServer } from '../../lib/nats-server.js';
 
 /** A test nats-server; `url` and `port` stay the same across `restart()`. */
@@ -52,4 +54,22 @@ export async function startTestNats(): Promise<TestNats> {
       await rm(storeDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Waits until JetStream answers on `nc` again after its server restarted. Until then the
+ * connection is reconnecting, and what it publishes meanwhile is never stored nor acknowledged.
+ */
+export async function untilJetStreamAnswers(nc: NatsConnection): Promise<JetStreamManager> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const jsm = await jetstreamManager(nc, { timeout: 1_000 });
+      await jsm.streams.info('EVENTS');
+      return jsm;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }
