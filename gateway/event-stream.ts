@@ -377,7 +377,7 @@ export function createEventStreams(deps: {
   }
 
   /** Stops the feed: with no stream open here, no event needs reading. */
-  function idle(): void {
+  function stopFeed(): void {
     const running = feed;
     if (!running) return;
     feed = undefined;
@@ -393,7 +393,7 @@ export function createEventStreams(deps: {
     for (const set of byOrg.values()) for (const l of set) l.write(KEEP_ALIVE);
     // The feed stops once no stream has been open for a whole keep-alive interval, so that a
     // client reconnecting at once finds it running.
-    if (count === 0 && idleTick) idle();
+    if (count === 0 && idleTick) stopFeed();
     idleTick = count === 0;
   }, options.keepAliveMs);
   keepAlive.unref();
@@ -570,7 +570,7 @@ export function createEventStreams(deps: {
       flush();
       for (const set of [...byOrg.values()]) for (const l of [...set]) l.close();
       // A feed still waiting for its stream gives up once stopped.
-      idle();
+      stopFeed();
       await stopping;
     },
   };

@@ -141,15 +141,16 @@ export const subjects = {
 } as const;
 
 /**
- * Calls `lost` whenever the connection drops or comes back: a cache kept current by messages on
- * the bus may have missed some meanwhile. Returns a function that stops watching.
+ * Calls `lost` whenever the connection drops (`back` false) or comes back (`back` true): a cache
+ * kept current by messages on the bus may have missed some meanwhile. Returns a function that
+ * stops watching.
  */
-export function onConnectionLost(nc: NatsConnection, lost: () => void): () => void {
+export function onConnectionLost(nc: NatsConnection, lost: (back: boolean) => void): () => void {
   let stopped = false;
   void (async () => {
     for await (const s of nc.status()) {
       if (stopped) break;
-      if (s.type === 'disconnect' || s.type === 'reconnect') lost();
+      if (s.type === 'disconnect' || s.type === 'reconnect') lost(s.type === 'reconnect');
     }
   })();
   return () => {

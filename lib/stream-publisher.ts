@@ -24,6 +24,7 @@ import {
   headers as natsHeaders,
   type Subscription,
 } from '@nats-io/transport-node';
+import { onConnectionLost } from './bus.js';
 
 export interface StreamAck {
   stream: string;
@@ -73,7 +74,7 @@ export class StreamPublisher {
   #next = 0;
   /** False from when the connection drops until it is back. */
   #connected = true;
-  #closed = false;
+  readonly #stopWatching: () => void;
 
   constructor(nc: NatsConnection, options: StreamPublisherOptions = {}) {
     this.#nc = nc;
@@ -87,20 +88,11 @@ export class StreamPublisher {
     // What is published while the connection is down is never stored nor answered, and what
     // waits when it drops never hears back: both fail at once (a transient 503, tried again by
     // the caller) rather than when their time is up.
-    void (async () => {
-      for await (const status of nc.status()) {
-        if (this.#closed) break;
-        if (status.type === 'disconnect') {
-          this.#connected = false;
-          this.#failAll(
-            503,
-            (subject) => `the connection to NATS dropped before ${subject} was stored`,
-          );
-        } else if (status.type === 'reconnect') {
-          this.#connected = true;
-        }
-      }
-    })();
+    this.#stopWatching = onConnectionLost(nc, (back) => {
+      this.#connected = back;
+      if (!back)
+        this.#failAll((subject) => `the connection to NATS dropped before ${subject} was stored`);
+    });
   }
 
   /**
@@ -163,18 +155,18 @@ export class StreamPublisher {
 
   /** Stops listening; publishes still waiting fail. */
   close(): void {
-    this.#closed = true;
+    this.#stopWatching();
     this.#sub.unsubscribe();
-    this.#failAll(503, (subject) => `the publisher closed before ${subject} was stored`);
+    this.#failAll((subject) => `the publisher closed before ${subject} was stored`);
   }
 
-  /** Fails every publish still waiting for its acknowledgement. */
-  #failAll(status: number, why: (subject: string) => string): void {
+  /** Fails every publish still waiting for its acknowledgement, as a transient 503. */
+  #failAll(why: (subject: string) => string): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     const waiting = [...this.#waiting.values()];
     this.#waiting.clear();
-    for (const w of waiting) w.reject(new StreamPublishError(status, why(w.subject)));
+    for (const w of waiting) w.reject(new StreamPublishError(503, why(w.subject)));
   }
 
   #answer(msg: Msg): void {
