@@ -219,6 +219,13 @@ const webhookTuning = {
     min: 1,
     max: 1_000,
   }),
+  webhookOrgConcurrency: int('WEBHOOK_ORG_CONCURRENCY', {
+    description:
+      "webhook attempts in flight at once to one organization's endpoints per replica (0: half of WEBHOOK_CONCURRENCY)",
+    default: 0,
+    min: 0,
+    max: 10_000,
+  }),
   webhookPollMs: int('WEBHOOK_POLL_MS', {
     description: 'how often the webhook worker looks for due deliveries',
     default: WEBHOOK_DEFAULTS.pollMs,

@@ -305,6 +305,7 @@ export function webhookSettings(
     webhookMaxPayloadBytes: number;
     webhookConcurrency: number;
     webhookEndpointConcurrency: number;
+    webhookOrgConcurrency: number;
     webhookPollMs: number;
     webhookLeaseMs: number;
   },
@@ -320,6 +321,7 @@ export function webhookSettings(
     maxPayloadBytes: values.webhookMaxPayloadBytes,
     concurrency: values.webhookConcurrency,
     endpointConcurrency: values.webhookEndpointConcurrency,
+    ...(values.webhookOrgConcurrency > 0 ? { orgConcurrency: values.webhookOrgConcurrency } : {}),
     pollMs: values.webhookPollMs,
     ...(values.webhookLeaseMs > 0 ? { leaseMs: values.webhookLeaseMs } : {}),
   };

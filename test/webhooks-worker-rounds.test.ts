@@ -42,7 +42,9 @@ function memoryStore(deliveries: ClaimedDelivery[]) {
       let claimed: ClaimedDelivery[] = [];
       if (claim) {
         const candidates = due
-          .filter((d) => !claim.exclude.includes(d.endpointId))
+          .filter(
+            (d) => !claim.exclude.includes(d.endpointId) && !claim.excludeOrgs.includes(d.orgId),
+          )
           .slice(0, claim.limit);
         const picked = new Set(claim.pick(candidates));
         claimed = due.filter((d) => picked.has(d.id));
@@ -95,6 +97,7 @@ test('a round that records outcomes claims as many again while deliveries are du
     jitter: 0,
     concurrency: 4,
     endpointConcurrency: 4,
+    orgConcurrency: 4,
     leaseMs: 60_000,
     pollMs: 60_000,
   });

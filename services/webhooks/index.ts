@@ -46,6 +46,8 @@ export interface WebhooksSettings {
   concurrency: number;
   /** Attempts in flight at once to one endpoint, per replica. */
   endpointConcurrency: number;
+  /** Attempts in flight at once to one organization's endpoints, per replica (half of all). */
+  orgConcurrency?: number;
   /** How often the worker looks for due deliveries it was not told of. */
   pollMs: number;
   /**
@@ -109,6 +111,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     jitter: settings.jitter ?? RETRY_JITTER,
     concurrency: settings.concurrency,
     endpointConcurrency: settings.endpointConcurrency,
+    orgConcurrency: settings.orgConcurrency ?? Math.ceil(settings.concurrency / 2),
     leaseMs: settings.leaseMs ?? 2 * settings.timeoutMs + 30_000,
     pollMs: settings.pollMs,
     onEndpointsChanged: (orgId) => void endpointChanges.changed(orgId),

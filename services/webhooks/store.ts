@@ -118,6 +118,7 @@ export interface ClaimedDelivery {
 
 export interface ClaimCandidate {
   id: string;
+  orgId: string;
   endpointId: string;
 }
 
@@ -129,6 +130,8 @@ export interface ClaimInput {
   limit: number;
   /** Endpoints not to claim for (at their concurrency cap in this worker). */
   exclude: string[];
+  /** Organizations not to claim for (at their concurrency cap in this worker). */
+  excludeOrgs: string[];
   /** Chooses which candidates to claim; must not change anything (a transaction may re-run). */
   pick(candidates: ClaimCandidate[]): string[];
   /** Attempts per round. */
@@ -403,14 +406,14 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
        FROM webhook_deliveries AS d
        LEFT JOIN webhook_endpoints AS e ON e.org_id = d.org_id AND e.id = d.endpoint_id
        WHERE d.state = 'pending' AND d.next_attempt_at <= $1
-         AND NOT (d.endpoint_id = ANY($2::UUID[]))
+         AND NOT (d.endpoint_id = ANY($2::UUID[])) AND NOT (d.org_id = ANY($4::UUID[]))
        ORDER BY d.next_attempt_at LIMIT $3
        FOR UPDATE OF d SKIP LOCKED`,
-      [now, input.exclude, input.limit],
+      [now, input.exclude, input.limit, input.excludeOrgs],
     );
     if (candidates.length === 0) return [];
     const picked = new Set(
-      input.pick(candidates.map((c) => ({ id: c.id, endpointId: c.endpoint_id }))),
+      input.pick(candidates.map((c) => ({ id: c.id, orgId: c.org_id, endpointId: c.endpoint_id }))),
     );
     const rows = candidates.filter((c) => picked.has(c.id));
     if (rows.length === 0) return [];
@@ -945,7 +948,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           handover?.pick(
             wanted
               .filter((w) => !tooLarge[w.event])
-              .map((w) => ({ id: w.id, endpointId: w.endpoint.id })),
+              .map((w) => ({ id: w.id, orgId: w.endpoint.org_id, endpointId: w.endpoint.id })),
           ),
         );
         const { rows } = await queryThenCommit<{

@@ -87,6 +87,11 @@ export interface WorkerOptions {
   /** Attempts in flight at once to one endpoint in this worker. */
   endpointConcurrency: number;
   /**
+   * Attempts in flight at once to one organization's endpoints in this worker, so that one
+   * organization's slow receivers cannot take every slot from the others.
+   */
+  orgConcurrency: number;
+  /**
    * How long a claim holds a delivery; a claim whose worker died lapses after it and the attempt
    * is made again. Must outlast twice the send timeout (a claimed attempt may wait for one answer
    * of its endpoint before it goes) and the recording.
@@ -122,6 +127,33 @@ function countDown(counts: Map<string, number>, key: string): void {
   else counts.set(key, left);
 }
 
+/** Where an attempt goes: the caps count by endpoint and by organization. */
+type Target = Pick<ClaimCandidate, 'orgId' | 'endpointId'>;
+
+/** Attempts counted per endpoint and per organization. */
+class Tally {
+  readonly endpoints = new Map<string, number>();
+  readonly orgs = new Map<string, number>();
+
+  add(t: Target): void {
+    countUp(this.endpoints, t.endpointId);
+    countUp(this.orgs, t.orgId);
+  }
+
+  remove(t: Target): void {
+    countDown(this.endpoints, t.endpointId);
+    countDown(this.orgs, t.orgId);
+  }
+
+  ofEndpoint(endpointId: string): number {
+    return this.endpoints.get(endpointId) ?? 0;
+  }
+
+  ofOrg(orgId: string): number {
+    return this.orgs.get(orgId) ?? 0;
+  }
+}
+
 /** A fan-out event waiting for room for the deliveries it may add. */
 interface Admission {
   wanted: number;
@@ -146,15 +178,15 @@ export interface WorkerStats {
 export class DeliveryWorker {
   readonly stats: WorkerStats = { attempts: 0, handedOver: 0 };
   readonly #options: WorkerOptions & { failingDisableMs: number; random: () => number };
-  /** Requests on the wire, per endpoint. */
-  readonly #inFlight = new Map<string, number>();
+  /** Requests on the wire, per endpoint and organization. */
+  readonly #inFlight = new Tally();
   /**
    * Attempts claimed and waiting for a slot, oldest first: as a request's answer comes in, the
    * next goes at once, without waiting for a round to claim it.
    */
   #ready: ClaimedDelivery[] = [];
-  /** Attempts in `#ready`, per endpoint. */
-  readonly #readyOf = new Map<string, number>();
+  /** Attempts in `#ready`, per endpoint and organization. */
+  readonly #readyOf = new Tally();
   readonly #sends = new Set<Promise<void>>();
   /** Requests on the wire in all. */
   #total = 0;
@@ -170,8 +202,8 @@ export class DeliveryWorker {
   #dueWaiting = true;
   /** Deliveries a fan-out picked for this worker whose transaction has not answered yet. */
   #promised = 0;
-  /** Those, per endpoint. */
-  readonly #promisedOf = new Map<string, number>();
+  /** Those, per endpoint and organization. */
+  readonly #promisedOf = new Tally();
   /** Fan-out events waiting for room ({@link DeliveryWorker.admit}), oldest first. */
   readonly #admissions: Admission[] = [];
   /** Room set aside for events let through whose hand-over has not settled. */
@@ -275,7 +307,7 @@ export class DeliveryWorker {
     handover: Handover | undefined;
     settle(claimed: readonly ClaimedDelivery[]): void;
   } {
-    const picked: string[] = [];
+    const picked: Target[] = [];
     let settled = false;
     const settle = (claimed: readonly ClaimedDelivery[]) => {
       if (settled) return;
@@ -302,10 +334,10 @@ export class DeliveryWorker {
         this.#unpromise(picked);
         picked.length = 0;
         const chosen = this.#pick(candidates, this.#room(0) + admitted);
-        for (const { endpointId } of chosen) {
-          picked.push(endpointId);
+        for (const c of chosen) {
+          picked.push(c);
           this.#promised++;
-          countUp(this.#promisedOf, endpointId);
+          this.#promisedOf.add(c);
         }
         return chosen.map((c) => c.id);
       },
@@ -314,10 +346,10 @@ export class DeliveryWorker {
   }
 
   /** Takes back what a hand-over promised to the endpoints listed (one entry per delivery). */
-  #unpromise(endpoints: readonly string[]): void {
-    for (const endpointId of endpoints) {
+  #unpromise(targets: readonly Target[]): void {
+    for (const t of targets) {
       this.#promised--;
-      countDown(this.#promisedOf, endpointId);
+      this.#promisedOf.remove(t);
     }
   }
 
@@ -325,7 +357,7 @@ export class DeliveryWorker {
   #readied(c: ClaimedDelivery): void {
     this.#unrecorded++;
     this.#ready.push(c);
-    countUp(this.#readyOf, c.endpointId);
+    this.#readyOf.add(c);
   }
 
   /**
@@ -384,9 +416,13 @@ export class DeliveryWorker {
     this.#toRecord = later;
     const room = this.#stopped ? 0 : this.#room(batch.length);
     if (batch.length === 0 && room <= 0) return { claimed: 0, room };
-    const full = [
-      ...new Set([...this.#inFlight.keys(), ...this.#readyOf.keys(), ...this.#promisedOf.keys()]),
-    ].filter((e) => this.#held(e) >= 2 * o.endpointConcurrency);
+    const held = [this.#inFlight, this.#readyOf, this.#promisedOf];
+    const full = [...new Set(held.flatMap((h) => [...h.endpoints.keys()]))].filter(
+      (e) => this.#heldOfEndpoint(e) >= 2 * o.endpointConcurrency,
+    );
+    const fullOrgs = [...new Set(held.flatMap((h) => [...h.orgs.keys()]))].filter(
+      (org) => this.#heldOfOrg(org) >= 2 * o.orgConcurrency,
+    );
     const now = o.clock.now();
     let claimed: ClaimedDelivery[];
     try {
@@ -400,6 +436,7 @@ export class DeliveryWorker {
               leaseUntil: new Date(now.getTime() + o.leaseMs),
               limit: Math.min(room + CLAIM_MARGIN, 1000),
               exclude: full,
+              excludeOrgs: fullOrgs,
               maxAttempts: o.retryWaitsMs.length + 1,
               expectWork,
               pick: (candidates) => this.#pick(candidates, room).map((c) => c.id),
@@ -434,18 +471,21 @@ export class DeliveryWorker {
     const o = this.#options;
     for (let i = 0; i < this.#ready.length && this.#total < o.concurrency; ) {
       const c = this.#ready[i] as ClaimedDelivery;
-      if ((this.#inFlight.get(c.endpointId) ?? 0) >= o.endpointConcurrency) {
+      if (
+        this.#inFlight.ofEndpoint(c.endpointId) >= o.endpointConcurrency ||
+        this.#inFlight.ofOrg(c.orgId) >= o.orgConcurrency
+      ) {
         i++;
         continue;
       }
       this.#ready.splice(i, 1);
-      countDown(this.#readyOf, c.endpointId);
+      this.#readyOf.remove(c);
       this.#send(c);
     }
   }
 
   #send(c: ClaimedDelivery): void {
-    countUp(this.#inFlight, c.endpointId);
+    this.#inFlight.add(c);
     this.#total++;
     let sent = false;
     // The request's slot is free once its answer is in: the next attempt waiting goes at once,
@@ -454,7 +494,7 @@ export class DeliveryWorker {
     const onSent = () => {
       if (sent) return;
       sent = true;
-      countDown(this.#inFlight, c.endpointId);
+      this.#inFlight.remove(c);
       this.#total--;
       this.#sendReady();
       this.#admitWaiting();
@@ -478,12 +518,17 @@ export class DeliveryWorker {
   }
 
   /** Attempts of an endpoint on the wire, waiting for a slot, or promised by a hand-over. */
-  #held(endpointId: string): number {
+  #heldOfEndpoint(endpointId: string): number {
     return (
-      (this.#inFlight.get(endpointId) ?? 0) +
-      (this.#readyOf.get(endpointId) ?? 0) +
-      (this.#promisedOf.get(endpointId) ?? 0)
+      this.#inFlight.ofEndpoint(endpointId) +
+      this.#readyOf.ofEndpoint(endpointId) +
+      this.#promisedOf.ofEndpoint(endpointId)
     );
+  }
+
+  /** The same, over an organization's endpoints. */
+  #heldOfOrg(orgId: string): number {
+    return this.#inFlight.ofOrg(orgId) + this.#readyOf.ofOrg(orgId) + this.#promisedOf.ofOrg(orgId);
   }
 
   /**
@@ -501,18 +546,22 @@ export class DeliveryWorker {
   }
 
   /**
-   * Up to `room` candidates, no endpoint past twice its cap (on the wire and waiting): one slow
-   * receiver cannot take every slot, and an attempt waits for at most one answer of its endpoint
-   * before it goes.
+   * Up to `room` candidates, no endpoint and no organization past twice its cap (on the wire and
+   * waiting): one slow receiver, or one organization's, cannot take every slot, and an attempt
+   * waits for at most one answer of its endpoint before it goes.
    */
   #pick(candidates: ClaimCandidate[], room: number): ClaimCandidate[] {
-    const cap = 2 * this.#options.endpointConcurrency;
-    const taken = new Map<string, number>();
+    const endpointCap = 2 * this.#options.endpointConcurrency;
+    const orgCap = 2 * this.#options.orgConcurrency;
+    const taken = new Tally();
     const out: ClaimCandidate[] = [];
     for (const c of candidates) {
       if (out.length >= room) break;
-      if (this.#held(c.endpointId) + (taken.get(c.endpointId) ?? 0) >= cap) continue;
-      countUp(taken, c.endpointId);
+      if (this.#heldOfEndpoint(c.endpointId) + taken.ofEndpoint(c.endpointId) >= endpointCap) {
+        continue;
+      }
+      if (this.#heldOfOrg(c.orgId) + taken.ofOrg(c.orgId) >= orgCap) continue;
+      taken.add(c);
       out.push(c);
     }
     return out;
