@@ -228,6 +228,8 @@ test.serial(
     t.teardown(() => away.close());
     t.is(away.welcome.homeRegion, 'b');
     t.is(away.welcome.serverRegion, 'a');
+    // Created as the link opens: its offer may be published in region b before b's NATS hears of
+    // the link's subscription in a, and then the link's second read of its jobs offers it.
     const job = await createJob(t, 'b', stations.b.printerId, 'served away');
     const printed = await jobStatus(t, job.id, 'printed');
     t.is(printed.body.job.region, 'b');

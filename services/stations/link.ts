@@ -63,6 +63,15 @@ const REPORT_RETRY_MS = 30_000;
 const REPORT_RETRY_WAIT_MS = 1_000;
 
 /**
+ * When a link outside its station's home region asks for its pending jobs once more. Its
+ * subscription reaches the home region's NATS over the gateway between the two clusters a moment
+ * after the local server has it, and an offer published there meanwhile reaches nobody: this
+ * second read finds the jobs created in that moment, where the minute re-read would find them up
+ * to a minute later.
+ */
+export const AWAY_REREAD_MS = 2_000;
+
+/**
  * Links re-read together: one query for their tokens and one call for their stations' pending
  * jobs. Small enough that handling one batch's answers does not hold up dispatch for long.
  */
@@ -435,6 +444,13 @@ class Session {
     // With the links opening at the same moment: 200 agents reconnecting at once ask in a few
     // batches, not 200 calls. The token was read as the link opened: only the jobs are.
     await this.#rereads.want(this, true);
+    if (station.region !== this.#deps.region && !this.#closed && !this.#resyncRetry) {
+      this.#resyncRetry = setTimeout(() => {
+        this.#resyncRetry = undefined;
+        void this.resync();
+      }, AWAY_REREAD_MS);
+      this.#resyncRetry.unref();
+    }
   }
 
   /** Open, authenticated and not closed: the link a re-read is for. */
