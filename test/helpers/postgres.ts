@@ -69,6 +69,8 @@ export interface StartPostgresOptions {
   startTimeoutMs?: number;
   /** Keep PostgreSQL's durability (fsync on every commit), as benchmarks need; off by default. */
   durable?: boolean;
+  /** More server settings, `name=value` each. */
+  settings?: readonly string[];
 }
 
 /** A database of its own for one test file. */
@@ -168,15 +170,19 @@ async function launchPostgres(options: StartPostgresOptions): Promise<Launched> 
     const deadline = Date.now() + (options.startTimeoutMs ?? POSTGRES_START_TIMEOUT_MS);
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
-      const child = spawnPostgres(bins.postgres, dataDir, baseDir, port, logFile, user, {
-        durable: options.durable ?? false,
-      });
+      const child = spawnPostgres(bins.postgres, dataDir, baseDir, port, logFile, user, options);
       const outcome = await waitUntilReady(child, baseDir, port, deadline);
       if (outcome === 'ready') {
         const respawn = async () => {
-          const again = spawnPostgres(bins.postgres, dataDir, baseDir, port, logFile, user, {
-            durable: options.durable ?? false,
-          });
+          const again = spawnPostgres(
+            bins.postgres,
+            dataDir,
+            baseDir,
+            port,
+            logFile,
+            user,
+            options,
+          );
           const ready = await waitUntilReady(again, baseDir, port, Date.now() + 30_000);
           if (ready !== 'ready') {
             throw new Error(
@@ -379,7 +385,7 @@ function spawnPostgres(
   port: number,
   logFile: string,
   user: RunAs | undefined,
-  { durable }: { durable: boolean },
+  { durable = false, settings = [] }: Pick<StartPostgresOptions, 'durable' | 'settings'>,
 ): ChildProcess {
   // Its log goes to a file rather than a pipe: nothing has to drain it, and nothing holds the
   // event loop open when the shared cluster is unref'd. Truncated per attempt, so a retry after a
@@ -387,8 +393,9 @@ function spawnPostgres(
   const log = openSync(logFile, 'w');
   try {
     const args = ['-D', dataDir, '-p', String(port), '-k', socketDir];
-    const settings = [...SERVER_SETTINGS, ...(durable ? [] : NOT_DURABLE)];
-    for (const setting of settings) args.push('-c', setting);
+    for (const setting of [...SERVER_SETTINGS, ...(durable ? [] : NOT_DURABLE), ...settings]) {
+      args.push('-c', setting);
+    }
     const child = spawn(binary, args, {
       cwd: socketDir,
       stdio: ['ignore', log, log],
