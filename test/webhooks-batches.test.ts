@@ -3,45 +3,24 @@
  * exactly once per endpoint, each signed with its endpoint's secret; and when one endpoint of a
  * batch fails, only its deliveries are retried.
  */
-import { randomBytes } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import { verifyWebhook } from '../client/index.js';
-import { connectBus, type NatsConnection } from '../lib/bus.js';
-import { silentLogger } from '../lib/logger.js';
 import { type Receiver, type Reply, startReceiver } from './helpers/receiver.js';
-import {
-  createOrg,
-  eventually,
-  OPERATOR_TOKEN,
-  startTestSystem,
-  type TestSystem,
-} from './helpers/system.js';
+import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
 import {
   type DeliveryView,
   publishJobEvents,
+  type SystemWithBus,
+  systemWithBus,
   type WebhookAdmin,
   webhookAdmin,
 } from './helpers/webhooks.js';
 
-interface Ctx {
-  sys: TestSystem;
-  nc: NatsConnection;
-}
+type Ctx = SystemWithBus;
 
 const test = anyTest as TestFn<Ctx>;
 
-test.before(async (t) => {
-  const sys = await startTestSystem({
-    webhooks: { secretKey: randomBytes(32), concurrency: 64, endpointConcurrency: 16 },
-  });
-  const nc = await connectBus({ url: sys.nats.url, name: 'test', logger: silentLogger });
-  t.context = { sys, nc };
-});
-
-test.after.always(async (t) => {
-  await t.context.nc?.drain();
-  await t.context.sys?.stop();
-});
+systemWithBus(test, { concurrency: 64, endpointConcurrency: 16 });
 
 interface Hooked {
   hooks: WebhookAdmin;

@@ -4,44 +4,22 @@
  * three endpoints do not answer holds two slots, and another organization's deliveries go meanwhile,
  * whether a round claims them (test pings) or the fan-out hands them over (job events).
  */
-import { randomBytes } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
-import { connectBus, type NatsConnection } from '../lib/bus.js';
-import { silentLogger } from '../lib/logger.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
 import {
-  createOrg,
-  eventually,
-  OPERATOR_TOKEN,
-  startTestSystem,
-  type TestSystem,
-} from './helpers/system.js';
-import { publishJobEvents, type WebhookAdmin, webhookAdmin } from './helpers/webhooks.js';
+  publishJobEvents,
+  type SystemWithBus,
+  systemWithBus,
+  type WebhookAdmin,
+  webhookAdmin,
+} from './helpers/webhooks.js';
 
-interface Ctx {
-  sys: TestSystem;
-  nc: NatsConnection;
-}
+type Ctx = SystemWithBus;
 
 const test = anyTest as TestFn<Ctx>;
 
-test.before(async (t) => {
-  const sys = await startTestSystem({
-    webhooks: {
-      secretKey: randomBytes(32),
-      concurrency: 4,
-      endpointConcurrency: 2,
-      orgConcurrency: 2,
-    },
-  });
-  const nc = await connectBus({ url: sys.nats.url, name: 'test', logger: silentLogger });
-  t.context = { sys, nc };
-});
-
-test.after.always(async (t) => {
-  await t.context.nc?.drain();
-  await t.context.sys?.stop();
-});
+systemWithBus(test, { concurrency: 4, endpointConcurrency: 2, orgConcurrency: 2 });
 
 type Teardown = { teardown(fn: () => Promise<unknown>): void };
 

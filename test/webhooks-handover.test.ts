@@ -4,41 +4,24 @@
  * concurrency of 1), a receiver that has not answered yet keeps all but two events unacknowledged
  * in JetStream, and once it answers every delivery arrives once, none of them claimed by a round.
  */
-import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import anyTest, { type TestFn } from 'ava';
-import { connectBus, type NatsConnection } from '../lib/bus.js';
-import { silentLogger } from '../lib/logger.js';
+import type { NatsConnection } from '../lib/bus.js';
 import { FANOUT_CONSUMER } from '../services/webhooks/fanout.js';
 import { startReceiver } from './helpers/receiver.js';
+import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
 import {
-  createOrg,
-  eventually,
-  OPERATOR_TOKEN,
-  startTestSystem,
-  type TestSystem,
-} from './helpers/system.js';
-import { publishJobEvents, webhookAdmin } from './helpers/webhooks.js';
+  publishJobEvents,
+  type SystemWithBus,
+  systemWithBus,
+  webhookAdmin,
+} from './helpers/webhooks.js';
 
-interface Ctx {
-  sys: TestSystem;
-  nc: NatsConnection;
-}
+type Ctx = SystemWithBus;
 
 const test = anyTest as TestFn<Ctx>;
 
-test.before(async (t) => {
-  const sys = await startTestSystem({
-    webhooks: { secretKey: randomBytes(32), concurrency: 1, endpointConcurrency: 1 },
-  });
-  const nc = await connectBus({ url: sys.nats.url, name: 'test', logger: silentLogger });
-  t.context = { sys, nc };
-});
-
-test.after.always(async (t) => {
-  await t.context.nc?.drain();
-  await t.context.sys?.stop();
-});
+systemWithBus(test, { concurrency: 1, endpointConcurrency: 1 });
 
 /**
  * A new organization with one endpoint for `job.created`, whose receiver's answers wait until

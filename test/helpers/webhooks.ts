@@ -1,11 +1,15 @@
 /**
  * The webhook admin API as tests use it: thin typed calls on `/admin/v1/orgs/{org}/webhooks`,
- * each failing loudly on an unexpected status.
+ * each failing loudly on an unexpected status; events published as the jobs outbox does; and a
+ * test system with webhooks settings of a file's own.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
-import type { NatsConnection } from '../../lib/bus.js';
-import { type Answer, call } from './system.js';
+import type { TestFn } from 'ava';
+import { connectBus, type NatsConnection } from '../../lib/bus.js';
+import { silentLogger } from '../../lib/logger.js';
+import type { WebhooksSettings } from '../../services/webhooks/index.js';
+import { type Answer, call, startTestSystem, type TestSystem } from './system.js';
 
 export interface EndpointView {
   id: string;
@@ -146,4 +150,29 @@ export async function publishJobEvents(
     ids.push(event.id);
   }
   return ids;
+}
+
+/** A test file's system and its own connection to the system's NATS. */
+export interface SystemWithBus {
+  sys: TestSystem;
+  nc: NatsConnection;
+}
+
+/**
+ * Starts, before the file's tests, a test system whose webhooks service has `webhooks` (and a
+ * fresh secret key), with a NATS connection of the tests' own; stops both after them.
+ */
+export function systemWithBus(
+  test: TestFn<SystemWithBus>,
+  webhooks: Partial<WebhooksSettings>,
+): void {
+  test.before(async (t) => {
+    const sys = await startTestSystem({ webhooks: { secretKey: randomBytes(32), ...webhooks } });
+    const nc = await connectBus({ url: sys.nats.url, name: 'test', logger: silentLogger });
+    t.context = { sys, nc };
+  });
+  test.after.always(async (t) => {
+    await t.context.nc?.drain();
+    await t.context.sys?.stop();
+  });
 }
