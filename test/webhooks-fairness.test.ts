@@ -5,7 +5,7 @@
  * whether a round claims them (test pings) or the fan-out hands them over (job events).
  */
 import anyTest, { type TestFn } from 'ava';
-import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { gate, type Receiver, startReceiver } from './helpers/receiver.js';
 import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
 import {
   publishJobEvents,
@@ -31,21 +31,11 @@ async function stuckOrg(t: { context: Ctx } & Teardown) {
   const { sys } = t.context;
   const orgId = await createOrg(sys.url);
   const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
-  let open: () => void = () => {};
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  const waiting = { now: 0, max: 0 };
+  const { reply, open, waiting } = gate();
   const receivers: Receiver[] = [];
   const endpoints: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const receiver = await startReceiver(async () => {
-      waiting.now++;
-      waiting.max = Math.max(waiting.max, waiting.now);
-      await gate;
-      waiting.now--;
-      return { status: 200 };
-    });
+    const receiver = await startReceiver(reply);
     t.teardown(() => receiver.close());
     receivers.push(receiver);
     endpoints.push((await hooks.create(receiver.url, ['job.created', 'ping'])).endpoint.id);

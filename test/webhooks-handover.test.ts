@@ -8,7 +8,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import anyTest, { type TestFn } from 'ava';
 import type { NatsConnection } from '../lib/bus.js';
 import { FANOUT_CONSUMER } from '../services/webhooks/fanout.js';
-import { startReceiver } from './helpers/receiver.js';
+import { gate, startReceiver } from './helpers/receiver.js';
 import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
 import {
   publishJobEvents,
@@ -31,14 +31,8 @@ async function gatedEndpoint(t: { context: Ctx; teardown(fn: () => Promise<unkno
   const { sys } = t.context;
   const orgId = await createOrg(sys.url);
   const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
-  let open: () => void = () => {};
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  const receiver = await startReceiver(async () => {
-    await gate;
-    return { status: 200 };
-  });
+  const { reply, open } = gate();
+  const receiver = await startReceiver(reply);
   t.teardown(() => receiver.close());
   const { endpoint } = await hooks.create(receiver.url, ['job.created']);
   return { orgId, hooks, receiver, open, endpoint };

@@ -120,3 +120,30 @@ export async function downUrl(): Promise<string> {
   await once(server, 'close');
   return `http://127.0.0.1:${port}/hooks`;
 }
+
+/** A reply that answers 200 only once `open` is called, counting the requests waiting for it. */
+export interface Gate {
+  reply(): Promise<Reply>;
+  open(): void;
+  /** Requests waiting now, and at most so far. */
+  waiting: { now: number; max: number };
+}
+
+export function gate(): Gate {
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const waiting = { now: 0, max: 0 };
+  return {
+    waiting,
+    open: () => open(),
+    async reply() {
+      waiting.now++;
+      waiting.max = Math.max(waiting.max, waiting.now);
+      await opened;
+      waiting.now--;
+      return { status: 200 };
+    },
+  };
+}
