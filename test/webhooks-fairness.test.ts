@@ -11,7 +11,6 @@ import {
   publishJobEvents,
   type SystemWithBus,
   systemWithBus,
-  type WebhookAdmin,
   webhookAdmin,
 } from './helpers/webhooks.js';
 
@@ -48,7 +47,7 @@ async function stuckOrg(t: { context: Ctx } & Teardown) {
 async function quickOrg(t: { context: Ctx } & Teardown) {
   const { sys } = t.context;
   const orgId = await createOrg(sys.url);
-  const hooks: WebhookAdmin = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
+  const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   const { endpoint } = await hooks.create(receiver.url, ['job.created', 'ping']);
