@@ -152,3 +152,54 @@ test('stations of several organizations going offline and back together: every w
   }
   t.true(links.every((link) => link.jobs.length === 1));
 });
+
+test('a job for a printer reported offline or in error is not offered until the agent reports it able to print', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [
+    printer('desk'),
+    printer('labels', 'offline', 'raw 10.0.0.9:9100: ECONNREFUSED'),
+    printer('side', 'error', 'the folder cannot be written'),
+  ]);
+  t.teardown(() => link.close());
+  const ids = link.welcome.printerIds as Record<'desk' | 'labels' | 'side', string>;
+  const post = async (printerId: string) => {
+    const res = await call<{ job: { id: string; status: string; status_detail: string } }>(
+      sys.url,
+      'POST',
+      `/v1/orgs/${orgId}/jobs`,
+      { token: secret, body: { printer_id: printerId, content: { type: 'text', data: 'hi' } } },
+    );
+    t.is(res.status, 201);
+    return res.body.job;
+  };
+  const offered = () => link.jobs.map((j) => j.offer.jobId);
+
+  // The held printers' jobs go out first; the desk's offer comes after theirs would have.
+  const labels = await post(ids.labels);
+  const side = await post(ids.side);
+  t.is(
+    labels.status_detail,
+    'waiting: printer "labels" is offline (raw 10.0.0.9:9100: ECONNREFUSED)',
+  );
+  t.is(side.status_detail, 'waiting: printer "side" is in error (the folder cannot be written)');
+  const desk = await post(ids.desk);
+  await link.until(() => offered().includes(desk.id));
+  t.deepEqual(offered(), [desk.id]);
+
+  // The labels printer is back: its job goes out, the one in error still waits.
+  link.send({
+    printers: {
+      printers: [printer('desk'), printer('labels'), printer('side', 'error', 'still')],
+    },
+  });
+  await link.until(() => offered().includes(labels.id));
+  t.deepEqual(offered(), [desk.id, labels.id]);
+
+  link.send({ printers: { printers: [printer('desk'), printer('labels'), printer('side')] } });
+  await link.until(() => offered().includes(side.id));
+  t.deepEqual(offered(), [desk.id, labels.id, side.id]);
+});

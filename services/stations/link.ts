@@ -43,6 +43,24 @@ import type { StationReport } from '../jobs/reports.js';
 import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
 import type { LinkStation, StationStore } from './store.js';
 
+/**
+ * Printer statuses a job is not offered in: the printer is known not to print now, and a job sent
+ * to it would fail at once (a raw printer refuses the connection, a file printer's folder cannot
+ * be written). The job stays queued, its detail saying why (services/jobs/printer-waits.ts), and
+ * is offered when the agent reports the printer able to print again.
+ */
+const HELD_STATUSES: ReadonlySet<string> = new Set(['offline', 'error']);
+
+/** The ids of the printers in `reports` whose jobs wait (see {@link HELD_STATUSES}). */
+function heldPrinters(reports: PrinterReport[], ids: Record<string, string>): Set<string> {
+  const held = new Set<string>();
+  for (const report of reports) {
+    const id = ids[report.name];
+    if (id !== undefined && HELD_STATUSES.has(report.status)) held.add(id);
+  }
+  return held;
+}
+
 /** How long an agent has to say hello after connecting. */
 const HELLO_TIMEOUT_MS = 10_000;
 
@@ -310,6 +328,8 @@ class Session {
   readonly #logger: Logger;
   #station: LinkStation | undefined;
   #printerIds: Record<string, string> = {};
+  /** Printers whose jobs are not offered now, by id: the agent reports them unable to print. */
+  #heldPrinters = new Set<string>();
   #subscriptions: Subscription[] = [];
   /** Job attempts already offered on this link, so a job is not sent twice over one link. */
   readonly #offered = new Set<string>();
@@ -390,6 +410,7 @@ class Session {
     const { station } = opened;
     this.#station = station;
     this.#printerIds = opened.printerIds;
+    this.#heldPrinters = heldPrinters(printers, opened.printerIds);
     // Closed meanwhile: the link's close was not recorded, having no station yet.
     if (this.#closed) {
       this.#recordClosed(station);
@@ -558,6 +579,10 @@ class Session {
       );
       return;
     }
+    if (this.#heldPrinters.has(job.printer_id)) {
+      this.#offered.delete(key);
+      return;
+    }
     this.#out = this.#out
       .then(() => this.#push(job, printerName, trace))
       .catch((err: unknown) => {
@@ -662,10 +687,17 @@ class Session {
     const station = this.#station;
     if (!station) return;
     if (msg.printers) {
-      const known = new Set(Object.values(this.#printerIds));
+      const offering = new Set(
+        Object.values(this.#printerIds).filter((id) => !this.#heldPrinters.has(id)),
+      );
       this.#printerIds = await this.#deps.store.printersChanged(station, msg.printers.printers);
-      // Jobs for a printer the agent reports again (or anew) waited here; offer them now.
-      if (Object.values(this.#printerIds).some((id) => !known.has(id))) void this.resync();
+      this.#heldPrinters = heldPrinters(msg.printers.printers, this.#printerIds);
+      // Jobs for a printer the agent reports again (or anew), or able to print again, waited
+      // here; offer them now.
+      const released = Object.values(this.#printerIds).some(
+        (id) => !offering.has(id) && !this.#heldPrinters.has(id),
+      );
+      if (released) void this.resync();
     } else if (msg.received) {
       const body = msg.received;
       const key = attemptKey(body.jobId, body.attempt);
