@@ -134,6 +134,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     backend: (name) => printers.backend(name),
     send: (message) => link.send(message),
     logger,
+    untilPrintable: (name) => printers.untilPrintable(name),
     onResult: (result) => {
       if (!result.printed) {
         status.error(`job ${result.jobId} on ${result.printer} failed: ${result.detail}`);

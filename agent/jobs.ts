@@ -29,7 +29,7 @@ import {
   traceCarrier,
 } from '../lib/tracing.js';
 import type { Backend, PrintJob } from './backends/backend.js';
-import { messageOf } from './backends/backend.js';
+import { messageOf, NotSentError } from './backends/backend.js';
 import { type Journal, type JournalEntry, journalKey } from './journal.js';
 
 export interface JobRunnerOptions {
@@ -41,6 +41,11 @@ export interface JobRunnerOptions {
   logger: Logger;
   /** A job this process printed has finished, printed or failed (`detail` says why). */
   onResult?(result: { jobId: string; printer: string; printed: boolean; detail: string }): void;
+  /**
+   * Resolves once `printer` reads as able to print again. A job none of which reached its printer
+   * ({@link NotSentError}) waits on it and is then printed; without it, such a job fails.
+   */
+  untilPrintable?(printer: string): Promise<void>;
 }
 
 interface Assembly {
@@ -81,6 +86,12 @@ export class JobRunner {
   #chain: Promise<void> = Promise.resolve();
   #stopping = false;
   readonly #onResult: JobRunnerOptions['onResult'];
+  readonly #untilPrintable: JobRunnerOptions['untilPrintable'];
+  /** Ends the waits for printers when the runner stops. */
+  #stopped!: () => void;
+  readonly #stoppedPromise = new Promise<void>((resolve) => {
+    this.#stopped = resolve;
+  });
 
   constructor(options: JobRunnerOptions) {
     this.#journal = options.journal;
@@ -88,6 +99,7 @@ export class JobRunner {
     this.#send = options.send;
     this.#logger = options.logger;
     this.#onResult = options.onResult;
+    this.#untilPrintable = options.untilPrintable;
   }
 
   /**
@@ -126,6 +138,7 @@ export class JobRunner {
    */
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
+    this.#stopped();
     await this.#chain;
     for (const queue of this.#queues.values()) {
       for (const job of queue.pending.splice(0)) this.#active.delete(job.key);
@@ -270,13 +283,18 @@ export class JobRunner {
 
   async #drain(queue: PrinterQueue): Promise<void> {
     for (let next = queue.pending.shift(); next; next = queue.pending.shift()) {
-      await this.#print(next);
+      if ((await this.#print(next)) === 'not sent' && this.#untilPrintable && !this.#stopping) {
+        // First in line again, behind nothing: it goes when the printer is back, unless withdrawn
+        // meanwhile (which takes it out of the line).
+        queue.pending.unshift(next);
+        await Promise.race([this.#untilPrintable(next.printer), this.#stoppedPromise]);
+      }
     }
     queue.running = undefined;
   }
 
   /** Prints one job in a span that continues the offer's trace; its result carries the span. */
-  #print(queued: QueuedJob): Promise<void> {
+  #print(queued: QueuedJob): Promise<'done' | 'not sent'> {
     const { job, printer } = queued;
     const attributes = {
       ...spoolAttributes({ jobId: job.id, attempt: job.attempt, printerId: queued.printerId }),
@@ -289,8 +307,12 @@ export class JobRunner {
     );
   }
 
-  async #printInSpan({ key, printer, backend, job }: QueuedJob, span: Span): Promise<void> {
+  async #printInSpan(
+    { key, printer, backend, job }: QueuedJob,
+    span: Span,
+  ): Promise<'done' | 'not sent'> {
     const log = this.#logger.child({ job_id: job.id, attempt: job.attempt, printer });
+    let waits = false;
     try {
       // Journaled before the backend sees the job: after a crash this attempt is never printed again.
       await this.#journal.record(job.id, job.attempt, 'printing', { printer });
@@ -302,7 +324,15 @@ export class JobRunner {
         if (this.#abort.signal.aborted) {
           log.warn('the agent stopped while the job was printing; it will be reported interrupted');
           recordError(span, new Error('interrupted: the agent stopped while printing'));
-          return;
+          return 'done';
+        }
+        if (error instanceof NotSentError && this.#untilPrintable && !this.#stopping) {
+          // Nothing reached the printer: the job is as it was when received, and waits.
+          await this.#journal.record(job.id, job.attempt, 'received', { printer });
+          log.warn({ detail: error.message }, 'the printer did not take the job; it waits for it');
+          recordError(span, error);
+          waits = true;
+          return 'not sent';
         }
         failure = messageOf(error) || 'the printer failed';
         recordError(span, new Error(failure));
@@ -323,8 +353,9 @@ export class JobRunner {
       recordError(span, err);
       log.error({ err }, 'could not journal a job');
     } finally {
-      this.#active.delete(key);
+      if (!waits) this.#active.delete(key);
     }
+    return 'done';
   }
 
   async #finish(

@@ -25,6 +25,9 @@ import {
   type PrinterSpec,
 } from './printer-spec.js';
 
+/** Statuses in which a printer takes no job: the server offers none (docs/station-link.md). */
+const CANNOT_PRINT: ReadonlySet<string> = new Set(['offline', 'error']);
+
 export interface PrinterSetOptions {
   specs: PrinterSpec[];
   logger: Logger;
@@ -60,6 +63,10 @@ export class PrinterSet {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #refreshing: Promise<boolean> | undefined;
+  /** Status reads begun so far: a waiter counts only a read begun after it asked. */
+  #readsBegun = 0;
+  /** Those waiting for a printer to read as able to print (see {@link untilPrintable}). */
+  #waiters: Array<{ name: string; after: number; resolve: () => void }> = [];
 
   constructor(options: PrinterSetOptions) {
     this.#specs = options.specs;
@@ -81,10 +88,36 @@ export class PrinterSet {
 
   /** Finds printers and reads every status; resolves true when the reports changed. */
   refresh(): Promise<boolean> {
-    this.#refreshing ??= this.#refresh().finally(() => {
-      this.#refreshing = undefined;
-    });
+    if (!this.#refreshing) {
+      const read = ++this.#readsBegun;
+      this.#refreshing = this.#refresh().finally(() => {
+        this.#refreshing = undefined;
+        this.#wake(read);
+      });
+    }
     return this.#refreshing;
+  }
+
+  /**
+   * Resolves once a status read begun after this call finds `name` neither `offline` nor in
+   * `error` (or no longer there), or when the set stops. A job the printer could not take waits on
+   * it: the read that last said `ready` may be older than what went wrong.
+   */
+  untilPrintable(name: string): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#stopped) resolve();
+      else this.#waiters.push({ name, after: this.#readsBegun, resolve });
+    });
+  }
+
+  #wake(read: number): void {
+    this.#waiters = this.#waiters.filter((w) => {
+      if (w.after >= read) return true;
+      const report = this.#reports.find((r) => r.name === w.name);
+      if (report && CANNOT_PRINT.has(report.status)) return true;
+      w.resolve();
+      return false;
+    });
   }
 
   /** Reads statuses every interval and calls `onChange` with the whole list when it changed. */
@@ -103,6 +136,7 @@ export class PrinterSet {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    for (const w of this.#waiters.splice(0)) w.resolve();
     await this.#refreshing?.catch(() => {});
   }
 

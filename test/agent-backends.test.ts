@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import type { PrintJob } from '../agent/backends/backend.js';
+import { NotSentError, type PrintJob } from '../agent/backends/backend.js';
 import {
   lpArguments,
   mapCupsState,
@@ -168,14 +168,42 @@ test('a raw printer that holds the connection open is done once every byte is wr
   await t.notThrowsAsync(backend.print(job()));
 });
 
-test('a raw printer that is not there fails the job and reads offline', async (t) => {
+test('a raw printer that is not there fails the job as not sent and reads offline', async (t) => {
   const port = await freePort();
   const backend = createRawBackend({ host: '127.0.0.1', port });
-  await t.throwsAsync(backend.print(job()), { message: `raw 127.0.0.1:${port}: ECONNREFUSED` });
+  const err = await t.throwsAsync(backend.print(job()), {
+    message: `raw 127.0.0.1:${port}: ECONNREFUSED`,
+  });
+  // Nothing went out, so the agent may keep the job for when the printer is back.
+  t.true(err instanceof NotSentError);
   t.like(await backend.status(), {
     status: 'offline',
     detail: `raw 127.0.0.1:${port}: ECONNREFUSED`,
   });
+});
+
+test('a raw printer that goes away after the first copy fails the job as sent', async (t) => {
+  const received: Buffer[] = [];
+  const server = createServer((socket) => {
+    // One copy, then no more connections.
+    server.close();
+    const parts: Buffer[] = [];
+    socket.on('data', (d: Buffer) => parts.push(d));
+    socket.on('end', () => {
+      received.push(Buffer.concat(parts));
+      socket.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('no port');
+  const backend = createRawBackend({ host: '127.0.0.1', port: address.port, lingerMs: 50 });
+  const err = await t.throwsAsync(backend.print(job({ options: { ...NO_OPTIONS, copies: 2 } })), {
+    message: `raw 127.0.0.1:${address.port}: ECONNREFUSED`,
+  });
+  // A copy came out: sending the job again would print it again.
+  t.false(err instanceof NotSentError);
+  t.is(received.length, 1);
 });
 
 test('a raw printer that takes nothing times out with a detail', async (t) => {

@@ -6,6 +6,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import test, { type ExecutionContext } from 'ava';
 import { pino } from 'pino';
 import { createFileBackend } from '../agent/backends/file.js';
+import { createRawBackend } from '../agent/backends/raw.js';
 import { backoffDelay } from '../agent/backoff.js';
 import {
   type Agent,
@@ -20,6 +21,7 @@ import type { BackendSpec } from '../agent/printer-spec.js';
 import { ManualClock } from '../lib/clock.js';
 import { silentLogger } from '../lib/logger.js';
 import { FakeLink, GOOD_TOKEN } from './helpers/fake-link.js';
+import { freePort } from './helpers/ports.js';
 import { spawnSpool } from './helpers/spool.js';
 
 const FAST_BACKOFF = { initialMs: 10, maxMs: 50 };
@@ -221,6 +223,56 @@ test('a job for a printer the station does not have fails with a detail', async 
   const result = await conn.result('job-6');
   t.false(result.printed);
   t.regex(result.detail, /no printer named "nowhere"/);
+});
+
+test('a job its raw printer refused waits at the station and prints once the printer answers', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const port = await freePort();
+  const s = await station(t, link, [`labels=raw:127.0.0.1:${port}`]);
+  let refused = 0;
+  await s.start({
+    statusIntervalMs: 50,
+    createBackend: (spec) => {
+      if (spec.kind !== 'raw') throw new Error(`a raw printer here, not ${spec.kind}`);
+      const real = createRawBackend({ host: spec.host, port: spec.port, lingerMs: 50 });
+      return {
+        status: () => real.status(),
+        print: (job, signal) =>
+          real.print(job, signal).catch((err: unknown) => {
+            refused += 1;
+            throw err;
+          }),
+      };
+    },
+  });
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-r1', printerName: 'labels', document: 'first' });
+  conn.offer({ jobId: 'job-r2', printerName: 'labels', document: 'second' });
+  await waitUntil(() => refused >= 1, 'the printer refused the first job');
+  // Queued behind the waiting job and never begun: a withdrawal still keeps it from printing.
+  await conn.waitFor((m) => m.received?.jobId === 'job-r2');
+  conn.withdraw('job-r2');
+
+  // The printer comes on.
+  const documents: string[] = [];
+  const printer = createServer((socket) => {
+    const parts: Buffer[] = [];
+    socket.on('data', (d: Buffer) => parts.push(d));
+    socket.on('end', () => {
+      if (parts.length > 0) documents.push(Buffer.concat(parts).toString());
+      socket.end();
+    });
+  });
+  await new Promise<void>((resolve) => printer.listen(port, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => printer.close(() => resolve())));
+
+  const result = await conn.result('job-r1');
+  t.is(result.detail, '');
+  t.true(result.printed);
+  t.deepEqual(documents, ['first']);
+  t.false(conn.reports().some((m) => m.result?.jobId === 'job-r2'));
+  t.is(conn.reports().filter((m) => m.result?.jobId === 'job-r1').length, 1);
 });
 
 test('a job withdrawn before it is offered never prints', async (t) => {

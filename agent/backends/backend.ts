@@ -64,6 +64,15 @@ export function copiesOf(job: Pick<PrintJob, 'options'>): number {
   return Math.max(1, job.options.copies || 1);
 }
 
+/**
+ * A print that failed before any of the job reached the printer (a raw printer refusing the
+ * connection): the agent keeps the job and prints it once the printer reads as able to again,
+ * rather than report it failed. A backend throws it only when nothing at all was sent.
+ */
+export class NotSentError extends Error {
+  override name = 'NotSentError';
+}
+
 /** The message of anything thrown, for a failure detail. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -7,6 +7,7 @@ import {
   AS_IS_CAPABILITIES,
   type Backend,
   copiesOf,
+  NotSentError,
   type PrinterStatus,
   type PrintJob,
 } from './backend.js';
@@ -41,6 +42,8 @@ export function createRawBackend(options: RawBackendOptions): Backend {
     new Promise((resolve, reject) => {
       let settled = false;
       let lingerTimer: NodeJS.Timeout | undefined;
+      /** Until then, not a byte of the document went out. */
+      let connected = false;
       const socket = connect({ host, port });
       const finish = (error?: Error) => {
         if (settled) return;
@@ -57,11 +60,14 @@ export function createRawBackend(options: RawBackendOptions): Backend {
       socket.setTimeout(connectTimeoutMs);
       socket.on('timeout', () => {
         finish(
-          new Error(`raw ${where}: timed out ${socket.connecting ? 'connecting' : 'sending'}`),
+          connected
+            ? new Error(`raw ${where}: timed out sending`)
+            : new NotSentError(`raw ${where}: timed out connecting`),
         );
       });
       socket.on('error', (error: NodeJS.ErrnoException) => {
-        finish(new Error(`raw ${where}: ${error.code ?? error.message}`));
+        const message = `raw ${where}: ${error.code ?? error.message}`;
+        finish(connected ? new Error(message) : new NotSentError(message));
       });
       // What a printer says back (PJL status, say) is not needed, but must be read.
       socket.on('data', () => {});
@@ -73,6 +79,7 @@ export function createRawBackend(options: RawBackendOptions): Backend {
           );
       });
       socket.once('connect', () => {
+        connected = true;
         socket.setTimeout(idleTimeoutMs);
         socket.end(document, () => {
           lingerTimer = setTimeout(() => finish(), lingerMs);
@@ -85,7 +92,15 @@ export function createRawBackend(options: RawBackendOptions): Backend {
       busy += 1;
       try {
         // A raw printer takes the bytes as they are, so each copy is the document sent again.
-        for (let copy = 1; copy <= copiesOf(job); copy += 1) await send(job.document, signal);
+        for (let copy = 1; copy <= copiesOf(job); copy += 1) {
+          try {
+            await send(job.document, signal);
+          } catch (error) {
+            // Once a copy came out, the job is no longer unsent: sending it again would repeat it.
+            if (copy > 1 && error instanceof NotSentError) throw new Error(error.message);
+            throw error;
+          }
+        }
       } finally {
         busy -= 1;
       }
