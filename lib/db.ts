@@ -169,11 +169,41 @@ export async function withTx<T>(
         throw new SpoolError('unavailable', 'the database is too busy; try again', { cause: err });
       }
       options.logger?.debug({ attempt }, 'serialization failure, retrying transaction');
-      const cap = Math.min(baseDelayMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
+      await backOff(attempt, baseDelayMs);
     } finally {
       commits.delete(client);
       client.release(broken);
+    }
+  }
+}
+
+/** The jittered wait before try `attempt + 1`: up to `baseDelayMs`, doubling to a cap. */
+function backOff(attempt: number, baseDelayMs: number): Promise<void> {
+  const cap = Math.min(baseDelayMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
+}
+
+/**
+ * One statement on its own, outside {@link withTx}, run again when the database fails it to
+ * serialize. With SERIALIZABLE as the default, PostgreSQL can fail even a lone read so (CockroachDB
+ * retries such a statement itself). Only for statements that may run twice: reads.
+ */
+export async function queryRetried<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  pool: pg.Pool,
+  text: string,
+  values: unknown[],
+  options: Pick<TxOptions, 'attempts' | 'baseDelayMs'> = {},
+): Promise<pg.QueryResult<R>> {
+  const attempts = options.attempts ?? 24;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await pool.query<R>(text, values);
+    } catch (err) {
+      if (!isRetryable(err)) throw err;
+      if (attempt >= attempts) {
+        throw new SpoolError('unavailable', 'the database is too busy; try again', { cause: err });
+      }
+      await backOff(attempt, options.baseDelayMs ?? 5);
     }
   }
 }
