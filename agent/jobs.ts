@@ -288,6 +288,8 @@ export class JobRunner {
         // meanwhile (which takes it out of the line).
         queue.pending.unshift(next);
         await Promise.race([this.#untilPrintable(next.printer), this.#stoppedPromise]);
+        // Stopping drops the line, the waiting job with it: it is offered again after a restart.
+        if (this.#stopping) break;
       }
     }
     queue.running = undefined;

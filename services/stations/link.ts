@@ -566,7 +566,7 @@ class Session {
   /** Offers a job; its push continues `trace`, or else the job's own trace. */
   #offer(job: OfferedJob, trace = contextFrom(job.trace_context)): void {
     const key = attemptKey(job.id, job.attempt);
-    if (this.#offered.has(key) || this.#closed) return;
+    if (this.#offered.has(key) || this.#closed || this.#heldPrinters.has(job.printer_id)) return;
     this.#offered.add(key);
     const printerName = Object.entries(this.#printerIds).find(
       ([, id]) => id === job.printer_id,
@@ -577,10 +577,6 @@ class Session {
         { jobId: job.id },
         'job for a printer this agent does not report; it waits',
       );
-      return;
-    }
-    if (this.#heldPrinters.has(job.printer_id)) {
-      this.#offered.delete(key);
       return;
     }
     this.#out = this.#out
