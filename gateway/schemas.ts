@@ -67,7 +67,10 @@ export const JobSchema = Type.Object(
     id: Id,
     org_id: Id,
     status: oneOfStrings(JOB_STATUSES),
-    status_detail: Type.String({ description: 'why the job failed; empty otherwise' }),
+    status_detail: Type.String({
+      description:
+        'why the job failed; while it is queued or sent, what it waits on (starting "waiting: "); empty otherwise',
+    }),
     reference: Type.String(),
     title: Type.String(),
     printer_id: Id,

@@ -203,3 +203,44 @@ test('a job for a printer reported offline or in error is not offered until the 
   await link.until(() => offered().includes(side.id));
   t.deepEqual(offered(), [desk.id, labels.id, side.id]);
 });
+
+test('a job already at the agent says why it waits while its printer cannot print, and prints after', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [printer('labels')]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.labels as string;
+  const created = await call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+    token: secret,
+    body: { printer_id: printerId, content: { type: 'text', data: 'hi' } },
+  });
+  t.is(created.status, 201);
+  const jobId = created.body.job.id;
+  const job = () =>
+    call<{ job: { status: string; status_detail: string } }>(
+      sys.url,
+      'GET',
+      `/v1/orgs/${orgId}/jobs/${jobId}`,
+      { token: secret },
+    ).then((res) => res.body.job);
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === jobId));
+  link.send({ received: { jobId, attempt: 1 } });
+  await eventually(job, (j) => j.status === 'sent');
+
+  // The printer is switched off while the agent holds the job.
+  const off = 'raw 10.0.0.9:9100: ECONNREFUSED';
+  link.send({ printers: { printers: [printer('labels', 'offline', off)] } });
+  const waiting = await eventually(job, (j) => j.status_detail !== '');
+  t.is(waiting.status, 'sent');
+  t.is(waiting.status_detail, `waiting: printer "labels" is offline (${off})`);
+
+  // Back on: the detail clears, and the print is reported as usual.
+  link.send({ printers: { printers: [printer('labels')] } });
+  await eventually(job, (j) => j.status_detail === '');
+  link.send({ result: { jobId, attempt: 1, printed: true, detail: '' } });
+  const printed = await eventually(job, (j) => j.status === 'printed');
+  t.is(printed.status_detail, '');
+});

@@ -680,7 +680,7 @@ export interface components {
              */
             org_id: string;
             status: "scheduled" | "held" | "queued" | "sent" | "printed" | "failed" | "cancelled";
-            /** @description why the job failed; empty otherwise */
+            /** @description why the job failed; while it is queued or sent, what it waits on (starting "waiting: "); empty otherwise */
             status_detail: string;
             reference: string;
             title: string;

@@ -1,6 +1,7 @@
 /**
- * Why a queued job waits, in its `status_detail` (docs/jobs.md): its printer is no longer reported
- * by its station, its station is offline, or the printer is offline or in error. The jobs service
+ * Why a queued or sent job waits, in its `status_detail` (docs/jobs.md): its printer is no longer
+ * reported by its station, its station is offline, or the printer is offline or in error. A sent
+ * job is at its station's agent, which prints it once the printer can. The jobs service
  * learns of printers only from the stations service: it follows `printer.status`,
  * `station.online` and `station.offline` on the EVENTS stream and asks the stations service for
  * the current state of the printers they concern, so that events handled late or twice leave the
@@ -12,7 +13,7 @@
  * costs a few dozen calls and transactions rather than one of each per printer.
  *
  * Only details this module wrote (they start with `waiting: `) are ever replaced or cleared, and
- * only on queued jobs; a job that leaves `queued` gets its detail from its transition.
+ * only on queued and sent jobs; a job that changes status gets its detail from its transition.
  */
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type pg from 'pg';
@@ -37,7 +38,7 @@ const WAITING = 'waiting: ';
  */
 const IN_FLIGHT = 256;
 
-/** What a queued job for `printer` waits on, or '' when the printer can take it. */
+/** What a queued or sent job for `printer` waits on, or '' when the printer can take it. */
 export function waitingDetail(
   printer: Pick<Printer, 'name' | 'status' | 'detail' | 'stationOnline'>,
 ): string {
@@ -67,7 +68,7 @@ const isStationEvent = (
 
 export interface PrinterWaits {
   /**
-   * Brings the detail of the given printers' queued jobs in line with their state, in one
+   * Brings the detail of the given printers' queued and sent jobs in line with their state, in one
    * transaction; returns how many jobs changed.
    */
   printersChanged(printers: Printer[]): Promise<number>;
@@ -86,7 +87,7 @@ export function createPrinterWaits(deps: { pool: pg.Pool }): PrinterWaits {
            FROM unnest($1::UUID[], $2::UUID[], $3::UUID[], $4::TEXT[])
              AS v (org_id, station_id, printer_id, detail)
            WHERE jobs.org_id = v.org_id AND jobs.station_id = v.station_id
-             AND jobs.printer_id = v.printer_id AND jobs.status = 'queued'
+             AND jobs.printer_id = v.printer_id AND jobs.status IN ('queued', 'sent')
              AND jobs.status_detail <> v.detail
              AND (jobs.status_detail = '' OR jobs.status_detail LIKE $5)`,
           [
