@@ -159,9 +159,26 @@ test('the audit log pages newest first, and filters by actor', async (t) => {
   t.is(second.next_cursor, '');
   const ats = [...first.items, ...second.items].map((e) => e.at);
   t.deepEqual(ats, [...ats].sort().reverse());
-  t.deepEqual((await audit(sys, `?org=${org}&actor=person:nobody`)).items, []);
-  const bad = await call(sys.url, 'GET', '/admin/v1/audit?limit=0', { token: OPERATOR_TOKEN });
-  t.is(bad.status, 400);
+  const nobody = 'person:00000000-0000-4000-8000-000000000000';
+  t.deepEqual((await audit(sys, `?org=${org}&actor=${nobody}`)).items, []);
+  t.is((await audit(sys, `?org=${org.toUpperCase()}&actor=operator`)).items.length, 3);
+
+  // A mistyped filter is refused, naming it, rather than finding nothing.
+  for (const [query, param] of [
+    ['limit=0', 'limit'],
+    ['org=acme', 'org'],
+    ['actor=person:nobody', 'actor'],
+    ['actor=operators', 'actor'],
+  ]) {
+    const bad = await call<{ error: { code: string; param: string } }>(
+      sys.url,
+      'GET',
+      `/admin/v1/audit?${query}`,
+      { token: OPERATOR_TOKEN },
+    );
+    t.is(bad.status, 400, query);
+    t.like(bad.body.error, { code: 'invalid', param }, query);
+  }
 });
 
 test('console actions are in the audit log as the person and session that made them, with no secret', async (t) => {

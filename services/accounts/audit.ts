@@ -126,8 +126,17 @@ export function createAuditServer(store: AuditStore): AuditRpcs {
     },
 
     async listAudit(req) {
+      // A mistyped filter is refused rather than answered with an empty page, which would read
+      // as "nothing happened".
+      if (req.orgId !== '' && !isUuid(req.orgId)) {
+        throw invalid('org must be the id of an organization', 'org');
+      }
+      const person = req.actor.startsWith('person:') ? req.actor.slice('person:'.length) : '';
+      if (req.actor !== '' && req.actor !== 'operator' && !isUuid(person)) {
+        throw invalid('actor must be operator or person:<id of a person>', 'actor');
+      }
       return store.list(
-        { orgId: clip(req.orgId, 100), actor: clip(req.actor, 200) },
+        { orgId: req.orgId.toLowerCase(), actor: req.actor.toLowerCase() },
         pageLimit(req.limit),
         req.cursor,
       );
