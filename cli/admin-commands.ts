@@ -5,10 +5,16 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import type { AdminFlags } from './admin.js';
-
-/** Sends one admin request and prints its answer, or `empty` where the answer has no body. */
-type AdminCall = (method: string, path: string, body?: unknown, empty?: unknown) => Promise<void>;
+import type { AdminCall, AdminFlags, AdminList } from './admin.js';
+import {
+  AUDIT_COLUMNS,
+  LOCATION_COLUMNS,
+  ORG_COLUMNS,
+  PRINTER_COLUMNS,
+  STATION_COLUMNS,
+  TEMPLATE_COLUMNS,
+} from './admin-tables.js';
+import { type Format, formatOption } from './table.js';
 
 const enc = encodeURIComponent;
 
@@ -23,12 +29,15 @@ function query(values: Record<string, string | undefined>): string {
 interface Page {
   limit?: string;
   cursor?: string;
+  format: Format;
 }
 
+/** The options of a list: its page, and `--format`. */
 const paged = (cmd: Command) =>
   cmd
     .option('--limit <n>', 'page size (1-200)')
-    .option('--cursor <cursor>', 'next_cursor of the previous page');
+    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .addOption(formatOption());
 
 const inOrg = (cmd: Command) => cmd.requiredOption('--org <org>', 'organization id');
 
@@ -36,7 +45,11 @@ const inOrg = (cmd: Command) => cmd.requiredOption('--org <org>', 'organization 
  * Adds the list, get, update and delete commands of organizations, stations, printers,
  * locations and templates, and `audit`, to `spool admin`.
  */
-export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): void {
+export function addAdminFleetCommands(
+  adminCommand: Command,
+  admin: AdminCall,
+  list: AdminList,
+): void {
   const group = (name: string, description: string) =>
     adminCommand.commands.find((c) => c.name() === name) ??
     adminCommand.command(name).description(description);
@@ -47,7 +60,11 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
       .description('list organizations, oldest first; --name keeps those whose name contains it')
       .option('--name <text>', 'part of the name, any case'),
   ).action((opts: Page & { name?: string }) =>
-    admin('GET', `/orgs${query({ q: opts.name, limit: opts.limit, cursor: opts.cursor })}`),
+    list(
+      `/orgs${query({ q: opts.name, limit: opts.limit, cursor: opts.cursor })}`,
+      opts.format,
+      ORG_COLUMNS,
+    ),
   );
 
   /** list, get and delete of one kind of resource of an organization. */
@@ -85,7 +102,11 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
         .description('list stations with online state, last contact and agent version'),
     ),
   ).action((opts: Page & { org: string }) =>
-    admin('GET', `${station.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`),
+    list(
+      `${station.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
+      opts.format,
+      STATION_COLUMNS,
+    ),
   );
   station.cmd
     .command('update')
@@ -129,14 +150,15 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
         .option('--location <id>', 'only the printers in this location'),
     ),
   ).action((opts: Page & { org: string; station?: string; location?: string }) =>
-    admin(
-      'GET',
+    list(
       `${printer.path(opts.org)}${query({
         station_id: opts.station,
         location_id: opts.location,
         limit: opts.limit,
         cursor: opts.cursor,
       })}`,
+      opts.format,
+      PRINTER_COLUMNS,
     ),
   );
 
@@ -148,9 +170,10 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
   );
   paged(inOrg(location.cmd.command('list').description("list an organization's locations"))).action(
     (opts: Page & { org: string }) =>
-      admin(
-        'GET',
+      list(
         `${location.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
+        opts.format,
+        LOCATION_COLUMNS,
       ),
   );
   location.cmd
@@ -173,9 +196,10 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
   const template = readAndDelete('template', 'templates', 'template', '');
   paged(inOrg(template.cmd.command('list').description("list an organization's templates"))).action(
     (opts: Page & { org: string }) =>
-      admin(
-        'GET',
+      list(
         `${template.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
+        opts.format,
+        TEMPLATE_COLUMNS,
       ),
   );
 
@@ -224,9 +248,10 @@ export function addAdminFleetCommands(adminCommand: Command, admin: AdminCall): 
       .option('--org <org>', 'only actions on this organization')
       .option('--actor <actor>', 'only actions of operator or person:<id>'),
   ).action((opts: Page & { org?: string; actor?: string }) =>
-    admin(
-      'GET',
+    list(
       `/audit${query({ org: opts.org, actor: opts.actor, limit: opts.limit, cursor: opts.cursor })}`,
+      opts.format,
+      AUDIT_COLUMNS,
     ),
   );
 }

@@ -5,7 +5,20 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Env, readConfig } from '../lib/config.js';
+import type { Row } from './admin-tables.js';
 import { adminClientConfig } from './config.js';
+import type { Columns, Format } from './table.js';
+
+/** Sends one admin request and prints its answer, or `empty` where the answer has no body. */
+export type AdminCall = (
+  method: string,
+  path: string,
+  body?: unknown,
+  empty?: unknown,
+) => Promise<void>;
+
+/** Reads one page of a list, `{items, next_cursor}`, and prints it as JSON or a table. */
+export type AdminList = (path: string, format: Format, columns: Columns<Row>) => Promise<void>;
 
 export interface AdminClient {
   request(method: string, path: string, body?: unknown): Promise<unknown>;

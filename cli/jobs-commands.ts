@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { type Command, type CommanderError, InvalidArgumentError, Option } from 'commander';
+import { type Command, type CommanderError, InvalidArgumentError } from 'commander';
 import {
   type CreateJobRequest,
   isFinished,
@@ -22,15 +22,13 @@ import {
   WaitTimeoutError,
 } from '../client/index.js';
 import type { Env } from '../lib/config.js';
-import { renderTable } from './table.js';
+import { type Format, formatOption, renderTable, writePage } from './table.js';
 
 /** Exit codes of these commands. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 /** The Spool these commands talk to when `SPOOL_URL` is not set (`spool dev`'s port). */
 export const DEFAULT_SPOOL_URL = 'http://localhost:8080';
-
-type Format = 'json' | 'table';
 
 /** Wrong usage found after parsing (a missing key, both FILE and --text): exit 2. */
 class UsageError extends Error {}
@@ -41,11 +39,6 @@ function positiveInt(value: string): number {
   }
   return Number(value);
 }
-
-const formatOption = () =>
-  new Option('--format <format>', 'json (the API answer) or table')
-    .choices(['json', 'table'])
-    .default('json');
 
 const JOB_COLUMNS = [
   { header: 'id', value: (j: Job) => j.id },
@@ -232,7 +225,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
               break;
             }
           }
-          print(opts.format, answer, () => renderTable(JOB_COLUMNS, items));
+          writePage(opts.format, answer, JOB_COLUMNS);
           return EXIT.ok;
         },
       ),

@@ -6,13 +6,15 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { Env } from '../lib/config.js';
-import { type AdminFlags, adminClient } from './admin.js';
+import { type AdminFlags, type AdminList, adminClient } from './admin.js';
 import { addAdminFleetCommands, addConnectionFlags } from './admin-commands.js';
+import { KEY_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
 import { runDev } from './dev.js';
 import { registerJobsCommands } from './jobs-commands.js';
 import { sealFile } from './seal.js';
 import { COMPONENTS, type Component, runMigrate, serve } from './serve.js';
+import { type Format, formatOption, writePage } from './table.js';
 import { addWebhookCommands } from './webhook-commands.js';
 
 /** Spool's version, from package.json. */
@@ -36,6 +38,10 @@ export function buildProgram(env: Env): Command {
     const answer = (await client.request(method, path, body)) ?? empty;
     if (answer !== undefined) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
   }
+  const list: AdminList = async (path, format, columns) => {
+    const client = await adminClient(env, flags);
+    writePage(format, (await client.request('GET', path)) as { items: Row[] }, columns);
+  };
 
   const program = new Command('spool')
     .description('Spool, the print-job router')
@@ -156,12 +162,13 @@ export function buildProgram(env: Env): Command {
     .requiredOption('--org <org>', 'organization id')
     .option('--limit <n>', 'page size (1-200)')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
-    .action((opts: { org: string; limit?: string; cursor?: string }) => {
+    .addOption(formatOption())
+    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) => {
       const query = new URLSearchParams();
       if (opts.limit) query.set('limit', opts.limit);
       if (opts.cursor) query.set('cursor', opts.cursor);
       const qs = query.size > 0 ? `?${query}` : '';
-      return admin('GET', `/orgs/${encodeURIComponent(opts.org)}/keys${qs}`);
+      return list(`/orgs/${encodeURIComponent(opts.org)}/keys${qs}`, opts.format, KEY_COLUMNS);
     });
   key
     .command('revoke')
@@ -318,8 +325,8 @@ export function buildProgram(env: Env): Command {
       },
     );
 
-  addWebhookCommands(adminCommand, admin);
-  addAdminFleetCommands(adminCommand, admin);
+  addWebhookCommands(adminCommand, admin, list);
+  addAdminFleetCommands(adminCommand, admin, list);
   addConnectionFlags(adminCommand, (f) => {
     flags = f;
   });

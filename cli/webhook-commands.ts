@@ -3,9 +3,9 @@
  * JSON the gateway answers.
  */
 import { type Command, InvalidArgumentError } from 'commander';
-
-/** Sends one admin request and prints its answer, or `empty` where the answer has no body. */
-type AdminCall = (method: string, path: string, body?: unknown, empty?: unknown) => Promise<void>;
+import type { AdminCall, AdminList } from './admin.js';
+import { DELIVERY_COLUMNS, WEBHOOK_COLUMNS } from './admin-tables.js';
+import { type Format, formatOption } from './table.js';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -34,7 +34,7 @@ interface Target {
 }
 
 /** Adds `webhook` and its subcommands to `spool admin`. */
-export function addWebhookCommands(adminCommand: Command, admin: AdminCall): void {
+export function addWebhookCommands(adminCommand: Command, admin: AdminCall, list: AdminList): void {
   const webhook = adminCommand
     .command('webhook')
     .description('webhook endpoints, their secrets and delivery logs');
@@ -69,8 +69,13 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall): voi
     .requiredOption('--org <org>', 'organization id')
     .option('--limit <n>', 'page size (1-200)')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
-    .action((opts: { org: string; limit?: string; cursor?: string }) =>
-      admin('GET', `${base(opts.org)}${listQuery(opts, ['limit', 'cursor'])}`),
+    .addOption(formatOption())
+    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) =>
+      list(
+        `${base(opts.org)}${listQuery(opts, ['limit', 'cursor'])}`,
+        opts.format,
+        WEBHOOK_COLUMNS,
+      ),
     );
 
   target(webhook.command('get'))
@@ -128,10 +133,12 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall): voi
     .option('--state <state>', 'only pending, succeeded or failed deliveries')
     .option('--limit <n>', 'page size (1-200)')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
-    .action((opts: Target & { state?: string; limit?: string; cursor?: string }) =>
-      admin(
-        'GET',
+    .addOption(formatOption())
+    .action((opts: Target & { state?: string; limit?: string; cursor?: string; format: Format }) =>
+      list(
         `${one(opts.org, opts.id)}/deliveries${listQuery(opts, ['state', 'limit', 'cursor'])}`,
+        opts.format,
+        DELIVERY_COLUMNS,
       ),
     );
 

@@ -38,7 +38,9 @@ async function spool(
   );
   return {
     ...res,
-    json: res.stdout ? (JSON.parse(res.stdout) as Record<string, unknown>) : undefined,
+    json: res.stdout.startsWith('{')
+      ? (JSON.parse(res.stdout) as Record<string, unknown>)
+      : undefined,
   };
 }
 
@@ -166,4 +168,58 @@ test('every spool admin command takes --url and --token; a webhook command, whos
   );
   t.is(refused.code, 1);
   t.regex(refused.stderr, /refused the operator token from --token/);
+});
+
+test('spool admin lists print a table with --format table, and say on stderr where the next page starts', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Cli Table Org');
+  const desk = await createStation(sys.url, org, { name: 'Desk' });
+  const back = await createStation(sys.url, org, { name: 'Back office' });
+  const lines = (out: string) => out.trimEnd().split('\n');
+
+  const first = await spool(t, [
+    'station',
+    'list',
+    '--org',
+    org,
+    '--limit',
+    '1',
+    '--format',
+    'table',
+  ]);
+  t.is(first.code, 0, first.stderr);
+  const [header, ...rows] = lines(first.stdout);
+  t.regex(header ?? '', /^ID +NAME +ONLINE +LAST SEEN +AGENT +REGION +LOCATION$/);
+  t.is(rows.length, 1);
+  const cursor = /^more: --cursor (\S+)$/.exec(first.stderr.trim())?.[1];
+  t.truthy(cursor, first.stderr);
+  const rest = await spool(t, [
+    'station',
+    'list',
+    '--org',
+    org,
+    '--cursor',
+    cursor ?? '',
+    '--format',
+    'table',
+  ]);
+  t.is(rest.code, 0, rest.stderr);
+  t.is(rest.stderr, '');
+  // Both stations, each once, never online: no agent, no last contact, "-" for what is empty.
+  const all = [...rows, ...lines(rest.stdout).slice(1)].map((r) => r.split(/ {2,}/));
+  t.deepEqual(all.map((r) => r[0]).sort(), [desk.id, back.id].sort());
+  t.deepEqual(all.map((r) => r.slice(1)).sort(), [
+    ['Back office', 'no', '-', '-', 'default', '-'],
+    ['Desk', 'no', '-', '-', 'default', '-'],
+  ]);
+
+  const audit = await spool(t, ['audit', '--org', org, '--format', 'table']);
+  t.is(audit.code, 0, audit.stderr);
+  const entries = lines(audit.stdout).slice(1);
+  t.is(entries.length, 2);
+  t.true(entries.every((e) => /operator +POST +\/admin\/v1\/orgs\/:org\/stations +201 /.test(e)));
+
+  const bad = await spool(t, ['org', 'list', '--format', 'yaml']);
+  t.is(bad.code, 1);
+  t.regex(bad.stderr, /argument 'yaml' is invalid/);
 });
