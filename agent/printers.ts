@@ -4,6 +4,7 @@
  */
 import type { PrinterCapabilities, PrinterReport } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
+import { cannotPrint } from '../lib/printer-status.js';
 import {
   AS_IS_CAPABILITIES,
   type Backend,
@@ -24,9 +25,6 @@ import {
   discoveredPrinterName,
   type PrinterSpec,
 } from './printer-spec.js';
-
-/** Statuses in which a printer takes no job: the server offers none (docs/station-link.md). */
-const CANNOT_PRINT: ReadonlySet<string> = new Set(['offline', 'error']);
 
 export interface PrinterSetOptions {
   specs: PrinterSpec[];
@@ -114,7 +112,7 @@ export class PrinterSet {
     this.#waiters = this.#waiters.filter((w) => {
       if (w.after >= read) return true;
       const report = this.#reports.find((r) => r.name === w.name);
-      if (report && CANNOT_PRINT.has(report.status)) return true;
+      if (report && cannotPrint(report.status)) return true;
       w.resolve();
       return false;
     });

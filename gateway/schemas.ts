@@ -6,21 +6,12 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { SCOPES } from '../lib/credentials.js';
 import { ERROR_CATALOGUE } from '../lib/errors.js';
+import { LINK_PRINTER_STATUSES } from '../lib/printer-status.js';
 import { JOB_STATUSES } from '../services/jobs/machine.js';
 import { CONTENT_KINDS, ContentBody } from './routes/jobs.js';
 
 /** A printer's status: what the station link reports (docs/station-link.md), or `removed`. */
-export const PRINTER_STATUSES = [
-  'ready',
-  'printing',
-  'out_of_paper',
-  'paper_jam',
-  'door_open',
-  'offline',
-  'error',
-  'unknown',
-  'removed',
-] as const;
+export const PRINTER_STATUSES = [...LINK_PRINTER_STATUSES, 'removed'] as const;
 
 const oneOfStrings = (values: readonly string[], description?: string) =>
   Type.Union(

@@ -3,16 +3,9 @@
  */
 import type { PrinterCapabilities, PrintOptions } from '../../gen/spool/v1/stations.js';
 
-/** The statuses of the station link (docs/station-link.md, "Printer statuses"). */
-export type PrinterStatusName =
-  | 'ready'
-  | 'printing'
-  | 'out_of_paper'
-  | 'paper_jam'
-  | 'door_open'
-  | 'offline'
-  | 'error'
-  | 'unknown';
+import type { PrinterStatusName } from '../../lib/printer-status.js';
+
+export type { PrinterStatusName };
 
 export interface PrinterStatus {
   status: PrinterStatusName;

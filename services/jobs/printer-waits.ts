@@ -25,6 +25,7 @@ import type { SpoolEvent } from '../../lib/events.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
+import { cannotPrint } from '../../lib/printer-status.js';
 
 /** The durable consumers (shared by every jobs replica) of printer and station events. */
 export const PRINTER_EVENTS_CONSUMER = 'jobs-printer-waits';
@@ -47,9 +48,9 @@ export function waitingDetail(
   if (printer.status === 'removed')
     return `${WAITING}printer ${name} is no longer reported by its station`;
   if (!printer.stationOnline) return `${WAITING}the station of printer ${name} is offline`;
-  if (printer.status === 'offline') return `${WAITING}printer ${name} is offline${because}`;
-  if (printer.status === 'error') return `${WAITING}printer ${name} is in error${because}`;
-  return '';
+  if (!cannotPrint(printer.status)) return '';
+  const state = printer.status === 'offline' ? 'is offline' : 'is in error';
+  return `${WAITING}printer ${name} ${state}${because}`;
 }
 
 type PrinterEvent = SpoolEvent<{ printer_id?: string; station_id?: string }>;

@@ -25,6 +25,7 @@ import type { AsyncClient } from '../../lib/grpc.js';
 import { jobJson } from '../../lib/job-view.js';
 import type { Logger } from '../../lib/logger.js';
 import { spoolMetrics } from '../../lib/metrics.js';
+import { cannotPrint } from '../../lib/printer-status.js';
 import type { StreamPublisher } from '../../lib/stream-publisher.js';
 import {
   contextFrom,
@@ -44,19 +45,15 @@ import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
 import type { LinkStation, StationStore } from './store.js';
 
 /**
- * Printer statuses a job is not offered in: the printer is known not to print now, and a job sent
- * to it would fail at once (a raw printer refuses the connection, a file printer's folder cannot
- * be written). The job stays queued, its detail saying why (services/jobs/printer-waits.ts), and
- * is offered when the agent reports the printer able to print again.
+ * The ids of the printers in `reports` that are offered no job ({@link cannotPrint}). Their jobs
+ * stay queued, their detail saying why (services/jobs/printer-waits.ts), and are offered when the
+ * agent reports the printer able to print again.
  */
-const HELD_STATUSES: ReadonlySet<string> = new Set(['offline', 'error']);
-
-/** The ids of the printers in `reports` whose jobs wait (see {@link HELD_STATUSES}). */
 function heldPrinters(reports: PrinterReport[], ids: Record<string, string>): Set<string> {
   const held = new Set<string>();
   for (const report of reports) {
     const id = ids[report.name];
-    if (id !== undefined && HELD_STATUSES.has(report.status)) held.add(id);
+    if (id !== undefined && cannotPrint(report.status)) held.add(id);
   }
   return held;
 }
