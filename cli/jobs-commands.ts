@@ -73,7 +73,9 @@ async function contentFrom(file: string | undefined, text: string | undefined) {
   return { type: 'raw_base64' as const, data: bytes.toString('base64') };
 }
 
-/** One line on stderr per change of status while waiting, so stdout stays the job's JSON. */
+/**
+ * One line on stderr per change of status or detail while waiting, so stdout stays the job's JSON.
+ */
 function progress(job: Job): void {
   const detail = job.status_detail ? ` (${job.status_detail})` : '';
   process.stderr.write(`spool: job ${job.id} ${job.status}${detail}\n`);
@@ -285,7 +287,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
   jobs
     .command('watch')
     .description(
-      'print the job at each change of status until it finishes: exit 0 printed, 1 failed or cancelled',
+      'print the job at each change of status or detail until it finishes: exit 0 printed, 1 failed or cancelled',
     )
     .argument('<id>', 'job id')
     .addOption(formatOption())

@@ -253,8 +253,9 @@ export class JobsResource {
   }
 
   /**
-   * Yields job `id` as it is, then again at each change of status, and ends once it is printed,
-   * failed or cancelled: `for await (const job of spool.jobs.watch(id)) console.log(job.status)`.
+   * Yields job `id` as it is, then again at each change of its status or `status_detail`, and ends
+   * once it is printed, failed or cancelled:
+   * `for await (const job of spool.jobs.watch(id)) console.log(job.status)`.
    */
   async *watch(id: string, options: CallOptions = {}): AsyncGenerator<Job, void, undefined> {
     const stop = new AbortController();

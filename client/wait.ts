@@ -56,18 +56,19 @@ export function pollingSource(
 }
 
 /**
- * Yields the job each time its status changes (the first time as it is), and returns after
- * yielding it finished.
+ * Yields the job each time its status or its `status_detail` changes (the first time as it is),
+ * and returns after yielding it finished. The detail changes without the status while a job
+ * waits for its printer (`waiting: printer "desk" is offline`, then cleared).
  */
 export async function* statusChanges(
   source: JobSource,
   id: string,
   signal: AbortSignal,
 ): AsyncGenerator<Job, void, undefined> {
-  let last: JobStatus | undefined;
+  let last: Pick<Job, 'status' | 'status_detail'> | undefined;
   for await (const job of source.observe(id, signal)) {
-    if (job.status === last) continue;
-    last = job.status;
+    if (job.status === last?.status && job.status_detail === last.status_detail) continue;
+    last = job;
     yield job;
     if (isFinished(job)) return;
   }
@@ -88,7 +89,10 @@ export interface WaitOptions {
   timeoutMs?: number;
   /** Stops waiting; the promise rejects with the signal's reason. */
   signal?: AbortSignal;
-  /** Called with the job at each change of status (the first time as it is), such as for progress. */
+  /**
+   * Called with the job at each change of its status or `status_detail` (the first time as it
+   * is), such as for progress.
+   */
   onChange?: (job: Job) => void;
 }
 

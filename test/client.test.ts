@@ -265,3 +265,38 @@ test(`${SCHEMA_PATH} is what npm run gen:client makes from the OpenAPI document 
   const committed = await readFile(join(import.meta.dirname, '..', SCHEMA_PATH), 'utf8');
   t.is(committed, await generateSchema(), `${SCHEMA_PATH} is stale: run npm run gen:client`);
 });
+
+test('waitForJob and jobs.watch report a change of detail while the status stays, such as a printer that went off', async (t) => {
+  // What each poll of the job answers, the last repeated.
+  const states: Array<[string, string]> = [
+    ['queued', ''],
+    ['sent', ''],
+    ['sent', ''],
+    ['sent', 'waiting: printer "labels" is offline (ECONNREFUSED)'],
+    ['sent', 'waiting: printer "labels" is offline (ECONNREFUSED)'],
+    ['sent', ''],
+    ['printed', ''],
+  ];
+  const polls = new Map<string, number>();
+  const { url } = await server(t, (req, _n, res) => {
+    const id = req.url.slice(-2);
+    const n = polls.get(id) ?? 0;
+    polls.set(id, n + 1);
+    const [status, detail] = states[Math.min(n, states.length - 1)] ?? ['printed', ''];
+    json(res, 200, { job: { ...job(id, status), status_detail: detail }, events: [] });
+  });
+  const spool = new Spool({ apiKey: 'k', baseUrl: url, org: ORG, poll: { intervalMs: 5 } });
+  const expected = [
+    'queued ',
+    'sent ',
+    'sent waiting: printer "labels" is offline (ECONNREFUSED)',
+    'sent ',
+    'printed ',
+  ];
+  const seen: string[] = [];
+  await spool.waitForJob('w1', { onChange: (j) => seen.push(`${j.status} ${j.status_detail}`) });
+  t.deepEqual(seen, expected);
+  const watched: string[] = [];
+  for await (const j of spool.jobs.watch('w2')) watched.push(`${j.status} ${j.status_detail}`);
+  t.deepEqual(watched, expected);
+});
