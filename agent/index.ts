@@ -35,6 +35,8 @@ export interface AgentOptions {
   server: string;
   /** The station's device token, `svc_dev_…`. */
   token: string;
+  /** Where the token came from (`SPOOL_DEVICE_TOKEN`, `token_file …`), named if it is refused. */
+  tokenSource?: string;
   printers: PrinterSpec[];
   /**
    * Where the journal, the lock that keeps a second agent out and the status file
@@ -146,6 +148,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   const link = startLink({
     server: options.server,
     token: options.token,
+    tokenSource: options.tokenSource,
     logger,
     clock,
     backoff: options.backoff ?? DEFAULT_BACKOFF,

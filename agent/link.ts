@@ -29,10 +29,13 @@ const DEFAULT_WELCOME_TIMEOUT_MS = 30_000;
 
 /** The server refused the device token; retrying cannot help. */
 export class TokenRefusedError extends Error {
-  constructor(server: string, details: string) {
+  /** `tokenSource` says where the token came from (`token_file /etc/spool/token`, say). */
+  constructor(server: string, details: string, tokenSource = 'the configuration') {
     super(
-      `the Spool server at ${server} refused the station token (UNAUTHENTICATED${details ? `: ${details}` : ''}); ` +
-        'the agent has stopped, since retrying cannot help: check --token, or create a new token for the station',
+      `the Spool server at ${server} refused the station token from ${tokenSource} ` +
+        `(UNAUTHENTICATED${details ? `: ${details}` : ''}); the agent has stopped, since retrying ` +
+        "cannot help: put the station's current token there (spool admin station rotate-token " +
+        'makes a new one), then start the agent again',
     );
     this.name = 'TokenRefusedError';
   }
@@ -59,6 +62,8 @@ export interface LinkOptions {
    */
   server: string;
   token: string;
+  /** Where the token came from, for the error that says it was refused. */
+  tokenSource?: string | undefined;
   logger: Logger;
   clock: Clock;
   backoff: BackoffOptions;
@@ -223,7 +228,7 @@ export function startLink(options: LinkOptions): Link {
       const outcome = await connectOnce(server);
       if (stopping) return;
       if (outcome.code === GrpcStatus.UNAUTHENTICATED) {
-        throw new TokenRefusedError(server, outcome.details);
+        throw new TokenRefusedError(server, outcome.details, options.tokenSource);
       }
       if (
         outcome.welcomedAt !== undefined &&

@@ -122,26 +122,30 @@ async function settings(flags: AgentCommonFlags, rawEnv: Env): Promise<Settings>
 
 /**
  * The device token, from (in turn) `--token`, SPOOL_DEVICE_TOKEN, the systemd credential
- * `device-token`, the file's `token` or its `token_file`.
+ * `device-token`, the file's `token` or its `token_file`; `source` says which, for the error that
+ * says the server refused it.
  */
 async function deviceToken(
   flags: AgentFlags,
   s: Settings,
   logger: Logger,
-): Promise<string | undefined> {
+): Promise<{ token: string; source: string } | undefined> {
   if (flags.token) {
     logger.warn(
       '--token puts the device token where every user of this machine can read it (ps, /proc); ' +
         'use token_file in the configuration file or SPOOL_DEVICE_TOKEN instead',
     );
-    return flags.token;
+    return { token: flags.token, source: '--token' };
   }
-  if (s.env.token) return s.env.token.trim();
+  if (s.env.token) return { token: s.env.token.trim(), source: 'SPOOL_DEVICE_TOKEN' };
   if (s.env.credentialsDir) {
     const credential = join(s.env.credentialsDir, TOKEN_CREDENTIAL);
-    if (existsSync(credential)) return (await readFile(credential, 'utf8')).trim();
+    if (existsSync(credential)) {
+      const token = (await readFile(credential, 'utf8')).trim();
+      return { token, source: `the systemd credential ${TOKEN_CREDENTIAL}` };
+    }
   }
-  if (s.file?.token) return s.file.token;
+  if (s.file?.token) return { token: s.file.token, source: `token in ${s.file.path}` };
   if (s.file?.tokenFile) {
     try {
       const token = (await readFile(s.file.tokenFile, 'utf8')).trim();
@@ -151,7 +155,7 @@ async function deviceToken(
           'the token file can be read by other users; chmod 600 it',
         );
       }
-      return token;
+      return { token, source: `token_file ${s.file.tokenFile}` };
     } catch (error) {
       throw new AgentConfigError(s.file.path, [
         `token_file ${s.file.tokenFile} cannot be read: ${messageOf(error)}`,
@@ -181,8 +185,8 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     );
   }
   await refuseOldStateDir(flags, s);
-  const token = await deviceToken(flags, s, logger);
-  if (!token) {
+  const device = await deviceToken(flags, s, logger);
+  if (!device) {
     throw new Error(
       'give the station token: token_file (or token) in the configuration file, or SPOOL_DEVICE_TOKEN',
     );
@@ -197,7 +201,8 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
   const ca = caFile === undefined ? undefined : await readFile(caFile);
   const agent = await runAgent({
     server,
-    token,
+    token: device.token,
+    tokenSource: device.source,
     printers: s.printers,
     stateDir: s.stateDir,
     logger,

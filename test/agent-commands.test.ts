@@ -155,6 +155,23 @@ test.serial(
       none.stderr,
       /give the station token: token_file \(or token\) in the configuration file, or SPOOL_DEVICE_TOKEN/,
     );
+
+    // A token the server refuses stops the agent, naming where the token came from.
+    const stale = await runSpool(['agent', '--config', other.config], {
+      SPOOL_DEVICE_TOKEN: 'svc_dev_not-this-stations-token',
+    });
+    t.is(stale.code, 1);
+    t.regex(stale.stderr, /refused the station token from SPOOL_DEVICE_TOKEN \(UNAUTHENTICATED/);
+    await writeFile(join(s.dir, 'agent.token'), 'svc_dev_replaced-long-ago\n', { mode: 0o600 });
+    const fromFile = await runSpool(['agent', '--config', s.config], {});
+    t.is(fromFile.code, 1);
+    t.true(
+      fromFile.stderr.includes(
+        `refused the station token from token_file ${join(s.dir, 'agent.token')} (`,
+      ),
+      fromFile.stderr,
+    );
+    t.regex(fromFile.stderr, /put the station's current token there/);
   },
 );
 
