@@ -27,3 +27,21 @@ export type PrinterStatusName = (typeof LINK_PRINTER_STATUSES)[number];
 export function cannotPrint(status: string): boolean {
   return status === 'offline' || status === 'error';
 }
+
+/**
+ * What keeps a printer in `status` from printing now, as the end of a sentence about it ("is
+ * offline", "is out of paper"), or undefined when nothing does. Besides {@link cannotPrint}'s,
+ * these are the statuses that need someone's hands: the printer's jobs still go to it and wait in
+ * its own queue (CUPS's, or the printer's memory) until someone sees to it.
+ */
+export function whatStopsPrinting(status: string): string | undefined {
+  return STOPPED[status];
+}
+
+const STOPPED: Record<string, string> = {
+  offline: 'is offline',
+  error: 'is in error',
+  out_of_paper: 'is out of paper',
+  paper_jam: 'has a paper jam',
+  door_open: 'has a door open',
+};

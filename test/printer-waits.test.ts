@@ -244,3 +244,52 @@ test('a job already at the agent says why it waits while its printer cannot prin
   const printed = await eventually(job, (j) => j.status === 'printed');
   t.is(printed.status_detail, '');
 });
+
+test('a job for a printer out of paper goes to its station and says what it waits on until the paper is in', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [
+    printer('desk', 'out_of_paper', 'media-empty-error'),
+  ]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.desk as string;
+  const created = await call<{ job: { id: string; status_detail: string } }>(
+    sys.url,
+    'POST',
+    `/v1/orgs/${orgId}/jobs`,
+    { token: secret, body: { printer_id: printerId, content: { type: 'text', data: 'hi' } } },
+  );
+  t.is(created.status, 201);
+  const waiting = 'waiting: printer "desk" is out of paper (media-empty-error)';
+  t.is(created.body.job.status_detail, waiting);
+  const jobId = created.body.job.id;
+  const job = () =>
+    call<{ job: { status: string; status_detail: string } }>(
+      sys.url,
+      'GET',
+      `/v1/orgs/${orgId}/jobs/${jobId}`,
+      { token: secret },
+    ).then((res) => res.body.job);
+
+  // Unlike an offline printer's, the job goes out: it waits in the printer's own queue, and
+  // reaching the station does not make it say any less.
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === jobId));
+  link.send({ received: { jobId, attempt: 1 } });
+  const sent = await eventually(job, (j) => j.status === 'sent');
+  t.is(sent.status_detail, waiting);
+
+  // A jam, then paper and a clear path: the detail follows, then clears; the print ends it.
+  link.send({ printers: { printers: [printer('desk', 'paper_jam', 'media-jam-error')] } });
+  await eventually(
+    job,
+    (j) => j.status_detail === 'waiting: printer "desk" has a paper jam (media-jam-error)',
+  );
+  link.send({ printers: { printers: [printer('desk', 'printing')] } });
+  await eventually(job, (j) => j.status_detail === '');
+  link.send({ result: { jobId, attempt: 1, printed: true, detail: '' } });
+  const printed = await eventually(job, (j) => j.status === 'printed');
+  t.is(printed.status_detail, '');
+});

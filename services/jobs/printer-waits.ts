@@ -1,7 +1,9 @@
 /**
  * Why a queued or sent job waits, in its `status_detail` (docs/jobs.md): its printer is no longer
- * reported by its station, its station is offline, or the printer is offline or in error. A sent
- * job is at its station's agent, which prints it once the printer can. The jobs service
+ * reported by its station, its station is offline, or the printer is offline, in error, out of
+ * paper, jammed or open. A job for a printer offline or in error stays queued (the link offers it
+ * nothing); one for a printer that needs someone's hands goes to it and waits there, sent, keeping
+ * its detail (store.ts keeps a `waiting: ` detail from queued to sent). The jobs service
  * learns of printers only from the stations service: it follows `printer.status`,
  * `station.online` and `station.offline` on the EVENTS stream and asks the stations service for
  * the current state of the printers they concern, so that events handled late or twice leave the
@@ -25,13 +27,14 @@ import type { SpoolEvent } from '../../lib/events.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
-import { cannotPrint } from '../../lib/printer-status.js';
+import { whatStopsPrinting } from '../../lib/printer-status.js';
 
 /** The durable consumers (shared by every jobs replica) of printer and station events. */
 export const PRINTER_EVENTS_CONSUMER = 'jobs-printer-waits';
 export const STATION_EVENTS_CONSUMER = 'jobs-station-waits';
 
-const WAITING = 'waiting: ';
+/** How every detail this module writes starts, and the only details it replaces or clears. */
+export const WAITING = 'waiting: ';
 
 /**
  * Events one consumer of a process has in hand at once, and the most one batch takes: within
@@ -48,9 +51,8 @@ export function waitingDetail(
   if (printer.status === 'removed')
     return `${WAITING}printer ${name} is no longer reported by its station`;
   if (!printer.stationOnline) return `${WAITING}the station of printer ${name} is offline`;
-  if (!cannotPrint(printer.status)) return '';
-  const state = printer.status === 'offline' ? 'is offline' : 'is in error';
-  return `${WAITING}printer ${name} ${state}${because}`;
+  const state = whatStopsPrinting(printer.status);
+  return state === undefined ? '' : `${WAITING}printer ${name} ${state}${because}`;
 }
 
 type PrinterEvent = SpoolEvent<{ printer_id?: string; station_id?: string }>;

@@ -30,6 +30,7 @@ import {
   type Trigger,
   transition,
 } from './machine.js';
+import { WAITING } from './printer-waits.js';
 
 export const OUTBOX_TABLE = 'jobs_outbox';
 
@@ -95,6 +96,9 @@ const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, 
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
   expire_at, reprint_of, document_deleted_at, sealed, trace_context, region, created_at,
   updated_at, document IS NOT NULL AS document_inline`;
+
+/** A job's `waiting: ` detail (printer-waits.ts), or ''. */
+const waitingOf = (row: JobRow) => (row.status_detail.startsWith(WAITING) ? row.status_detail : '');
 
 function toJob(row: JobRow): Job {
   return {
@@ -351,7 +355,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       ...row,
       region: how.region || row.region,
       status: t.to,
-      status_detail: t.to === 'failed' ? detail : '',
+      status_detail: t.to === 'failed' ? detail : t.to === 'sent' ? waitingOf(row) : '',
       attempt: t.newAttempt ? current.attempt + 1 : current.attempt,
       updated_at: now,
       version: row.version + 1,
@@ -408,7 +412,14 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       read.get(r.id),
     ]);
     const updated = batch.add(
-      `UPDATE jobs SET status = v.status, status_detail = v.status_detail, attempt = v.attempt,
+      // A job that reaches its station keeps the detail saying why it waits (its printer is out of
+      // paper, say), as it is when the statement runs: the printer's news may have changed it
+      // since the jobs were read (printer-waits.ts).
+      `UPDATE jobs SET status = v.status, attempt = v.attempt,
+         status_detail = CASE
+           WHEN v.status <> 'sent' THEN v.status_detail
+           WHEN jobs.status_detail LIKE '${WAITING}%' THEN jobs.status_detail
+           ELSE '' END,
          updated_at = v.updated_at, version = v.version, finished_at = v.finished_at,
          expire_at = v.expire_at, region = v.region
        FROM (${batch.rows(rows, TRANSITION_TYPES)}) AS v (org_id, id, status,
