@@ -293,3 +293,61 @@ test('a job for a printer out of paper goes to its station and says what it wait
   const printed = await eventually(job, (j) => j.status === 'printed');
   t.is(printed.status_detail, '');
 });
+
+test('a job released, retried or due while its printer is offline says why it waits, as a new one does', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [printer('desk')]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.desk as string;
+  const api = <T>(method: string, path: string, body?: unknown) =>
+    call<T>(sys.url, method, `/v1/orgs/${orgId}${path}`, {
+      token: secret,
+      ...(body === undefined ? {} : { body }),
+    });
+  type JobAnswer = { job: { id: string; status: string; status_detail: string } };
+  const create = async (extra: Record<string, unknown>) => {
+    const res = await api<JobAnswer>('POST', '/jobs', {
+      printer_id: printerId,
+      content: { type: 'text', data: 'hi' },
+      ...extra,
+    });
+    t.is(res.status, 201);
+    return res.body.job;
+  };
+  const held = await create({ hold: true });
+  const scheduled = await create({
+    schedule_at: new Date(sys.clock.now().getTime() + 60_000).toISOString(),
+  });
+  const failing = await create({});
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === failing.id));
+  link.send({ result: { jobId: failing.id, attempt: 1, printed: false, detail: 'jammed' } });
+  await eventually(
+    () => api<JobAnswer>('GET', `/jobs/${failing.id}`),
+    (r) => r.body.job.status === 'failed',
+  );
+
+  // The printer goes off; then each job becomes queued again, in its own way.
+  const off = 'waiting: printer "desk" is offline (unplugged)';
+  link.send({ printers: { printers: [printer('desk', 'offline', 'unplugged')] } });
+  const printers = () => api<{ printers: Array<{ status: string }> }>('GET', '/printers');
+  await eventually(printers, (r) => r.body.printers[0]?.status === 'offline');
+  t.is((await api<JobAnswer>('POST', `/jobs/${held.id}/retry`)).status, 200);
+  t.is((await api<JobAnswer>('POST', `/jobs/${failing.id}/retry`)).status, 200);
+  sys.clock.advance(61_000);
+  await sys.system.sweeper.runOnce();
+  for (const job of [held, failing, scheduled]) {
+    const res = await eventually(
+      () => api<JobAnswer>('GET', `/jobs/${job.id}`),
+      (r) => r.body.job.status_detail !== '',
+    );
+    t.deepEqual(
+      [res.body.job.status, res.body.job.status_detail],
+      ['queued', off],
+      `job ${job.id}`,
+    );
+  }
+});

@@ -17,7 +17,11 @@ import { OutboxRelay } from '../../lib/outbox.js';
 import { createFetcher } from './fetch.js';
 import { createIdempotencyStore } from './idempotency.js';
 import { followPrinterChanges, PrinterCache } from './printer-cache.js';
-import { createPrinterWaits, startPrinterWaitReader } from './printer-waits.js';
+import {
+  createPrinterWaits,
+  refreshWaitsOfRequeued,
+  startPrinterWaitReader,
+} from './printer-waits.js';
 import { startReportReader } from './reports.js';
 import { createJobsServer, type ServerKeys } from './server.js';
 import { createJobStore, OUTBOX_TABLE } from './store.js';
@@ -60,11 +64,14 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const logger = deps.logger.child({ service: 'jobs' });
   const layout = deps.layout ?? SINGLE_REGION;
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
+  const printerWaits = createPrinterWaits({ pool: deps.pool });
   // Each change's messages leave as soon as its transaction commits, without a read back.
-  const store = createJobStore(deps.pool, deps.clock, { onCommit: (rows) => relay.send(rows) });
+  const store = createJobStore(deps.pool, deps.clock, {
+    onCommit: (rows) => relay.send(rows),
+    onRequeued: refreshWaitsOfRequeued({ stations: deps.stations, waits: printerWaits, logger }),
+  });
   const documents = await openDocuments(deps.nc, layout);
   const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
-  const printerWaits = createPrinterWaits({ pool: deps.pool });
   const printers = new PrinterCache({ clock: deps.clock });
   const stopFollowingPrinters = followPrinterChanges(deps.nc, printers, logger);
   const server = createJobsServer({

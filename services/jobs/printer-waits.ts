@@ -19,6 +19,7 @@
  */
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type pg from 'pg';
+import type { Job } from '../../gen/spool/v1/jobs.js';
 import type { Printer, StationsServiceClient } from '../../gen/spool/v1/stations.js';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
@@ -104,6 +105,38 @@ export function createPrinterWaits(deps: { pool: pg.Pool }): PrinterWaits {
         return rowCount ?? 0;
       });
     },
+  };
+}
+
+/**
+ * What the jobs store calls with the jobs a transaction queued again (released, retried, due):
+ * reads their printers afresh and writes the waiting detail of their queued and sent jobs, as a
+ * printer event would. It runs after the transaction, off the caller's path; a failure leaves the
+ * details to the printers' next events, and is logged.
+ */
+export function refreshWaitsOfRequeued(deps: {
+  stations: AsyncClient<StationsServiceClient>;
+  waits: PrinterWaits;
+  logger: Logger;
+}): (jobs: Array<Pick<Job, 'orgId' | 'printerId'>>) => void {
+  return (jobs) => {
+    const printers = new Map<string, { orgId: string; printerId: string }>();
+    for (const { orgId, printerId } of jobs) {
+      printers.set(keyOf(orgId, printerId), { orgId, printerId });
+    }
+    const refresh = async () => {
+      const all = [...printers.values()];
+      for (let i = 0; i < all.length; i += IN_FLIGHT) {
+        const { items } = await deps.stations.printersOf({
+          printers: all.slice(i, i + IN_FLIGHT),
+          stations: [],
+        });
+        await deps.waits.printersChanged(items);
+      }
+    };
+    refresh().catch((err: unknown) =>
+      deps.logger.warn({ err }, 'could not say why jobs queued again wait for their printers'),
+    );
   };
 }
 

@@ -298,11 +298,24 @@ export const uploadName = (uploadId: string) => `upload-${uploadId}`;
 export interface JobStoreOptions {
   /** Called with the outbox rows of each transaction once it has committed (the relay's `send`). */
   onCommit?: (rows: OutboxRow[]) => void;
+  /**
+   * Called with the jobs a committed transaction made queued again (released, retried, due), whose
+   * printers may not print now: printer-waits.ts then gives them their `waiting: ` detail, as a new
+   * job gets it at creation.
+   */
+  onRequeued?: (jobs: Job[]) => void;
 }
 
 export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOptions = {}) {
   const committed = (rows: OutboxRow[]) => {
     if (rows.length > 0) options.onCommit?.(rows);
+  };
+  /** What follows a transaction of changes: metrics, its messages, and the jobs queued again. */
+  const afterCommit = (changes: Change[]) => {
+    changes.forEach(observe);
+    committed(changes.flatMap((c) => c.outbox));
+    const requeued = changes.filter((c) => c.changed && c.job.status === 'queued');
+    if (requeued.length > 0) options.onRequeued?.(requeued.map((c) => c.job));
   };
   const creator = createJobCreator({
     pool,
@@ -538,8 +551,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
           continue;
         }
       }
-      changes.forEach(observe);
-      committed(changes.flatMap((c) => c.outbox));
+      afterCommit(changes);
       return outcomes;
     }
   }
@@ -561,8 +573,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       );
       return applyAll(tx, rows, trigger, { actor: 'system' });
     });
-    changes.forEach(observe);
-    committed(changes.flatMap((c) => c.outbox));
+    afterCommit(changes);
     return changes.filter((c) => c.changed).map((c) => c.job);
   }
 
@@ -708,8 +719,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
           );
           return applyAll(tx, rows, 'printer_deleted', how);
         });
-        changes.forEach(observe);
-        committed(changes.flatMap((c) => c.outbox));
+        afterCommit(changes);
         failed += changes.filter((c) => c.changed).length;
         if (changes.length < 500) return failed;
       }
