@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -128,6 +128,27 @@ test('the file backend reports a directory that went away', async (t) => {
   const status = await backend.status();
   t.is(status.status, 'error');
   t.regex(status.detail, /cannot write to .*out: .*ENOENT/);
+});
+
+test('a job for a file printer whose folder went away is not sent, and the folder is not made again', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'spool-file-test-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const out = join(dir, 'share');
+  const backend = createFileBackend(out);
+  t.like(await backend.status(), { status: 'ready' });
+  // The share is unmounted: writing where it was would print onto the local disk.
+  await rm(out, { recursive: true });
+  const err = await t.throwsAsync(backend.print(job({ options: { ...NO_OPTIONS, copies: 2 } })));
+  t.true(err instanceof NotSentError, String(err));
+  t.regex(err?.message ?? '', /file: could not write .*share.*ENOENT/);
+  t.deepEqual(await readdir(dir), []);
+  t.like(await backend.status(), { status: 'error' });
+
+  // It comes back: the job prints, both copies.
+  await mkdir(out);
+  t.like(await backend.status(), { status: 'ready' });
+  await backend.print(job({ options: { ...NO_OPTIONS, copies: 2 } }));
+  t.deepEqual((await readdir(out)).sort(), ['job-1-1-copy2.pdf', 'job-1-1.pdf']);
 });
 
 // ── raw backend ──

@@ -59,8 +59,9 @@ export function copiesOf(job: Pick<PrintJob, 'options'>): number {
 
 /**
  * A print that failed before any of the job reached the printer (a raw printer refusing the
- * connection): the agent keeps the job and prints it once the printer reads as able to again,
- * rather than report it failed. A backend throws it only when nothing at all was sent.
+ * connection, a file printer's folder gone): the agent keeps the job and prints it once the
+ * printer reads as able to again, rather than report it failed. A backend throws it only when
+ * nothing at all was sent.
  */
 export class NotSentError extends Error {
   override name = 'NotSentError';

@@ -1,7 +1,7 @@
 /**
  * `file:DIR`: each job's document is written to `DIR/<job_id>-<attempt>.<ext>`, and each further
  * copy a job asks for to `DIR/<job_id>-<attempt>-copy<n>.<ext>`. For trying Spool without a
- * printer, and for tests.
+ * printer, for tests, and for keeping what a station prints in a folder (a share, say).
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -12,6 +12,7 @@ import {
   type Backend,
   copiesOf,
   messageOf,
+  NotSentError,
   type PrinterStatus,
   type PrintJob,
 } from './backend.js';
@@ -36,18 +37,38 @@ export function fileNameFor(
   return `${id}-${job.attempt}${suffix}.${EXTENSIONS[type] ?? 'bin'}`;
 }
 
-export function createFileBackend(dir: string): Backend {
-  // DIR is made when the agent starts; a DIR removed later is reported, not quietly made again.
-  let made = false;
+/**
+ * Why a folder cannot be written that the status read also finds (it is gone, not a folder, or not
+ * writable): a job that met one before anything was written waits for the folder, as for a printer
+ * switched off. Any other failure (a full disk, say) fails the job.
+ */
+const FOLDER_UNWRITABLE = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS']);
 
-  async function write(job: PrintJob, copy: number): Promise<void> {
+export function createFileBackend(dir: string): Backend {
+  // DIR is made when the agent first uses it; a DIR removed later (a share unmounted, say) is
+  // reported, not quietly made again where the share was.
+  let made = false;
+  const makeOnce = async () => {
+    if (made) return;
+    await mkdir(dir, { recursive: true });
+    made = true;
+  };
+
+  /** Writes one copy; `first` when nothing of the job was written before it. */
+  async function write(job: PrintJob, copy: number, first: boolean): Promise<void> {
     const name = fileNameFor(job, copy);
     const target = join(dir, name);
     // Written beside the target and renamed over it, so DIR never holds half a document.
     const temp = join(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      await mkdir(dir, { recursive: true });
-      const handle = await open(temp, 'wx', 0o644);
+      await makeOnce();
+      const handle = await open(temp, 'wx', 0o644).catch((error: unknown) => {
+        const code = (error as NodeJS.ErrnoException).code ?? '';
+        if (first && FOLDER_UNWRITABLE.has(code)) {
+          throw new NotSentError(`file: could not write ${target}: ${messageOf(error)}`);
+        }
+        throw error;
+      });
       try {
         await handle.writeFile(job.document);
         await handle.sync();
@@ -57,6 +78,7 @@ export function createFileBackend(dir: string): Backend {
       await rename(temp, target);
     } catch (error) {
       await rm(temp, { force: true });
+      if (error instanceof NotSentError) throw error;
       throw new Error(`file: could not write ${target}: ${messageOf(error)}`);
     }
   }
@@ -64,7 +86,8 @@ export function createFileBackend(dir: string): Backend {
   return {
     async print(job: PrintJob): Promise<void> {
       // The first copy last: its file tells `outcome` that the whole job came out.
-      for (let copy = copiesOf(job); copy >= 1; copy -= 1) await write(job, copy);
+      const copies = copiesOf(job);
+      for (let copy = copies; copy >= 1; copy -= 1) await write(job, copy, copy === copies);
     },
 
     async outcome(job) {
@@ -75,10 +98,7 @@ export function createFileBackend(dir: string): Backend {
 
     async status(): Promise<PrinterStatus> {
       try {
-        if (!made) {
-          await mkdir(dir, { recursive: true });
-          made = true;
-        }
+        await makeOnce();
         if (!(await stat(dir)).isDirectory()) throw new Error('not a directory');
         await access(dir, constants.W_OK);
         return { status: 'ready', detail: '', capabilities: AS_IS_CAPABILITIES };
