@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { type Command, type CommanderError, InvalidArgumentError } from 'commander';
+import { type Command, type CommanderError, InvalidArgumentError, Option } from 'commander';
 import {
   type CreateJobRequest,
   isFinished,
@@ -56,6 +56,34 @@ function print(format: Format, json: unknown, table: () => string): void {
 
 function printJob(format: Format, job: Job): void {
   print(format, { job }, () => renderTable(JOB_COLUMNS, [job]));
+}
+
+type PrintOptions = NonNullable<CreateJobRequest['options']>;
+
+/** The print options `jobs create` takes as flags. */
+interface PrintFlags {
+  copies?: number;
+  duplex?: PrintOptions['duplex'];
+  color?: PrintOptions['color'];
+  paper?: string;
+  tray?: string;
+  pages?: string;
+  fitToPage?: boolean;
+  rotate?: string;
+}
+
+/** The job's `options` from the flags given; the API checks them against the printer. */
+function printOptions(f: PrintFlags): PrintOptions {
+  return {
+    ...(f.copies === undefined ? {} : { copies: f.copies }),
+    ...(f.duplex === undefined ? {} : { duplex: f.duplex }),
+    ...(f.color === undefined ? {} : { color: f.color }),
+    ...(f.paper === undefined ? {} : { paper: f.paper }),
+    ...(f.tray === undefined ? {} : { tray: f.tray }),
+    ...(f.pages === undefined ? {} : { pages: f.pages }),
+    ...(f.fitToPage ? { fit_to_page: true } : {}),
+    ...(f.rotate === undefined ? {} : { rotate: Number(f.rotate) as PrintOptions['rotate'] }),
+  };
 }
 
 /** A job's content from FILE (by its extension) or from --text. */
@@ -136,6 +164,28 @@ export function registerJobsCommands(program: Command, env: Env): void {
     .requiredOption('--printer <id>', 'the printer id (spool printers list)')
     .option('--text <text>', 'print this text instead of a file')
     .option('--copies <n>', 'copies, 1 to 999', positiveInt)
+    .addOption(
+      new Option('--duplex <sides>', 'two-sided printing').choices([
+        'one_sided',
+        'two_sided_long_edge',
+        'two_sided_short_edge',
+      ]),
+    )
+    .addOption(new Option('--color <mode>', 'color or monochrome').choices(['color', 'monochrome']))
+    .option('--paper <size>', "a paper size the printer lists, such as A4 (its 'capabilities')")
+    .option('--tray <tray>', 'the tray to take paper from')
+    .option('--pages <ranges>', 'only these pages, such as 1-3,5')
+    .option('--fit-to-page', 'scale each page to the paper')
+    .addOption(
+      new Option('--rotate <degrees>', 'turn each page').choices(['0', '90', '180', '270']),
+    )
+    .option('--hold', 'create it held: it prints once released (spool jobs retry ID)')
+    .option('--schedule-at <time>', 'queue it at this RFC 3339 time, such as 2026-05-01T08:00:00Z')
+    .option(
+      '--expire-after <seconds>',
+      'fail it as expired if still queued this long after it started waiting',
+      positiveInt,
+    )
     .option('--title <title>', 'a title to recognise the job by')
     .option('--reference <ref>', 'your reference, such as an order number (a list filter)')
     .option('--idempotency-key <key>', 'the same key and job within 24 hours make one job')
@@ -153,21 +203,27 @@ export function registerJobsCommands(program: Command, env: Env): void {
           opts: {
             printer: string;
             text?: string;
-            copies?: number;
             title?: string;
             reference?: string;
             idempotencyKey?: string;
+            hold?: boolean;
+            scheduleAt?: string;
+            expireAfter?: number;
             wait?: boolean;
             timeout?: number;
             format: Format;
-          },
+          } & PrintFlags,
         ) => {
+          const options = printOptions(opts);
           const body: CreateJobRequest = {
             printer_id: opts.printer,
             content: await contentFrom(file, opts.text),
             ...(opts.title === undefined ? {} : { title: opts.title }),
             ...(opts.reference === undefined ? {} : { reference: opts.reference }),
-            ...(opts.copies === undefined ? {} : { options: { copies: opts.copies } }),
+            ...(Object.keys(options).length === 0 ? {} : { options }),
+            ...(opts.hold ? { hold: true } : {}),
+            ...(opts.scheduleAt === undefined ? {} : { schedule_at: opts.scheduleAt }),
+            ...(opts.expireAfter === undefined ? {} : { expire_after: opts.expireAfter }),
           };
           const spool = client();
           const job = await spool.jobs.create(body, {

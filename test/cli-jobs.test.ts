@@ -115,3 +115,30 @@ test('spool key and locations list print the API answers', async (t) => {
   t.is(locations.code, 0);
   t.deepEqual(JSON.parse(locations.stdout), { locations: [], next_cursor: '' });
 });
+
+test('jobs create passes print options, hold, schedule and expiry to the API', async (t) => {
+  const create = (...args: string[]) =>
+    runSpool(['jobs', 'create', '--printer', org.printerId, '--text', 'x', ...args], env);
+  const held = await create('--hold', '--copies', '2', '--expire-after', '600');
+  t.is(held.code, 0, held.stderr);
+  const heldJob = JSON.parse(held.stdout).job;
+  t.like(heldJob, { status: 'held', options: { copies: 2 } });
+  const at = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const scheduled = await create('--schedule-at', at);
+  t.is(scheduled.code, 0, scheduled.stderr);
+  t.like(JSON.parse(scheduled.stdout).job, { status: 'scheduled', schedule_at: at });
+
+  // The printer prints documents as they are: the API refuses two-sided printing, naming it.
+  const duplex = await create('--duplex', 'two_sided_long_edge');
+  t.is(duplex.code, 1);
+  t.like(JSON.parse(duplex.stderr).error, { code: 'invalid', param: 'options.duplex' });
+  const bad = await create('--rotate', '45');
+  t.is(bad.code, 2);
+  t.regex(bad.stderr, /argument '45' is invalid/);
+
+  // Released, the held job prints.
+  const released = await runSpool(['jobs', 'retry', heldJob.id], env);
+  t.is(released.code, 0, released.stderr);
+  const watched = await runSpool(['jobs', 'watch', heldJob.id], env);
+  t.is(watched.code, 0, watched.stderr);
+});
