@@ -1,13 +1,14 @@
 /**
  * `spool admin` commands for the operator's reads, updates and deletes: organizations by name,
- * stations, printers, locations, templates and the audit log; and the `--url` and `--token` flags
- * every admin command takes.
+ * stations, printers, locations, templates, jobs and the audit log; and the `--url` and `--token`
+ * flags every admin command takes.
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { AdminCall, AdminFlags, AdminList } from './admin.js';
 import {
   AUDIT_COLUMNS,
+  JOB_COLUMNS,
   LOCATION_COLUMNS,
   ORG_COLUMNS,
   PRINTER_COLUMNS,
@@ -239,6 +240,49 @@ export function addAdminFleetCommands(
                 }),
               }),
         }),
+    );
+
+  const job = group('job', "an organization's jobs, for support");
+  paged(
+    inOrg(
+      job
+        .command('list')
+        .description("list an organization's jobs, newest first, with their counts by status")
+        .option('--status <statuses>', 'only these statuses, a comma list (failed,held)')
+        .option('--printer <id>', 'only the jobs of this printer')
+        .option('--station <id>', 'only the jobs of this station')
+        .option('--reference <ref>', 'only the jobs with this reference'),
+    ),
+  ).action(
+    (
+      opts: Page & {
+        org: string;
+        status?: string;
+        printer?: string;
+        station?: string;
+        reference?: string;
+      },
+    ) =>
+      list(
+        `/orgs/${enc(opts.org)}/jobs${query({
+          status: opts.status,
+          printer_id: opts.printer,
+          station_id: opts.station,
+          reference: opts.reference,
+          limit: opts.limit,
+          cursor: opts.cursor,
+        })}`,
+        opts.format,
+        JOB_COLUMNS,
+      ),
+  );
+  job
+    .command('get')
+    .description('show a job and its events; prints {job, events}')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <id>', 'job id')
+    .action((opts: { org: string; id: string }) =>
+      admin('GET', `/orgs/${enc(opts.org)}/jobs/${enc(opts.id)}`),
     );
 
   paged(

@@ -84,6 +84,16 @@ export const DELIVERY_COLUMNS: Columns<Row> = [
   field('next attempt', 'next_attempt_at'),
 ];
 
+export const JOB_COLUMNS: Columns<Row> = [
+  field('id'),
+  field('status'),
+  field('title'),
+  field('reference'),
+  field('printer', 'printer_id'),
+  field('created', 'created_at'),
+  field('detail', 'status_detail'),
+];
+
 export const AUDIT_COLUMNS: Columns<Row> = [
   field('at'),
   field('actor'),

@@ -1,14 +1,17 @@
 /**
  * The OpenAPI operations of the operator's reads, updates and deletes (routes/admin-fleet.ts):
- * organizations by name, stations, printers, locations, templates and the audit log. They join
+ * organizations by name, stations, printers, locations, templates, jobs and the audit log. They join
  * the others in openapi-admin.ts.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';
+import { JOB_FILTERS } from './openapi.js';
 import type { OperationSpec, QueryParameter } from './openapi-builder.js';
 import { UpdateLocationBody, UpdateStationBody, UpdateTemplateBody } from './routes/admin-fleet.js';
 import {
   itemsOf,
+  JobList,
+  JobWithEvents,
   LocationSchema,
   OrgSchema,
   PrinterSchema,
@@ -227,6 +230,27 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     summary: 'Delete a template',
     description: 'Jobs already made from it keep their document; new jobs naming it answer 400.',
     success: { status: 204, description: 'deleted' },
+    errors: NOT_FOUND,
+  },
+  'GET /admin/v1/orgs/:org/jobs': {
+    operationId: 'listJobs',
+    tag: 'Jobs',
+    summary: "An organization's jobs, newest first, as its integrations list them",
+    description:
+      'For support: the same page, filters and counts as `GET /v1/orgs/{org}/jobs`. No document is ever shown to the operator.',
+    query: [...listQuery, ...JOB_FILTERS],
+    success: { status: 200, description: 'a page of jobs, with counts by status', schema: JobList },
+    errors: LIST_ERRORS,
+  },
+  'GET /admin/v1/orgs/:org/jobs/:id': {
+    operationId: 'getJob',
+    tag: 'Jobs',
+    summary: 'A job and its events',
+    success: {
+      status: 200,
+      description: 'the job and every change it went through, oldest first',
+      schema: JobWithEvents,
+    },
     errors: NOT_FOUND,
   },
   'GET /admin/v1/audit': {

@@ -366,6 +366,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
         { name: 'Printers', description: 'The printers stations report' },
         { name: 'Locations', description: 'Where stations and printers are' },
         { name: 'Templates', description: 'Templates that jobs fill with field values' },
+        { name: 'Jobs', description: "An organization's jobs and their events, for support" },
         WEBHOOKS_TAG,
         { name: 'Settings', description: 'Retention, the status notice, prices and downloads' },
         AUDIT_TAG,

@@ -68,6 +68,36 @@ const ID = {
   key: '4c3b2a19-0f8e-4d7c-b6a5-948372615a4b',
 };
 
+/** The filters of a job list, beside `limit` and `cursor` (the operator's list has them too). */
+export const JOB_FILTERS: QueryParameter[] = [
+  {
+    name: 'status',
+    description: `a comma list of statuses (${JOB_STATUSES.join(', ')})`,
+    schema: {
+      type: 'string',
+      pattern: `^(${JOB_STATUSES.join('|')})(,(${JOB_STATUSES.join('|')}))*$`,
+      examples: ['failed,held'],
+    },
+  },
+  {
+    name: 'reference',
+    description: 'the reference given at creation',
+    schema: { type: 'string' },
+  },
+  idQuery('printer_id', 'printer'),
+  idQuery('station_id', 'station'),
+  {
+    name: 'created_after',
+    description: 'only jobs created after this RFC 3339 time',
+    schema: { type: 'string', format: 'date-time' },
+  },
+  {
+    name: 'created_before',
+    description: 'only jobs created before this RFC 3339 time',
+    schema: { type: 'string', format: 'date-time' },
+  },
+];
+
 const JOB_EXAMPLE = {
   id: ID.job,
   org_id: ID.org,
@@ -192,35 +222,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listJobs',
     tag: 'Jobs',
     summary: 'List jobs, newest first',
-    query: [
-      ...listQuery,
-      {
-        name: 'status',
-        description: `a comma list of statuses (${JOB_STATUSES.join(', ')})`,
-        schema: {
-          type: 'string',
-          pattern: `^(${JOB_STATUSES.join('|')})(,(${JOB_STATUSES.join('|')}))*$`,
-          examples: ['failed,held'],
-        },
-      },
-      {
-        name: 'reference',
-        description: 'the reference given at creation',
-        schema: { type: 'string' },
-      },
-      idQuery('printer_id', 'printer'),
-      idQuery('station_id', 'station'),
-      {
-        name: 'created_after',
-        description: 'only jobs created after this RFC 3339 time',
-        schema: { type: 'string', format: 'date-time' },
-      },
-      {
-        name: 'created_before',
-        description: 'only jobs created before this RFC 3339 time',
-        schema: { type: 'string', format: 'date-time' },
-      },
-    ],
+    query: [...listQuery, ...JOB_FILTERS],
     success: {
       status: 200,
       description: 'a page of jobs, with counts by status',

@@ -375,3 +375,46 @@ test('templates are listed, got, changed and deleted', async (t) => {
   t.is((await op(t, 'GET', `/orgs/${org}/templates/${id}`)).status, 404);
   t.deepEqual((await op(t, 'GET', `/orgs/${org}/templates`)).body, { items: [], next_cursor: '' });
 });
+
+test("an organization's jobs are listed and got as its integration sees them, and no other organization's", async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Support Case');
+  const other = await createOrg(sys.url, 'Someone Else');
+  const { secret } = await createKey(sys.url, org, { scopes: ['jobs:write', 'jobs:read'] });
+  const station = await createStation(sys.url, org);
+  const link = await connectLink(sys.linkAddress, station.token, [printer('desk')]);
+  t.context.links.push(link);
+  const v1 = <T>(method: string, path: string, body?: unknown) =>
+    call<T>(sys.url, method, `/v1/orgs/${org}${path}`, {
+      token: secret,
+      ...(body === undefined ? {} : { body }),
+    });
+  const made = await v1<{ job: { id: string } }>('POST', '/jobs', {
+    printer_id: link.welcome.printerIds.desk,
+    hold: true,
+    reference: 'ticket-77',
+    content: { type: 'text', data: 'private words' },
+  });
+  t.is(made.status, 201);
+  const jobId = made.body.job.id;
+
+  const listed = await op(t, 'GET', `/orgs/${org}/jobs?status=held&reference=ticket-77`);
+  t.is(listed.status, 200);
+  t.deepEqual(listed.body, (await v1('GET', '/jobs?status=held&reference=ticket-77')).body);
+  t.deepEqual(
+    ((listed.body.items ?? []) as Array<{ id: string }>).map((j) => j.id),
+    [jobId],
+  );
+  const got = await op(t, 'GET', `/orgs/${org}/jobs/${jobId}`);
+  t.is(got.status, 200);
+  t.deepEqual(got.body, (await v1('GET', `/jobs/${jobId}`)).body);
+  t.false(JSON.stringify(got.body).includes('private words'), 'no document');
+
+  // Scoped by the organization of the path; filters checked as for integrators.
+  t.is((await op(t, 'GET', `/orgs/${other}/jobs/${jobId}`)).status, 404);
+  t.deepEqual((await op<Page<unknown>>(t, 'GET', `/orgs/${other}/jobs`)).body.items, []);
+  t.is((await op(t, 'GET', '/orgs/00000000-0000-4000-8000-000000000000/jobs')).status, 404);
+  const bad = await op<ErrorBody>(t, 'GET', `/orgs/${org}/jobs?status=lost`);
+  t.is(bad.status, 400);
+  t.like(bad.body.error, { code: 'invalid', param: 'status' });
+});

@@ -219,6 +219,22 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   t.is(entries.length, 2);
   t.true(entries.every((e) => /operator +POST +\/admin\/v1\/orgs\/:org\/stations +201 /.test(e)));
 
+  const jobs = await spool(t, [
+    'job',
+    'list',
+    '--org',
+    org,
+    '--status',
+    'failed',
+    '--format',
+    'table',
+  ]);
+  t.is(jobs.code, 0, jobs.stderr);
+  t.regex(jobs.stdout, /^ID +STATUS +TITLE +REFERENCE +PRINTER +CREATED +DETAIL\n$/);
+  const noJob = await spool(t, ['job', 'get', '--org', org, '--id', desk.id]);
+  t.is(noJob.code, 1);
+  t.regex(noJob.stderr, /"code":\s*"not_found"/);
+
   const bad = await spool(t, ['org', 'list', '--format', 'yaml']);
   t.is(bad.code, 1);
   t.regex(bad.stderr, /argument 'yaml' is invalid/);

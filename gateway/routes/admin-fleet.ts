@@ -1,6 +1,6 @@
 /**
  * The operator API's reads, updates and deletes (docs/api.md, operator section): organizations by
- * name, stations, printers, locations and templates of an organization, and the audit log. Every
+ * name, stations, printers, locations, templates and jobs of an organization, and the audit log. Every
  * lookup goes to the owning service with the organization of the path, which scopes it there: an
  * id of another organization answers 404.
  */
@@ -18,6 +18,7 @@ import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
 import { CreateTemplateBody } from './admin.js';
+import { jobListView, jobWithEventsView, listJobsRequest } from './jobs.js';
 
 export const UpdateStationBody = Type.Object(
   {
@@ -256,6 +257,16 @@ export function adminFleetRouter(deps: {
   router.delete('/orgs/:org/templates/:id', async (ctx) => {
     await jobs.deleteTemplate({ orgId: org(ctx), templateId: id(ctx) });
     ctx.status = 204;
+  });
+
+  // An integrator's job, as support looks at it: the job and its events, never its document.
+  router.get('/orgs/:org/jobs', async (ctx) => {
+    ctx.body = jobListView(await jobs.listJobs(listJobsRequest(ctx.query, await knownOrg(ctx))));
+  });
+
+  router.get('/orgs/:org/jobs/:id', async (ctx) => {
+    rejectUnknownParams(ctx.query, []);
+    ctx.body = jobWithEventsView(await jobs.getJob({ orgId: org(ctx), jobId: id(ctx) }));
   });
 
   router.get('/audit', async (ctx) => {

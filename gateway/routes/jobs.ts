@@ -1,7 +1,13 @@
 /** The job endpoints of `/v1` (spec §4, DESIGN §4). */
+import type { ParsedUrlQuery } from 'node:querystring';
 import { type Static, Type } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import type { CreateJobRequest } from '../../gen/spool/v1/jobs.js';
+import type {
+  CreateJobRequest,
+  GetJobResponse,
+  ListJobsRequest,
+  ListJobsResponse,
+} from '../../gen/spool/v1/jobs.js';
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { invalid, SpoolError } from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
@@ -242,6 +248,47 @@ const LIST_PARAMS = [
   'created_before',
 ];
 
+/**
+ * The jobs service's `ListJobs` request for `GET …/jobs` of `orgId` (the integrators' and the
+ * operator's), from its query, each filter checked.
+ */
+export function listJobsRequest(query: ParsedUrlQuery, orgId: string): ListJobsRequest {
+  rejectUnknownParams(query, LIST_PARAMS);
+  const status = single(query, 'status');
+  const statuses = status ? status.split(',').map((s) => s.trim()) : [];
+  for (const s of statuses) {
+    if (!(JOB_STATUSES as readonly string[]).includes(s)) {
+      throw invalid(
+        `unknown status ${JSON.stringify(s)}; statuses are ${JOB_STATUSES.join(', ')}`,
+        'status',
+      );
+    }
+  }
+  return {
+    orgId,
+    ...listParams(query),
+    statuses,
+    reference: single(query, 'reference') ?? '',
+    printerId: idParam(single(query, 'printer_id'), 'printer_id'),
+    stationId: idParam(single(query, 'station_id'), 'station_id'),
+    createdAfter: timeParam(single(query, 'created_after'), 'created_after'),
+    createdBefore: timeParam(single(query, 'created_before'), 'created_before'),
+  };
+}
+
+/** The answer of `GET …/jobs`: a page of jobs and the counts by status. */
+export const jobListView = (res: ListJobsResponse) => ({
+  items: res.items.map(jobView),
+  next_cursor: res.nextCursor,
+  counts: res.counts,
+});
+
+/** The answer of `GET …/jobs/{id}`: the job and its events. */
+export const jobWithEventsView = (res: GetJobResponse) => ({
+  job: jobView(res.job),
+  events: res.events.map(eventView),
+});
+
 export const UPLOAD_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'] as const;
 
 export interface JobRouteDeps {
@@ -287,38 +334,13 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
     },
 
     'GET /v1/orgs/:org/jobs': async (ctx) => {
-      rejectUnknownParams(ctx.query, LIST_PARAMS);
-      const status = single(ctx.query, 'status');
-      const statuses = status ? status.split(',').map((s) => s.trim()) : [];
-      for (const s of statuses) {
-        if (!(JOB_STATUSES as readonly string[]).includes(s)) {
-          throw invalid(
-            `unknown status ${JSON.stringify(s)}; statuses are ${JOB_STATUSES.join(', ')}`,
-            'status',
-          );
-        }
-      }
-      const res = await jobs.listJobs({
-        orgId: orgOf(ctx),
-        ...listParams(ctx.query),
-        statuses,
-        reference: single(ctx.query, 'reference') ?? '',
-        printerId: idParam(single(ctx.query, 'printer_id'), 'printer_id'),
-        stationId: idParam(single(ctx.query, 'station_id'), 'station_id'),
-        createdAfter: timeParam(single(ctx.query, 'created_after'), 'created_after'),
-        createdBefore: timeParam(single(ctx.query, 'created_before'), 'created_before'),
-      });
-      ctx.body = {
-        items: res.items.map(jobView),
-        next_cursor: res.nextCursor,
-        counts: res.counts,
-      };
+      ctx.body = jobListView(await jobs.listJobs(listJobsRequest(ctx.query, orgOf(ctx))));
     },
 
     'GET /v1/orgs/:org/jobs/:id': async (ctx) => {
       rejectUnknownParams(ctx.query, []);
       const res = await jobs.getJob({ orgId: orgOf(ctx), jobId: param(ctx, 'id') });
-      ctx.body = { job: jobView(res.job), events: res.events.map(eventView) };
+      ctx.body = jobWithEventsView(res);
     },
 
     'POST /v1/orgs/:org/jobs/:id/cancel': async (ctx) => {
