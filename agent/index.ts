@@ -128,6 +128,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   });
   status.printers(printers.reports());
   await status.start();
+  journal.onRecord(() => status.changed());
 
   let helloReports: PrinterReport[] = [];
   // The runner sends on the link, which hands it the messages: `link` is set before either runs.
@@ -140,8 +141,6 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     onResult: (result) => {
       if (!result.printed) {
         status.error(`job ${result.jobId} on ${result.printer} failed: ${result.detail}`);
-      } else {
-        status.changed();
       }
     },
   });

@@ -92,6 +92,7 @@ export class Journal {
   // Appends and rewrites happen one at a time, in the order they were asked for.
   #tail: Promise<void> = Promise.resolve();
   #closed = false;
+  readonly #listeners: Array<() => void> = [];
 
   private constructor(dir: string, options: JournalOptions) {
     this.#dir = dir;
@@ -141,6 +142,11 @@ export class Journal {
    * Records a state. The entry changes at once (so a lookup right after sees it); the promise
    * resolves when the line is on disk.
    */
+  /** Calls `listener` after each state {@link record}ed (the status file recounts its jobs). */
+  onRecord(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
   record(
     jobId: string,
     attempt: number,
@@ -171,7 +177,10 @@ export class Journal {
     if (extra.printer !== undefined) line.printer = extra.printer;
     if (extra.detail) line.detail = extra.detail;
     const result = entry;
-    return this.#append([line], true).then(() => result);
+    return this.#append([line], true).then(() => {
+      for (const listener of this.#listeners) listener();
+      return result;
+    });
   }
 
   /** Records that the server accepted a report. Not flushed: losing it only repeats a report. */

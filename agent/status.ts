@@ -1,7 +1,7 @@
 /**
  * The status file a running agent keeps in its state directory (`status.json`), which
- * `spool agent status` reads: whether the link is up and since when, the printers and their
- * states, the jobs printed today and the last error. It is replaced atomically (written to a
+ * `spool agent status` reads: whether the link is up and since when, the printers, their states
+ * and the jobs each has waiting, the jobs printed today and the last error. It is replaced atomically (written to a
  * temporary file, then renamed), so a reader sees the old or the new file, never half of one. It
  * holds no secret.
  */
@@ -37,7 +37,11 @@ export interface AgentStatus {
     /** Set while connected to a server outside the station's home region (it still prints). */
     wrong_region?: { home: string; server: string };
   };
-  printers: Array<{ name: string; status: string; detail: string }>;
+  /**
+   * `jobs_waiting`: the jobs the agent holds for the printer and has not finished (received, or
+   * printing), such as those waiting for it to come back on.
+   */
+  printers: Array<{ name: string; status: string; detail: string; jobs_waiting: number }>;
   /** Jobs that finished today (the station's local date), from the journal. */
   jobs_today: { date: string; printed: number; failed: number };
   last_error: { at: string; message: string } | null;
@@ -135,6 +139,7 @@ export class StatusFile {
       name: r.name,
       status: r.status,
       detail: r.detail,
+      jobs_waiting: 0,
     }));
     this.#schedule();
   }
@@ -144,7 +149,7 @@ export class StatusFile {
     this.#schedule();
   }
 
-  /** A job finished (or anything else the journal records): recount today's jobs. */
+  /** The journal recorded a job's new state: recount the jobs waiting and today's. */
   changed(): void {
     this.#schedule();
   }
@@ -189,12 +194,17 @@ export class StatusFile {
     const today = localDate(now);
     let printed = 0;
     let failed = 0;
+    const waiting = new Map<string, number>();
     for (const entry of this.#options.journal.entries()) {
+      if (entry.state === 'received' || entry.state === 'printing') {
+        waiting.set(entry.printer, (waiting.get(entry.printer) ?? 0) + 1);
+      }
       if (localDate(entry.updatedAt) !== today) continue;
       if (entry.state === 'printed') printed += 1;
       else if (entry.state === 'failed') failed += 1;
     }
     this.#status.jobs_today = { date: today, printed, failed };
+    for (const p of this.#status.printers) p.jobs_waiting = waiting.get(p.name) ?? 0;
     this.#status.updated_at = now.toISOString();
     const temp = `${this.#path}.${process.pid}.tmp`;
     const handle = await open(temp, 'w', 0o644);

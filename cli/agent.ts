@@ -356,8 +356,11 @@ export function formatStatus(report: StatusReport): string {
   out.push(report.running ? 'printers:' : 'printers (when it last ran):');
   const width = Math.max(4, ...status.printers.map((p) => p.name.length));
   for (const p of status.printers) {
+    // An agent of an earlier version wrote no count.
+    const waiting = p.jobs_waiting ?? 0;
+    const jobs = waiting === 0 ? '' : `  (${waiting} job${waiting === 1 ? '' : 's'} waiting)`;
     out.push(
-      `  ${p.name.padEnd(width)}  ${p.detail ? `${p.status.padEnd(12)}  ${p.detail}` : p.status}`,
+      `  ${p.name.padEnd(width)}  ${p.detail ? `${p.status.padEnd(12)}  ${p.detail}` : p.status}${jobs}`,
     );
   }
   if (status.printers.length === 0) out.push('  (none)');

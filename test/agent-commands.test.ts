@@ -8,6 +8,7 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { formatLogLine } from '../agent/log-format.js';
+import { formatStatus } from '../cli/agent.js';
 import { SCOPES } from '../lib/credentials.js';
 import { tempDir } from './helpers/printing-org.js';
 import { runSpool, type SpoolProcess, spawnSpool } from './helpers/spool.js';
@@ -332,4 +333,40 @@ test('logs are readable lines on a terminal and JSON otherwise', (t) => {
     '13:04:07 INFO  station link up  station_id=st_1 printers=["desk","labels"]\n',
   );
   t.is(formatLogLine('not json'), 'not json\n');
+});
+
+test('status shows how many jobs wait for each printer', (t) => {
+  const at = new Date().toISOString();
+  const printers = [
+    { name: 'desk', status: 'ready', detail: '', jobs_waiting: 0 },
+    {
+      name: 'labels',
+      status: 'offline',
+      detail: 'raw 10.0.0.9:9100: ECONNREFUSED',
+      jobs_waiting: 3,
+    },
+    { name: 'back', status: 'out_of_paper', detail: 'media-empty-error', jobs_waiting: 1 },
+  ];
+  const out = formatStatus({
+    state_dir: '/var/lib/spool-agent',
+    running: true,
+    stale: false,
+    status: {
+      pid: 1,
+      agent_version: 'test',
+      started_at: at,
+      updated_at: at,
+      server: 'spool.example:7070',
+      link: { connected: true, since: at, server: 'spool.example:7070', station_id: 's1' },
+      printers,
+      jobs_today: { date: at.slice(0, 10), printed: 4, failed: 0 },
+      last_error: null,
+    },
+  });
+  t.regex(out, /^ {2}desk {4}ready$/m);
+  t.regex(
+    out,
+    /^ {2}labels {2}offline {7}raw 10\.0\.0\.9:9100: ECONNREFUSED {2}\(3 jobs waiting\)$/m,
+  );
+  t.regex(out, /^ {2}back {4}out_of_paper {2}media-empty-error {2}\(1 job waiting\)$/m);
 });

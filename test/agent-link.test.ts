@@ -18,6 +18,7 @@ import {
 import { INTERRUPTED_DETAIL, Journal } from '../agent/journal.js';
 import { BACKOFF_RESET_AFTER_MS, splitServers, startLink } from '../agent/link.js';
 import type { BackendSpec } from '../agent/printer-spec.js';
+import { readStatus } from '../agent/status.js';
 import { ManualClock } from '../lib/clock.js';
 import { silentLogger } from '../lib/logger.js';
 import { FakeLink, GOOD_TOKEN } from './helpers/fake-link.js';
@@ -252,7 +253,12 @@ test('a job its raw printer refused waits at the station and prints once the pri
   await waitUntil(() => refused >= 1, 'the printer refused the first job');
   // Queued behind the waiting job and never begun: a withdrawal still keeps it from printing.
   await conn.waitFor((m) => m.received?.jobId === 'job-r2');
+  // `spool agent status` counts both as waiting for the printer.
+  const waiting = async () =>
+    (await readStatus(s.stateDir))?.printers.find((p) => p.name === 'labels')?.jobs_waiting;
+  await waitUntil(async () => (await waiting()) === 2, 'the status counts two jobs waiting');
   conn.withdraw('job-r2');
+  await waitUntil(async () => (await waiting()) === 1, 'the status counts the withdrawal');
 
   // The printer comes on.
   const documents: string[] = [];
@@ -273,6 +279,7 @@ test('a job its raw printer refused waits at the station and prints once the pri
   t.deepEqual(documents, ['first']);
   t.false(conn.reports().some((m) => m.result?.jobId === 'job-r2'));
   t.is(conn.reports().filter((m) => m.result?.jobId === 'job-r1').length, 1);
+  await waitUntil(async () => (await waiting()) === 0, 'nothing is left waiting');
 });
 
 test('a job withdrawn before it is offered never prints', async (t) => {
