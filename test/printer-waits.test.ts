@@ -1,11 +1,11 @@
 /**
- * Why queued jobs wait, kept current in batches: the jobs service reads the printers that
+ * Why queued and sent jobs wait, kept current in batches: the jobs service reads the printers that
  * `printer.status` and `station.*` events concern with one `PrintersOf` call per batch, which the
  * stations service answers only within the organization each printer or station is named with,
- * and writes their jobs' details together.
+ * and writes their jobs' details together; jobs queued again get theirs after their transaction.
  */
-import test from 'ava';
-import { StationsServiceClient } from '../gen/spool/v1/stations.js';
+import test, { type ExecutionContext } from 'ava';
+import { type PrinterReport, StationsServiceClient } from '../gen/spool/v1/stations.js';
 import { SCOPES } from '../lib/credentials.js';
 import { createClient } from '../lib/grpc.js';
 import { MAX_PRINTERS_OF } from '../services/stations/server.js';
@@ -153,29 +153,62 @@ test('stations of several organizations going offline and back together: every w
   t.true(links.every((link) => link.jobs.length === 1));
 });
 
-test('a job for a printer reported offline or in error is not offered until the agent reports it able to print', async (t) => {
+/** What the API answers for a job. */
+interface JobAnswer {
+  job: { id: string; status: string; status_detail: string };
+}
+
+/**
+ * A Spool of its own with an organization, an API key of it and a station linked with
+ * `printers`; `api` calls `/v1/orgs/{org}…` with the key, `post` creates a text job.
+ */
+async function oneStation(t: ExecutionContext, printers: PrinterReport[]) {
   const sys = await startTestSystem();
   t.teardown(() => sys.stop());
   const orgId = await createOrg(sys.url);
   const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
   const station = await createStation(sys.url, orgId);
-  const link = await connectLink(sys.linkAddress, station.token, [
+  const link = await connectLink(sys.linkAddress, station.token, printers);
+  t.teardown(() => link.close());
+  const api = <T = JobAnswer>(method: string, path: string, body?: unknown) =>
+    call<T>(sys.url, method, `/v1/orgs/${orgId}${path}`, {
+      token: secret,
+      ...(body === undefined ? {} : { body }),
+    });
+  const post = async (printerId: string, extra: Record<string, unknown> = {}) => {
+    const res = await api('POST', '/jobs', {
+      printer_id: printerId,
+      content: { type: 'text', data: 'hi' },
+      ...extra,
+    });
+    t.is(res.status, 201);
+    return res.body.job;
+  };
+  const job = (id: string) => api('GET', `/jobs/${id}`).then((res) => res.body.job);
+  /** The agent reports the printer as `ready`: the job's detail clears, then its print ends it. */
+  const backOnThenPrinted = async (jobId: string, ready: PrinterReport) => {
+    link.send({ printers: { printers: [ready] } });
+    await eventually(
+      () => job(jobId),
+      (j) => j.status_detail === '',
+    );
+    link.send({ result: { jobId, attempt: 1, printed: true, detail: '' } });
+    const printed = await eventually(
+      () => job(jobId),
+      (j) => j.status === 'printed',
+    );
+    t.is(printed.status_detail, '');
+  };
+  return { sys, link, api, post, job, backOnThenPrinted };
+}
+
+test('a job for a printer reported offline or in error is not offered until the agent reports it able to print', async (t) => {
+  const { link, post } = await oneStation(t, [
     printer('desk'),
     printer('labels', 'offline', 'raw 10.0.0.9:9100: ECONNREFUSED'),
     printer('side', 'error', 'the folder cannot be written'),
   ]);
-  t.teardown(() => link.close());
   const ids = link.welcome.printerIds as Record<'desk' | 'labels' | 'side', string>;
-  const post = async (printerId: string) => {
-    const res = await call<{ job: { id: string; status: string; status_detail: string } }>(
-      sys.url,
-      'POST',
-      `/v1/orgs/${orgId}/jobs`,
-      { token: secret, body: { printer_id: printerId, content: { type: 'text', data: 'hi' } } },
-    );
-    t.is(res.status, 201);
-    return res.body.job;
-  };
   const offered = () => link.jobs.map((j) => j.offer.jobId);
 
   // The held printers' jobs go out first; the desk's offer comes after theirs would have.
@@ -205,129 +238,70 @@ test('a job for a printer reported offline or in error is not offered until the 
 });
 
 test('a job already at the agent says why it waits while its printer cannot print, and prints after', async (t) => {
-  const sys = await startTestSystem();
-  t.teardown(() => sys.stop());
-  const orgId = await createOrg(sys.url);
-  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
-  const station = await createStation(sys.url, orgId);
-  const link = await connectLink(sys.linkAddress, station.token, [printer('labels')]);
-  t.teardown(() => link.close());
-  const printerId = link.welcome.printerIds.labels as string;
-  const created = await call<{ job: { id: string } }>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
-    token: secret,
-    body: { printer_id: printerId, content: { type: 'text', data: 'hi' } },
-  });
-  t.is(created.status, 201);
-  const jobId = created.body.job.id;
-  const job = () =>
-    call<{ job: { status: string; status_detail: string } }>(
-      sys.url,
-      'GET',
-      `/v1/orgs/${orgId}/jobs/${jobId}`,
-      { token: secret },
-    ).then((res) => res.body.job);
+  const { link, post, job, backOnThenPrinted } = await oneStation(t, [printer('labels')]);
+  const jobId = (await post(link.welcome.printerIds.labels as string)).id;
   await link.until(() => link.jobs.some((j) => j.offer.jobId === jobId));
   link.send({ received: { jobId, attempt: 1 } });
-  await eventually(job, (j) => j.status === 'sent');
+  await eventually(
+    () => job(jobId),
+    (j) => j.status === 'sent',
+  );
 
   // The printer is switched off while the agent holds the job.
   const off = 'raw 10.0.0.9:9100: ECONNREFUSED';
   link.send({ printers: { printers: [printer('labels', 'offline', off)] } });
-  const waiting = await eventually(job, (j) => j.status_detail !== '');
+  const waiting = await eventually(
+    () => job(jobId),
+    (j) => j.status_detail !== '',
+  );
   t.is(waiting.status, 'sent');
   t.is(waiting.status_detail, `waiting: printer "labels" is offline (${off})`);
 
   // Back on: the detail clears, and the print is reported as usual.
-  link.send({ printers: { printers: [printer('labels')] } });
-  await eventually(job, (j) => j.status_detail === '');
-  link.send({ result: { jobId, attempt: 1, printed: true, detail: '' } });
-  const printed = await eventually(job, (j) => j.status === 'printed');
-  t.is(printed.status_detail, '');
+  await backOnThenPrinted(jobId, printer('labels'));
 });
 
 test('a job for a printer out of paper goes to its station and says what it waits on until the paper is in', async (t) => {
-  const sys = await startTestSystem();
-  t.teardown(() => sys.stop());
-  const orgId = await createOrg(sys.url);
-  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
-  const station = await createStation(sys.url, orgId);
-  const link = await connectLink(sys.linkAddress, station.token, [
+  const { link, post, job, backOnThenPrinted } = await oneStation(t, [
     printer('desk', 'out_of_paper', 'media-empty-error'),
   ]);
-  t.teardown(() => link.close());
-  const printerId = link.welcome.printerIds.desk as string;
-  const created = await call<{ job: { id: string; status_detail: string } }>(
-    sys.url,
-    'POST',
-    `/v1/orgs/${orgId}/jobs`,
-    { token: secret, body: { printer_id: printerId, content: { type: 'text', data: 'hi' } } },
-  );
-  t.is(created.status, 201);
+  const created = await post(link.welcome.printerIds.desk as string);
   const waiting = 'waiting: printer "desk" is out of paper (media-empty-error)';
-  t.is(created.body.job.status_detail, waiting);
-  const jobId = created.body.job.id;
-  const job = () =>
-    call<{ job: { status: string; status_detail: string } }>(
-      sys.url,
-      'GET',
-      `/v1/orgs/${orgId}/jobs/${jobId}`,
-      { token: secret },
-    ).then((res) => res.body.job);
+  t.is(created.status_detail, waiting);
+  const jobId = created.id;
 
   // Unlike an offline printer's, the job goes out: it waits in the printer's own queue, and
   // reaching the station does not make it say any less.
   await link.until(() => link.jobs.some((j) => j.offer.jobId === jobId));
   link.send({ received: { jobId, attempt: 1 } });
-  const sent = await eventually(job, (j) => j.status === 'sent');
+  const sent = await eventually(
+    () => job(jobId),
+    (j) => j.status === 'sent',
+  );
   t.is(sent.status_detail, waiting);
 
   // A jam, then paper and a clear path: the detail follows, then clears; the print ends it.
   link.send({ printers: { printers: [printer('desk', 'paper_jam', 'media-jam-error')] } });
   await eventually(
-    job,
+    () => job(jobId),
     (j) => j.status_detail === 'waiting: printer "desk" has a paper jam (media-jam-error)',
   );
-  link.send({ printers: { printers: [printer('desk', 'printing')] } });
-  await eventually(job, (j) => j.status_detail === '');
-  link.send({ result: { jobId, attempt: 1, printed: true, detail: '' } });
-  const printed = await eventually(job, (j) => j.status === 'printed');
-  t.is(printed.status_detail, '');
+  await backOnThenPrinted(jobId, printer('desk', 'printing'));
 });
 
 test('a job released, retried or due while its printer is offline says why it waits, as a new one does', async (t) => {
-  const sys = await startTestSystem();
-  t.teardown(() => sys.stop());
-  const orgId = await createOrg(sys.url);
-  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
-  const station = await createStation(sys.url, orgId);
-  const link = await connectLink(sys.linkAddress, station.token, [printer('desk')]);
-  t.teardown(() => link.close());
+  const { sys, link, api, post, job } = await oneStation(t, [printer('desk')]);
   const printerId = link.welcome.printerIds.desk as string;
-  const api = <T>(method: string, path: string, body?: unknown) =>
-    call<T>(sys.url, method, `/v1/orgs/${orgId}${path}`, {
-      token: secret,
-      ...(body === undefined ? {} : { body }),
-    });
-  type JobAnswer = { job: { id: string; status: string; status_detail: string } };
-  const create = async (extra: Record<string, unknown>) => {
-    const res = await api<JobAnswer>('POST', '/jobs', {
-      printer_id: printerId,
-      content: { type: 'text', data: 'hi' },
-      ...extra,
-    });
-    t.is(res.status, 201);
-    return res.body.job;
-  };
-  const held = await create({ hold: true });
-  const scheduled = await create({
+  const held = await post(printerId, { hold: true });
+  const scheduled = await post(printerId, {
     schedule_at: new Date(sys.clock.now().getTime() + 60_000).toISOString(),
   });
-  const failing = await create({});
+  const failing = await post(printerId);
   await link.until(() => link.jobs.some((j) => j.offer.jobId === failing.id));
   link.send({ result: { jobId: failing.id, attempt: 1, printed: false, detail: 'jammed' } });
   await eventually(
-    () => api<JobAnswer>('GET', `/jobs/${failing.id}`),
-    (r) => r.body.job.status === 'failed',
+    () => job(failing.id),
+    (j) => j.status === 'failed',
   );
 
   // The printer goes off; then each job becomes queued again, in its own way.
@@ -335,19 +309,15 @@ test('a job released, retried or due while its printer is offline says why it wa
   link.send({ printers: { printers: [printer('desk', 'offline', 'unplugged')] } });
   const printers = () => api<{ printers: Array<{ status: string }> }>('GET', '/printers');
   await eventually(printers, (r) => r.body.printers[0]?.status === 'offline');
-  t.is((await api<JobAnswer>('POST', `/jobs/${held.id}/retry`)).status, 200);
-  t.is((await api<JobAnswer>('POST', `/jobs/${failing.id}/retry`)).status, 200);
+  t.is((await api('POST', `/jobs/${held.id}/retry`)).status, 200);
+  t.is((await api('POST', `/jobs/${failing.id}/retry`)).status, 200);
   sys.clock.advance(61_000);
   await sys.system.sweeper.runOnce();
-  for (const job of [held, failing, scheduled]) {
-    const res = await eventually(
-      () => api<JobAnswer>('GET', `/jobs/${job.id}`),
-      (r) => r.body.job.status_detail !== '',
+  for (const { id } of [held, failing, scheduled]) {
+    const requeued = await eventually(
+      () => job(id),
+      (j) => j.status_detail !== '',
     );
-    t.deepEqual(
-      [res.body.job.status, res.body.job.status_detail],
-      ['queued', off],
-      `job ${job.id}`,
-    );
+    t.deepEqual([requeued.status, requeued.status_detail], ['queued', off], `job ${id}`);
   }
 });
