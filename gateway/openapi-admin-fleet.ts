@@ -5,13 +5,11 @@
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';
-import { JOB_FILTERS } from './openapi.js';
+import { V1_OPERATIONS } from './openapi.js';
 import type { OperationSpec, QueryParameter } from './openapi-builder.js';
 import { UpdateLocationBody, UpdateStationBody, UpdateTemplateBody } from './routes/admin-fleet.js';
 import {
   itemsOf,
-  JobList,
-  JobWithEvents,
   LocationSchema,
   OrgSchema,
   PrinterSchema,
@@ -232,25 +230,15 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 204, description: 'deleted' },
     errors: NOT_FOUND,
   },
+  // What the organization's integrations get, for support; never a document.
   'GET /admin/v1/orgs/:org/jobs': {
-    operationId: 'listJobs',
-    tag: 'Jobs',
+    ...(V1_OPERATIONS['GET /v1/orgs/:org/jobs'] as OperationSpec),
     summary: "An organization's jobs, newest first, as its integrations list them",
-    description:
-      'For support: the same page, filters and counts as `GET /v1/orgs/{org}/jobs`. No document is ever shown to the operator.',
-    query: [...listQuery, ...JOB_FILTERS],
-    success: { status: 200, description: 'a page of jobs, with counts by status', schema: JobList },
+    description: 'For support: the same page, filters and counts as `GET /v1/orgs/{org}/jobs`.',
     errors: LIST_ERRORS,
   },
   'GET /admin/v1/orgs/:org/jobs/:id': {
-    operationId: 'getJob',
-    tag: 'Jobs',
-    summary: 'A job and its events',
-    success: {
-      status: 200,
-      description: 'the job and every change it went through, oldest first',
-      schema: JobWithEvents,
-    },
+    ...(V1_OPERATIONS['GET /v1/orgs/:org/jobs/:id'] as OperationSpec),
     errors: NOT_FOUND,
   },
   'GET /admin/v1/audit': {

@@ -68,8 +68,8 @@ const ID = {
   key: '4c3b2a19-0f8e-4d7c-b6a5-948372615a4b',
 };
 
-/** The filters of a job list, beside `limit` and `cursor` (the operator's list has them too). */
-export const JOB_FILTERS: QueryParameter[] = [
+/** The filters of a job list, beside `limit` and `cursor`. */
+const JOB_FILTERS: QueryParameter[] = [
   {
     name: 'status',
     description: `a comma list of statuses (${JOB_STATUSES.join(', ')})`,
