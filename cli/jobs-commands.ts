@@ -92,7 +92,11 @@ async function contentFrom(file: string | undefined, text: string | undefined) {
     throw new UsageError('give either FILE or --text TEXT');
   }
   if (text !== undefined) return { type: 'text' as const, data: text };
-  const bytes = await readFile(file as string);
+  const bytes = await readFile(file as string).catch((error: NodeJS.ErrnoException) => {
+    // "ENOENT: no such file or directory, open 'x.pdf'" says less than the file and the reason.
+    const reason = error.code === 'ENOENT' ? 'there is no such file' : error.message;
+    throw new Error(`cannot read ${file}: ${reason}`);
+  });
   const ext = extname(file as string).toLowerCase();
   if (ext === '.pdf') return { type: 'pdf_base64' as const, data: bytes.toString('base64') };
   if (ext === '.txt' || ext === '.text')

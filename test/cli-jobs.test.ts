@@ -86,12 +86,15 @@ test.serial('a job that fails makes jobs create --wait exit 1 with the failed jo
   t.is(watched.code, 1);
 });
 
-test('an API error exits 1 with the error envelope on stderr', async (t) => {
+test('an API error exits 1 with the error envelope on stderr, and a file that cannot be read says why', async (t) => {
   const res = await runSpool(['jobs', 'get', '00000000-0000-4000-8000-000000000000'], env);
   t.is(res.code, 1);
   t.is(JSON.parse(res.stderr).error.code, 'not_found');
   const cancel = await runSpool(['jobs', 'cancel', 'not-a-uuid'], env);
   t.is(cancel.code, 1);
+  const missing = await runSpool(['jobs', 'create', '--printer', org.printerId, 'gone.pdf'], env);
+  t.is(missing.code, 1);
+  t.regex(missing.stderr, /^spool: cannot read gone\.pdf: there is no such file$/m);
 });
 
 test('wrong usage exits 2', async (t) => {
