@@ -138,15 +138,15 @@ export class Journal {
     return [...this.#entries.values()];
   }
 
-  /**
-   * Records a state. The entry changes at once (so a lookup right after sees it); the promise
-   * resolves when the line is on disk.
-   */
   /** Calls `listener` after each state {@link record}ed (the status file recounts its jobs). */
   onRecord(listener: () => void): void {
     this.#listeners.push(listener);
   }
 
+  /**
+   * Records a state. The entry changes at once (so a lookup right after sees it); the promise
+   * resolves when the line is on disk.
+   */
   record(
     jobId: string,
     attempt: number,

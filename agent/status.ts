@@ -1,9 +1,9 @@
 /**
  * The status file a running agent keeps in its state directory (`status.json`), which
  * `spool agent status` reads: whether the link is up and since when, the printers, their states
- * and the jobs each has waiting, the jobs printed today and the last error. It is replaced atomically (written to a
- * temporary file, then renamed), so a reader sees the old or the new file, never half of one. It
- * holds no secret.
+ * and the jobs each has waiting, the jobs printed today and the last error. It is replaced
+ * atomically (written to a temporary file, then renamed), so a reader sees the old or the new
+ * file, never half of one. It holds no secret.
  */
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI operations of the operator's reads, updates and deletes (routes/admin-fleet.ts):
- * organizations by name, stations, printers, locations, templates, jobs and the audit log. They join
- * the others in openapi-admin.ts.
+ * organizations by name, stations, printers, locations, templates, jobs and the audit log. They
+ * join the others in openapi-admin.ts.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';

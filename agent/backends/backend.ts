@@ -2,10 +2,9 @@
  * What every printing backend (file, raw socket, CUPS) offers the agent.
  */
 import type { PrinterCapabilities, PrintOptions } from '../../gen/spool/v1/stations.js';
-
 import type { PrinterStatusName } from '../../lib/printer-status.js';
 
-export type { PrinterStatusName };
+export type { PrinterStatusName } from '../../lib/printer-status.js';
 
 export interface PrinterStatus {
   status: PrinterStatusName;

@@ -1,8 +1,8 @@
 /**
  * The operator API's reads, updates and deletes (docs/api.md, operator section): organizations by
- * name, stations, printers, locations, templates and jobs of an organization, and the audit log. Every
- * lookup goes to the owning service with the organization of the path, which scopes it there: an
- * id of another organization answers 404.
+ * name, stations, printers, locations, templates and jobs of an organization, and the audit log.
+ * Every lookup goes to the owning service with the organization of the path, which scopes it
+ * there: an id of another organization answers 404.
  */
 import { Router } from '@koa/router';
 import { Type } from '@sinclair/typebox';

@@ -17,11 +17,7 @@ import { OutboxRelay } from '../../lib/outbox.js';
 import { createFetcher } from './fetch.js';
 import { createIdempotencyStore } from './idempotency.js';
 import { followPrinterChanges, PrinterCache } from './printer-cache.js';
-import {
-  createPrinterWaits,
-  refreshWaitsOfRequeued,
-  startPrinterWaitReader,
-} from './printer-waits.js';
+import { createPrinterWaits, startPrinterWaitReader } from './printer-waits.js';
 import { startReportReader } from './reports.js';
 import { createJobsServer, type ServerKeys } from './server.js';
 import { createJobStore, OUTBOX_TABLE } from './store.js';
@@ -65,10 +61,16 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const layout = deps.layout ?? SINGLE_REGION;
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const printerWaits = createPrinterWaits({ pool: deps.pool });
+  const waitReader = await startPrinterWaitReader({
+    nc: deps.nc,
+    stations: deps.stations,
+    waits: printerWaits,
+    logger,
+  });
   // Each change's messages leave as soon as its transaction commits, without a read back.
   const store = createJobStore(deps.pool, deps.clock, {
     onCommit: (rows) => relay.send(rows),
-    onRequeued: refreshWaitsOfRequeued({ stations: deps.stations, waits: printerWaits, logger }),
+    onRequeued: (jobs) => waitReader.requeued(jobs),
   });
   const documents = await openDocuments(deps.nc, layout);
   const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
@@ -84,12 +86,6 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     clock: deps.clock,
     ...(deps.serverKeys ? { serverKeys: deps.serverKeys } : {}),
     printers,
-    logger,
-  });
-  const waitReader = await startPrinterWaitReader({
-    nc: deps.nc,
-    stations: deps.stations,
-    waits: printerWaits,
     logger,
   });
   const reports = await startReportReader({

@@ -58,17 +58,8 @@ export function waitingDetail(
 
 type PrinterEvent = SpoolEvent<{ printer_id?: string; station_id?: string }>;
 
-/** The printer a `printer.status` event concerns. */
-const printerOf = (e: PrinterEvent): string | undefined =>
-  e.type === 'printer.status' ? e.data.printer_id || undefined : undefined;
-
 /** An (organization, id) pair as a map key, in lower case as ids are stored. */
 const keyOf = (orgId: string, id: string) => `${orgId}/${id}`.toLowerCase();
-
-const isStationEvent = (
-  e: PrinterEvent,
-): e is SpoolEvent<{ station_id: string; printer_id?: string }> =>
-  e.type.startsWith('station.') && Boolean(e.data.station_id);
 
 export interface PrinterWaits {
   /**
@@ -108,87 +99,65 @@ export function createPrinterWaits(deps: { pool: pg.Pool }): PrinterWaits {
   };
 }
 
-/**
- * What the jobs store calls with the jobs a transaction queued again (released, retried, due):
- * reads their printers afresh and writes the waiting detail of their queued and sent jobs, as a
- * printer event would. It runs after the transaction, off the caller's path; a failure leaves the
- * details to the printers' next events, and is logged.
- */
-export function refreshWaitsOfRequeued(deps: {
-  stations: AsyncClient<StationsServiceClient>;
-  waits: PrinterWaits;
-  logger: Logger;
-}): (jobs: Array<Pick<Job, 'orgId' | 'printerId'>>) => void {
-  return (jobs) => {
-    const printers = new Map<string, { orgId: string; printerId: string }>();
-    for (const { orgId, printerId } of jobs) {
-      printers.set(keyOf(orgId, printerId), { orgId, printerId });
-    }
-    const refresh = async () => {
-      const all = [...printers.values()];
-      for (let i = 0; i < all.length; i += IN_FLIGHT) {
-        const { items } = await deps.stations.printersOf({
-          printers: all.slice(i, i + IN_FLIGHT),
-          stations: [],
-        });
-        await deps.waits.printersChanged(items);
-      }
-    };
-    refresh().catch((err: unknown) =>
-      deps.logger.warn({ err }, 'could not say why jobs queued again wait for their printers'),
-    );
-  };
+/** A printer, or every printer of a station, whose jobs' details are to be brought up to date. */
+type Concern = { orgId: string; printerId: string } | { orgId: string; stationId: string };
+
+/** What an event concerns, or undefined for an event of no use here. */
+function concernOf(e: PrinterEvent): Concern | undefined {
+  const { printer_id: printerId, station_id: stationId } = e.data;
+  if (e.type === 'printer.status' && printerId) return { orgId: e.org_id, printerId };
+  if (e.type.startsWith('station.') && stationId) return { orgId: e.org_id, stationId };
+  return undefined;
 }
 
 /**
  * Follows `printer.status` and `station.*` events (one durable consumer each, shared by every
  * jobs replica) and refreshes the waiting detail of the printers they concern, read afresh from
- * the stations service, a batch of events at a time.
+ * the stations service, a batch at a time. `requeued` brings the printers of jobs just queued
+ * again (released, retried, due) into the same batches, so that a new job's detail is not the
+ * only one set without an event; a failure there leaves it to the printer's next event.
  */
 export async function startPrinterWaitReader(deps: {
   nc: NatsConnection;
   stations: AsyncClient<StationsServiceClient>;
   waits: PrinterWaits;
   logger: Logger;
-}): Promise<{ stop(): Promise<void> }> {
+}): Promise<{
+  requeued(jobs: Array<Pick<Job, 'orgId' | 'printerId'>>): void;
+  stop(): Promise<void>;
+}> {
   let stopping = false;
 
   /**
-   * Handles a batch: reads the state of every printer its events concern in one call and writes
-   * their jobs' details in one transaction. An event about a printer that no longer exists is
-   * dropped; the others are acknowledged once the transaction has committed.
+   * Handles a batch: reads the state of every printer it concerns in one call and writes their
+   * jobs' details in one transaction. Answers, for each concern, whether its printer still
+   * exists (a station always does here).
    */
-  async function handle(events: PrinterEvent[]): Promise<Array<{ ok: 'ack' | 'term' }>> {
+  async function handle(concerns: Concern[]): Promise<Array<{ ok: boolean }>> {
     // Events left waiting for a batch when the reader stops are redelivered to the next reader
     // instead of being handled during shutdown.
     if (stopping) throw new Error('the printer-waits reader is stopping');
     const printers = new Map<string, { orgId: string; printerId: string }>();
     const stations = new Map<string, { orgId: string; stationId: string }>();
-    for (const e of events) {
-      const printerId = printerOf(e);
-      if (printerId) printers.set(keyOf(e.org_id, printerId), { orgId: e.org_id, printerId });
-      else if (isStationEvent(e)) {
-        const stationId = e.data.station_id;
-        stations.set(keyOf(e.org_id, stationId), { orgId: e.org_id, stationId });
-      }
+    for (const c of concerns) {
+      if ('printerId' in c) printers.set(keyOf(c.orgId, c.printerId), c);
+      else stations.set(keyOf(c.orgId, c.stationId), c);
     }
     const { items } = await deps.stations.printersOf({
       printers: [...printers.values()],
       stations: [...stations.values()],
     });
     await deps.waits.printersChanged(items);
-    // Printers are found only within the organization their event names.
+    // Printers are found only within the organization their concern names.
     const found = new Set(items.map((p) => keyOf(p.orgId, p.id)));
-    return events.map((e) => {
-      const printerId = printerOf(e);
-      if (printerId) return { ok: found.has(keyOf(e.org_id, printerId)) ? 'ack' : 'term' };
-      return { ok: isStationEvent(e) ? 'ack' : 'term' };
-    });
+    return concerns.map((c) => ({
+      ok: !('printerId' in c) || found.has(keyOf(c.orgId, c.printerId)),
+    }));
   }
 
-  // One batch at a time for both consumers, so that a station's event and one of its printers'
-  // never interleave their read and their write.
-  const batches = new GroupCommit<PrinterEvent, 'ack' | 'term'>(handle, IN_FLIGHT);
+  // One batch at a time for both consumers and the jobs queued again, so that a station's event
+  // and one of its printers' never interleave their read and their write.
+  const batches = new GroupCommit<Concern, boolean>(handle, IN_FLIGHT);
 
   const follow = (durable: string, filter: string) =>
     startDurableConsumer<PrinterEvent>({
@@ -200,13 +169,27 @@ export async function startPrinterWaitReader(deps: {
       logger: deps.logger,
       parse: (msg) => msg.json<PrinterEvent>(),
       concurrency: IN_FLIGHT,
-      handle: (event) => batches.submit(event),
+      // An event about a printer that no longer exists, or of no use here, is dropped.
+      handle: async (event) => {
+        const concern = concernOf(event);
+        return concern && (await batches.submit(concern)) ? 'ack' : 'term';
+      },
     });
   const consumers = await Promise.all([
     follow(PRINTER_EVENTS_CONSUMER, 'events.*.printer.status'),
     follow(STATION_EVENTS_CONSUMER, 'events.*.station.*'),
   ]);
   return {
+    requeued(jobs) {
+      const printers = new Map(jobs.map((j) => [keyOf(j.orgId, j.printerId), j]));
+      for (const { orgId, printerId } of printers.values()) {
+        batches.submit({ orgId, printerId }).catch((err: unknown) => {
+          if (!stopping) {
+            deps.logger.warn({ err }, 'could not say why a job queued again waits for its printer');
+          }
+        });
+      }
+    },
     async stop() {
       stopping = true;
       await Promise.all(consumers.map((c) => c.stop()));
