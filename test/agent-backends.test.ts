@@ -363,7 +363,22 @@ test('lpstat is mapped to the link statuses, with the raw reasons as detail', (t
       'media-jam-error, media-empty-error',
     ],
     [lpstat(IDLE, 'door-open-error'), 'door_open', 'door-open-error'],
-    [lpstat(IDLE, 'cover-open-warning'), 'door_open', 'cover-open-warning'],
+    // A warning does not stop the printer: one empty tray of several, a cover it prints with.
+    [lpstat(IDLE, 'media-empty-warning'), 'ready', 'media-empty-warning'],
+    [
+      lpstat(IDLE, 'cover-open-warning media-jam-report'),
+      'ready',
+      'cover-open-warning, media-jam-report',
+    ],
+    [
+      lpstat(
+        'printer office now printing office-12.  enabled since Sun Nov 22 03:16:11 2026',
+        'media-empty-warning',
+      ),
+      'printing',
+      'media-empty-warning',
+    ],
+    [lpstat(IDLE, 'media-empty-warning media-jam'), 'paper_jam', 'media-empty-warning, media-jam'],
     [lpstat(IDLE, 'offline-report'), 'offline', 'offline-report'],
     [lpstat(IDLE, 'toner-empty-error'), 'error', 'toner-empty-error'],
     [lpstat(IDLE, 'toner-low-warning'), 'ready', 'toner-low-warning'],

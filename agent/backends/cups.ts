@@ -321,7 +321,8 @@ interface ReasonRule {
   match: (reason: string) => boolean;
 }
 
-// In order of precedence: the first rule any reason matches decides the status.
+// In order of precedence: the first rule any reason matches decides the status. Only reasons that
+// stop the printer count (see stopsPrinting).
 const REASON_RULES: ReasonRule[] = [
   { status: 'paper_jam', match: (r) => r === 'media-jam' },
   {
@@ -342,9 +343,20 @@ function baseReason(reason: string): string {
 }
 
 /**
- * Maps CUPS's view of a printer to a link status: the state reasons first (a jam, an open door, no
- * paper, offline), then a disabled queue (offline), any other `-error` reason (error), a job in
- * progress (printing), and otherwise ready. The detail is the raw reasons and the printer message.
+ * Whether a state reason stops the printer. IPP (RFC 8011, printer-state-reasons) says a `-warning`
+ * or `-report` reason does not: a `media-empty-warning` is one empty tray of several, and the
+ * printer prints from the others. A reason without a suffix counts as an error. The exception is
+ * `offline-report`, which CUPS's backends set when they cannot reach the printer.
+ */
+function stopsPrinting(reason: string): boolean {
+  return reason === 'offline-report' || !/-(warning|report)$/.test(reason);
+}
+
+/**
+ * Maps CUPS's view of a printer to a link status: the state reasons that stop it first (a jam, an
+ * open door, no paper, offline), then a disabled queue (offline), any other `-error` reason
+ * (error), a job in progress (printing), and otherwise ready. The detail is the raw reasons, warnings
+ * included, and the printer message.
  */
 export function mapCupsState(state: {
   enabled: boolean;
@@ -354,8 +366,9 @@ export function mapCupsState(state: {
 }): { status: PrinterStatusName; detail: string } {
   const reasons = state.reasons.filter((r) => r !== 'none');
   const detail = [reasons.join(', '), state.message].filter((s) => s !== '').join('; ');
+  const stopping = reasons.filter(stopsPrinting).map(baseReason);
   for (const rule of REASON_RULES) {
-    if (reasons.some((r) => rule.match(baseReason(r)))) return { status: rule.status, detail };
+    if (stopping.some(rule.match)) return { status: rule.status, detail };
   }
   if (!state.enabled) return { status: 'offline', detail: detail || 'the queue is disabled' };
   if (reasons.some((r) => r.endsWith('-error'))) return { status: 'error', detail };
