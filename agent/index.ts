@@ -63,6 +63,8 @@ export interface AgentOptions {
   journal?: { compactAfterLines?: number; retentionMs?: number };
   /** Builds a printer's backend; for tests. */
   createBackend?: (spec: BackendSpec) => Backend;
+  /** More fields for the start line, such as the configuration file it was read from. */
+  describe?: Record<string, unknown>;
 }
 
 export interface Agent {
@@ -187,8 +189,11 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   logger.info(
     {
       server: options.server,
+      tls: options.credentials !== undefined,
+      state_dir: options.stateDir,
       printers: printers.reports().map((r) => r.name),
       agent_version: agentVersion,
+      ...options.describe,
     },
     'station agent started',
   );

@@ -209,6 +209,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     agentVersion: agentVersion(),
     cups: { env, ...(s.cupsServer ? { server: s.cupsServer } : {}) },
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
+    ...(s.file ? { describe: { config: s.file.path } } : {}),
   });
   const metricsConfig = readConfig(
     {
@@ -218,17 +219,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     metricsEnv,
   );
   const metrics = await serveMetrics(metricsConfig.host, metricsConfig.port);
-  logger.info(
-    {
-      server,
-      tls,
-      state_dir: s.stateDir,
-      ...(s.file ? { config: s.file.path } : {}),
-      printers: s.printers.map((p) => p.name),
-      ...(metrics ? { metricsPort: metrics.port } : {}),
-    },
-    'agent started',
-  );
+  if (metrics) logger.info({ port: metrics.port }, 'agent metrics served on GET /metrics');
   onSignal(logger, async () => {
     await agent.stop();
     metrics?.server.close();

@@ -120,7 +120,7 @@ test.serial(
     await chmod(join(s.dir, 'agent.token'), 0o644);
     const loose = stopAgent(t, spawnSpool(['agent', '--config', s.config], {}));
     await loose.waitFor(/the token file can be read by other users; chmod 600 it/);
-    await loose.waitFor(/"msg":"agent started"/);
+    await loose.waitFor(/"msg":"station agent started"/);
     t.is(await loose.stop(), 0);
 
     // The environment, with no token in the file at all.
