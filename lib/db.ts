@@ -62,8 +62,24 @@ class PreparingClient extends pg.Client {
   }
 }
 
+/**
+ * A pool whose lone statements (`pool.query`, outside {@link withTx}) run again when the database
+ * fails them to serialize. With SERIALIZABLE as the default, PostgreSQL can fail even a lone read
+ * so, under load (CockroachDB retries such a statement itself). A lone statement is a transaction
+ * of its own, and one that failed so changed nothing: running it again is safe, writes included.
+ */
+class RetryingPool extends pg.Pool {
+  // biome-ignore lint/suspicious/noExplicitAny: pg's overloads of query() are many; this one passes them through.
+  override query(config: any, values?: any, callback?: any): any {
+    if (typeof values === 'function' || typeof callback === 'function') {
+      return super.query(config, values, callback);
+    }
+    return retried(() => super.query(config, values));
+  }
+}
+
 export function createPool(options: PoolOptions): pg.Pool {
-  const pool = new pg.Pool({
+  const pool = new RetryingPool({
     Client: PreparingClient,
     connectionString: options.url,
     max: options.max ?? 10,
@@ -92,6 +108,12 @@ export interface TxOptions {
 }
 
 const SERIALIZATION_FAILURE = '40001';
+/**
+ * Attempts in all, the first included, of a transaction or a lone statement: enough for a burst
+ * of writers to the same rows to get through one after another. And the first backoff.
+ */
+const ATTEMPTS = 24;
+const BASE_DELAY_MS = 5;
 /** The longest wait between two attempts. */
 const MAX_BACKOFF_MS = 250;
 
@@ -142,9 +164,8 @@ export async function withTx<T>(
   fn: (tx: pg.PoolClient) => Promise<T>,
   options: TxOptions = {},
 ): Promise<T> {
-  // Enough for a burst of writers to the same rows to get through one after another.
-  const attempts = options.attempts ?? 24;
-  const baseDelayMs = options.baseDelayMs ?? 5;
+  const attempts = options.attempts ?? ATTEMPTS;
+  const baseDelayMs = options.baseDelayMs ?? BASE_DELAY_MS;
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken = false;
@@ -183,27 +204,17 @@ function backOff(attempt: number, baseDelayMs: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
 }
 
-/**
- * One statement on its own, outside {@link withTx}, run again when the database fails it to
- * serialize. With SERIALIZABLE as the default, PostgreSQL can fail even a lone read so (CockroachDB
- * retries such a statement itself). Only for statements that may run twice: reads.
- */
-export async function queryRetried<R extends pg.QueryResultRow = pg.QueryResultRow>(
-  pool: pg.Pool,
-  text: string,
-  values: unknown[],
-  options: Pick<TxOptions, 'attempts' | 'baseDelayMs'> = {},
-): Promise<pg.QueryResult<R>> {
-  const attempts = options.attempts ?? 24;
+/** Runs `statement` again, after a jittered backoff, while the database fails it to serialize. */
+async function retried<T>(statement: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await pool.query<R>(text, values);
+      return await statement();
     } catch (err) {
       if (!isRetryable(err)) throw err;
-      if (attempt >= attempts) {
+      if (attempt >= ATTEMPTS) {
         throw new SpoolError('unavailable', 'the database is too busy; try again', { cause: err });
       }
-      await backOff(attempt, options.baseDelayMs ?? 5);
+      await backOff(attempt, BASE_DELAY_MS);
     }
   }
 }

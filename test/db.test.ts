@@ -128,6 +128,35 @@ test('a last statement with its COMMIT is refused outside a transaction and afte
   );
 });
 
+test('a lone statement the database fails to serialize runs again, and other errors do not', async (t) => {
+  const { pool } = t.context;
+  // Fails with SQLSTATE 40001 until the sequence, which no rollback turns back, passes `fails`.
+  await pool.query(`CREATE SEQUENCE lone_tries;
+    CREATE TABLE lone_rows (n INT NOT NULL);
+    CREATE FUNCTION lone_flaky(fails INT) RETURNS INT LANGUAGE plpgsql AS $$
+    DECLARE n INT := nextval('lone_tries');
+    BEGIN
+      IF n <= fails THEN
+        RAISE EXCEPTION 'could not serialize access' USING ERRCODE = '40001';
+      END IF;
+      RETURN n;
+    END $$`);
+  // A read, with its parameters (prepared), and a write: each is tried until it goes through.
+  const { rows } = await pool.query<{ n: number }>('SELECT lone_flaky($1) AS n', [2]);
+  t.is(rows[0]?.n, 3);
+  await pool.query('INSERT INTO lone_rows (n) SELECT lone_flaky(5)');
+  const written = await pool.query<{ n: number }>('SELECT n FROM lone_rows');
+  t.deepEqual(
+    written.rows.map((r) => r.n),
+    [6],
+  );
+  // Any other error is the caller's at once.
+  await t.throwsAsync(pool.query('SELECT lone_flaky($1) / 0', [0]), {
+    message: /division by zero/,
+  });
+  t.is((await pool.query<{ n: string }>('SELECT last_value AS n FROM lone_tries')).rows[0]?.n, '7');
+});
+
 test('migrations apply in order once, and a second run applies nothing', async (t) => {
   const { pool } = t.context;
   const dir = await mkdtemp(join(tmpdir(), 'spool-migrations-'));

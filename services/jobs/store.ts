@@ -9,7 +9,7 @@ import type { Job, JobEvent, Template, TemplateField, Upload } from '../../gen/s
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
-import { queryRetried, queryThenCommit, withTx } from '../../lib/db.js';
+import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
@@ -516,8 +516,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     );
     for (let attempt = 1; ; attempt++) {
       // Outside the transaction (item 28 in docs/performance.md): the write checks what it read.
-      const { rows } = await queryRetried<JobRow>(
-        pool,
+      const { rows } = await pool.query<JobRow>(
         `SELECT ${JOB_COLUMNS} FROM unnest($1::UUID[], $2::UUID[]) AS k (job_org_id, job_id)
          JOIN jobs ON jobs.org_id = k.job_org_id AND jobs.id = k.job_id`,
         keys,
