@@ -42,6 +42,9 @@ const PULL_EXPIRES_MS = 2_000;
  */
 const API_TIMEOUT_MS = 2_000;
 
+/** How long the server waits for a message's ack before it sends the message again: 30 s. */
+const ACK_WAIT_NS = 30_000_000_000;
+
 /** Pull notifications that say messages stopped coming for a while. */
 const STALLS = new Set([
   'heartbeats_missed',
@@ -76,13 +79,14 @@ export async function startDurableConsumer<T>(
   options: DurableConsumerOptions<T>,
 ): Promise<DurableConsumer> {
   const jsm = await jetstreamManager(options.nc);
-  await jsm.consumers.add(options.stream, {
+  const config = {
     durable_name: options.durable,
     ack_policy: AckPolicy.Explicit,
     max_deliver: -1,
-    ack_wait: 30_000_000_000,
+    ack_wait: ACK_WAIT_NS,
     ...options.config,
-  });
+  };
+  await jsm.consumers.add(options.stream, config);
   const consumer = await jetstream(options.nc, { timeout: API_TIMEOUT_MS }).consumers.get(
     options.stream,
     options.durable,
@@ -157,14 +161,31 @@ export async function startDurableConsumer<T>(
     }
   };
 
+  /**
+   * Messages in hand: handled, or waiting behind their key. Every third of the ack wait each is
+   * told to the server as still in progress, which starts its wait again: a handler that takes
+   * longer (a slow database, a fan-out waiting for room) does not get its message sent again to
+   * another replica, or to itself, while it works on it.
+   */
+  const inHand = new Set<JsMsg>();
+  const keepAlive = setInterval(
+    () => {
+      for (const msg of inHand) msg.working();
+    },
+    Number(config.ack_wait) / 3 / 1e6,
+  );
+  keepAlive.unref();
+
   const dispatch = (msg: JsMsg, value: T): Promise<void> => {
     const key = options.keyOf?.(value);
     const before = key === undefined ? undefined : lastOfKey.get(key);
     const run = before ? before.then(() => handleOne(msg, value)) : handleOne(msg, value);
     inFlight.add(run);
+    inHand.add(msg);
     if (key !== undefined) lastOfKey.set(key, run);
     void run.then(() => {
       inFlight.delete(run);
+      inHand.delete(msg);
       slotFreed?.();
       slotFreed = undefined;
       if (key !== undefined && lastOfKey.get(key) === run) lastOfKey.delete(key);
@@ -226,6 +247,7 @@ export async function startDurableConsumer<T>(
       }
     }
     await Promise.all(inFlight);
+    clearInterval(keepAlive);
     ackNow();
   })();
   return {

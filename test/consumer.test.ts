@@ -80,3 +80,41 @@ test('a consumer handles at most `concurrency` messages at once, those of a key 
     throw new Error('messages left unacknowledged');
   });
 });
+
+test('a message handled for longer than the ack wait is not sent again meanwhile', async (t) => {
+  const { nc } = t.context;
+  await (await jetstreamManager(nc)).streams.add({ name: 'SLOW', subjects: ['slow.>'] });
+  const js = jetstream(nc);
+  // The wait is the server's own timer, which no clock of the test can move: one of a second,
+  // against a handler of three (and a message waiting behind it, by key, for as long).
+  await js.publish('slow.a', JSON.stringify({ key: 'a', n: 1 }));
+  await js.publish('slow.a', JSON.stringify({ key: 'a', n: 2 }));
+  const deliveries: number[] = [];
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  const consumer = await startDurableConsumer<{ key: string; n: number }>({
+    nc,
+    stream: 'SLOW',
+    durable: 'slow',
+    config: { filter_subject: 'slow.>', ack_wait: 1_000_000_000 },
+    logger: silentLogger,
+    parse: (msg) => msg.json(),
+    concurrency: 2,
+    keyOf: (v) => v.key,
+    async handle(value) {
+      deliveries.push(value.n);
+      if (value.n === 1) await new Promise((resolve) => setTimeout(resolve, 3_000));
+      else done();
+      return 'ack';
+    },
+  });
+  t.teardown(() => consumer.stop());
+  await finished;
+  // Long enough for a redelivery of either to have come, had the wait run out.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  t.deepEqual(deliveries, [1, 2], 'each message handled once');
+  const info = await (await jetstreamManager(nc)).consumers.info('SLOW', 'slow');
+  t.is(info.num_redelivered, 0);
+});
