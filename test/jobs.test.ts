@@ -305,6 +305,23 @@ test.serial('jobs list pages, filters and counts', async (t) => {
     const res = await call<ErrorBody>(sys.url, 'GET', `${base}${bad}`, { token: key });
     t.is(res.status, 400, bad);
   }
+  // A cursor taken apart and put together again with other keys is refused as one, on every list.
+  const [at, id] = JSON.parse(Buffer.from(page1.body.next_cursor, 'base64url').toString());
+  const tampered = [
+    [at, 'not-a-uuid'],
+    ['2026-13-45T99:00:00.000Z', id],
+    ['yesterday', id],
+    [at, id, 'more'],
+  ].map((key) => Buffer.from(JSON.stringify(key)).toString('base64url'));
+  for (const list of [base, `/v1/orgs/${orgId}/printers`, `/v1/orgs/${orgId}/locations`]) {
+    for (const cursor of [...tampered, 'garbage']) {
+      const res = await call<ErrorBody>(sys.url, 'GET', `${list}?cursor=${cursor}`, {
+        token: key,
+      });
+      t.is(res.status, 400, `${list} ${cursor}`);
+      t.like(res.body.error, { code: 'invalid', param: 'cursor' });
+    }
+  }
 });
 
 test.serial(
