@@ -5,25 +5,27 @@
  * still running is a 409 too, so concurrent retries create one job. "The same request" compares
  * the parsed JSON body, so whitespace and the order of fields do not matter.
  *
- * Answers below 500 are kept; a 5xx releases the key so that the client's retry does the work. A
- * request that creates a job hands its claim to the jobs service, which completes it in the job's
- * own transaction: a retry then finds the job even when the answer was lost on its way back.
+ * Only successful answers are kept. An error did nothing, so it releases the key and the client's
+ * retry does the work: one refused for a cause that has gone since (the test keys' daily limit, a
+ * printer not yet linked, a service restarting) then succeeds, where a kept error would have been
+ * replayed for a day. A request that creates a job hands its claim to the jobs service, which
+ * completes it in the job's own transaction: a retry then finds the job even when the answer was
+ * lost on its way back.
  */
 import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
 import stringify from 'safe-stable-stringify';
-import { invalid, isSpoolError, SpoolError } from '../lib/errors.js';
+import { invalid, SpoolError } from '../lib/errors.js';
 import { readRaw } from './body.js';
 import type { JobsClient } from './clients.js';
-import { errorEnvelope } from './errors.js';
 import type { GatewayState } from './state.js';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
 export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<GatewayState> {
   return async (ctx, next) => {
+    if (ctx.headers['idempotency-key'] === undefined) return next();
     const key = ctx.get('idempotency-key');
-    if (key === '') return next();
     if (!KEY.test(key)) {
       throw invalid('Idempotency-Key must be 1 to 255 visible ASCII characters', 'Idempotency-Key');
     }
@@ -48,25 +50,17 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
     ctx.state.idempotency = held;
     let status: number;
     let answer: unknown;
+    const release = () => jobs.releaseIdempotencyKey({ orgId, ...held }).catch(() => undefined);
     try {
       await next();
       status = ctx.status;
       answer = ctx.body;
     } catch (err) {
-      if (!isSpoolError(err) || err.httpStatus >= 500) {
-        await jobs.releaseIdempotencyKey({ orgId, ...held }).catch(() => undefined);
-        throw err;
-      }
-      await jobs.completeIdempotencyKey({
-        orgId,
-        ...held,
-        status: err.httpStatus,
-        body: Buffer.from(JSON.stringify(errorEnvelope(err, ctx.state.requestId))),
-      });
+      await release();
       throw err;
     }
-    if (status >= 500) {
-      await jobs.releaseIdempotencyKey({ orgId, ...held }).catch(() => undefined);
+    if (status >= 400) {
+      await release();
       return;
     }
     // The work is done, so its answer goes out even if recording it fails: a job's creation has

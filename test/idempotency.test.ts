@@ -133,6 +133,39 @@ test('a claim abandoned before its job was made lets a retry through after a min
   t.is(again.body.job.id, retry.body.job.id);
 });
 
+test.serial(
+  'an error is not kept: a retry with the key does the work once its cause is gone',
+  async (t) => {
+    const { sys } = t.context;
+    const orgId = await createOrg(sys.url, 'Limited');
+    const testKey = (await createKey(sys.url, orgId, { mode: 'test', scopes: SCOPES })).secret;
+    const station = await createStation(sys.url, orgId);
+    const link = await connectLink(sys.linkAddress, station.token, [printer('p')]);
+    t.teardown(() => link.close());
+    const body = { printer_id: link.welcome.printerIds.p, content: { type: 'text', data: 'x' } };
+    const postAs = (headers: Record<string, string> = {}) =>
+      call<JobAnswer>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, { token: testKey, body, headers });
+    sys.clock.set(new Date(Date.UTC(2031, 0, 1, 12)));
+    for (let i = 0; i < 200; i++) t.is((await postAs()).status, 201);
+    // The day's test prints are used up: refused, again and again, each time with when to retry.
+    const key = `limited-${randomUUID()}`;
+    for (let i = 0; i < 2; i++) {
+      const refused = await postAs({ 'Idempotency-Key': key });
+      t.is(refused.status, 429);
+      t.is(refused.headers.get('idempotent-replayed'), null);
+      t.truthy(refused.headers.get('retry-after'));
+    }
+    // The next UTC day the same request with the same key prints, once.
+    sys.clock.set(new Date(Date.UTC(2031, 0, 2, 0, 0, 1)));
+    const next = await postAs({ 'Idempotency-Key': key });
+    t.is(next.status, 201);
+    const replayed = await postAs({ 'Idempotency-Key': key });
+    t.is(replayed.status, 201);
+    t.is(replayed.headers.get('idempotent-replayed'), 'true');
+    t.is(replayed.body.job.id, next.body.job.id);
+  },
+);
+
 test('the same JSON with other white space and field order is the same request', async (t) => {
   const key = `json-${randomUUID()}`;
   const body = jobBody(t, key);
@@ -143,6 +176,16 @@ test('the same JSON with other white space and field order is the same request',
   t.is(again.status, 201);
   t.is(again.body.job.id, first.body.job.id);
   t.is(again.headers.get('idempotent-replayed'), 'true');
+});
+
+test('an Idempotency-Key that is empty, too long or not visible ASCII is refused', async (t) => {
+  const body = jobBody(t, `bad-keys-${randomUUID()}`);
+  for (const bad of ['', 'x'.repeat(256), 'order 1']) {
+    const res = await post(t, bad, body);
+    t.is(res.status, 400, JSON.stringify(bad));
+    t.like(res.body.error, { code: 'invalid', param: 'Idempotency-Key' });
+  }
+  t.deepEqual(await jobsWithReference(t, body.reference), []);
 });
 
 test('two API keys of one organization share its Idempotency-Keys', async (t) => {
