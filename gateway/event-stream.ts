@@ -132,6 +132,7 @@ class Listener {
     resuming: boolean,
     readonly onClose: (l: Listener) => void,
     readonly onCork: (l: Listener) => void,
+    readonly allowed: (() => Promise<boolean>) | undefined,
   ) {
     this.last = after;
     this.held = resuming ? [] : undefined;
@@ -241,11 +242,22 @@ export interface OpenStream {
   types: ReadonlySet<string> | undefined;
   /** The sequence of the `Last-Event-ID`, when the client resumes. */
   lastEventId: number | undefined;
+  /**
+   * Whether the credential that opened the stream still allows it (not signed out, revoked,
+   * expired, removed from the organization or stripped of the scope); asked at every keep-alive
+   * and at every revocation heard, and the stream ends when it answers false. Undefined: always.
+   */
+  allowed?: () => Promise<boolean>;
 }
 
 export interface EventStreams {
   /** Starts sending an organization's events on `res`, whose headers are written already. */
   open(stream: OpenStream): Promise<void>;
+  /**
+   * Asks every open stream's {@link OpenStream.allowed} again, and ends the streams it no longer
+   * allows: called when a key or session is revoked.
+   */
+  recheck(): void;
   /** Open streams, for metrics and tests. */
   readonly size: number;
   /** Resolves once the feed reads `EVENTS`; rejects after `readyTimeoutMs`. */
@@ -387,10 +399,40 @@ export function createEventStreams(deps: {
     stopping = done;
   }
 
+  let checking: Promise<void> | undefined;
+  let checkAgain = false;
+  /** Ends the streams whose credential no longer allows them; one pass at a time. */
+  const recheck = (): void => {
+    if (checking) {
+      checkAgain = true;
+      return;
+    }
+    checking = (async () => {
+      do {
+        checkAgain = false;
+        const open = [...byOrg.values()].flatMap((set) => [...set]);
+        await Promise.all(
+          open.map(async (l) => {
+            // A check that cannot be made now (the accounts service restarting) ends nothing.
+            if (!l.allowed || (await l.allowed().catch(() => true)) || l.closed) return;
+            logger.info(
+              { org_id: l.orgId },
+              'event stream ended: its key or session no longer allows it',
+            );
+            l.close();
+          }),
+        );
+      } while (checkAgain && !closed);
+    })().finally(() => {
+      checking = undefined;
+    });
+  };
+
   /** Whether no stream was open at the last keep-alive tick too. */
   let idleTick = false;
   const keepAlive = setInterval(() => {
     for (const set of byOrg.values()) for (const l of set) l.write(KEEP_ALIVE);
+    recheck();
     // The feed stops once no stream has been open for a whole keep-alive interval, so that a
     // client reconnecting at once finds it running.
     if (count === 0 && idleTick) stopFeed();
@@ -545,6 +587,7 @@ export function createEventStreams(deps: {
         resuming,
         remove,
         cork,
+        stream.allowed,
       );
       let set = byOrg.get(l.orgId);
       if (!set) {
@@ -562,6 +605,7 @@ export function createEventStreams(deps: {
         l.close(true);
       }
     },
+    recheck,
     async close() {
       if (closed) return;
       closed = true;

@@ -74,7 +74,6 @@ export function createGateway(options: GatewayOptions): Gateway {
         return { key: res.key, orgName: res.orgName };
       }),
   });
-  const stopFollowing = followRevocations(options.nc, cache, logger);
   const sessionCache = new SessionCache({
     clock: options.clock,
     ...(options.sessionCacheTtlMs === undefined ? {} : { ttlMs: options.sessionCacheTtlMs }),
@@ -94,13 +93,20 @@ export function createGateway(options: GatewayOptions): Gateway {
         };
       }),
   });
-  const stopFollowingSessions = followSessionRevocations(options.nc, sessionCache, logger);
   const events = createEventStreams({
     nc: options.nc,
     clock: options.clock,
     logger,
     ...(options.eventStreams ? { options: options.eventStreams } : {}),
   });
+  // A revoked key, a signed-out session or a changed membership also ends the streams it opened.
+  const stopFollowing = followRevocations(options.nc, cache, logger, events.recheck);
+  const stopFollowingSessions = followSessionRevocations(
+    options.nc,
+    sessionCache,
+    logger,
+    events.recheck,
+  );
   let draining = false;
   const status = createStatusChecker({
     health: options.health,

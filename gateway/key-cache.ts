@@ -92,9 +92,15 @@ export class KeyCache {
 }
 
 /**
- * Keeps a cache in step with revocations heard on the bus. Returns a function that stops listening.
+ * Keeps a cache in step with revocations heard on the bus, and tells `revoked` after each (the
+ * event streams then end those the key had opened). Returns a function that stops listening.
  */
-export function followRevocations(nc: NatsConnection, cache: KeyCache, logger: Logger): () => void {
+export function followRevocations(
+  nc: NatsConnection,
+  cache: KeyCache,
+  logger: Logger,
+  revoked: () => void = () => {},
+): () => void {
   const sub = nc.subscribe(subjects.anyKeyRevoked, {
     callback: (err, msg) => {
       if (err) {
@@ -108,6 +114,7 @@ export function followRevocations(nc: NatsConnection, cache: KeyCache, logger: L
       } catch {
         cache.clear();
       }
+      revoked();
     },
   });
   const stopWatching = onConnectionLost(nc, () => cache.clear());

@@ -110,11 +110,16 @@ export class SessionCache {
   }
 }
 
-/** Keeps a session cache in step with sign-outs heard on the bus; returns a function that stops. */
+/**
+ * Keeps a session cache in step with sign-outs and membership changes heard on the bus, and tells
+ * `revoked` after each (the event streams then end those the session may no longer hold open).
+ * Returns a function that stops.
+ */
 export function followSessionRevocations(
   nc: NatsConnection,
   cache: SessionCache,
   logger: Logger,
+  revoked: () => void = () => {},
 ): () => void {
   const sub = nc.subscribe(subjects.anySessionRevoked, {
     callback: (err, msg) => {
@@ -129,6 +134,7 @@ export function followSessionRevocations(
       } catch {
         cache.clear();
       }
+      revoked();
     },
   });
   const stopWatching = onConnectionLost(nc, () => cache.clear());

@@ -268,6 +268,58 @@ test.serial('types= sends only the named types; an unknown type is a 400', async
 });
 
 test.serial(
+  'a revoked key, a signed-out session and a removed member each end the stream they opened',
+  async (t) => {
+    const { org } = t.context;
+    const key = await createKey(org.sys.url, org.orgId, { scopes: ['jobs:read'] });
+    const byKey = await openStream(streamUrl(t), { token: key.secret });
+    const leaving = await member(org.sys.url, org.orgId, 'viewer');
+    const bySession = await openStream(streamUrl(t), {
+      headers: { cookie: `spool_session=${leaving.cookie}` },
+    });
+    const removed = await member(org.sys.url, org.orgId, 'viewer');
+    const byMember = await openStream(streamUrl(t), {
+      headers: { cookie: `spool_session=${removed.cookie}` },
+    });
+    const staying = await openStream(streamUrl(t), { token: org.key });
+    const streams = [byKey, bySession, byMember, staying];
+    t.teardown(() => {
+      for (const s of streams) s.close();
+    });
+    t.deepEqual(
+      streams.map((s) => s.status),
+      [200, 200, 200, 200],
+    );
+
+    const revoke = await call(
+      org.sys.url,
+      'DELETE',
+      `/admin/v1/orgs/${org.orgId}/keys/${key.key.id}`,
+      {
+        token: OPERATOR_TOKEN,
+      },
+    );
+    t.is(revoke.status, 204);
+    t.is((await leaving.call('POST', '/console/v1/sign-out')).status, 204);
+    const owner = await member(org.sys.url, org.orgId, 'owner');
+    const removal = await owner.call(
+      'DELETE',
+      `/console/v1/orgs/${org.orgId}/people/${removed.personId}`,
+    );
+    t.is(removal.status, 204);
+    // Each ends cleanly, so that the client's reconnect is refused rather than retried silently.
+    t.deepEqual(await Promise.all([byKey.ended, bySession.ended, byMember.ended]), [
+      'end',
+      'end',
+      'end',
+    ]);
+    const jobId = await postJob(t, 'after-revocations');
+    await staying.until(printed(jobId), 20_000);
+    for (const ended of [byKey, bySession, byMember]) t.deepEqual(ofJob(ended.messages, jobId), []);
+  },
+);
+
+test.serial(
   "a signed-in person's session reads the stream of their organization only",
   async (t) => {
     const { org } = t.context;

@@ -3,16 +3,51 @@
  * Realtime). Authentication, organization and scope (`jobs:read`) are checked by the `/v1` chain
  * before this handler; everything after the headers is gateway/event-stream.ts.
  */
-import type { Middleware } from 'koa';
-import { SpoolError } from '../../lib/errors.js';
+import type { Context, Middleware } from 'koa';
+import type { Scope } from '../../lib/credentials.js';
+import { isSpoolError, SpoolError } from '../../lib/errors.js';
 import { EVENT_TYPES } from '../../lib/events.js';
+import { type KeyAuthOptions, requireOwnOrg, requireScope } from '../auth.js';
 import type { EventStreams } from '../event-stream.js';
 import { parseEventId } from '../event-stream.js';
 import { rejectUnknownParams, single } from '../query.js';
+import { requireKeyOrSession, type SessionOptions } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { orgOf } from './context.js';
 
 type Handler = Middleware<GatewayState>;
+
+/** The scope a stream needs, in the route table and again for as long as it is open. */
+export const STREAM_SCOPE: Scope = 'jobs:read';
+
+/** Answers that say the credential no longer allows the stream, as a new request would get. */
+const REFUSALS = new Set(['unauthorized', 'forbidden', 'not_found']);
+
+/**
+ * Whether the request's key or session still allows its stream: the same authentication and
+ * authorisation a new request to the route passes (rate limit aside), run again on the headers the
+ * stream was opened with. A check that fails for another reason (the accounts service restarting)
+ * allows the stream.
+ */
+function stillAllowed(
+  ctx: Context & { state: GatewayState },
+  auth: Handler[],
+): () => Promise<boolean> {
+  return async () => {
+    const probe = Object.create(ctx) as Context & { state: GatewayState };
+    probe.state = { requestId: ctx.state.requestId };
+    const run = (i: number): Promise<void> =>
+      i === auth.length
+        ? Promise.resolve()
+        : Promise.resolve((auth[i] as Handler)(probe, () => run(i + 1)));
+    try {
+      await run(0);
+      return true;
+    } catch (err) {
+      return !(isSpoolError(err) && REFUSALS.has(err.code));
+    }
+  };
+}
 
 /** The types a stream can carry: every type of spec §6 a webhook delivers (not `ping`). */
 export const STREAM_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping');
@@ -38,7 +73,17 @@ export function parseTypes(text: string | undefined): ReadonlySet<string> | unde
   return new Set(types);
 }
 
-export function streamHandlers(deps: { events: EventStreams }): Record<string, Handler> {
+export function streamHandlers(deps: {
+  events: EventStreams;
+  cache: KeyAuthOptions['cache'];
+  clock: KeyAuthOptions['clock'];
+  sessions?: SessionOptions | undefined;
+}): Record<string, Handler> {
+  const auth = [
+    requireKeyOrSession({ cache: deps.cache, clock: deps.clock }, deps.sessions),
+    requireOwnOrg,
+    requireScope(STREAM_SCOPE),
+  ];
   return {
     'GET /v1/orgs/:org/stream': async (ctx) => {
       rejectUnknownParams(ctx.query, ['types']);
@@ -72,7 +117,13 @@ export function streamHandlers(deps: { events: EventStreams }): Record<string, H
       res.flushHeaders();
       ctx.req.socket.setNoDelay(true);
       ctx.req.socket.setTimeout(0);
-      await deps.events.open({ orgId: orgOf(ctx), res, types, lastEventId });
+      await deps.events.open({
+        orgId: orgOf(ctx),
+        res,
+        types,
+        lastEventId,
+        allowed: stillAllowed(ctx, auth),
+      });
     },
   };
 }

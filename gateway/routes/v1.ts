@@ -17,7 +17,7 @@ import { requireKeyOrSession, type SessionOptions } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { fleetHandlers } from './fleet.js';
 import { jobHandlers } from './jobs.js';
-import { streamHandlers } from './stream.js';
+import { STREAM_SCOPE, streamHandlers } from './stream.js';
 import { webhookV1Handlers } from './webhooks.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -80,7 +80,7 @@ export const V1_ROUTES: readonly V1Route[] = [
     path: '/v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend',
     scope: 'webhooks:write',
   },
-  { method: 'GET', path: '/v1/orgs/:org/stream', scope: 'jobs:read' },
+  { method: 'GET', path: '/v1/orgs/:org/stream', scope: STREAM_SCOPE },
 ];
 
 export interface V1Deps {
