@@ -5,7 +5,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kvm } from '@nats-io/kv';
-import { type BusLayout, bucketPlacement, type NatsConnection, SINGLE_REGION } from '../lib/bus.js';
+import {
+  type BusLayout,
+  bucketPlacement,
+  type NatsConnection,
+  natsConnected,
+  SINGLE_REGION,
+} from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { createApp } from './app.js';
@@ -150,7 +156,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     bodyLimit: options.bodyLimit,
     maxDocumentBytes: options.maxDocumentBytes,
     trustProxy: options.trustProxy,
-    ready: async () => !draining && !options.nc.isClosed(),
+    ready: async () => !draining && natsConnected(options.nc),
     events,
     sessions: {
       cache: sessionCache,

@@ -3,7 +3,7 @@
  * checks of the parts behind the gateway, each with a short deadline so that the page answers when
  * a backend hangs, which is when people read it. `outage` means the API or print delivery is down.
  */
-import type { NatsConnection } from '../lib/bus.js';
+import { type NatsConnection, natsConnected } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { HealthClient } from '../lib/health-client.js';
 import { rfc3339 } from '../lib/time.js';
@@ -61,7 +61,7 @@ export function createStatusChecker(sources: StatusSources): { check(): Promise<
           new Promise<string>((r) => setTimeout(() => r(''), deadlineMs)),
         ]),
       ]);
-      const nats = { ok: !sources.nc.isClosed() && !sources.nc.isDraining(), slow: false };
+      const nats = { ok: natsConnected(sources.nc), slow: false };
       // Each service reports NOT_SERVING when it cannot reach its database (lib/health-watch.ts).
       const database = { ok: accounts.ok || jobs.ok || stations.ok, slow: false };
       const components: PublicStatus['components'] = [

@@ -158,6 +158,18 @@ export function onConnectionLost(nc: NatsConnection, lost: (back: boolean) => vo
   };
 }
 
+/** Connections made by {@link connectBus}: whether each is up, as its status events last said. */
+const connectionUp = new WeakMap<NatsConnection, { up: boolean }>();
+
+/**
+ * Whether the connection to NATS is up: not closed or draining, and not between a disconnect and
+ * the reconnect that follows (nats.js reconnects for ever, so a server that is away leaves the
+ * connection open but down). Readiness and health say a service is not serving meanwhile.
+ */
+export function natsConnected(nc: NatsConnection): boolean {
+  return (connectionUp.get(nc)?.up ?? true) && !nc.isClosed() && !nc.isDraining();
+}
+
 export async function connectBus(options: {
   url: string;
   name: string;
@@ -176,8 +188,12 @@ export async function connectBus(options: {
     noAsyncTraces: true,
     ...(creds ? { authenticator: credsAuthenticator(new Uint8Array(creds)) } : {}),
   });
+  const state = { up: true };
+  connectionUp.set(nc, state);
   void (async () => {
     for await (const s of nc.status()) {
+      if (s.type === 'disconnect') state.up = false;
+      if (s.type === 'reconnect') state.up = true;
       if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error') {
         options.logger.warn({ nats: s.type }, 'nats connection status');
       }

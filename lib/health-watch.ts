@@ -5,7 +5,7 @@
  */
 import type { HealthImplementation } from 'grpc-health-check';
 import type pg from 'pg';
-import type { NatsConnection } from './bus.js';
+import { type NatsConnection, natsConnected } from './bus.js';
 import type { Logger } from './logger.js';
 
 export function watchHealth(options: {
@@ -19,7 +19,7 @@ export function watchHealth(options: {
 }): () => void {
   let serving = true;
   const check = async () => {
-    let ok = !options.nc || (!options.nc.isClosed() && !options.nc.isDraining());
+    let ok = !options.nc || natsConnected(options.nc);
     if (ok && options.pool) {
       ok = await Promise.race([
         options.pool.query('SELECT 1').then(

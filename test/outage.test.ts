@@ -4,6 +4,7 @@ import pg from 'pg';
 import { SCOPES } from '../lib/credentials.js';
 import { isTransient, retryTransient } from '../lib/transient.js';
 import { connectLink, printer } from './helpers/link-client.js';
+import { healthStatus } from './helpers/replicas.js';
 import {
   call,
   createKey,
@@ -12,6 +13,11 @@ import {
   eventually,
   startTestSystem,
 } from './helpers/system.js';
+
+interface Status {
+  status: string;
+  components: Array<{ name: string; status: string }>;
+}
 
 test('connections the database drops mid-request answer 503 with Retry-After, and the services live on', async (t) => {
   const sys = await startTestSystem();
@@ -95,6 +101,30 @@ test('connections the database drops mid-request answer 503 with Retry-After, an
     created.filter((id) => !listed.has(id)),
     [],
   );
+});
+
+test('while NATS is away the gateway is not ready, the services not serving and the status says so; all come back with it', async (t) => {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const ready = async () => (await fetch(`${sys.url}/readyz`)).status;
+  const serving = () => healthStatus(sys.system.servicesAddress).catch(() => 'unreachable');
+  const delivery = async () =>
+    (await call<Status>(sys.url, 'GET', '/v1/public/status')).body.components.find(
+      (c) => c.name === 'print_delivery',
+    )?.status;
+  t.is(await ready(), 200);
+  t.is(await serving(), 'SERVING');
+
+  // The connections stay open, reconnecting, while the server is away: that is not being up.
+  sys.nats.kill();
+  await eventually(ready, (status) => status === 503, 15_000);
+  await eventually(serving, (status) => status === 'NOT_SERVING', 15_000);
+  t.is(await delivery(), 'outage');
+
+  await sys.nats.restart();
+  await eventually(ready, (status) => status === 200, 15_000);
+  await eventually(serving, (status) => status === 'SERVING', 15_000);
+  t.is(await delivery(), 'operational');
 });
 
 test('errors of a database or NATS that is away are transient; a bug is not', (t) => {
