@@ -11,6 +11,7 @@ import {
   logLevel,
   optionalStr,
   port,
+  secretStr,
   str,
   url,
   type Variable,
@@ -178,6 +179,7 @@ function secretKey(required: boolean): Variable<Buffer | undefined> {
       ? description
       : `${description}; generated into SPOOL_DATA_DIR when unset`,
     parse: parseSecretKey,
+    secret: true,
     ...(required ? {} : { fallback: () => undefined }),
   };
 }
@@ -317,7 +319,10 @@ export const gatewayConfig = {
   jobsAddr: address('JOBS_ADDR', { description: 'host:port of the jobs service' }),
   stationsAddr: address('STATIONS_ADDR', { description: 'host:port of the stations service' }),
   webhooksAddr: address('WEBHOOKS_ADDR', { description: 'host:port of the webhooks service' }),
-  adminToken: str('SPOOL_ADMIN_TOKEN', { description: 'the operator token for /admin/v1' }),
+  adminToken: secretStr('SPOOL_ADMIN_TOKEN', {
+    description: 'the operator token for /admin/v1',
+    minLength: 16,
+  }),
 };
 
 export const devConfig = {

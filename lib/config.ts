@@ -13,6 +13,8 @@ export interface Variable<T> {
   parse(raw: string): T;
   /** Used when the variable is unset or empty; absent means the variable is required. */
   fallback?: () => T;
+  /** A secret (a key, a token): an error about it never repeats its value, which logs would keep. */
+  secret?: boolean;
 }
 
 export class ConfigError extends Error {
@@ -43,11 +45,24 @@ export function readConfig<S extends Record<string, Variable<unknown>>>(
     try {
       out[key] = variable.parse(raw);
     } catch (err) {
-      problems.push(`${variable.name} ${(err as Error).message} (got ${JSON.stringify(raw)})`);
+      const got = variable.secret ? '' : ` (got ${JSON.stringify(withoutPassword(raw))})`;
+      problems.push(`${variable.name} ${(err as Error).message}${got}`);
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return out as Values<S>;
+}
+
+/** A URL's password, as in a DATABASE_URL, masked; any other text as it is. */
+function withoutPassword(raw: string): string {
+  try {
+    const u = new URL(raw);
+    if (u.password === '') return raw;
+    u.password = '***';
+    return u.toString();
+  } catch {
+    return raw;
+  }
 }
 
 interface Options<T> {
@@ -66,6 +81,29 @@ function variable<T>(name: string, options: Options<T>, parse: (raw: string) => 
 
 export function str(name: string, options: Options<string>): Variable<string> {
   return variable(name, options, (raw) => raw);
+}
+
+/**
+ * A required secret string, such as a token clients present: at least `minLength` characters, so
+ * that a placeholder (`admin`, `changeme`) is refused rather than guarded against guessing.
+ */
+export function secretStr(
+  name: string,
+  options: { description: string; minLength: number },
+): Variable<string> {
+  return {
+    name,
+    description: options.description,
+    secret: true,
+    parse: (raw) => {
+      if (raw.length < options.minLength) {
+        throw new Error(
+          `must be at least ${options.minLength} characters: use a random one, such as openssl rand -base64 32 makes`,
+        );
+      }
+      return raw;
+    },
+  };
 }
 
 /** An optional string: `undefined` when unset. */

@@ -288,7 +288,7 @@ test('spool serve gateway with PORT taken says so before connecting to anything'
     JOBS_ADDR: '127.0.0.1:50052',
     STATIONS_ADDR: '127.0.0.1:50053',
     WEBHOOKS_ADDR: '127.0.0.1:50054',
-    SPOOL_ADMIN_TOKEN: 'token',
+    SPOOL_ADMIN_TOKEN: 'a-long-enough-operator-token',
   });
   t.is(res.code, 1);
   t.regex(res.stderr, new RegExp(`^spool: port ${port} is in use \\(PORT\\)`));

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { accountsConfig, gatewayConfig } from '../cli/config.js';
+import { accountsConfig, gatewayConfig, webhooksConfig } from '../cli/config.js';
 import { ConfigError, readConfig } from '../lib/config.js';
 
 test('every missing and bad variable is named at once', (t) => {
@@ -33,10 +33,44 @@ test('a database URL of another scheme is refused', (t) => {
   t.regex(err.message, /DATABASE_URL must be a URL with scheme postgres or postgresql/);
 });
 
+test("a secret is never repeated in an error, nor a URL's password; a short operator token is refused", (t) => {
+  const err = t.throws(() =>
+    readConfig(
+      {
+        DATABASE_URL: 'mysql://spool:hunter2-password@db/spool',
+        NATS_URL: 'nats://nats:4222',
+        WEBHOOK_SECRET_KEY: 'deadbeef-not-base64-of-32-bytes',
+      },
+      webhooksConfig,
+    ),
+  ) as ConfigError;
+  t.regex(err.message, /WEBHOOK_SECRET_KEY must be/);
+  t.regex(err.message, /DATABASE_URL .*"mysql:\/\/spool:\*\*\*@db\/spool"/);
+  t.false(err.message.includes('deadbeef'), err.message);
+  t.false(err.message.includes('hunter2'), err.message);
+
+  const short = t.throws(() =>
+    readConfig(
+      {
+        NATS_URL: 'nats://nats:4222',
+        ACCOUNTS_ADDR: 'a:1',
+        JOBS_ADDR: 'j:1',
+        STATIONS_ADDR: 's:1',
+        WEBHOOKS_ADDR: 'w:1',
+        SPOOL_ADMIN_TOKEN: 'admin',
+      },
+      gatewayConfig,
+    ),
+  ) as ConfigError;
+  t.deepEqual(short.problems, [
+    'SPOOL_ADMIN_TOKEN must be at least 16 characters: use a random one, such as openssl rand -base64 32 makes',
+  ]);
+});
+
 test('service addresses take host:port or a gRPC target naming several replicas', (t) => {
   const base = {
     NATS_URL: 'nats://nats:4222',
-    SPOOL_ADMIN_TOKEN: 'operator',
+    SPOOL_ADMIN_TOKEN: 'an-operator-token-of-some-length',
     JOBS_ADDR: 'spool-jobs:50051',
     WEBHOOKS_ADDR: 'spool-webhooks:50051',
   };
