@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import { V1_ROUTES } from '../gateway/routes/v1.js';
+import { SCOPES } from '../lib/credentials.js';
 import {
   Browser,
   type ErrorBody,
@@ -18,7 +19,9 @@ import { connectLink, printer } from './helpers/link-client.js';
 import { runSpool } from './helpers/spool.js';
 import {
   call,
+  createKey,
   createOrg,
+  createStation,
   eventually,
   OPERATOR_TOKEN,
   startTestSystem,
@@ -381,6 +384,33 @@ test('members print through /v1 with their session: the job names the person; th
   t.is(today, 1);
 
   t.is((await dev.call('POST', cancel)).status, 200);
+});
+
+test('a member reprints a job in its own mode: a test job stays test, a live one live', async (t) => {
+  const { sys } = t.context;
+  const orgId = await createOrg(sys.url, 'Reprints');
+  const dev = await member(sys.url, orgId, 'developer');
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [printer('front')]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.front;
+  for (const live of [false, true]) {
+    const key = (await createKey(sys.url, orgId, { mode: live ? 'live' : 'test', scopes: SCOPES }))
+      .secret;
+    const original = await call<{ job: { id: string; live: boolean } }>(
+      sys.url,
+      'POST',
+      `/v1/orgs/${orgId}/jobs`,
+      { token: key, body: { printer_id: printerId, content: { type: 'text', data: 'x' } } },
+    );
+    t.is(original.body.job.live, live);
+    const copy = await dev.call<{ job: { live: boolean; reprint_of: string } }>(
+      'POST',
+      `/v1/orgs/${orgId}/jobs/${original.body.job.id}/reprint`,
+    );
+    t.is(copy.status, 201);
+    t.like(copy.body.job, { live, reprint_of: original.body.job.id });
+  }
 });
 
 test('an admin deletes a printer from the console; its waiting job fails saying why', async (t) => {

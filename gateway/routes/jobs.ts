@@ -355,11 +355,18 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
 
     'POST /v1/orgs/:org/jobs/:id/reprint': async (ctx) => {
       await body(ctx, ReprintBody, deps.bodyLimit);
+      const orgId = orgOf(ctx);
+      const jobId = param(ctx, 'id');
+      // A key's reprint is in the key's mode, as its jobs are. A signed-in person has no mode: the
+      // copy keeps the original's, so that reprinting a test job from the console bills nothing.
+      const live = ctx.state.session
+        ? ((await jobs.getJob({ orgId, jobId })).job?.live ?? false)
+        : (ctx.state.key?.live ?? false);
       const { job } = await jobs.reprintJob({
-        orgId: orgOf(ctx),
-        jobId: param(ctx, 'id'),
+        orgId,
+        jobId,
         actor: actorOf(ctx),
-        live: ctx.state.key?.live ?? false,
+        live,
         idempotency: ctx.state.idempotency,
       });
       ctx.status = 201;
