@@ -283,6 +283,31 @@ test.serial(
     );
     await screenshot(page, 'jobs');
 
+    // A title and a reference with nowhere to break wrap in their cells: the list stays as wide as
+    // the page, every column in sight.
+    const long = await call<{ job: { id: string } }>(
+      org.sys.url,
+      'POST',
+      `/v1/orgs/${org.orgId}/jobs`,
+      {
+        token: secret,
+        body: {
+          printer_id: org.printerId,
+          title: `Shipment-${'X'.repeat(150)}`,
+          reference: `ref-${'9'.repeat(96)}`,
+          content: { type: 'text', data: 'label' },
+        },
+      },
+    );
+    t.is(long.status, 201);
+    await page.locator(`tr[data-job-id="${long.body.job.id}"]`).waitFor();
+    t.true(
+      await page.evaluate(
+        `(() => { const w = document.querySelector('.table-wrap'); return w.scrollWidth <= w.clientWidth; })()`,
+      ),
+      'the jobs list does not scroll sideways on a desktop',
+    );
+
     await row.getByRole('link', { name: 'Invoice 1042' }).click();
     await page.getByRole('heading', { name: 'Invoice 1042' }).waitFor();
     await page.getByRole('heading', { name: 'Timeline' }).waitFor();

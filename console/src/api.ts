@@ -81,7 +81,10 @@ async function errorOf(res: Response): Promise<ApiError> {
   }
   if (res.status === 401 && onUnauthorized) onUnauthorized();
   const retry = res.headers.get('Retry-After');
-  if (res.status === 429 && retry) message = `${message} (try again in ${retry} s)`;
+  // Said once: some refusals already say when (too many failed sign-ins).
+  if (res.status === 429 && retry && !/try again in/.test(message)) {
+    message = `${message} (try again in ${retry} s)`;
+  }
   return new ApiError(res.status, code, message, param);
 }
 

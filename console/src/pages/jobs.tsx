@@ -240,7 +240,7 @@ export function JobsPage(): JSX.Element {
                     {j.status_detail ? <div class="small muted">{j.status_detail}</div> : null}
                   </td>
                   <td>{names.printer(j.printer_id)}</td>
-                  <td>{j.reference || <span class="muted">—</span>}</td>
+                  <td class="wrap-anywhere">{j.reference || <span class="muted">—</span>}</td>
                   <td>
                     <Time at={j.created_at} />
                   </td>
