@@ -81,6 +81,45 @@ class TcpRelay {
   }
 }
 
+test('the stations service logs each link: linked, unlinked and why, refused without the token', async (t) => {
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'info', name: 'spool' }, { write: (l) => lines.push(l) });
+  const sys = await startTestSystem({ logger });
+  t.teardown(() => sys.stop());
+  const logged = async (msg: string) =>
+    lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === msg);
+  const orgId = await createOrg(sys.url);
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [printer('front')]);
+  const [linked] = await eventually(
+    () => logged('station linked'),
+    (found) => found.length === 1,
+  );
+  t.like(linked, { station_id: station.id, org_id: orgId, agent_version: 'test', printers: 1 });
+  link.close();
+  const [unlinked] = await eventually(
+    () => logged('station unlinked'),
+    (found) => found.length === 1,
+  );
+  t.like(unlinked, {
+    station_id: station.id,
+    org_id: orgId,
+    reason: 'the agent closed it',
+  });
+
+  const forged = 'svc_dev_forged-token-that-no-station-has';
+  await t.throwsAsync(connectLink(sys.linkAddress, forged, [printer('front')]));
+  const [refused] = await eventually(
+    () => logged('station link refused'),
+    (found) => found.length === 1,
+  );
+  t.like(refused, { reason: 'the device token is not valid: unknown or revoked' });
+  t.false(
+    lines.some((l) => l.includes(station.token) || l.includes(forged)),
+    'a device token in the log',
+  );
+});
+
 test('a pending-jobs re-read that fails after a NATS reconnect is tried again without waiting for the next round', async (t) => {
   const sys = await startTestSystem();
   t.teardown(() => sys.stop());

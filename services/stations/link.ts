@@ -343,6 +343,10 @@ class Session {
   #closed = false;
   #opened = false;
   #tokenHash: Buffer | undefined;
+  /** Why the link ended, for its log line: what {@link close} said, or the connection's loss. */
+  #closeReason = 'the agent went away: its connection closed or was lost';
+  /** When the station was linked (`performance.now()`), for how long it stayed. */
+  #linkedAt: number | undefined;
   /** Failed re-reads in a row, and the timer of the next try. */
   #resyncFailures = 0;
   #resyncRetry: NodeJS.Timeout | undefined;
@@ -390,7 +394,10 @@ class Session {
   }
 
   #refuse(): void {
-    this.close(GrpcStatus.UNAUTHENTICATED, 'the device token is not valid: unknown or revoked');
+    const reason = 'the device token is not valid: unknown or revoked';
+    // Never the token: where the agent connected from is what tells an operator which one it is.
+    this.#logger.warn({ peer: this.#call.getPeer(), reason }, 'station link refused');
+    this.close(GrpcStatus.UNAUTHENTICATED, reason);
   }
 
   async #open(printers: PrinterReport[], agentVersion: string): Promise<void> {
@@ -446,6 +453,17 @@ class Session {
         serverRegion: this.#deps.region,
       },
     });
+    this.#linkedAt = performance.now();
+    this.#logger.info(
+      {
+        station_id: station.id,
+        org_id: station.orgId,
+        agent_version: agentVersion,
+        printers: printers.length,
+        peer: this.#call.getPeer(),
+      },
+      'station linked',
+    );
 
     // Subscribe before asking for pending jobs, so nothing falls between the two.
     this.#subscriptions.push(
@@ -801,6 +819,7 @@ class Session {
 
   close(code: GrpcStatus, details: string): void {
     if (this.#closed) return;
+    this.#closeReason = code === GrpcStatus.OK ? 'the agent closed it' : details;
     if (code === GrpcStatus.OK) this.#call.end();
     else this.#call.emit('error', { code, details });
     this.#cleanup();
@@ -815,7 +834,20 @@ class Session {
     this.#heldReceived.clear();
     for (const sub of this.#subscriptions) sub.unsubscribe();
     this.#onClosed();
-    if (this.#station) this.#recordClosed(this.#station);
+    if (this.#station) {
+      this.#recordClosed(this.#station);
+      if (this.#linkedAt !== undefined) {
+        this.#logger.info(
+          {
+            station_id: this.#station.id,
+            org_id: this.#station.orgId,
+            reason: this.#closeReason,
+            linked_s: Math.round((performance.now() - this.#linkedAt) / 1000),
+          },
+          'station unlinked',
+        );
+      }
+    }
   }
 
   #recordClosed(station: LinkStation): void {
