@@ -109,7 +109,7 @@ export function auditMiddleware(deps: {
         await deps.backends.accounts.recordAudit({ entry: started });
       } catch (err) {
         deps.logger.error(
-          { err, requestId: ctx.state.requestId },
+          { err, request_id: ctx.state.requestId },
           'could not write the audit log; the action was refused',
         );
         throw unavailable(err);

@@ -26,15 +26,18 @@ export function errorMiddleware(logger: Logger): Middleware<GatewayState> {
       await next();
     } catch (thrown) {
       let err: SpoolError;
+      const request_id = ctx.state.requestId;
       if (isSpoolError(thrown)) {
         err = thrown;
-        if (err.code === 'internal')
-          logger.error({ err, requestId: ctx.state.requestId }, err.message);
+        if (err.code === 'internal') logger.error({ err, request_id }, err.message);
+        // A service that could not be reached, or answered that it could not serve: said once,
+        // with what the transport or the service said, since the client's message is general.
+        if (err.code === 'unavailable') logger.warn({ err, request_id }, err.message);
       } else if (isTransient(thrown)) {
-        logger.warn({ err: thrown, requestId: ctx.state.requestId }, 'a dependency is unavailable');
+        logger.warn({ err: thrown, request_id }, 'a dependency is unavailable');
         err = unavailable(thrown);
       } else {
-        logger.error({ err: thrown, requestId: ctx.state.requestId }, 'unhandled error');
+        logger.error({ err: thrown, request_id }, 'unhandled error');
         err = new SpoolError('internal', 'internal error');
       }
       ctx.status = err.httpStatus;

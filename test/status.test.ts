@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startCluster } from './helpers/cluster.js';
+import { setUpOrg } from './helpers/cluster-org.js';
 import { call, eventually } from './helpers/system.js';
 
 interface Status {
@@ -7,7 +8,7 @@ interface Status {
   components: Array<{ name: string; status: string }>;
 }
 
-test('the status turns outage when the stations service stops, answers in time while it hangs, and recovers', async (t) => {
+test('the status turns outage when the stations service stops, answers in time while it hangs, and recovers; a 503 is logged with its cause', async (t) => {
   // The test polls the public status more often than the 30 a minute a client may.
   const cluster = await startCluster({ env: { PUBLIC_RATE_LIMIT: '100000' } });
   t.teardown(() => cluster.stop());
@@ -17,6 +18,7 @@ test('the status turns outage when the stations service stops, answers in time w
   // A check slower than 500 ms reads as degraded, which a machine busy with other tests can
   // make the first one, before the gateway's channels to the services are up.
   await eventually(status, (res) => res.body.status === 'operational', 10_000);
+  const { orgId, key } = await setUpOrg(cluster);
 
   const stations = cluster.processes.get('stations');
   stations?.child.kill('SIGSTOP');
@@ -32,6 +34,29 @@ test('the status turns outage when the stations service stops, answers in time w
 
   await stations?.stop();
   t.is((await status()).body.status, 'outage');
+
+  // A 503 for a service that cannot be reached: its request id leads to the gateway's line saying
+  // which, and what the transport said.
+  await cluster.processes.get('jobs')?.stop();
+  const refused = await call<{ error: { code: string; request_id: string } }>(
+    cluster.url,
+    'GET',
+    `/v1/orgs/${orgId}/jobs`,
+    { token: key },
+  );
+  t.is(refused.status, 503);
+  const requestId = refused.body.error.request_id;
+  // The log line may reach the process's output a moment after the answer.
+  const [matched] =
+    (await cluster.processes
+      .get('gateway')
+      ?.waitFor(
+        new RegExp(`\\{"level":"warn"[^\\n]*"err":[^\\n]*"request_id":"${requestId}"[^\\n]*\\}`),
+      )) ?? [];
+  const line = JSON.parse(matched ?? '{}') as { msg?: string; err?: { message: string } };
+  t.is(line.msg, 'the jobs service is unavailable; try again');
+  t.regex(line.err?.message ?? '', /UNAVAILABLE|DEADLINE/);
+  await cluster.start('jobs');
   await cluster.start('stations');
   const back = await eventually(status, (res) => res.body.status === 'operational', 10_000);
   t.true(back.body.components.every((c) => c.status === 'operational'));
