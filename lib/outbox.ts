@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type pg from 'pg';
 import type { NatsConnection } from './bus.js';
+import { FailureLog } from './failure-log.js';
 import type { Logger } from './logger.js';
 import { columns, WriteBatch } from './sql.js';
 import { StreamPublisher } from './stream-publisher.js';
@@ -128,11 +129,19 @@ export class OutboxRelay {
   #deleting: Promise<void> | undefined;
   /** Ends the wait before the next DELETE at once (when stopping). */
   #deleteNow: (() => void) | undefined;
+  /** Failures logged as outages: NATS away fails every publish, the database every round. */
+  readonly #publishing: FailureLog;
+  readonly #rounds: FailureLog;
+  readonly #deletes: FailureLog;
 
   constructor(options: RelayOptions) {
     this.#options = { batchSize: 500, pollMs: 1000, handOffMs: 2000, ...options };
     checkTable(options.table);
     this.#publisher = new StreamPublisher(options.nc);
+    const { logger, table } = options;
+    this.#publishing = new FailureLog(logger, `publishing the ${table} outbox`);
+    this.#rounds = new FailureLog(logger, `reading the ${table} outbox`);
+    this.#deletes = new FailureLog(logger, `deleting published rows of the ${table} outbox`);
   }
 
   start(): void {
@@ -162,12 +171,12 @@ export class OutboxRelay {
     if (this.#stopped) return;
     for (const row of rows) {
       const sending: Promise<void> = this.#publish(row).then(
-        () => this.#delete(row.id),
-        (err: unknown) =>
-          this.#options.logger.warn(
-            { err, subject: row.subject },
-            'outbox publish failed; the poll will retry',
-          ),
+        () => {
+          this.#publishing.succeeded();
+          this.#delete(row.id);
+        },
+        // The row stays in the table for the poll.
+        (err: unknown) => this.#publishing.failed(err, { subject: row.subject }),
       );
       this.#sending.add(sending);
       void sending.finally(() => this.#sending.delete(sending));
@@ -241,10 +250,11 @@ export class OutboxRelay {
           await this.#options.pool.query(`DELETE FROM ${this.#options.table} WHERE id = ANY($1)`, [
             ids,
           ]);
+          this.#deletes.succeeded();
         } catch (err) {
           // Left in the table, the rows are published again by the poll; JetStream drops the
           // duplicates within its window and consumers are idempotent beyond it.
-          this.#options.logger.warn({ err }, 'could not delete published outbox rows');
+          this.#deletes.failed(err);
         }
       }
     })().finally(() => {
@@ -275,7 +285,7 @@ export class OutboxRelay {
 
   /** Publishes and deletes the rows at least `minAgeMs` old (by the database's clock). */
   async #drain(minAgeMs: number): Promise<void> {
-    const { pool, table, batchSize, logger } = this.#options;
+    const { pool, table, batchSize } = this.#options;
     try {
       for (;;) {
         const { rows } = await pool.query<OutboxRow>(
@@ -289,19 +299,21 @@ export class OutboxRelay {
           rows.map(async (row) => {
             try {
               await this.#publish(row);
+              this.#publishing.succeeded();
               return row.id;
             } catch (err) {
-              logger.warn({ err, subject: row.subject }, 'outbox publish failed; will retry');
+              this.#publishing.failed(err, { subject: row.subject });
               return undefined;
             }
           }),
         );
         const done = published.filter((id): id is string => id !== undefined);
         if (done.length > 0) await pool.query(`DELETE FROM ${table} WHERE id = ANY($1)`, [done]);
+        this.#rounds.succeeded();
         if (done.length < rows.length || rows.length < batchSize) return;
       }
     } catch (err) {
-      logger.warn({ err }, 'outbox relay round failed; will retry');
+      this.#rounds.failed(err);
     }
   }
 }

@@ -1,8 +1,10 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import anyTest, { type TestFn } from 'ava';
 import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
+import { ManualClock } from '../lib/clock.js';
 import { createPool, type Pool, withTx } from '../lib/db.js';
-import { silentLogger } from '../lib/logger.js';
+import { FailureLog } from '../lib/failure-log.js';
+import { createLogger, silentLogger } from '../lib/logger.js';
 import { enqueue, OutboxRelay } from '../lib/outbox.js';
 import { startTestNats, type TestNats, untilJetStreamAnswers } from './helpers/nats.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
@@ -74,7 +76,12 @@ test.serial('rows written while NATS is down are published once it is back', asy
   const { pool, nats } = t.context;
   const nc = await connectBus({ url: nats.url, name: 'outbox-restart', logger: silentLogger });
   t.teardown(() => nc.close());
-  const relay = new OutboxRelay({ pool, nc, table: TABLE, logger: silentLogger });
+  const lines: Array<{ level: string; msg: string; failures?: number }> = [];
+  const logger = createLogger(
+    { level: 'info', name: 'relay' },
+    { write: (l) => lines.push(JSON.parse(l)) },
+  );
+  const relay = new OutboxRelay({ pool, nc, table: TABLE, logger });
   const subject = 'events.org-b.job.printed';
   nats.kill('SIGKILL');
   await withTx(pool, (tx) =>
@@ -96,6 +103,12 @@ test.serial('rows written while NATS is down are published once it is back', asy
   await relay.stop();
   t.is(await rowsLeft(pool), 0);
   t.is(await streamCount(nc, subject), 5);
+  // The outage is two lines, however many publishes failed in it: when it began, when it ended.
+  const failed = lines.filter((l) => l.msg.startsWith('publishing the test_outbox outbox failed'));
+  const back = lines.filter((l) => l.msg === 'publishing the test_outbox outbox works again');
+  t.is(failed.length, 1);
+  t.is(back.length, 1);
+  t.true((back[0]?.failures ?? 0) >= 5);
   // The next test publishes on the shared connection, which may still be reconnecting.
   await untilJetStreamAnswers(t.context.nc);
 });
@@ -152,3 +165,33 @@ test.serial(
     t.is(await streamCount(nc, orphan), 1);
   },
 );
+
+test('a failure that goes on is logged again once a minute with its count, and its end once', (t) => {
+  const lines: Array<{ level: string; msg: string; failures?: number; failing_s?: number }> = [];
+  const logger = createLogger(
+    { level: 'info', name: 'x' },
+    { write: (l) => lines.push(JSON.parse(l)) },
+  );
+  const clock = new ManualClock(new Date('2030-01-01T00:00:00Z'));
+  const log = new FailureLog(logger, 'the work', clock);
+  log.failed(new Error('away'));
+  clock.advance(30_000);
+  log.failed(new Error('away'));
+  clock.advance(31_000);
+  log.failed(new Error('away'));
+  log.succeeded();
+  log.succeeded();
+  t.deepEqual(
+    lines.map(({ level, msg, failures, failing_s }) => ({ level, msg, failures, failing_s })),
+    [
+      {
+        level: 'warn',
+        msg: 'the work failed; will retry (until it works again, failures are counted each minute)',
+        failures: undefined,
+        failing_s: undefined,
+      },
+      { level: 'warn', msg: 'the work still failing; will retry', failures: 3, failing_s: 61 },
+      { level: 'info', msg: 'the work works again', failures: 3, failing_s: undefined },
+    ],
+  );
+});

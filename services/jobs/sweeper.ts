@@ -8,6 +8,7 @@
 import type { ObjectStore } from '@nats-io/obj';
 import type { Settings } from '../../gen/spool/v1/accounts.js';
 import type { Clock } from '../../lib/clock.js';
+import { FailureLog } from '../../lib/failure-log.js';
 import type { Logger } from '../../lib/logger.js';
 import { documentName, type JobStore, uploadName } from './store.js';
 
@@ -44,8 +45,13 @@ export class Sweeper {
   }
 
   start(): void {
+    // Once a second: a database that is away would otherwise make a line a second.
+    const sweeps = new FailureLog(this.#deps.logger, 'the jobs sweep');
     this.#timer = setInterval(() => {
-      this.runOnce().catch((err: unknown) => this.#deps.logger.warn({ err }, 'sweep failed'));
+      this.runOnce().then(
+        () => sweeps.succeeded(),
+        (err: unknown) => sweeps.failed(err),
+      );
     }, this.#deps.intervalMs ?? 1_000);
   }
 
