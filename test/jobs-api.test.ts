@@ -158,6 +158,20 @@ test.serial(
   },
 );
 
+test.serial(
+  'a schedule_at already past queues the job at once, and the job keeps it',
+  async (t) => {
+    const { sys, link } = t.context;
+    const at = new Date(sys.clock.now().getTime() - 60 * 60 * 1000).toISOString();
+    const res = await newJob(t, { schedule_at: at });
+    t.is(res.status, 201);
+    t.like(res.body.job, { status: 'queued', schedule_at: at.replace(/\.\d{3}Z$/, 'Z') });
+    await link.until(() => offered(link, res.body.job.id).length === 1);
+    const read = await api(t, 'GET', `/jobs/${res.body.job.id}`);
+    t.is(read.body.job.schedule_at, res.body.job.schedule_at);
+  },
+);
+
 test.serial('a held job waits until retry releases it', async (t) => {
   const { link } = t.context;
   const res = await newJob(t, { hold: true });

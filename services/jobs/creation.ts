@@ -141,7 +141,8 @@ export function createJobCreator(deps: {
       sha256: job.sha256,
       attempt: 1,
       version: 1,
-      schedule_at: scheduled ? (job.scheduleAt as Date) : null,
+      // Kept when already past, as the time the job was scheduled for (docs/jobs.md).
+      schedule_at: job.scheduleAt ?? null,
       expire_after: expireAfter,
       expire_at:
         expireAfter > 0 && status !== 'held'
