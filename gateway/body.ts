@@ -43,7 +43,20 @@ export function validate<T extends TSchema>(schema: T, value: unknown): Static<T
   if (first.type === ValueErrorType.ObjectRequiredProperty) {
     throw new SpoolError('invalid', `${param} is required`, { param });
   }
+  if (first.value === null) {
+    throw new SpoolError('invalid', `${param} cannot be null: leave the field out instead`, {
+      param,
+    });
+  }
   const description = first.schema.description as string | undefined;
+  const kind = KINDS[first.type];
+  if (kind !== undefined) {
+    throw new SpoolError(
+      'invalid',
+      `${param} must be ${kind}, not ${jsonKind(first.value)}${description ? ` (${description})` : ''}`,
+      { param },
+    );
+  }
   const expected = expectation(first.schema);
   let message: string;
   if (expected === undefined) {
@@ -58,6 +71,29 @@ export function validate<T extends TSchema>(schema: T, value: unknown): Static<T
     message = `${param} must be ${expected.text}${said ? '' : ` (${description})`}`;
   }
   throw new SpoolError('invalid', message, { param });
+}
+
+/** The errors that say a value is of the wrong JSON type, and the type it must be. */
+const KINDS: Partial<Record<ValueErrorType, string>> = {
+  [ValueErrorType.String]: 'a string',
+  [ValueErrorType.Boolean]: 'true or false',
+  [ValueErrorType.Object]: 'an object',
+  [ValueErrorType.Array]: 'an array',
+};
+
+/** A JSON value's type, as an error names it. */
+function jsonKind(value: unknown): string {
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    default:
+      return 'an object';
+  }
 }
 
 /**

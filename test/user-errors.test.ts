@@ -75,6 +75,39 @@ test('expire_after out of range answers 400 invalid stating the allowed range', 
   }
 });
 
+test('a value of the wrong JSON type, or null, is named with what it must be', async (t) => {
+  const { sys, orgId, secret } = t.context;
+  const printer_id = '00000000-0000-4000-8000-000000000000';
+  const content = { type: 'text', data: 'x' };
+  const cases: Array<[Record<string, unknown>, string, string]> = [
+    [{ title: 123 }, 'title', 'title must be a string, not a number (at most 1000 characters)'],
+    [
+      { hold: 'yes' },
+      'hold',
+      'hold must be true or false, not a string (true: the job is held until retried)',
+    ],
+    [{ options: [] }, 'options', 'options must be an object, not an array'],
+    [
+      { schedule_at: null },
+      'schedule_at',
+      'schedule_at cannot be null: leave the field out instead',
+    ],
+    [
+      { printer_id: 5 },
+      'printer_id',
+      'printer_id must be a string, not a number (the id of a printer of this organization)',
+    ],
+  ];
+  for (const [fields, param, message] of cases) {
+    const res = await call<ErrorBody>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+      token: secret,
+      body: { printer_id, content, ...fields },
+    });
+    t.is(res.status, 400, param);
+    t.like(res.body.error, { code: 'invalid', param, message });
+  }
+});
+
 test('a location with a time zone that does not exist answers 400 invalid naming timezone', async (t) => {
   const { sys, orgId } = t.context;
   const res = await call<ErrorBody>(sys.url, 'POST', `/admin/v1/orgs/${orgId}/locations`, {
