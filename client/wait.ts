@@ -109,6 +109,12 @@ export async function waitForJob(
   options: WaitOptions = {},
 ): Promise<Job> {
   const until = options.until ?? 'printed';
+  // Said here, for callers without the types, rather than as a TypeError from deep inside.
+  if (!Object.hasOwn(REACHED, until)) {
+    throw new TypeError(
+      `until must be one of ${Object.keys(REACHED).join(', ')}, not ${JSON.stringify(until)}`,
+    );
+  }
   const timeout =
     options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
   const signals = [options.signal, timeout].filter((s): s is AbortSignal => s !== undefined);

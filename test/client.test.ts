@@ -259,6 +259,11 @@ test('waitForJob rejects with the job once it failed, and times out with the job
     instanceOf: WaitTimeoutError,
   });
   t.is(timedOut?.job?.status, 'queued');
+  // A caller without the types who asks for a state there is no waiting for is told so.
+  await t.throwsAsync(spool.waitForJob('w2', { until: 'done' as 'finished' }), {
+    instanceOf: TypeError,
+    message: 'until must be one of printed, sent, finished, not "done"',
+  });
 });
 
 test(`${SCHEMA_PATH} is what npm run gen:client makes from the OpenAPI document (run it after changing the API)`, async (t) => {
