@@ -167,7 +167,7 @@ export function PrintersPage(): JSX.Element {
                         title={
                           p.status === 'removed'
                             ? 'Its agent no longer reports it'
-                            : 'Its agent still reports it: it comes back at the next report'
+                            : 'Its agent still reports it: it comes back, under a new id, when the agent next sends its printers (a change of status, a reconnect). Remove it from the agent first.'
                         }
                         onClick={() => void remove.run(p.id)}
                       >
