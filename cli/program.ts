@@ -296,14 +296,25 @@ export function buildProgram(env: Env): Command {
     .option('--pricing-file <file>', 'a JSON file of the public prices in cents ("" to withdraw)')
     .option('--downloads-file <file>', 'a JSON file of the latest agent release per platform')
     .action(
-      async (opts: {
-        jobDocumentRetentionDays?: string;
-        uploadRetentionDays?: string;
-        webhookDeliveryRetentionDays?: string;
-        notice?: string;
-        pricingFile?: string;
-        downloadsFile?: string;
-      }) => {
+      async (
+        opts: {
+          jobDocumentRetentionDays?: string;
+          uploadRetentionDays?: string;
+          webhookDeliveryRetentionDays?: string;
+          notice?: string;
+          pricingFile?: string;
+          downloadsFile?: string;
+        },
+        command: Command,
+      ) => {
+        // The connection's flags (--url, --token) change nothing.
+        const changes = command.options.filter(
+          (o) => !['url', 'token'].includes(o.attributeName()),
+        );
+        if (changes.every((o) => opts[o.attributeName() as keyof typeof opts] === undefined)) {
+          const flags = changes.map((o) => o.long).join(', ');
+          command.error(`error: nothing to change: give at least one of ${flags}`, { exitCode: 2 });
+        }
         const jsonFile = async (file: string | undefined, name: string) =>
           file === undefined
             ? {}

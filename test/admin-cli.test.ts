@@ -239,3 +239,19 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   t.is(bad.code, 1);
   t.regex(bad.stderr, /argument 'yaml' is invalid/);
 });
+
+test('spool admin settings set with nothing to change says so, changes nothing, and audits nothing', async (t) => {
+  type Audit = { items: Array<{ route: string }> };
+  const settingsChanges = async () =>
+    ((await http(t, '/audit?limit=200')).body as Audit).items.filter(
+      (e) => e.route === '/admin/v1/settings',
+    ).length;
+  const before = await settingsChanges();
+  const res = await spool(t, ['settings', 'set']);
+  t.is(res.code, 2);
+  t.regex(
+    res.stderr,
+    /^error: nothing to change: give at least one of --job-document-retention-days, .*--downloads-file\n/,
+  );
+  t.is(await settingsChanges(), before);
+});

@@ -176,11 +176,30 @@ test.serial('pricing and downloads are null until an administrator publishes the
     body: { pricing: null, notice: null },
   });
   t.is((await call<unknown>(sys.url, 'GET', '/v1/public/pricing', { headers: from })).body, null);
-  const bad = await call(sys.url, 'PATCH', '/admin/v1/settings', {
+  for (const body of [
+    { pricing: [1, 2] },
+    { pricing: { basic: 'abc' } },
+    { pricing: { basic: 1.5 } },
+    { downloads: { linux_x64: { x: 1 } } },
+    {},
+  ]) {
+    const bad = await call<{ error: { code: string; message: string } }>(
+      sys.url,
+      'PATCH',
+      '/admin/v1/settings',
+      { token: OPERATOR_TOKEN, body },
+    );
+    t.is(bad.status, 400, JSON.stringify(body));
+    t.is(bad.body.error.code, 'invalid');
+  }
+  const empty = await call<{ error: { message: string } }>(sys.url, 'PATCH', '/admin/v1/settings', {
     token: OPERATOR_TOKEN,
-    body: { pricing: [1, 2] },
+    body: {},
   });
-  t.is(bad.status, 400);
+  t.regex(
+    empty.body.error.message,
+    /^nothing to change: give at least one of job_document_retention_days/,
+  );
 });
 
 test.serial('the status is operational while every part is healthy', async (t) => {

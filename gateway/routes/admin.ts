@@ -129,14 +129,42 @@ export const SettingsBody = Type.Object(
       }),
     ),
     pricing: Type.Optional(
-      Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
-        description: 'the public prices in cents as an object, or null to withdraw them',
-      }),
+      Type.Union(
+        [
+          Type.Record(
+            Type.String({ maxLength: 100 }),
+            Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+              description: 'a price in whole cents, or null for none',
+            }),
+          ),
+          Type.Null(),
+        ],
+        { description: 'the public prices in cents, by name, or null to withdraw them' },
+      ),
     ),
     downloads: Type.Optional(
-      Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
-        description: 'the latest agent release per platform as an object, or null',
-      }),
+      Type.Union(
+        [
+          Type.Record(
+            Type.String({ maxLength: 100 }),
+            Type.Union([
+              Type.Object(
+                {
+                  version: Type.String({ minLength: 1, maxLength: 100 }),
+                  url: Type.String({ minLength: 1, maxLength: 2048 }),
+                },
+                { description: 'a release: its version and url, and any more fields' },
+              ),
+              Type.Null(),
+            ]),
+          ),
+          Type.Null(),
+        ],
+        {
+          description:
+            'the latest agent release per platform, each {version, url, …} or null, or null for none',
+        },
+      ),
     ),
   },
   { additionalProperties: false },
@@ -322,6 +350,12 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
 
   router.patch('/settings', async (ctx) => {
     const req = await body(ctx, SettingsBody, deps.bodyLimit);
+    // An empty change would be answered, and audited, as one.
+    if (Object.keys(req).length === 0) {
+      throw invalid(
+        `nothing to change: give at least one of ${Object.keys(SettingsBody.properties).join(', ')}`,
+      );
+    }
     const json = (value: unknown) =>
       value === undefined ? undefined : value === null ? '' : JSON.stringify(value);
     const { settings } = await accounts.updateSettings({
