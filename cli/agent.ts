@@ -280,6 +280,18 @@ export interface StatusReport {
 /** Exit codes of `spool agent status`, as systemctl's: 0 connected, 2 running without link, 3 not running. */
 export const STATUS_EXIT = { connected: 0, disconnected: 2, notRunning: 3 } as const;
 
+/**
+ * The exit code of a report. An agent whose status has gone stale (it stopped writing it: stuck)
+ * says nothing current about its link, so it does not count as connected, whatever it last wrote:
+ * a monitor that checks the exit code must not miss it.
+ */
+export function statusExit(report: StatusReport): number {
+  if (!report.running) return STATUS_EXIT.notRunning;
+  return report.status?.link.connected && !report.stale
+    ? STATUS_EXIT.connected
+    : STATUS_EXIT.disconnected;
+}
+
 function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -339,7 +351,7 @@ export function formatStatus(report: StatusReport): string {
   if (report.running) {
     out.push(
       link.connected
-        ? `link: connected to ${link.server ?? status.server} since ${when(link.since)}${link.station_id ? `, station ${link.station_id}` : ''}${link.wrong_region ? ` (region ${link.wrong_region.server}; the station's home region is ${link.wrong_region.home})` : ''}`
+        ? `link: ${report.stale ? 'last known ' : ''}connected to ${link.server ?? status.server} since ${when(link.since)}${link.station_id ? `, station ${link.station_id}` : ''}${link.wrong_region ? ` (region ${link.wrong_region.server}; the station's home region is ${link.wrong_region.home})` : ''}`
         : `link: not connected (to ${status.server}) since ${when(link.since)}`,
     );
   }
@@ -668,17 +680,13 @@ export function addAgentCommands(agent: Command, env: Env): Command {
     agent
       .command('status')
       .description(
-        'whether the agent runs and is connected, its printers, jobs today and the last error (exit 0 connected, 2 not connected, 3 not running)',
+        'whether the agent runs and is connected, its printers, jobs today and the last error (exit 0 connected, 2 not connected or stuck, 3 not running)',
       )
       .option('--json', 'print the status as JSON'),
   ).action(async (opts: AgentCommonFlags & { json?: boolean }) => {
     const report = await agentStatus(opts, env);
     process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report));
-    process.exitCode = !report.running
-      ? STATUS_EXIT.notRunning
-      : report.status?.link.connected
-        ? STATUS_EXIT.connected
-        : STATUS_EXIT.disconnected;
+    process.exitCode = statusExit(report);
   });
 
   commonOptions(

@@ -8,7 +8,7 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { formatLogLine } from '../agent/log-format.js';
-import { formatStatus } from '../cli/agent.js';
+import { formatStatus, STATUS_EXIT, statusExit } from '../cli/agent.js';
 import { SCOPES } from '../lib/credentials.js';
 import { tempDir } from './helpers/printing-org.js';
 import { runSpool, type SpoolProcess, spawnSpool } from './helpers/spool.js';
@@ -369,4 +369,30 @@ test('status shows how many jobs wait for each printer', (t) => {
     /^ {2}labels {2}offline {7}raw 10\.0\.0\.9:9100: ECONNREFUSED {2}\(3 jobs waiting\)$/m,
   );
   t.regex(out, /^ {2}back {4}out_of_paper {2}media-empty-error {2}\(1 job waiting\)$/m);
+});
+
+test('status of an agent that stopped writing its status does not count as connected', (t) => {
+  const at = new Date(Date.now() - 120_000).toISOString();
+  const report = {
+    state_dir: '/var/lib/spool-agent',
+    running: true,
+    stale: true,
+    status: {
+      pid: 1,
+      agent_version: 'test',
+      started_at: at,
+      updated_at: at,
+      server: 'spool.example:7070',
+      link: { connected: true, since: at, server: 'spool.example:7070', station_id: 's1' },
+      printers: [],
+      jobs_today: { date: at.slice(0, 10), printed: 0, failed: 0 },
+      last_error: null,
+    },
+  };
+  const out = formatStatus(report);
+  t.regex(out, /the agent may be stuck/);
+  t.regex(out, /^link: last known connected to spool\.example:7070/m);
+  t.is(statusExit(report), STATUS_EXIT.disconnected);
+  t.is(statusExit({ ...report, stale: false }), STATUS_EXIT.connected);
+  t.is(statusExit({ ...report, running: false }), STATUS_EXIT.notRunning);
 });
