@@ -218,7 +218,9 @@ export function buildProgram(env: Env): Command {
 
   station
     .command('rotate-token')
-    .description('give a station a new device token; the old one stops working')
+    .description(
+      "give a station a new device token; the old one stops working at once, and the station's agent stops until it is given the new one",
+    )
     .requiredOption('--org <org>', 'organization id')
     .requiredOption('--id <station>', 'station id')
     .action((opts: { org: string; id: string }) =>
