@@ -8,7 +8,8 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { formatLogLine } from '../agent/log-format.js';
-import { formatStatus, STATUS_EXIT, statusExit } from '../cli/agent.js';
+import type { AgentStatus } from '../agent/status.js';
+import { formatStatus, STATUS_EXIT, type StatusReport, statusExit } from '../cli/agent.js';
 import { SCOPES } from '../lib/credentials.js';
 import { tempDir } from './helpers/printing-org.js';
 import { runSpool, type SpoolProcess, spawnSpool } from './helpers/spool.js';
@@ -335,19 +336,9 @@ test('logs are readable lines on a terminal and JSON otherwise', (t) => {
   t.is(formatLogLine('not json'), 'not json\n');
 });
 
-test('status shows how many jobs wait for each printer', (t) => {
-  const at = new Date().toISOString();
-  const printers = [
-    { name: 'desk', status: 'ready', detail: '', jobs_waiting: 0 },
-    {
-      name: 'labels',
-      status: 'offline',
-      detail: 'raw 10.0.0.9:9100: ECONNREFUSED',
-      jobs_waiting: 3,
-    },
-    { name: 'back', status: 'out_of_paper', detail: 'media-empty-error', jobs_waiting: 1 },
-  ];
-  const out = formatStatus({
+/** A running, connected agent's status report as of `at`, with `printers`. */
+function connectedReport(at: string, printers: AgentStatus['printers']): StatusReport {
+  return {
     state_dir: '/var/lib/spool-agent',
     running: true,
     stale: false,
@@ -362,7 +353,22 @@ test('status shows how many jobs wait for each printer', (t) => {
       jobs_today: { date: at.slice(0, 10), printed: 4, failed: 0 },
       last_error: null,
     },
-  });
+  };
+}
+
+test('status shows how many jobs wait for each printer', (t) => {
+  const out = formatStatus(
+    connectedReport(new Date().toISOString(), [
+      { name: 'desk', status: 'ready', detail: '', jobs_waiting: 0 },
+      {
+        name: 'labels',
+        status: 'offline',
+        detail: 'raw 10.0.0.9:9100: ECONNREFUSED',
+        jobs_waiting: 3,
+      },
+      { name: 'back', status: 'out_of_paper', detail: 'media-empty-error', jobs_waiting: 1 },
+    ]),
+  );
   t.regex(out, /^ {2}desk {4}ready$/m);
   t.regex(
     out,
@@ -372,22 +378,9 @@ test('status shows how many jobs wait for each printer', (t) => {
 });
 
 test('status of an agent that stopped writing its status does not count as connected', (t) => {
-  const at = new Date(Date.now() - 120_000).toISOString();
   const report = {
-    state_dir: '/var/lib/spool-agent',
-    running: true,
+    ...connectedReport(new Date(Date.now() - 120_000).toISOString(), []),
     stale: true,
-    status: {
-      pid: 1,
-      agent_version: 'test',
-      started_at: at,
-      updated_at: at,
-      server: 'spool.example:7070',
-      link: { connected: true, since: at, server: 'spool.example:7070', station_id: 's1' },
-      printers: [],
-      jobs_today: { date: at.slice(0, 10), printed: 0, failed: 0 },
-      last_error: null,
-    },
   };
   const out = formatStatus(report);
   t.regex(out, /the agent may be stuck/);

@@ -257,20 +257,21 @@ test.serial(
       (globalThis as unknown as { stayed: boolean }).stayed = true;
     });
     await page.getByText('Live', { exact: true }).waitFor();
-    const created = await call<{ job: { id: string } }>(
-      org.sys.url,
-      'POST',
-      `/v1/orgs/${org.orgId}/jobs`,
-      {
+    const postJob = (fields: { title: string; reference: string; data: string }) =>
+      call<{ job: { id: string } }>(org.sys.url, 'POST', `/v1/orgs/${org.orgId}/jobs`, {
         token: secret,
         body: {
           printer_id: org.printerId,
-          title: 'Invoice 1042',
-          reference: 'order-1042',
-          content: { type: 'text', data: 'Invoice 1042\nTotal: 12.00 EUR\n' },
+          title: fields.title,
+          reference: fields.reference,
+          content: { type: 'text', data: fields.data },
         },
-      },
-    );
+      });
+    const created = await postJob({
+      title: 'Invoice 1042',
+      reference: 'order-1042',
+      data: 'Invoice 1042\nTotal: 12.00 EUR\n',
+    });
     t.is(created.status, 201);
     const row = page.locator(`tr[data-job-id="${created.body.job.id}"]`);
     await row.getByText('printed').waitFor({ timeout: 30_000 });
@@ -285,20 +286,11 @@ test.serial(
 
     // A title and a reference with nowhere to break wrap in their cells: the list stays as wide as
     // the page, every column in sight.
-    const long = await call<{ job: { id: string } }>(
-      org.sys.url,
-      'POST',
-      `/v1/orgs/${org.orgId}/jobs`,
-      {
-        token: secret,
-        body: {
-          printer_id: org.printerId,
-          title: `Shipment-${'X'.repeat(150)}`,
-          reference: `ref-${'9'.repeat(96)}`,
-          content: { type: 'text', data: 'label' },
-        },
-      },
-    );
+    const long = await postJob({
+      title: `Shipment-${'X'.repeat(150)}`,
+      reference: `ref-${'9'.repeat(96)}`,
+      data: 'label',
+    });
     t.is(long.status, 201);
     await page.locator(`tr[data-job-id="${long.body.job.id}"]`).waitFor();
     t.true(
