@@ -614,7 +614,7 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
   ]);
 });
 
-test('the Ingress routes only /v1 and /admin/v1 to the gateway', async (t) => {
+test('the Ingress routes only /v1, /admin/v1 and /console to the gateway', async (t) => {
   for (const args of [
     ['--set', 'ingress.enabled=true'],
     ['-f', PRODUCTION],
@@ -625,11 +625,36 @@ test('the Ingress routes only /v1 and /admin/v1 to the gateway', async (t) => {
     for (const rule of rules) {
       t.deepEqual(
         rule.http.paths.map((p) => p.path),
-        ['/v1', '/admin/v1'],
+        ['/v1', '/admin/v1', '/console'],
         args.join(' '),
       );
     }
   }
+});
+
+test("gateway.publicUrl becomes the gateway's PUBLIC_URL, for invitation links and the console", async (t) => {
+  const gatewayEnv = async (args: string[]) =>
+    env(
+      only(
+        podSpec(find(await render(args), 'Deployment', 'spool-gateway')).containers,
+        'container',
+      ),
+    );
+  t.false((await gatewayEnv([])).has('PUBLIC_URL'));
+  t.is(
+    (await gatewayEnv(['--set', 'gateway.publicUrl=https://print.example.com'])).get('PUBLIC_URL')
+      ?.value,
+    'https://print.example.com',
+  );
+  const refused = await helm([
+    'template',
+    'spool',
+    CHART_DIR,
+    '--set',
+    'gateway.publicUrl=print.example.com',
+  ]);
+  t.not(refused.code, 0);
+  t.regex(refused.stderr, /publicUrl/);
 });
 
 test('the production-like values add an Ingress, autoscalers, NetworkPolicies, a ServiceMonitor and NATS credentials', async (t) => {

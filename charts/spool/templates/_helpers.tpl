@@ -217,6 +217,10 @@ Call with (dict "root" $ "component" "jobs").
   value: {{ $values.shutdownDelayMs | int | toString | quote }}
 - name: TRUST_PROXY
   value: {{ $values.trustProxy | toString | quote }}
+{{- with $values.publicUrl }}
+- name: PUBLIC_URL
+  value: {{ . | quote }}
+{{- end }}
 - name: SPOOL_ADMIN_TOKEN
   valueFrom:
     secretKeyRef:
