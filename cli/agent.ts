@@ -22,7 +22,7 @@ import {
   loadAgentConfig,
   TOKEN_CREDENTIAL,
 } from '../agent/config.js';
-import { parsePrinterSpec, runAgent } from '../agent/index.js';
+import { type Agent, parsePrinterSpec, runAgent } from '../agent/index.js';
 import { JOURNAL_FILE } from '../agent/journal.js';
 import { prettyDestination } from '../agent/log-format.js';
 import { ALL_CUPS_QUEUES, type PrinterSpec } from '../agent/printer-spec.js';
@@ -199,7 +199,25 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
   const tls = flags.tls || flags.ca !== undefined || s.file?.tls?.enabled === true;
   const caFile = flags.ca ?? s.file?.tls?.ca;
   const ca = caFile === undefined ? undefined : await readFile(caFile);
-  const agent = await runAgent({
+  const metricsConfig = readConfig(
+    {
+      METRICS_HOST: s.env.metricsHost ?? s.file?.metrics?.host,
+      METRICS_PORT: s.env.metricsPort ?? s.file?.metrics?.port?.toString(),
+    },
+    metricsEnv,
+  );
+  const metrics = await serveMetrics(metricsConfig.host, metricsConfig.port);
+  if (metrics) logger.info({ port: metrics.port }, 'agent metrics served on GET /metrics');
+  // In place before the agent starts, so that a SIGTERM while it starts (once it has logged that
+  // it started, say) waits for the start and then stops it cleanly, rather than killing it.
+  let starting: Promise<Agent> | undefined;
+  onSignal(logger, async () => {
+    const started = await starting?.catch(() => undefined);
+    await started?.stop();
+    metrics?.server.close();
+    await telemetry().shutdown();
+  });
+  starting = runAgent({
     server,
     token: device.token,
     tokenSource: device.source,
@@ -211,20 +229,13 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
     ...(s.file ? { describe: { config: s.file.path } } : {}),
   });
-  const metricsConfig = readConfig(
-    {
-      METRICS_HOST: s.env.metricsHost ?? s.file?.metrics?.host,
-      METRICS_PORT: s.env.metricsPort ?? s.file?.metrics?.port?.toString(),
-    },
-    metricsEnv,
-  );
-  const metrics = await serveMetrics(metricsConfig.host, metricsConfig.port);
-  if (metrics) logger.info({ port: metrics.port }, 'agent metrics served on GET /metrics');
-  onSignal(logger, async () => {
-    await agent.stop();
+  let agent: Agent;
+  try {
+    agent = await starting;
+  } catch (err) {
     metrics?.server.close();
-    await telemetry().shutdown();
-  });
+    throw err;
+  }
   // Resolves after SIGTERM; rejects when the server refuses the token, which retrying cannot fix.
   await agent.done;
 }

@@ -108,6 +108,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
 
   const admin = adminRouter({
     backends: deps.backends,
+    keys: deps.cache,
     operatorToken: deps.operatorToken,
     bodyLimit: deps.bodyLimit,
     publicUrl: deps.sessions.publicUrl,
@@ -139,7 +140,11 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     status: deps.status,
     limit: deps.publicLimit,
   });
-  const consoleApi = consoleRouter({ ...deps, publicUrl: deps.sessions.publicUrl });
+  const consoleApi = consoleRouter({
+    ...deps,
+    keys: deps.cache,
+    publicUrl: deps.sessions.publicUrl,
+  });
   const routers = [admin, adminFleet, webhooksAdmin, publicApi, v1, consoleApi];
   for (const router of routers) app.use(router.routes());
 

@@ -12,6 +12,7 @@ import { requireOperator } from '../auth.js';
 import { body } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
+import type { KeyCache } from '../key-cache.js';
 import { invitationUrl, invitationView } from '../people-views.js';
 import { listParams } from '../query.js';
 import type { GatewayState } from '../state.js';
@@ -221,6 +222,8 @@ export const ADMIN_CREATED = {
 
 export interface AdminDeps {
   backends: Backends;
+  /** This gateway's API keys: a key revoked through it is forgotten at once, here. */
+  keys: KeyCache;
   operatorToken: string;
   bodyLimit: number;
   /** The base of links the gateway hands out (PUBLIC_URL); else the request's origin. */
@@ -388,6 +391,8 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
 
   router.delete('/orgs/:org/keys/:id', async (ctx) => {
     await accounts.revokeApiKey({ orgId: ctx.params.org ?? '', keyId: ctx.params.id ?? '' });
+    // Other replicas hear of it on the bus within a second; this one refuses the key at once.
+    deps.keys.evictKey(ctx.params.id ?? '');
     ctx.status = 204;
   });
 

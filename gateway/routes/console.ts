@@ -15,6 +15,7 @@ import { hasRole, ROLES, type Role, roleMessage } from '../../lib/roles.js';
 import { parseRfc3339, rfc3339 } from '../../lib/time.js';
 import { body } from '../body.js';
 import type { Backends } from '../clients.js';
+import type { KeyCache } from '../key-cache.js';
 import {
   invitationUrl,
   invitationView,
@@ -85,6 +86,8 @@ function invitationHash(token: string): Buffer {
 
 export interface ConsoleDeps {
   backends: Backends;
+  /** This gateway's API keys: a key revoked through it is forgotten at once, here. */
+  keys: KeyCache;
   sessions: SessionOptions;
   bodyLimit: number;
   /** The base of links the gateway hands out (PUBLIC_URL); else the request's origin. */
@@ -268,6 +271,9 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
 
   router.delete('/orgs/:org/keys/:id', signedIn, role('developer'), async (ctx) => {
     await accounts.revokeApiKey({ orgId: orgOf(ctx), keyId: ctx.params.id ?? '' });
+    // Other replicas hear of it on the bus within a second; a request to this one, next, is
+    // refused already.
+    deps.keys.evictKey(ctx.params.id ?? '');
     ctx.status = 204;
   });
 
