@@ -105,7 +105,8 @@ export async function startDurableConsumer<T>(
   let messages: ConsumerMessages | undefined;
   let stopped = false;
   const concurrency = options.concurrency ?? 1;
-  const inFlight = new Set<Promise<void>>();
+  /** Messages in hand (handled, or waiting behind their key), each with its handling. */
+  const inFlight = new Map<JsMsg, Promise<void>>();
   /** The last message in flight of each key, which the next one of that key waits for. */
   const lastOfKey = new Map<string, Promise<void>>();
   /** Wakes the reader, waiting for a free slot, when a handler finishes. */
@@ -162,15 +163,14 @@ export async function startDurableConsumer<T>(
   };
 
   /**
-   * Messages in hand: handled, or waiting behind their key. Every third of the ack wait each is
-   * told to the server as still in progress, which starts its wait again: a handler that takes
-   * longer (a slow database, a fan-out waiting for room) does not get its message sent again to
-   * another replica, or to itself, while it works on it.
+   * Every third of the ack wait each message in hand is told to the server as still in progress,
+   * which starts its wait again: a handler that takes longer (a slow database, a fan-out waiting
+   * for room) does not get its message sent again to another replica, or to itself, while it works
+   * on it.
    */
-  const inHand = new Set<JsMsg>();
   const keepAlive = setInterval(
     () => {
-      for (const msg of inHand) msg.working();
+      for (const msg of inFlight.keys()) msg.working();
     },
     Number(config.ack_wait) / 3 / 1e6,
   );
@@ -180,12 +180,10 @@ export async function startDurableConsumer<T>(
     const key = options.keyOf?.(value);
     const before = key === undefined ? undefined : lastOfKey.get(key);
     const run = before ? before.then(() => handleOne(msg, value)) : handleOne(msg, value);
-    inFlight.add(run);
-    inHand.add(msg);
+    inFlight.set(msg, run);
     if (key !== undefined) lastOfKey.set(key, run);
     void run.then(() => {
-      inFlight.delete(run);
-      inHand.delete(msg);
+      inFlight.delete(msg);
       slotFreed?.();
       slotFreed = undefined;
       if (key !== undefined && lastOfKey.get(key) === run) lastOfKey.delete(key);
@@ -246,7 +244,7 @@ export async function startDurableConsumer<T>(
         await new Promise((r) => setTimeout(r, 1_000));
       }
     }
-    await Promise.all(inFlight);
+    await Promise.all(inFlight.values());
     clearInterval(keepAlive);
     ackNow();
   })();
