@@ -41,7 +41,11 @@ export function requireKey(options: KeyAuthOptions): Middleware<GatewayState> {
     if (kind === 'device') {
       throw unauthorized('device tokens are for the station link, not the API');
     }
-    if (kind !== 'live' && kind !== 'test') throw unauthorized('the API key is not valid');
+    if (kind !== 'live' && kind !== 'test') {
+      throw unauthorized(
+        'the API key is not valid: a key is svc_live_ or svc_test_ and 43 letters and digits; check that it was copied whole',
+      );
+    }
     const { key, orgName } = await options.cache.get(hashCredential(token));
     if (key.expiresAt && key.expiresAt.getTime() <= options.clock.now().getTime()) {
       throw unauthorized('the API key has expired');

@@ -168,7 +168,8 @@ function errorCodes(method: Method, path: string, op: OperationSpec, surface: Su
   const codes = new Set<ErrorCode>(['internal', ...(op.errors ?? [])]);
   if (surface.auth !== 'none') codes.add('unauthorized').add('unavailable');
   if (surface.auth === 'key') {
-    codes.add('forbidden');
+    // Every route refuses a query parameter it does not take.
+    codes.add('forbidden').add('unknown_field');
     if (path.includes(':org')) codes.add('not_found');
   }
   if (surface.rateLimited) codes.add('rate_limited');

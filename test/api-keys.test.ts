@@ -150,6 +150,38 @@ test('every scoped route answers 403 naming the scope a key lacks, and admits a 
   }
 });
 
+test('a malformed key and an unknown one both answer that the key is not valid, and why', async (t) => {
+  const { sys } = t.context;
+  const whole = generateCredential('live');
+  const truncated = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: whole.slice(0, -1) });
+  t.is(truncated.status, 401);
+  t.regex(truncated.body.error.message, /^the API key is not valid: .*copied whole/);
+  const unknown = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: whole });
+  t.is(unknown.status, 401);
+  t.is(unknown.body.error.message, 'the API key is not valid: unknown, revoked or expired');
+});
+
+test('every route answers 400 naming a query parameter it does not take', async (t) => {
+  const { sys, orgId } = t.context;
+  const { secret } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  for (const route of V1_ROUTES) {
+    const path = route.path
+      .replace(':org', orgId)
+      .replace(':id', randomUUID())
+      .replace(':delivery', randomUUID());
+    const res = await call<ErrorBody>(sys.url, route.method, `${path}?colour=red`, {
+      token: secret,
+      body: route.method === 'GET' || route.method === 'DELETE' ? undefined : {},
+    });
+    t.is(res.status, 400, `${route.method} ${route.path}`);
+    t.like(
+      res.body.error,
+      { code: 'unknown_field', param: 'colour', message: 'unknown query parameter "colour"' },
+      `${route.method} ${route.path}`,
+    );
+  }
+});
+
 test('an organization other than the key’s own answers 404', async (t) => {
   const { sys, orgId } = t.context;
   const other = await createOrg(sys.url, 'Other Co');

@@ -886,7 +886,7 @@ export interface operations {
                     "application/json": components["schemas"]["KeyInfo"];
                 };
             };
-            /** @description Bad request: invalid */
+            /** @description Bad request: invalid, unknown_field */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -3897,7 +3897,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Bad request: invalid */
+            /** @description Bad request: invalid, unknown_field */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -4748,6 +4748,28 @@ export interface operations {
                     };
                 };
             };
+            /** @description Bad request: unknown_field */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unknown_field",
+                     *         "message": "unknown_field",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unauthorized: unauthorized */
             401: {
                 headers: {
@@ -4899,6 +4921,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad request: unknown_field */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unknown_field",
+                     *         "message": "unknown_field",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description Unauthorized: unauthorized */
             401: {

@@ -307,6 +307,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
   const creations = new JobCreations(jobs);
   return {
     'POST /v1/orgs/:org/jobs': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const req = await body(ctx, CreateJobBody, deps.jobBodyLimit);
       const source = contentSource(req.content);
       const key = ctx.state.key;
@@ -344,6 +345,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
     },
 
     'POST /v1/orgs/:org/jobs/:id/cancel': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       await body(ctx, EmptyBody, deps.bodyLimit);
       const { job } = await jobs.cancelJob({
         orgId: orgOf(ctx),
@@ -354,6 +356,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
     },
 
     'POST /v1/orgs/:org/jobs/:id/reprint': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       await body(ctx, ReprintBody, deps.bodyLimit);
       const orgId = orgOf(ctx);
       const jobId = param(ctx, 'id');
@@ -388,6 +391,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
     },
 
     'POST /v1/orgs/:org/uploads': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const contentType = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase();
       if (!(UPLOAD_TYPES as readonly string[]).includes(contentType)) {
         throw new SpoolError(
@@ -408,6 +412,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
     },
 
     'POST /v1/orgs/:org/jobs/:id/retry': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       await body(ctx, EmptyBody, deps.bodyLimit);
       const { job } = await jobs.retryJob({
         orgId: orgOf(ctx),

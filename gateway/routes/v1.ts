@@ -13,6 +13,7 @@ import type { EventStreams } from '../event-stream.js';
 import { type Created, setLocation } from '../http-manners.js';
 import { idempotency } from '../idempotency.js';
 import type { KeyCache } from '../key-cache.js';
+import { rejectUnknownParams } from '../query.js';
 import { requireKeyOrSession, type SessionOptions } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { fleetHandlers } from './fleet.js';
@@ -100,6 +101,7 @@ export interface V1Deps {
 
 const keyHandlers: Record<string, Middleware<GatewayState>> = {
   'GET /v1/key': (ctx) => {
+    rejectUnknownParams(ctx.query, []);
     const key = ctx.state.key;
     if (!key) throw new SpoolError('internal', 'no key on an authenticated request');
     ctx.body = {

@@ -245,6 +245,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
   });
   return {
     createWebhookEndpoint: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const req = await body(ctx, CreateWebhookBody, deps.bodyLimit);
       // The organization is the accounts service's: an unknown one answers 404 before anything.
       await accounts.getOrg({ orgId: param(ctx, 'org') });
@@ -268,11 +269,13 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     getWebhookEndpoint: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const { endpoint } = await webhooks.getEndpoint(ids(ctx));
       ctx.body = { endpoint: webhookView(endpoint) };
     },
 
     updateWebhookEndpoint: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const req = await body(ctx, UpdateWebhookBody, deps.bodyLimit);
       const { endpoint } = await webhooks.updateEndpoint({
         ...ids(ctx),
@@ -285,11 +288,13 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     deleteWebhookEndpoint: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       await webhooks.deleteEndpoint(ids(ctx));
       ctx.status = 204;
     },
 
     rotateWebhookSecret: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const req = await body(ctx, RotateWebhookBody, deps.bodyLimit);
       const { endpoint, secret } = await webhooks.rotateSecret({
         ...ids(ctx),
@@ -299,6 +304,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     sendWebhookTest: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       await body(ctx, Empty, deps.bodyLimit);
       const { delivery } = await webhooks.sendTest(ids(ctx));
       ctx.status = 202;
@@ -319,6 +325,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     getWebhookDelivery: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const { delivery } = await webhooks.getDelivery({
         ...ids(ctx),
         deliveryId: param(ctx, 'delivery'),
@@ -327,6 +334,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     resendWebhookDelivery: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       await body(ctx, Empty, deps.bodyLimit);
       const { delivery } = await webhooks.resendDelivery({
         ...ids(ctx),
@@ -337,6 +345,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     resendFailedWebhookDeliveries: async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
       const req = await body(ctx, ResendFailedBody, deps.bodyLimit);
       const since = parseRfc3339(req.since);
       if (!since) throw invalid('since must be an RFC 3339 time', 'since');
