@@ -32,16 +32,16 @@ function requireUuid(value: string, what: string): string {
 }
 
 function checkEvents(events: string[], param = 'events'): string[] {
-  const unique = [...new Set(events)];
-  if (unique.length === 0) throw invalid(`${param} must name at least one event type`, param);
-  for (const type of unique) {
+  if (events.length === 0) throw invalid(`${param} must name at least one event type`, param);
+  events.forEach((type, i) => {
     if (type !== ALL_EVENTS && !SUBSCRIBABLE_EVENTS.includes(type)) {
       throw invalid(
-        `unknown event type ${JSON.stringify(type)}; types are ${SUBSCRIBABLE_EVENTS.join(', ')}, or * for all`,
-        param,
+        `${param}.${i} must be an event type, not ${JSON.stringify(type)}: types are ${SUBSCRIBABLE_EVENTS.join(', ')}, or * for all`,
+        `${param}.${i}`,
       );
     }
-  }
+  });
+  const unique = [...new Set(events)];
   return unique.includes(ALL_EVENTS) ? [ALL_EVENTS] : unique;
 }
 
