@@ -120,12 +120,20 @@ const FAILED: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled']);
  * `SPOOL_API_KEY` (required) and `SPOOL_URL` (default http://localhost:8080).
  */
 export function registerJobsCommands(program: Command, env: Env): void {
+  /** The running command's `--url`, which beats SPOOL_URL. */
+  let urlFlag: string | undefined;
+
   function client(): Spool {
     const apiKey = env.SPOOL_API_KEY;
     if (!apiKey) {
       throw new UsageError('set SPOOL_API_KEY to an API key (svc_live_… or svc_test_…)');
     }
-    return new Spool({ apiKey, baseUrl: env.SPOOL_URL || DEFAULT_SPOOL_URL });
+    const baseUrl = urlFlag ?? (env.SPOOL_URL || DEFAULT_SPOOL_URL);
+    if (!/^https?:$/.test(URL.parse(baseUrl)?.protocol ?? '')) {
+      const source = urlFlag === undefined ? 'SPOOL_URL' : '--url';
+      throw new UsageError(`${source} must be an http or https URL, such as ${DEFAULT_SPOOL_URL}`);
+    }
+    return new Spool({ apiKey, baseUrl });
   }
 
   /** Runs a command's body, turning what it throws into the exit codes above. */
@@ -141,7 +149,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
           process.stderr.write(`${JSON.stringify(err.envelope)}\n`);
         } else if (err instanceof SpoolConnectionError) {
           process.stderr.write(
-            `spool: ${err.message}: is Spool running there, and is SPOOL_URL right?\n`,
+            `spool: ${err.message}: is Spool running there, and is ${urlFlag === undefined ? 'SPOOL_URL' : '--url'} right?\n`,
           );
         } else {
           throw err;
@@ -158,7 +166,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
     });
 
   const jobs = usage(program.command('jobs')).description(
-    'print jobs: create, list, follow (SPOOL_API_KEY, SPOOL_URL)',
+    'print jobs: create, list, follow (SPOOL_API_KEY, SPOOL_URL or --url)',
   );
 
   jobs
@@ -371,7 +379,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
     );
 
   const printers = usage(program.command('printers')).description(
-    "the organization's printers (SPOOL_API_KEY, SPOOL_URL)",
+    "the organization's printers (SPOOL_API_KEY, SPOOL_URL or --url)",
   );
   printers
     .command('list')
@@ -406,7 +414,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
     );
 
   const locations = usage(program.command('locations')).description(
-    "the organization's locations (SPOOL_API_KEY, SPOOL_URL)",
+    "the organization's locations (SPOOL_API_KEY, SPOOL_URL or --url)",
   );
   locations
     .command('list')
@@ -431,7 +439,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
       }),
     );
 
-  usage(program.command('key'))
+  const keyCommand = usage(program.command('key'))
     .description('show the API key in SPOOL_API_KEY: its organization, mode and scopes')
     .addOption(formatOption())
     .action(
@@ -452,6 +460,20 @@ export function registerJobsCommands(program: Command, env: Env): void {
         return EXIT.ok;
       }),
     );
+
+  const leaves = (cmd: Command): Command[] =>
+    cmd.commands.length === 0 ? [cmd] : cmd.commands.flatMap(leaves);
+  for (const top of [jobs, printers, locations, keyCommand]) {
+    for (const leaf of leaves(top)) {
+      leaf.option(
+        '--url <url>',
+        `where Spool answers (default SPOOL_URL, else ${DEFAULT_SPOOL_URL})`,
+      );
+    }
+    top.hook('preAction', (_top, action) => {
+      urlFlag = action.opts<{ url?: string }>().url;
+    });
+  }
 }
 
 /** `--wait`: progress on stderr, the job on stdout, 0 once printed and 1 otherwise. */

@@ -97,6 +97,26 @@ test('an API error exits 1 with the error envelope on stderr, and a file that ca
   t.regex(missing.stderr, /^spool: cannot read gone\.pdf: there is no such file$/m);
 });
 
+test('--url beats SPOOL_URL, and a URL that is not one exits 2 naming its source', async (t) => {
+  const elsewhere = { ...env, SPOOL_URL: 'http://127.0.0.1:9' };
+  const unreachable = await runSpool(['key'], elsewhere);
+  t.is(unreachable.code, 1);
+  t.regex(unreachable.stderr, /is SPOOL_URL right\?/);
+  const flagged = await runSpool(['key', '--url', org.sys.url], elsewhere);
+  t.is(flagged.code, 0, flagged.stderr);
+  t.is(JSON.parse(flagged.stdout).org_id, org.orgId);
+  const listed = await runSpool(['jobs', 'list', '--limit', '1', '--url', org.sys.url], elsewhere);
+  t.is(listed.code, 0, listed.stderr);
+  const wrongFlag = await runSpool(['printers', 'list', '--url', 'http://127.0.0.1:9'], env);
+  t.regex(wrongFlag.stderr, /is --url right\?/);
+  const notUrl = await runSpool(['locations', 'list', '--url', 'localhost:8080'], env);
+  t.is(notUrl.code, 2);
+  t.regex(notUrl.stderr, /--url must be an http or https URL/);
+  const badEnv = await runSpool(['key'], { ...env, SPOOL_URL: 'spool.example.com' });
+  t.is(badEnv.code, 2);
+  t.regex(badEnv.stderr, /SPOOL_URL must be an http or https URL/);
+});
+
 test('wrong usage exits 2', async (t) => {
   const neither = await runSpool(['jobs', 'create', '--printer', org.printerId], env);
   t.is(neither.code, 2);
