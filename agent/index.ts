@@ -4,11 +4,12 @@
  * offered through its backends, and keeps the journal that makes each job attempt print at most
  * once.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { PrinterReport } from '../gen/spool/v1/stations.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { spoolVersion } from '../lib/version.js';
 import type { Backend } from './backends/backend.js';
 import type { CupsOptions } from './backends/cups.js';
 import { type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
@@ -94,7 +95,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     if (names.has(p.name)) throw new Error(`two printers are named ${JSON.stringify(p.name)}`);
     names.add(p.name);
   }
-  const agentVersion = options.agentVersion ?? (await packageVersion());
+  const agentVersion = options.agentVersion ?? spoolVersion();
 
   await mkdir(options.stateDir, { recursive: true });
   const lock = await lockStateDir(options.stateDir);
@@ -238,16 +239,6 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     },
     done,
   };
-}
-
-async function packageVersion(): Promise<string> {
-  try {
-    const text = await readFile(new URL('../package.json', import.meta.url), 'utf8');
-    const version = (JSON.parse(text) as { version?: unknown }).version;
-    return typeof version === 'string' ? version : 'unknown';
-  } catch {
-    return 'unknown';
-  }
 }
 
 /**

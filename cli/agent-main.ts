@@ -5,9 +5,9 @@
  */
 import { Command } from 'commander';
 import { TokenRefusedError } from '../agent/index.js';
-import { agentVersion } from '../agent/version.js';
 import { ConfigError } from '../lib/config.js';
 import { startTelemetry } from '../lib/telemetry.js';
+import { spoolVersion } from '../lib/version.js';
 import { addAgentCommands } from './agent.js';
 
 /** Whether the command line runs the agent (rather than one of its everyday commands). */
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   const program = addAgentCommands(
     new Command('spool-agent')
       .description('the Spool station agent (docs/agent.md)')
-      .version(agentVersion(), '-V, --version', 'print the version of the agent')
+      .version(spoolVersion(), '-V, --version', 'print the version of the agent')
       .showHelpAfterError(),
     process.env,
   );

@@ -29,11 +29,11 @@ import { ALL_CUPS_QUEUES, type PrinterSpec } from '../agent/printer-spec.js';
 import { PrinterSet } from '../agent/printers.js';
 import { DEFAULT_UNIT_PATH, systemdUnit } from '../agent/service.js';
 import { type AgentStatus, readStatus, STATUS_HEARTBEAT_MS } from '../agent/status.js';
-import { agentVersion } from '../agent/version.js';
 import { PrintOptions } from '../gen/spool/v1/stations.js';
 import { type Env, LOG_LEVELS, optionalStr, port, readConfig, str } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { serveMetrics, telemetry } from '../lib/telemetry.js';
+import { spoolVersion } from '../lib/version.js';
 
 const agentEnv = {
   token: optionalStr('SPOOL_DEVICE_TOKEN', 'the station device token (svc_dev_…)'),
@@ -224,7 +224,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     printers: s.printers,
     stateDir: s.stateDir,
     logger,
-    agentVersion: agentVersion(),
+    agentVersion: spoolVersion(),
     cups: { env, ...(s.cupsServer ? { server: s.cupsServer } : {}) },
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
     ...(s.file ? { describe: { config: s.file.path } } : {}),
@@ -541,7 +541,7 @@ export function testPage(printer: string, backend: string, at: Date): Buffer {
       `printer: ${printer}`,
       `backend: ${backend}`,
       `station: ${hostname()}`,
-      `agent:   ${agentVersion()}`,
+      `agent:   ${spoolVersion()}`,
       `time:    ${at.toISOString()}`,
       '',
       'If you can read this, the agent can print to this printer.',

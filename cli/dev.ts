@@ -13,6 +13,7 @@ import { startNatsServer } from '../lib/nats-server.js';
 import { startPgliteServer } from '../lib/pglite-server.js';
 import { generateServerKeyPair, serverKeysFrom } from '../lib/sealing.js';
 import { serveMetrics, telemetry } from '../lib/telemetry.js';
+import { spoolVersion } from '../lib/version.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
 import { busLayoutOf, devConfig } from './config.js';
@@ -147,6 +148,7 @@ export async function runDev(env: Env): Promise<void> {
     [
       '',
       `Spool is running at ${gateway.url}`,
+      `  version ${spoolVersion()}`,
       `  station agents connect to ${system.linkAddress}`,
       ...(metricsServer
         ? [`  metrics at http://${config.host}:${metricsServer.port}/metrics`]

@@ -24,6 +24,7 @@ import { createLogger, type Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import { serverKeysFrom } from '../lib/sealing.js';
 import { serveMetrics, telemetry } from '../lib/telemetry.js';
+import { spoolVersion } from '../lib/version.js';
 import { createAccounts } from '../services/accounts/index.js';
 import { createJobs } from '../services/jobs/index.js';
 import { createStations, startLinkServer } from '../services/stations/index.js';
@@ -142,7 +143,12 @@ async function serveService(
   const extra = (await part.afterStart?.()) ?? {};
   const metricsServer = await serveMetrics(config.grpcHost, config.metricsPort);
   logger.info(
-    { port: grpc.port, ...extra, ...(metricsServer ? { metricsPort: metricsServer.port } : {}) },
+    {
+      version: spoolVersion(),
+      port: grpc.port,
+      ...extra,
+      ...(metricsServer ? { metricsPort: metricsServer.port } : {}),
+    },
     `${name} serving gRPC`,
   );
   onShutdown(logger, async () => {
@@ -212,7 +218,11 @@ async function serveGateway(env: Env): Promise<void> {
   const port = await gateway.listen(config.host, config.port);
   const metricsServer = await serveMetrics(config.host, config.metricsPort);
   logger.info(
-    { port, ...(metricsServer ? { metricsPort: metricsServer.port } : {}) },
+    {
+      version: spoolVersion(),
+      port,
+      ...(metricsServer ? { metricsPort: metricsServer.port } : {}),
+    },
     'gateway listening',
   );
   onShutdown(logger, async () => {

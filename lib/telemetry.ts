@@ -14,9 +14,10 @@ import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { Env } from './config.js';
 import { setTracing } from './tracing.js';
+import { spoolVersion } from './version.js';
 
 export interface Telemetry {
   /** Answers a scrape with every metric of this process; undefined when telemetry is disabled. */
@@ -52,12 +53,17 @@ function tracingRequested(env: Env): boolean {
 export async function startTelemetry(env: Env, serviceName: string): Promise<Telemetry> {
   if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true') return disabled;
   const name = env.OTEL_SERVICE_NAME || serviceName;
+  // Metrics' target_info and every span carry the version, to tell a rollout's two apart.
+  const resource = resourceFromAttributes({
+    [ATTR_SERVICE_NAME]: name,
+    [ATTR_SERVICE_VERSION]: spoolVersion(),
+  });
   const prometheus = new PrometheusExporter({ preventServerStart: true });
   const metricsHandler = prometheus.getMetricsRequestHandler.bind(prometheus);
 
   if (!tracingRequested(env)) {
     const provider = new MeterProvider({
-      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: name }),
+      resource,
       readers: [prometheus],
     });
     metrics.setGlobalMeterProvider(provider);
@@ -77,6 +83,7 @@ export async function startTelemetry(env: Env, serviceName: string): Promise<Tel
     ]);
   const sdk = new NodeSDK({
     serviceName: name,
+    resource,
     metricReaders: [prometheus],
     instrumentations: [
       // Health checks every few seconds would bury the traces worth reading.

@@ -176,7 +176,7 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
     format: 'esm',
     target: 'node20',
     external: NOT_BUNDLED,
-    define: { SPOOL_AGENT_VERSION: JSON.stringify(version) },
+    define: { SPOOL_VERSION: JSON.stringify(version) },
     // CommonJS dependencies bundled into an ES module still call require() for Node's modules.
     banner: {
       js: "import { createRequire as __spoolCreateRequire } from 'node:module'; const require = __spoolCreateRequire(import.meta.url);",

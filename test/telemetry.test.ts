@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { SCOPES } from '../lib/credentials.js';
+import { spoolVersion } from '../lib/version.js';
 import { CLUSTER_OPERATOR_TOKEN, type Cluster, startCluster } from './helpers/cluster.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './helpers/otlp.js';
 import { freePort } from './helpers/ports.js';
@@ -312,6 +313,22 @@ test.serial('every process serves its metrics in the Prometheus format', async (
   const agent = await scrape(agentMetricsUrl);
   t.regex(agent, /spool_agent_prints_total\{[^}]*spool_print_outcome="printed"[^}]*\} 1/);
   t.regex(agent, /spool_agent_print_duration_count\{[^}]*\} 1/);
+
+  // Each process says which Spool it is, in its metrics and its first lines.
+  const version = spoolVersion();
+  t.regex(version, /^\d+\.\d+\.\d+/);
+  for (const [component, text] of Object.entries({ gateway, jobs, stations, webhooks, agent })) {
+    t.regex(text, new RegExp(`target_info\\{[^}]*service_version="${version}"`), component);
+  }
+  for (const [component, proc] of cluster.processes) {
+    const started = proc
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => /serving gRPC|gateway listening/.test(String(l.msg)));
+    t.is(started?.version, version, component);
+  }
 });
 
 test.serial(
