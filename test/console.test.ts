@@ -246,7 +246,9 @@ test.serial(
       .waitFor();
     t.is(receiver.requests[0]?.delivery, receiver.requests[1]?.delivery);
     await page.getByRole('button', { name: 'Rotate secret' }).click();
-    t.regex((await page.getByLabel('Secret').textContent()) ?? '', /^whsec_/);
+    await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
+    // Exactly: the closing confirmation's name, "Rotate the signing secret of …", holds the word.
+    t.regex((await page.getByLabel('Secret', { exact: true }).textContent()) ?? '', /^whsec_/);
     // The resent delivery's new attempt succeeds, and the log shows it without a reload.
     await page.locator('.delivery-head').getByText('succeeded').waitFor();
     await screenshot(page, 'endpoint');
@@ -375,6 +377,7 @@ test.serial(
     await viewer.reload();
     await viewer.getByRole('button', { name: 'Create key' }).waitFor();
     await page.getByRole('button', { name: `Remove ${VIEWER.name}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
     await page.getByRole('row', { name: new RegExp(VIEWER.email) }).waitFor({ state: 'detached' });
     await eventually(
       () => pageCall(viewer, 'GET', `/console/v1/orgs/${org.orgId}/keys`),
@@ -387,6 +390,7 @@ test.serial(
       .getByRole('row', { name: /shop backend/ })
       .getByRole('button', { name: 'Revoke' })
       .click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
     await page
       .getByRole('row', { name: /shop backend/ })
       .getByText('revoked')

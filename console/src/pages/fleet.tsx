@@ -13,6 +13,7 @@ import {
   useAction,
   useApp,
   useCan,
+  useConfirm,
   useResource,
 } from '../ui.js';
 
@@ -102,9 +103,28 @@ export function PrintersPage(): JSX.Element {
     await del(`/console/v1/orgs/${enc(org.id)}/printers/${enc(id)}`);
     await r.reload();
   });
+  const confirm = useConfirm();
+  const askRemove = async (p: Printer) => {
+    const ok = await confirm.ask({
+      title: `Delete the printer ${p.name}?`,
+      body: (
+        <>
+          <p>Its jobs that have not finished fail, each saying that the printer was deleted.</p>
+          <p>
+            {p.status === 'removed'
+              ? 'Its agent no longer reports it.'
+              : 'Its agent still reports it: it comes back, under a new id, when the agent next sends its printers. Remove it from the agent first.'}
+          </p>
+        </>
+      ),
+      confirm: 'Delete printer',
+    });
+    if (ok) await remove.run(p.id);
+  };
   return (
     <>
       <PageHeader title="Printers" />
+      {confirm.dialog}
       <p class="lead">Printers are reported by the agents of your stations, with their status.</p>
       <ErrorText error={r.error} />
       <ErrorText error={remove.error} />
@@ -169,7 +189,7 @@ export function PrintersPage(): JSX.Element {
                             ? 'Its agent no longer reports it'
                             : 'Its agent still reports it: it comes back, under a new id, when the agent next sends its printers (a change of status, a reconnect). Remove it from the agent first.'
                         }
-                        onClick={() => void remove.run(p.id)}
+                        onClick={() => void askRemove(p)}
                       >
                         Delete printer
                       </button>

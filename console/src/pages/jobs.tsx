@@ -27,6 +27,7 @@ import {
   useAction,
   useApp,
   useCan,
+  useConfirm,
   useResource,
 } from '../ui.js';
 import { Pager } from './fleet.js';
@@ -325,6 +326,17 @@ export function JobPage(props: { id: string }): JSX.Element {
     }
     return `by ${actor}`;
   };
+  const confirm = useConfirm();
+  const askCancel = async (j: Job) => {
+    const ok = await confirm.ask({
+      title: `Cancel the job ${j.title || short(j.id)}?`,
+      body: 'Spool withdraws it from its station and it is not printed; a printer that has already begun it may still finish. A cancelled job cannot be retried, only reprinted as a new job.',
+      confirm: 'Cancel job',
+      // "Cancel" beside "Cancel job" would read as the action itself.
+      dismiss: 'Keep job',
+    });
+    if (ok) await act.run('cancel');
+  };
   const job = r.data?.job;
   return (
     <>
@@ -338,7 +350,7 @@ export function JobPage(props: { id: string }): JSX.Element {
               type="button"
               class="secondary"
               disabled={act.busy || !CANCELLABLE.includes(job.status)}
-              onClick={() => void act.run('cancel')}
+              onClick={() => void askCancel(job)}
             >
               Cancel job
             </button>
@@ -360,6 +372,7 @@ export function JobPage(props: { id: string }): JSX.Element {
           </>
         ) : null}
       </PageHeader>
+      {confirm.dialog}
       <ErrorText error={r.error || act.error} />
       {job ? (
         <div class="job-layout">

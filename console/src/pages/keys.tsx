@@ -13,6 +13,7 @@ import {
   useAction,
   useApp,
   useCan,
+  useConfirm,
   useResource,
 } from '../ui.js';
 
@@ -62,10 +63,20 @@ export function KeysPage(): JSX.Element {
     await del(`/console/v1/orgs/${enc(org.id)}/keys/${enc(id)}`);
     await r.reload();
   });
+  const confirm = useConfirm();
+  const askRevoke = async (k: ApiKey) => {
+    const ok = await confirm.ask({
+      title: `Revoke the key ${k.name || k.hint}?`,
+      body: 'Spool refuses every request made with it from now on. A revoked key cannot be used again.',
+      confirm: 'Revoke key',
+    });
+    if (ok) await revoke.run(k.id);
+  };
   const items = r.data?.items ?? [];
   return (
     <>
       <PageHeader title="API keys" />
+      {confirm.dialog}
       <p class="lead">
         Keys let your systems call the print-job API. Spool keeps only a hash: a key's secret is
         shown once, when it is created.
@@ -230,7 +241,7 @@ export function KeysPage(): JSX.Element {
                           class="danger"
                           disabled={revoke.busy}
                           aria-describedby={`key-${k.id}`}
-                          onClick={() => void revoke.run(k.id)}
+                          onClick={() => void askRevoke(k)}
                         >
                           Revoke
                         </button>

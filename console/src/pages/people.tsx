@@ -12,7 +12,16 @@ import {
   ROLES,
   type Role,
 } from '../api.js';
-import { ErrorText, PageHeader, Time, useAction, useApp, useCan, useResource } from '../ui.js';
+import {
+  ErrorText,
+  PageHeader,
+  Time,
+  useAction,
+  useApp,
+  useCan,
+  useConfirm,
+  useResource,
+} from '../ui.js';
 
 export function PeoplePage(): JSX.Element {
   const { org, session } = useApp();
@@ -43,12 +52,22 @@ export function PeoplePage(): JSX.Element {
     await del(`${base}/people/${enc(personId)}`);
     await r.reload();
   });
+  const confirm = useConfirm();
+  const askRemove = async (m: Member) => {
+    const ok = await confirm.ask({
+      title: `Remove ${m.display_name} from ${org.name}?`,
+      body: `${m.display_name} (${m.email}) loses access to ${org.name} at once, in every signed-in session. Their Spool account stays; a new invitation brings them back.`,
+      confirm: 'Remove member',
+    });
+    if (ok) await remove.run(m.person_id);
+  };
   // Admins manage people other than owners; owners manage everyone.
   const assignable = ROLES.filter((x) => isOwner || x !== 'owner');
   const canManage = (m: Member) => isAdmin && (isOwner || m.role !== 'owner');
   return (
     <>
       <PageHeader title="People" />
+      {confirm.dialog}
       {isAdmin ? (
         <section class="panel" aria-labelledby="invite">
           <h2 id="invite">Invite someone</h2>
@@ -153,7 +172,7 @@ export function PeoplePage(): JSX.Element {
                         class="danger"
                         aria-label={`Remove ${m.display_name}`}
                         disabled={remove.busy}
-                        onClick={() => void remove.run(m.person_id)}
+                        onClick={() => void askRemove(m)}
                       >
                         Remove
                       </button>

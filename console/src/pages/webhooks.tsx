@@ -14,6 +14,7 @@ import {
   useAction,
   useApp,
   useCan,
+  useConfirm,
   useResource,
 } from '../ui.js';
 import { Pager } from './fleet.js';
@@ -257,6 +258,23 @@ function EndpointPanel(props: {
     await post(`${base}/deliveries/${enc(id)}/resend`);
     await deliveries.reload();
   });
+  const confirm = useConfirm();
+  const askRotate = async () => {
+    const ok = await confirm.ask({
+      title: `Rotate the signing secret of ${ep?.url ?? 'this endpoint'}?`,
+      body: 'Spool makes a new secret, shown once, and signs with it from the next attempt on. For a grace period (24 hours unless Spool is set otherwise) attempts also carry a signature with the current secret, so that your receiver can switch.',
+      confirm: 'Rotate secret',
+    });
+    if (ok) await act.run('rotate');
+  };
+  const askDelete = async () => {
+    const ok = await confirm.ask({
+      title: `Delete the endpoint ${ep?.url ?? ''}?`,
+      body: 'Spool stops sending it events at once and deletes its delivery log with every attempt. This cannot be undone.',
+      confirm: 'Delete endpoint',
+    });
+    if (ok) await act.run('delete');
+  };
   const headingId = `endpoint-${props.id}`;
   return (
     <section class="panel endpoint" aria-labelledby={headingId}>
@@ -266,6 +284,7 @@ function EndpointPanel(props: {
         </h2>
         {ep ? <Status status={ep.enabled ? 'enabled' : 'disabled'} /> : null}
       </div>
+      {confirm.dialog}
       <ErrorText error={r.error || act.error} />
       {ep ? (
         <>
@@ -284,9 +303,6 @@ function EndpointPanel(props: {
           </p>
           {canWrite ? (
             <div class="endpoint-actions">
-              <button type="button" disabled={act.busy} onClick={() => void act.run('rotate')}>
-                Rotate secret
-              </button>
               <button
                 type="button"
                 class="secondary"
@@ -303,11 +319,20 @@ function EndpointPanel(props: {
               >
                 {ep.enabled ? 'Disable' : 'Enable'}
               </button>
+              {/* Not the primary action: a receiver that is not told of the new secret breaks. */}
               <button
                 type="button"
                 class="danger"
                 disabled={act.busy}
-                onClick={() => void act.run('delete')}
+                onClick={() => void askRotate()}
+              >
+                Rotate secret
+              </button>
+              <button
+                type="button"
+                class="danger"
+                disabled={act.busy}
+                onClick={() => void askDelete()}
               >
                 Delete endpoint
               </button>

@@ -1,0 +1,224 @@
+/**
+ * The console's pages in a real browser, as a person uses them: destructive actions ask first.
+ * Chromium through playwright-core against a real Spool whose station `desk` prints to a folder,
+ * beside a station that went offline with its printer `annex` last reported ready.
+ */
+import test from 'ava';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './helpers/browser.js';
+import { member, PASSWORD } from './helpers/console.js';
+import { connectLink, printer } from './helpers/link-client.js';
+import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
+import { call, createKey, createStation, eventually } from './helpers/system.js';
+
+const OWNER = 'owner@example.com';
+
+let org: PrintingOrg;
+let browser: Browser;
+/** The station that went offline, and its printer `annex`. */
+let offline: { stationId: string; printerId: string };
+const contexts: BrowserContext[] = [];
+
+test.before(async () => {
+  [org, browser] = await Promise.all([startPrintingOrg(), launchChromium()]);
+  await member(org.sys.url, org.orgId, 'owner', OWNER);
+  const station = await createStation(org.sys.url, org.orgId, { name: 'Annex' });
+  const link = await connectLink(org.sys.linkAddress, station.token, [printer('annex')]);
+  const listed = await eventually(
+    () => printersOf(),
+    (printers) => printers.some((p) => p.name === 'annex' && p.station_online),
+  );
+  link.close();
+  await eventually(
+    () => printersOf(),
+    (printers) => printers.some((p) => p.name === 'annex' && !p.station_online),
+  );
+  offline = {
+    stationId: station.id,
+    printerId: listed.find((p) => p.name === 'annex')?.id as string,
+  };
+});
+
+test.after.always(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  await browser?.close();
+  await org?.stop();
+});
+
+async function printersOf() {
+  const res = await call<{ printers: { id: string; name: string; station_online: boolean }[] }>(
+    org.sys.url,
+    'GET',
+    `/v1/orgs/${org.orgId}/printers`,
+    { token: org.key },
+  );
+  return res.body.printers;
+}
+
+/** A job for `annex`, whose station is offline: it stays queued. */
+async function queuedJob(title: string, reference = ''): Promise<string> {
+  const res = await call<{ job: { id: string } }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/jobs`,
+    {
+      token: org.key,
+      body: {
+        printer_id: offline.printerId,
+        title,
+        ...(reference ? { reference } : {}),
+        content: { type: 'text', data: title },
+      },
+    },
+  );
+  if (res.status !== 201) throw new Error(`job: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.job.id;
+}
+
+/** The owner, signed in, on `path` of the console. */
+async function ownerPage(path = '/', width = 1280, height = 800): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  await page.goto(`${org.sys.url}/console/`);
+  await page.getByLabel('Email').fill(OWNER);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+  if (path !== '/') await page.goto(`${org.sys.url}/console${path}`);
+  return page;
+}
+
+/** Opens the confirmation with `open`, then leaves it with Escape and with its dismiss button. */
+async function dismissTwice(page: Page, open: () => Promise<void>, dismiss = 'Cancel') {
+  await open();
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'detached' });
+  await open();
+  await dialog.getByRole('button', { name: dismiss, exact: true }).click();
+  await dialog.waitFor({ state: 'detached' });
+}
+
+test.serial(
+  'destructive actions ask first, and Escape or Cancel leave things as they were',
+  async (t) => {
+    // Revoke an API key.
+    const key = await createKey(org.sys.url, org.orgId, { name: 'shop backend', scopes: [] });
+    const page = await ownerPage('/keys');
+    const row = page.getByRole('row', { name: /shop backend/ });
+    const revoke = () => row.getByRole('button', { name: 'Revoke' }).click();
+    await revoke();
+    const dialog = page.getByRole('dialog', { name: 'Revoke the key shop backend?' });
+    await dialog.waitFor();
+    t.regex((await dialog.textContent()) ?? '', /refuses every request made with it/);
+    t.is(
+      await page.evaluate('document.activeElement.textContent'),
+      'Cancel',
+      'the harmless answer has the focus',
+    );
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    await dismissTwice(page, revoke);
+    t.is((await call(org.sys.url, 'GET', '/v1/key', { token: key.secret })).status, 200);
+    await revoke();
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await row.getByText('revoked').waitFor();
+    t.is((await call(org.sys.url, 'GET', '/v1/key', { token: key.secret })).status, 401);
+
+    // Rotate an endpoint's secret, which is not the page's primary button, and delete the endpoint.
+    const created = await call<{ endpoint: { id: string } }>(
+      org.sys.url,
+      'POST',
+      `/v1/orgs/${org.orgId}/webhooks`,
+      { token: org.key, body: { url: 'http://127.0.0.1:9/spool', events: ['job.printed'] } },
+    );
+    t.is(created.status, 201);
+    await page.goto(`${org.sys.url}/console/webhooks/${created.body.endpoint.id}`);
+    const rotate = page.getByRole('button', { name: 'Rotate secret' });
+    await rotate.waitFor();
+    // A plain button is drawn as the primary action; Rotate secret must not look like one.
+    const [rotateColor, primaryColor] = await page.evaluate<string[]>(`(() => {
+      const rotate = [...document.querySelectorAll('button')].find(
+        (b) => b.textContent === 'Rotate secret',
+      );
+      const plain = document.createElement('button');
+      document.body.append(plain);
+      const colors = [getComputedStyle(rotate).backgroundColor, getComputedStyle(plain).backgroundColor];
+      plain.remove();
+      return colors;
+    })()`);
+    t.not(rotateColor, primaryColor, 'Rotate secret is not styled as the primary action');
+    await dismissTwice(page, () => rotate.click());
+    t.is(await page.getByLabel('Secret', { exact: true }).count(), 0, 'no new secret was made');
+    await rotate.click();
+    await page
+      .getByRole('dialog', { name: /Rotate the signing secret/ })
+      .getByRole('button', { name: 'Rotate secret' })
+      .click();
+    t.regex((await page.getByLabel('Secret', { exact: true }).textContent()) ?? '', /^whsec_/);
+    const remove = () => page.getByRole('button', { name: 'Delete endpoint' }).click();
+    await dismissTwice(page, remove);
+    const endpoint = `/v1/orgs/${org.orgId}/webhooks/${created.body.endpoint.id}`;
+    t.is((await call(org.sys.url, 'GET', endpoint, { token: org.key })).status, 200);
+    await remove();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    t.is((await call(org.sys.url, 'GET', endpoint, { token: org.key })).status, 404);
+
+    // Remove a member.
+    const grace = await member(org.sys.url, org.orgId, 'viewer', 'grace@example.com');
+    await page.goto(`${org.sys.url}/console/people`);
+    const removeGrace = () => page.getByRole('button', { name: 'Remove viewer person' }).click();
+    await dismissTwice(page, removeGrace);
+    t.is((await grace.call('GET', `/console/v1/orgs/${org.orgId}/keys`)).status, 200);
+    await removeGrace();
+    await page
+      .getByRole('dialog', { name: /Remove viewer person from/ })
+      .getByRole('button', { name: 'Remove member' })
+      .click();
+    await page.getByRole('row', { name: /grace@example\.com/ }).waitFor({ state: 'detached' });
+    t.is((await grace.call('GET', `/console/v1/orgs/${org.orgId}/keys`)).status, 404);
+
+    // Cancel a job: the dialog does not offer "Cancel" beside "Cancel job".
+    const jobId = await queuedJob('Packing slip 7');
+    await page.goto(`${org.sys.url}/console/jobs/${jobId}`);
+    const cancel = () => page.getByRole('button', { name: 'Cancel job' }).click();
+    await dismissTwice(page, cancel, 'Keep job');
+    const jobPath = `/v1/orgs/${org.orgId}/jobs/${jobId}`;
+    const status = async () =>
+      (await call<{ job: { status: string } }>(org.sys.url, 'GET', jobPath, { token: org.key }))
+        .body.job.status;
+    t.is(await status(), 'queued');
+    await cancel();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel job' }).click();
+    await page.locator('.details').getByText('cancelled').waitFor();
+    t.is(await status(), 'cancelled');
+
+    // Delete a printer.
+    const spare = await createStation(org.sys.url, org.orgId, { name: 'Spare room' });
+    const spareLink = await connectLink(org.sys.linkAddress, spare.token, [printer('spare')]);
+    await eventually(
+      () => printersOf(),
+      (printers) => printers.some((p) => p.name === 'spare'),
+    );
+    spareLink.close();
+    await page.goto(`${org.sys.url}/console/printers`);
+    const deleteSpare = () =>
+      page
+        .getByRole('row', { name: /spare/ })
+        .getByRole('button', { name: 'Delete printer' })
+        .click();
+    await dismissTwice(page, deleteSpare);
+    t.true((await printersOf()).some((p) => p.name === 'spare'));
+    await deleteSpare();
+    await page
+      .getByRole('dialog', { name: 'Delete the printer spare?' })
+      .getByRole('button', { name: 'Delete printer' })
+      .click();
+    await page.getByRole('row', { name: /spare/ }).waitFor({ state: 'detached' });
+    t.false((await printersOf()).some((p) => p.name === 'spare'));
+  },
+);
