@@ -2,12 +2,14 @@
  * The access log: one JSON line per request at info level, once the answer is decided (after the
  * error middleware), with the method, the route template (never the path, which may carry an
  * invitation token), the status, the duration, the request id and who called: the API key's id,
- * the session's id, or `operator`. Never a header, a credential, a query string or a body. Probes
+ * the session's id, or `operator`; and the organization it was about (the key's, else the path's
+ * `{org}` when it is a UUID), to follow one tenant's traffic. Never a header, a credential, a query string or a body. Probes
  * and scrapes (`/healthz`, `/readyz`, `/metrics`) come every few seconds and are left out, as in
  * telemetry.ts; that middleware records spans and metrics, this one writes the log line.
  */
 import { performance } from 'node:perf_hooks';
 import type { Middleware } from 'koa';
+import { isUuid } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import type { GatewayState } from './state.js';
 
@@ -29,6 +31,8 @@ export function accessLogMiddleware(logger: Logger): Middleware<GatewayState> {
           : route?.startsWith('/admin/v1/') && ctx.status !== 401
             ? { operator: true }
             : {};
+      const pathOrg = (ctx as unknown as { params?: Record<string, string> }).params?.org;
+      const org = key?.orgId ?? (pathOrg !== undefined && isUuid(pathOrg) ? pathOrg : undefined);
       logger.info(
         {
           access: true,
@@ -37,6 +41,7 @@ export function accessLogMiddleware(logger: Logger): Middleware<GatewayState> {
           status: ctx.status,
           duration_ms: Math.round((performance.now() - started) * 10) / 10,
           request_id: ctx.state.requestId,
+          ...(org ? { org_id: org } : {}),
           ...who,
         },
         'request',

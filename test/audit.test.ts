@@ -292,10 +292,16 @@ test('each request writes one access log line with route, status, duration and c
     route: '/v1/orgs/:org/jobs',
     status: 200,
     key_id: key.id,
+    org_id: org,
   });
   t.is(typeof line?.duration_ms, 'number');
-  t.like(lineOf(wrong)[0], { route: '/v1/orgs/:org/jobs', status: 401 });
-  t.true(access.some((l) => l.route === '/console/v1/orgs/:org/keys' && l.session_id));
+  // A refused request still says which organization it was about.
+  t.like(lineOf(wrong)[0], { route: '/v1/orgs/:org/jobs', status: 401, org_id: org });
+  t.true(
+    access.some(
+      (l) => l.route === '/console/v1/orgs/:org/keys' && l.session_id && l.org_id === org,
+    ),
+  );
   t.true(access.some((l) => l.route === '/admin/v1/orgs' && l.operator === true));
   t.false(
     access.some((l) => l.route === '/healthz'),
