@@ -44,6 +44,8 @@ const impl: AsyncServer<AccountsServiceServer> = {
   createInvitation: notCalled,
   getInvitation: notCalled,
   getOrgInvitation: notCalled,
+  listInvitations: notCalled,
+  revokeInvitation: notCalled,
   acceptInvitation: notCalled,
   signIn: notCalled,
   authenticateSession: notCalled,

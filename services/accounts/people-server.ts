@@ -8,6 +8,7 @@ import { generateCredential, hashCredential } from '../../lib/credentials.js';
 import { invalid, notFound, SpoolError, unauthorized } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
+import { pageLimit } from '../../lib/paging.js';
 import { isRole, ROLES, type Role } from '../../lib/roles.js';
 import {
   decoyHash,
@@ -53,7 +54,7 @@ const MAX_EMAIL_LENGTH = 254;
 const MAX_DISPLAY_NAME_LENGTH = 200;
 const WRONG = 'wrong email or password';
 const INVITATION_NOT_VALID =
-  'this invitation is not valid (unknown, used or expired): ask for a new one';
+  'this invitation is not valid (unknown, used, withdrawn or expired): ask for a new one';
 
 function orgIdOf(orgId: string): string {
   if (!isUuid(orgId)) throw notFound('no such organization');
@@ -109,6 +110,8 @@ export type PeopleRpcs = Pick<
   | 'createInvitation'
   | 'getInvitation'
   | 'getOrgInvitation'
+  | 'listInvitations'
+  | 'revokeInvitation'
   | 'acceptInvitation'
   | 'signIn'
   | 'authenticateSession'
@@ -170,6 +173,22 @@ export function createPeopleServer(deps: {
       const orgId = orgIdOf(req.orgId);
       if (!isUuid(req.invitationId)) throw notFound('no such invitation in this organization');
       return store.orgInvitation(orgId, req.invitationId);
+    },
+
+    async listInvitations(req) {
+      return store.listInvitations(
+        orgIdOf(req.orgId),
+        actorOf(req.actorPersonId),
+        pageLimit(req.limit),
+        req.cursor,
+      );
+    },
+
+    async revokeInvitation(req) {
+      const orgId = orgIdOf(req.orgId);
+      const actorId = actorOf(req.actorPersonId);
+      if (!isUuid(req.invitationId)) throw notFound('no such invitation in this organization');
+      return store.revokeInvitation(orgId, req.invitationId, actorId);
     },
 
     async acceptInvitation(req) {

@@ -5,12 +5,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { Invitation, Member, Membership, Person } from '../../gen/spool/v1/accounts.js';
+import type {
+  Invitation,
+  Member,
+  Membership,
+  PendingInvitation,
+  Person,
+} from '../../gen/spool/v1/accounts.js';
 import { subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, forbidden, notFound } from '../../lib/errors.js';
 import { enqueue } from '../../lib/outbox.js';
+import { listOldestFirst } from '../../lib/paging.js';
 import { hasRole, type Role, roleMessage } from '../../lib/roles.js';
 import { OUTBOX_TABLE } from './store.js';
 
@@ -30,6 +37,14 @@ interface InvitationRow {
   expires_at: Date;
   created_at: Date;
   used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+/** An invitation with the person who sent it (all null when the operator did). */
+interface PendingRow extends InvitationRow {
+  inviter_id: string | null;
+  inviter_email: string | null;
+  inviter_name: string | null;
 }
 
 interface SessionRow {
@@ -64,7 +79,28 @@ const toInvitation = (row: InvitationRow): Invitation => ({
 });
 
 const INVITATION_SELECT = `SELECT i.id, i.org_id, o.name AS org_name, i.email, i.role, i.expires_at,
-  i.created_at, i.used_at FROM invitations i JOIN orgs o ON o.id = i.org_id`;
+  i.created_at, i.used_at, i.revoked_at FROM invitations i JOIN orgs o ON o.id = i.org_id`;
+
+/** Neither used, revoked (or superseded) nor expired at `$2`; what a link needs to work. */
+const PENDING = 'used_at IS NULL AND revoked_at IS NULL AND expires_at > $2';
+
+/**
+ * Invitations with their inviter, as a derived table: the paging helper orders and filters by
+ * bare `created_at` and `id`, which a join would make ambiguous.
+ */
+const PENDING_SELECT = `SELECT * FROM (
+  SELECT i.id, i.org_id, o.name AS org_name, i.email, i.role, i.expires_at, i.created_at, i.used_at,
+    i.revoked_at, p.id AS inviter_id, p.email AS inviter_email, p.display_name AS inviter_name
+  FROM invitations i JOIN orgs o ON o.id = i.org_id LEFT JOIN people p ON p.id = i.invited_by
+) AS invitation`;
+
+const toPending = (row: PendingRow): PendingInvitation => ({
+  invitation: toInvitation(row),
+  invitedBy:
+    row.inviter_id === null
+      ? undefined
+      : { id: row.inviter_id, email: row.inviter_email ?? '', displayName: row.inviter_name ?? '' },
+});
 
 type Q = pg.Pool | pg.PoolClient;
 
@@ -207,6 +243,20 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
         if ((member.rowCount ?? 0) > 0) {
           throw conflict(`${inv.email} is already a member of this organization`, 'email');
         }
+        // Only the newest link of an email works, so a resent invitation withdraws the earlier
+        // one; replacing an owner's invitation is revoking it, which only owners may.
+        const now = clock.now();
+        const superseded = await tx.query<{ role: string }>(
+          `UPDATE invitations SET revoked_at = $3
+           WHERE org_id = $1 AND email = $2 AND used_at IS NULL AND revoked_at IS NULL
+           RETURNING role`,
+          [inv.orgId, inv.email, now],
+        );
+        if (actorRole !== 'owner' && superseded.rows.some((r) => r.role === 'owner')) {
+          throw forbidden(
+            `${roleMessage('owner', actorRole)}: ${inv.email} has a pending invitation as an owner`,
+          );
+        }
         const id = randomUUID();
         await tx.query(
           `INSERT INTO invitations
@@ -219,7 +269,7 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
             inv.email,
             inv.role,
             inv.actorId ?? null,
-            clock.now(),
+            now,
             inv.expiresAt,
           ],
         );
@@ -230,10 +280,11 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
       });
     },
 
-    /** The invitation with this token hash while it is neither used nor expired. */
+    /** The invitation with this token hash while it is pending (used, revoked nor expired). */
     async validInvitation(q: Q, hash: Buffer): Promise<Invitation | undefined> {
       const { rows } = await q.query<InvitationRow>(
-        `${INVITATION_SELECT} WHERE i.token_hash = $1 AND i.used_at IS NULL AND i.expires_at > $2`,
+        `SELECT * FROM (${INVITATION_SELECT} WHERE i.token_hash = $1) AS invitation
+         WHERE ${PENDING}`,
         [hash, clock.now()],
       );
       return rows[0] ? toInvitation(rows[0]) : undefined;
@@ -248,7 +299,76 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
       );
       const row = rows[0];
       if (!row) throw notFound('no such invitation in this organization');
-      return { invitation: toInvitation(row), usedAt: row.used_at ?? undefined };
+      return {
+        invitation: toInvitation(row),
+        usedAt: row.used_at ?? undefined,
+        revokedAt: row.revoked_at ?? undefined,
+      };
+    },
+
+    /** A page of the organization's pending invitations, oldest first, with who sent each. */
+    async listInvitations(
+      orgId: string,
+      actorId: string | undefined,
+      limit: number,
+      cursor: string,
+    ): Promise<{ items: PendingInvitation[]; nextCursor: string }> {
+      const org = await pool.query('SELECT 1 FROM orgs WHERE id = $1', [orgId]);
+      if (org.rowCount === 0) throw notFound('no such organization');
+      await requireActor(pool, orgId, actorId, 'admin');
+      const { items, nextCursor } = await listOldestFirst<PendingRow>(
+        pool,
+        {
+          select: PENDING_SELECT,
+          where: `org_id = $1 AND ${PENDING}`,
+          params: [orgId, clock.now()],
+        },
+        limit,
+        cursor,
+      );
+      return { items: items.map(toPending), nextCursor };
+    },
+
+    /**
+     * Revokes an invitation, so that its link answers as an unknown one. One no longer pending
+     * (revoked, superseded or expired) keeps its first revocation time; one accepted is refused,
+     * since its person is a member now.
+     */
+    async revokeInvitation(
+      orgId: string,
+      id: string,
+      actorId: string | undefined,
+    ): Promise<{ invitation: Invitation; revokedAt: Date }> {
+      return withTx(pool, async (tx) => {
+        const org = await tx.query('SELECT 1 FROM orgs WHERE id = $1', [orgId]);
+        if (org.rowCount === 0) throw notFound('no such organization');
+        const actorRole = await requireActor(tx, orgId, actorId, 'admin');
+        const found = await tx.query<InvitationRow>(
+          `${INVITATION_SELECT} WHERE i.org_id = $1 AND i.id = $2`,
+          [orgId, id],
+        );
+        const row = found.rows[0];
+        if (!row) throw notFound('no such invitation in this organization');
+        if (row.role === 'owner' && actorRole !== 'owner') {
+          throw forbidden(
+            `${roleMessage('owner', actorRole)}: only owners revoke owners' invitations`,
+          );
+        }
+        if (row.used_at) {
+          throw conflict(
+            `${row.email} accepted this invitation and is a member: remove them instead`,
+          );
+        }
+        const { rows } = await tx.query<{ revoked_at: Date }>(
+          `UPDATE invitations SET revoked_at = COALESCE(revoked_at, $3)
+           WHERE org_id = $1 AND id = $2 RETURNING revoked_at`,
+          [orgId, id, clock.now()],
+        );
+        return {
+          invitation: toInvitation(row),
+          revokedAt: (rows[0] as { revoked_at: Date }).revoked_at,
+        };
+      });
     },
 
     /**
@@ -265,7 +385,7 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
         const now = clock.now();
         const used = await tx.query<{ org_id: string; email: string; role: string }>(
           `UPDATE invitations SET used_at = $2
-           WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+           WHERE token_hash = $1 AND ${PENDING}
            RETURNING org_id, email, role`,
           [hash, now],
         );
@@ -373,7 +493,8 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
         [orgId],
       );
       const invitations = await pool.query<InvitationRow>(
-        `${INVITATION_SELECT} WHERE i.org_id = $1 AND i.used_at IS NULL AND i.expires_at > $2
+        `${INVITATION_SELECT} WHERE i.org_id = $1 AND i.used_at IS NULL AND i.revoked_at IS NULL
+           AND i.expires_at > $2
          ORDER BY i.created_at, i.id LIMIT 1000`,
         [orgId, clock.now()],
       );

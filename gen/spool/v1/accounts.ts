@@ -284,7 +284,47 @@ export interface GetOrgInvitationResponse {
     | Invitation
     | undefined;
   /** Unset while the invitation is not used. */
-  usedAt: Date | undefined;
+  usedAt:
+    | Date
+    | undefined;
+  /** When it was revoked or superseded by a newer invitation of the same email; else unset. */
+  revokedAt: Date | undefined;
+}
+
+export interface PendingInvitation {
+  invitation:
+    | Invitation
+    | undefined;
+  /** The person who invited; unset when the operator did. */
+  invitedBy: Person | undefined;
+}
+
+export interface ListInvitationsRequest {
+  orgId: string;
+  /** The person asking, whose role in the organization must allow inviting; empty for the operator. */
+  actorPersonId: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListInvitationsResponse {
+  items: PendingInvitation[];
+  nextCursor: string;
+}
+
+export interface RevokeInvitationRequest {
+  orgId: string;
+  invitationId: string;
+  /**
+   * The person revoking, whose role must allow inviting the invitation's role; empty for the
+   * operator.
+   */
+  actorPersonId: string;
+}
+
+export interface RevokeInvitationResponse {
+  invitation: Invitation | undefined;
+  revokedAt: Date | undefined;
 }
 
 export interface AcceptInvitationRequest {
@@ -334,7 +374,7 @@ export interface ListMembersRequest {
 
 export interface ListMembersResponse {
   members: Member[];
-  /** Invitations neither used nor expired. */
+  /** Invitations neither used, revoked, superseded nor expired. */
   invitations: Invitation[];
 }
 
@@ -4326,7 +4366,7 @@ export const GetOrgInvitationRequest: MessageFns<GetOrgInvitationRequest> = {
 };
 
 function createBaseGetOrgInvitationResponse(): GetOrgInvitationResponse {
-  return { invitation: undefined, usedAt: undefined };
+  return { invitation: undefined, usedAt: undefined, revokedAt: undefined };
 }
 
 export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
@@ -4336,6 +4376,9 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
     }
     if (message.usedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.usedAt), writer.uint32(18).fork()).join();
+    }
+    if (message.revokedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.revokedAt), writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -4369,6 +4412,14 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
             message.usedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.revokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4389,6 +4440,11 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
         : isSet(object.used_at)
         ? fromJsonTimestamp(object.used_at)
         : undefined,
+      revokedAt: isSet(object.revokedAt)
+        ? fromJsonTimestamp(object.revokedAt)
+        : isSet(object.revoked_at)
+        ? fromJsonTimestamp(object.revoked_at)
+        : undefined,
     };
   },
 
@@ -4399,6 +4455,9 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
     }
     if (message.usedAt !== undefined) {
       obj.usedAt = message.usedAt.toISOString();
+    }
+    if (message.revokedAt !== undefined) {
+      obj.revokedAt = message.revokedAt.toISOString();
     }
     return obj;
   },
@@ -4412,6 +4471,518 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
       ? Invitation.fromPartial(object.invitation)
       : undefined;
     message.usedAt = object.usedAt ?? undefined;
+    message.revokedAt = object.revokedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBasePendingInvitation(): PendingInvitation {
+  return { invitation: undefined, invitedBy: undefined };
+}
+
+export const PendingInvitation: MessageFns<PendingInvitation> = {
+  encode(message: PendingInvitation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.invitation !== undefined) {
+      Invitation.encode(message.invitation, writer.uint32(10).fork()).join();
+    }
+    if (message.invitedBy !== undefined) {
+      Person.encode(message.invitedBy, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PendingInvitation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePendingInvitation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.invitation = Invitation.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.invitedBy = Person.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PendingInvitation {
+    return {
+      invitation: isSet(object.invitation) ? Invitation.fromJSON(object.invitation) : undefined,
+      invitedBy: isSet(object.invitedBy)
+        ? Person.fromJSON(object.invitedBy)
+        : isSet(object.invited_by)
+        ? Person.fromJSON(object.invited_by)
+        : undefined,
+    };
+  },
+
+  toJSON(message: PendingInvitation): unknown {
+    const obj: any = {};
+    if (message.invitation !== undefined) {
+      obj.invitation = Invitation.toJSON(message.invitation);
+    }
+    if (message.invitedBy !== undefined) {
+      obj.invitedBy = Person.toJSON(message.invitedBy);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PendingInvitation>): PendingInvitation {
+    return PendingInvitation.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PendingInvitation>): PendingInvitation {
+    const message = createBasePendingInvitation();
+    message.invitation = (object.invitation !== undefined && object.invitation !== null)
+      ? Invitation.fromPartial(object.invitation)
+      : undefined;
+    message.invitedBy = (object.invitedBy !== undefined && object.invitedBy !== null)
+      ? Person.fromPartial(object.invitedBy)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListInvitationsRequest(): ListInvitationsRequest {
+  return { orgId: "", actorPersonId: "", limit: 0, cursor: "" };
+}
+
+export const ListInvitationsRequest: MessageFns<ListInvitationsRequest> = {
+  encode(message: ListInvitationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.actorPersonId !== "") {
+      writer.uint32(18).string(message.actorPersonId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(34).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListInvitationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListInvitationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.actorPersonId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListInvitationsRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      actorPersonId: isSet(object.actorPersonId)
+        ? globalThis.String(object.actorPersonId)
+        : isSet(object.actor_person_id)
+        ? globalThis.String(object.actor_person_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListInvitationsRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.actorPersonId !== "") {
+      obj.actorPersonId = message.actorPersonId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListInvitationsRequest>): ListInvitationsRequest {
+    return ListInvitationsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListInvitationsRequest>): ListInvitationsRequest {
+    const message = createBaseListInvitationsRequest();
+    message.orgId = object.orgId ?? "";
+    message.actorPersonId = object.actorPersonId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListInvitationsResponse(): ListInvitationsResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListInvitationsResponse: MessageFns<ListInvitationsResponse> = {
+  encode(message: ListInvitationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      PendingInvitation.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListInvitationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListInvitationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(PendingInvitation.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListInvitationsResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => PendingInvitation.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListInvitationsResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => PendingInvitation.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListInvitationsResponse>): ListInvitationsResponse {
+    return ListInvitationsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListInvitationsResponse>): ListInvitationsResponse {
+    const message = createBaseListInvitationsResponse();
+    message.items = object.items?.map((e) => PendingInvitation.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeInvitationRequest(): RevokeInvitationRequest {
+  return { orgId: "", invitationId: "", actorPersonId: "" };
+}
+
+export const RevokeInvitationRequest: MessageFns<RevokeInvitationRequest> = {
+  encode(message: RevokeInvitationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.invitationId !== "") {
+      writer.uint32(18).string(message.invitationId);
+    }
+    if (message.actorPersonId !== "") {
+      writer.uint32(26).string(message.actorPersonId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeInvitationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeInvitationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.invitationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actorPersonId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeInvitationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      invitationId: isSet(object.invitationId)
+        ? globalThis.String(object.invitationId)
+        : isSet(object.invitation_id)
+        ? globalThis.String(object.invitation_id)
+        : "",
+      actorPersonId: isSet(object.actorPersonId)
+        ? globalThis.String(object.actorPersonId)
+        : isSet(object.actor_person_id)
+        ? globalThis.String(object.actor_person_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RevokeInvitationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.invitationId !== "") {
+      obj.invitationId = message.invitationId;
+    }
+    if (message.actorPersonId !== "") {
+      obj.actorPersonId = message.actorPersonId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RevokeInvitationRequest>): RevokeInvitationRequest {
+    return RevokeInvitationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevokeInvitationRequest>): RevokeInvitationRequest {
+    const message = createBaseRevokeInvitationRequest();
+    message.orgId = object.orgId ?? "";
+    message.invitationId = object.invitationId ?? "";
+    message.actorPersonId = object.actorPersonId ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeInvitationResponse(): RevokeInvitationResponse {
+  return { invitation: undefined, revokedAt: undefined };
+}
+
+export const RevokeInvitationResponse: MessageFns<RevokeInvitationResponse> = {
+  encode(message: RevokeInvitationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.invitation !== undefined) {
+      Invitation.encode(message.invitation, writer.uint32(10).fork()).join();
+    }
+    if (message.revokedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.revokedAt), writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeInvitationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeInvitationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.invitation = Invitation.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.revokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeInvitationResponse {
+    return {
+      invitation: isSet(object.invitation) ? Invitation.fromJSON(object.invitation) : undefined,
+      revokedAt: isSet(object.revokedAt)
+        ? fromJsonTimestamp(object.revokedAt)
+        : isSet(object.revoked_at)
+        ? fromJsonTimestamp(object.revoked_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: RevokeInvitationResponse): unknown {
+    const obj: any = {};
+    if (message.invitation !== undefined) {
+      obj.invitation = Invitation.toJSON(message.invitation);
+    }
+    if (message.revokedAt !== undefined) {
+      obj.revokedAt = message.revokedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RevokeInvitationResponse>): RevokeInvitationResponse {
+    return RevokeInvitationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RevokeInvitationResponse>): RevokeInvitationResponse {
+    const message = createBaseRevokeInvitationResponse();
+    message.invitation = (object.invitation !== undefined && object.invitation !== null)
+      ? Invitation.fromPartial(object.invitation)
+      : undefined;
+    message.revokedAt = object.revokedAt ?? undefined;
     return message;
   },
 };
@@ -5756,6 +6327,8 @@ export const AccountsServiceService = {
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
    * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
+   * Supersedes the organization's pending invitations of the same email: only the newest link
+   * works.
    */
   createInvitation: {
     path: "/spool.v1.AccountsService/CreateInvitation" as const,
@@ -5768,7 +6341,7 @@ export const AccountsServiceService = {
       Buffer.from(CreateInvitationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateInvitationResponse => CreateInvitationResponse.decode(value),
   },
-  /** Answers NOT_FOUND alike for an unknown, used or expired invitation. */
+  /** Answers NOT_FOUND alike for an unknown, used, revoked, superseded or expired invitation. */
   getInvitation: {
     path: "/spool.v1.AccountsService/GetInvitation" as const,
     requestStream: false as const,
@@ -5790,6 +6363,37 @@ export const AccountsServiceService = {
     responseSerialize: (value: GetOrgInvitationResponse): Buffer =>
       Buffer.from(GetOrgInvitationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetOrgInvitationResponse => GetOrgInvitationResponse.decode(value),
+  },
+  /**
+   * The organization's pending invitations (neither used, revoked, superseded nor expired), oldest
+   * first; never their tokens. The actor needs the role that may invite.
+   */
+  listInvitations: {
+    path: "/spool.v1.AccountsService/ListInvitations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListInvitationsRequest): Buffer =>
+      Buffer.from(ListInvitationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListInvitationsRequest => ListInvitationsRequest.decode(value),
+    responseSerialize: (value: ListInvitationsResponse): Buffer =>
+      Buffer.from(ListInvitationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListInvitationsResponse => ListInvitationsResponse.decode(value),
+  },
+  /**
+   * Withdraws an invitation: its link then answers NOT_FOUND like an unknown one. The actor needs
+   * the role that may invite its role. Revoking one no longer pending (revoked, superseded,
+   * expired) changes nothing; one already accepted answers FAILED_PRECONDITION.
+   */
+  revokeInvitation: {
+    path: "/spool.v1.AccountsService/RevokeInvitation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeInvitationRequest): Buffer =>
+      Buffer.from(RevokeInvitationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeInvitationRequest => RevokeInvitationRequest.decode(value),
+    responseSerialize: (value: RevokeInvitationResponse): Buffer =>
+      Buffer.from(RevokeInvitationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeInvitationResponse => RevokeInvitationResponse.decode(value),
   },
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
@@ -5893,12 +6497,25 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
    * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
+   * Supersedes the organization's pending invitations of the same email: only the newest link
+   * works.
    */
   createInvitation: handleUnaryCall<CreateInvitationRequest, CreateInvitationResponse>;
-  /** Answers NOT_FOUND alike for an unknown, used or expired invitation. */
+  /** Answers NOT_FOUND alike for an unknown, used, revoked, superseded or expired invitation. */
   getInvitation: handleUnaryCall<GetInvitationRequest, GetInvitationResponse>;
   /** An invitation of the organization by id, whatever its state. */
   getOrgInvitation: handleUnaryCall<GetOrgInvitationRequest, GetOrgInvitationResponse>;
+  /**
+   * The organization's pending invitations (neither used, revoked, superseded nor expired), oldest
+   * first; never their tokens. The actor needs the role that may invite.
+   */
+  listInvitations: handleUnaryCall<ListInvitationsRequest, ListInvitationsResponse>;
+  /**
+   * Withdraws an invitation: its link then answers NOT_FOUND like an unknown one. The actor needs
+   * the role that may invite its role. Revoking one no longer pending (revoked, superseded,
+   * expired) changes nothing; one already accepted answers FAILED_PRECONDITION.
+   */
+  revokeInvitation: handleUnaryCall<RevokeInvitationRequest, RevokeInvitationResponse>;
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
    * uses up the invitation and opens a session.
@@ -6109,6 +6726,8 @@ export interface AccountsServiceClient extends Client {
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
    * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
+   * Supersedes the organization's pending invitations of the same email: only the newest link
+   * works.
    */
   createInvitation(
     request: CreateInvitationRequest,
@@ -6125,7 +6744,7 @@ export interface AccountsServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateInvitationResponse) => void,
   ): ClientUnaryCall;
-  /** Answers NOT_FOUND alike for an unknown, used or expired invitation. */
+  /** Answers NOT_FOUND alike for an unknown, used, revoked, superseded or expired invitation. */
   getInvitation(
     request: GetInvitationRequest,
     callback: (error: ServiceError | null, response: GetInvitationResponse) => void,
@@ -6156,6 +6775,45 @@ export interface AccountsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetOrgInvitationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The organization's pending invitations (neither used, revoked, superseded nor expired), oldest
+   * first; never their tokens. The actor needs the role that may invite.
+   */
+  listInvitations(
+    request: ListInvitationsRequest,
+    callback: (error: ServiceError | null, response: ListInvitationsResponse) => void,
+  ): ClientUnaryCall;
+  listInvitations(
+    request: ListInvitationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListInvitationsResponse) => void,
+  ): ClientUnaryCall;
+  listInvitations(
+    request: ListInvitationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListInvitationsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Withdraws an invitation: its link then answers NOT_FOUND like an unknown one. The actor needs
+   * the role that may invite its role. Revoking one no longer pending (revoked, superseded,
+   * expired) changes nothing; one already accepted answers FAILED_PRECONDITION.
+   */
+  revokeInvitation(
+    request: RevokeInvitationRequest,
+    callback: (error: ServiceError | null, response: RevokeInvitationResponse) => void,
+  ): ClientUnaryCall;
+  revokeInvitation(
+    request: RevokeInvitationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeInvitationResponse) => void,
+  ): ClientUnaryCall;
+  revokeInvitation(
+    request: RevokeInvitationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeInvitationResponse) => void,
   ): ClientUnaryCall;
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
