@@ -82,6 +82,28 @@ const InvitationSchema = Type.Object(
   },
   { additionalProperties: false },
 );
+
+const PendingInvitationSchema = Type.Object(
+  {
+    ...InvitationSchema.properties,
+    created_at: Type.String({ format: 'date-time' }),
+    invited_by: Type.Union(
+      [
+        Type.Object(
+          {
+            person_id: Type.String({ format: 'uuid' }),
+            email: Type.String(),
+            display_name: Type.String(),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: 'the member who invited; null when the operator did' },
+    ),
+  },
+  { additionalProperties: false },
+);
 const empty = { schema: { $ref: '#/components/schemas/EmptyBody' }, required: false };
 
 /** The operations of `/admin/v1` besides webhook endpoints, by `METHOD /path`. */
@@ -151,7 +173,7 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     tag: 'People',
     summary: 'Invite a person to the console',
     description:
-      'The invitee opens `url` (the token is in its fragment), chooses a display name and a password, and is signed in as a member with `role`. Invitations are single-use and last 7 days. `url` starts with PUBLIC_URL when it is set, else with the origin of this request.',
+      'The invitee opens `url` (the token is in its fragment), chooses a display name and a password, and is signed in as a member with `role`. Invitations are single-use and last 7 days. `url` starts with PUBLIC_URL when it is set, else with the origin of this request. A pending invitation of the same email to this organization is revoked: only the newest link works.',
     request: {
       schema: InviteBody,
       examples: {
@@ -171,22 +193,47 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
   'GET /admin/v1/orgs/:org/invitations/:id': {
     operationId: 'getInvitation',
     tag: 'People',
-    summary: 'An invitation, used or not',
+    summary: 'An invitation, used, revoked or pending',
     success: {
       status: 200,
-      description: 'the invitation; used_at is null until it is accepted',
+      description:
+        'the invitation; used_at is null until it is accepted, revoked_at until it is revoked or superseded by a newer invitation of the same email',
       schema: answer(
         'invitation',
         Type.Object(
           {
             ...InvitationSchema.properties,
             used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+            revoked_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
           },
           { additionalProperties: false },
         ),
       ),
     },
     errors: ORG_ERRORS,
+  },
+  'GET /admin/v1/orgs/:org/invitations': {
+    operationId: 'listInvitations',
+    tag: 'People',
+    summary: 'Pending invitations, oldest first',
+    description:
+      'Invitations neither accepted, revoked, superseded nor expired, with who sent each; never their tokens or links.',
+    query: listQuery,
+    success: {
+      status: 200,
+      description: 'a page of pending invitations',
+      schema: itemsOf(PendingInvitationSchema),
+    },
+    errors: ['invalid', ...ORG_ERRORS],
+  },
+  'DELETE /admin/v1/orgs/:org/invitations/:id': {
+    operationId: 'revokeInvitation',
+    tag: 'People',
+    summary: 'Revoke an invitation',
+    description:
+      'Its link then answers 404, as an unknown one does. Revoking one that is no longer pending (revoked, superseded or expired) answers 204 again; one already accepted answers 409: remove the member instead.',
+    success: { status: 204, description: 'revoked' },
+    errors: ['conflict', ...ORG_ERRORS],
   },
   'POST /admin/v1/orgs/:org/locations': {
     operationId: 'createLocation',
@@ -382,6 +429,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
         Settings: SettingsSchema,
         AuditEntry: AuditEntrySchema,
         Invitation: InvitationSchema,
+        PendingInvitation: PendingInvitationSchema,
         WebhookEndpoint: WebhookEndpointSchema,
         WebhookDelivery: WebhookDeliverySchema,
       },

@@ -1,6 +1,12 @@
 /** The JSON shapes of people, memberships and invitations, made from the gRPC messages. */
 import type { Context } from 'koa';
-import type { Invitation, Member, Membership, Person } from '../gen/spool/v1/accounts.js';
+import type {
+  Invitation,
+  Member,
+  Membership,
+  PendingInvitation,
+  Person,
+} from '../gen/spool/v1/accounts.js';
 import { rfc3339OrNull } from '../lib/time.js';
 import { ownOrigin } from './session-auth.js';
 import type { GatewayState } from './state.js';
@@ -23,6 +29,19 @@ export function invitationView(invitation: Invitation | undefined) {
     email: invitation.email,
     role: invitation.role,
     expires_at: rfc3339OrNull(invitation.expiresAt),
+  };
+}
+
+/**
+ * A pending invitation as its organization's admins and the operator see it: who sent it
+ * (`invited_by` null for the operator) and when, never its token.
+ */
+export function pendingInvitationView(pending: PendingInvitation) {
+  const by = pending.invitedBy;
+  return {
+    ...invitationView(pending.invitation),
+    created_at: rfc3339OrNull(pending.invitation?.createdAt),
+    invited_by: by ? { person_id: by.id, email: by.email, display_name: by.displayName } : null,
   };
 }
 

@@ -13,7 +13,7 @@ import { body } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
 import type { KeyCache } from '../key-cache.js';
-import { invitationUrl, invitationView } from '../people-views.js';
+import { invitationUrl, invitationView, pendingInvitationView } from '../people-views.js';
 import { listParams } from '../query.js';
 import type { GatewayState } from '../state.js';
 import {
@@ -295,8 +295,30 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
       invitationId: ctx.params.id ?? '',
     });
     ctx.body = {
-      invitation: { ...invitationView(res.invitation), used_at: rfc3339OrNull(res.usedAt) },
+      invitation: {
+        ...invitationView(res.invitation),
+        used_at: rfc3339OrNull(res.usedAt),
+        revoked_at: rfc3339OrNull(res.revokedAt),
+      },
     };
+  });
+
+  router.get('/orgs/:org/invitations', async (ctx) => {
+    const res = await accounts.listInvitations({
+      orgId: ctx.params.org ?? '',
+      actorPersonId: '',
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(pendingInvitationView), next_cursor: res.nextCursor };
+  });
+
+  router.delete('/orgs/:org/invitations/:id', async (ctx) => {
+    await accounts.revokeInvitation({
+      orgId: ctx.params.org ?? '',
+      invitationId: ctx.params.id ?? '',
+      actorPersonId: '',
+    });
+    ctx.status = 204;
   });
 
   router.post('/orgs/:org/locations', setLocation(ADMIN_CREATED.location), async (ctx) => {

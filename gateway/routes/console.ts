@@ -21,6 +21,7 @@ import {
   invitationView,
   memberView,
   orgsView,
+  pendingInvitationView,
   personView,
 } from '../people-views.js';
 import { deletePrinter } from '../printer-deletion.js';
@@ -79,7 +80,9 @@ const OrgSettingsBody = Type.Object(
 /** The hash of an invitation token in the path; anything not shaped like one is not valid. */
 function invitationHash(token: string): Buffer {
   if (credentialKind(token) !== 'invitation') {
-    throw notFound('this invitation is not valid (unknown, used or expired): ask for a new one');
+    throw notFound(
+      'this invitation is not valid (unknown, used, withdrawn or expired): ask for a new one',
+    );
   }
   return hashCredential(token);
 }
@@ -212,6 +215,35 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
       invitation: invitationView(invitation),
       url: invitationUrl(ctx, deps.publicUrl, token),
     };
+  });
+
+  // Pending invitations with who sent them: for those who may invite, as `people` shows viewers
+  // only the email and role of each.
+  router.get('/orgs/:org/invitations', signedIn, role('admin'), async (ctx) => {
+    rejectUnknownParams(ctx.query, []);
+    const items = [];
+    let cursor = '';
+    do {
+      const res = await accounts.listInvitations({
+        orgId: orgOf(ctx),
+        actorPersonId: actorOf(ctx),
+        limit: 200,
+        cursor,
+      });
+      items.push(...res.items.map(pendingInvitationView));
+      cursor = res.nextCursor;
+    } while (cursor !== '' && items.length < 10_000);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { items };
+  });
+
+  router.delete('/orgs/:org/invitations/:id', signedIn, role('admin'), async (ctx) => {
+    await accounts.revokeInvitation({
+      orgId: orgOf(ctx),
+      invitationId: ctx.params.id ?? '',
+      actorPersonId: actorOf(ctx),
+    });
+    ctx.status = 204;
   });
 
   router.patch('/orgs/:org/people/:person_id', signedIn, role('admin'), async (ctx) => {
