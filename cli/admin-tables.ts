@@ -29,6 +29,19 @@ export const KEY_COLUMNS: Columns<Row> = [
   field('revoked', 'revoked_at'),
 ];
 
+export const INVITATION_COLUMNS: Columns<Row> = [
+  field('id'),
+  field('email'),
+  field('role'),
+  {
+    header: 'invited by',
+    value: (r) =>
+      (r.invited_by as Row | null)?.email ?? (r.invited_by === null ? 'operator' : null),
+  },
+  field('created', 'created_at'),
+  field('expires', 'expires_at'),
+];
+
 export const STATION_COLUMNS: Columns<Row> = [
   field('id'),
   field('name'),

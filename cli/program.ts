@@ -8,7 +8,7 @@ import { Command, Option } from 'commander';
 import type { Env } from '../lib/config.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
 import { addAdminFleetCommands, addConnectionFlags } from './admin-commands.js';
-import { KEY_COLUMNS, type Row } from './admin-tables.js';
+import { INVITATION_COLUMNS, KEY_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
 import { runDev } from './dev.js';
 import { registerJobsCommands } from './jobs-commands.js';
@@ -111,7 +111,7 @@ export function buildProgram(env: Env): Command {
   adminCommand
     .command('invite')
     .description(
-      'invite a person to the console; prints {invitation, url}: send them the url (single-use, 7 days)',
+      'invite a person to the console; prints {invitation, url}: send them the url (single-use, 7 days; an earlier pending invitation of the email stops working)',
     )
     .requiredOption('--org <org>', 'organization id')
     .requiredOption('--email <email>', 'the email address of the person invited')
@@ -125,6 +125,54 @@ export function buildProgram(env: Env): Command {
         email: opts.email,
         role: opts.role,
       }),
+    );
+
+  const invitation = adminCommand
+    .command('invitation')
+    .description('pending invitations to the console (spool admin invite sends one)');
+  invitation
+    .command('list')
+    .description(
+      "list an organization's pending invitations, oldest first, with who sent each; never their links",
+    )
+    .requiredOption('--org <org>', 'organization id')
+    .option('--limit <n>', 'page size (1-200)')
+    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .addOption(formatOption())
+    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) => {
+      const query = new URLSearchParams();
+      if (opts.limit) query.set('limit', opts.limit);
+      if (opts.cursor) query.set('cursor', opts.cursor);
+      const qs = query.size > 0 ? `?${query}` : '';
+      return list(
+        `/orgs/${encodeURIComponent(opts.org)}/invitations${qs}`,
+        opts.format,
+        INVITATION_COLUMNS,
+      );
+    });
+  invitation
+    .command('get')
+    .description('show an invitation, pending or not; prints {invitation} with used_at, revoked_at')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <invitation>', 'invitation id')
+    .action((opts: { org: string; id: string }) =>
+      admin(
+        'GET',
+        `/orgs/${encodeURIComponent(opts.org)}/invitations/${encodeURIComponent(opts.id)}`,
+      ),
+    );
+  invitation
+    .command('revoke')
+    .description('revoke an invitation: its link stops working at once; prints {revoked: true, id}')
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <invitation>', 'invitation id')
+    .action((opts: { org: string; id: string }) =>
+      admin(
+        'DELETE',
+        `/orgs/${encodeURIComponent(opts.org)}/invitations/${encodeURIComponent(opts.id)}`,
+        undefined,
+        { revoked: true, id: opts.id },
+      ),
     );
 
   const key = adminCommand.command('key').description('API keys');

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import { freePort } from './helpers/ports.js';
 import { runSpool } from './helpers/spool.js';
@@ -238,6 +239,72 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   const bad = await spool(t, ['org', 'list', '--format', 'yaml']);
   t.is(bad.code, 1);
   t.regex(bad.stderr, /argument 'yaml' is invalid/);
+});
+
+test('spool admin invitation lists pending invitations and revokes one, whose link then fails', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Cli Invitations Org');
+  const invite = async (email: string) => {
+    sys.clock.advance(1000);
+    const res = await call<{ invitation: { id: string }; url: string }>(
+      sys.url,
+      'POST',
+      `/admin/v1/orgs/${org}/invitations`,
+      { token: OPERATOR_TOKEN, body: { email, role: 'viewer' } },
+    );
+    return res.body;
+  };
+  const kept = await invite('kept@example.com');
+  const wrong = await invite('wrong@example.com');
+
+  const listed = await spool(t, ['invitation', 'list', '--org', org]);
+  t.is(listed.code, 0, listed.stderr);
+  t.deepEqual(listed.json, (await http(t, `/orgs/${org}/invitations`)).body);
+  t.deepEqual(
+    ((listed.json?.items ?? []) as Array<{ email: string }>).map((i) => i.email),
+    ['kept@example.com', 'wrong@example.com'],
+  );
+  const table = await spool(t, ['invitation', 'list', '--org', org, '--format', 'table']);
+  t.regex(table.stdout, /^ID +EMAIL +ROLE +INVITED BY +CREATED +EXPIRES\n/);
+  t.regex(table.stdout, /wrong@example\.com +viewer +operator /);
+
+  const revoked = await spool(t, [
+    'invitation',
+    'revoke',
+    '--org',
+    org,
+    '--id',
+    wrong.invitation.id,
+  ]);
+  t.is(revoked.code, 0, revoked.stderr);
+  t.deepEqual(revoked.json, { revoked: true, id: wrong.invitation.id });
+  const token = new URL(wrong.url).hash.slice(1);
+  const link = await call(sys.url, 'GET', `/console/v1/invitations/${token}`);
+  t.is(link.status, 404);
+  const after = await spool(t, ['invitation', 'list', '--org', org]);
+  t.deepEqual(
+    ((after.json?.items ?? []) as Array<{ id: string }>).map((i) => i.id),
+    [kept.invitation.id],
+  );
+  const got = await spool(t, ['invitation', 'get', '--org', org, '--id', wrong.invitation.id]);
+  t.is(got.code, 0, got.stderr);
+  t.like(got.json?.invitation, { email: 'wrong@example.com', used_at: null });
+
+  const unknown = await spool(t, ['invitation', 'revoke', '--org', org, '--id', randomUUID()]);
+  t.is(unknown.code, 1);
+  t.regex(unknown.stderr, /"code":\s*"not_found"/);
+  const log = await spool(t, ['audit', '--org', org, '--actor', 'operator']);
+  const items = log.json?.items as Array<{ method: string; route: string; status: number }>;
+  t.deepEqual(
+    items.slice(0, 2).map((e) => `${e.method} ${e.route} ${e.status}`),
+    [
+      'DELETE /admin/v1/orgs/:org/invitations/:id 404',
+      'DELETE /admin/v1/orgs/:org/invitations/:id 204',
+    ],
+  );
+  const help = await runSpool(['admin', 'invitation', '--help'], {});
+  t.regex(help.stdout, /list \[options\] +list an organization's pending invitations/);
+  t.regex(help.stdout, /revoke \[options\] +revoke an invitation: its link stops working/);
 });
 
 test('spool admin settings set with nothing to change says so, changes nothing, and audits nothing', async (t) => {
