@@ -1,5 +1,6 @@
 /**
- * The console's pages in a real browser, as a person uses them: destructive actions ask first.
+ * The console's pages in a real browser, as a person uses them: destructive actions ask first, and
+ * a printer whose station is offline is not ready.
  * Chromium through playwright-core against a real Spool whose station `desk` prints to a folder,
  * beside a station that went offline with its printer `annex` last reported ready.
  */
@@ -222,3 +223,31 @@ test.serial(
     t.false((await printersOf()).some((p) => p.name === 'spare'));
   },
 );
+
+test.serial('a printer whose station is offline reads as unreachable, not ready', async (t) => {
+  const printers = await call<{
+    printers: { name: string; status: string; station_online: boolean }[];
+  }>(org.sys.url, 'GET', `/v1/orgs/${org.orgId}/printers`, { token: org.key });
+  const annex = printers.body.printers.find((p) => p.name === 'annex');
+  t.like(annex, { status: 'ready', station_online: false }, 'its last report was ready');
+  const ready = printers.body.printers.filter((p) => p.station_online && p.status === 'ready');
+  const away = printers.body.printers.filter((p) => !p.station_online && p.status !== 'removed');
+
+  const page = await ownerPage();
+  const card = page.getByRole('region', { name: 'Printers by status' });
+  const count = (status: string) =>
+    card
+      .locator('.counts > div', { has: page.locator('dt', { hasText: new RegExp(`^${status}$`) }) })
+      .locator('dd')
+      .textContent();
+  await card.getByText('unreachable').waitFor();
+  t.is(await count('ready'), String(ready.length));
+  t.is(await count('unreachable'), String(away.length));
+
+  await page.goto(`${org.sys.url}/console/printers`);
+  const row = page.getByRole('row', { name: /annex/ });
+  await row.getByText('unreachable', { exact: true }).waitFor();
+  t.is(await row.getByText('ready', { exact: true }).count(), 0);
+  await row.getByText(/its station is offline; it last reported ready/).waitFor();
+  await page.getByRole('row', { name: /desk/ }).getByText('ready', { exact: true }).waitFor();
+});

@@ -19,6 +19,7 @@ import {
 
 interface Overview {
   stations: { online: number; total: number };
+  /** By the status each printer last reported, whether or not its station is connected. */
   printers: Record<string, number>;
   jobs_today: Record<string, number>;
   /** The start of the UTC day the jobs are counted from. */
@@ -42,9 +43,41 @@ function Counts(props: { counts: Record<string, number>; empty: string }): JSX.E
   );
 }
 
+/**
+ * The status a person should read. A printer whose station is not connected cannot print,
+ * whatever it last reported: it is `unreachable` (what it last reported stays in its detail).
+ */
+export function printerStatus(p: Printer): string {
+  return p.station_online || p.status === 'removed' ? p.status : 'unreachable';
+}
+
+/** Every printer of the organization, page after page (at most 10,000, as the overview). */
+async function allPrinters(orgId: string): Promise<Printer[]> {
+  const printers: Printer[] = [];
+  let cursor = '';
+  do {
+    const res = await get<{ printers: Printer[]; next_cursor: string }>(
+      `/v1/orgs/${enc(orgId)}/printers${query({ limit: '200', cursor })}`,
+    );
+    printers.push(...res.printers);
+    cursor = res.next_cursor;
+  } while (cursor !== '' && printers.length < 10_000);
+  return printers;
+}
+
 export function OverviewPage(): JSX.Element {
   const { org } = useApp();
-  const r = useResource(() => get<Overview>(`/console/v1/orgs/${enc(org.id)}/overview`), [org.id]);
+  // The overview's own printer counts go by what each printer last reported; they are counted
+  // here instead, so that a printer of an offline station does not read as ready.
+  const r = useResource(async () => {
+    const [overview, printers] = await Promise.all([
+      get<Overview>(`/console/v1/orgs/${enc(org.id)}/overview`),
+      allPrinters(org.id),
+    ]);
+    const counts: Record<string, number> = {};
+    for (const p of printers) counts[printerStatus(p)] = (counts[printerStatus(p)] ?? 0) + 1;
+    return { ...overview, printers: counts };
+  }, [org.id]);
   useLive(() => true, r.reloadSoon);
   const o = r.data;
   const jobsTotal = o ? Object.values(o.jobs_today).reduce((a, b) => a + b, 0) : 0;
@@ -156,9 +189,17 @@ export function PrintersPage(): JSX.Element {
                     {p.name}
                   </th>
                   <td>
-                    <Status status={p.status} />
+                    <Status status={printerStatus(p)} />
                   </td>
-                  <td>{p.detail || <span class="muted">—</span>}</td>
+                  <td>
+                    {printerStatus(p) === p.status ? null : (
+                      <span class="muted">
+                        its station is offline; it last reported {p.status}.{' '}
+                      </span>
+                    )}
+                    {p.detail ||
+                      (printerStatus(p) === p.status ? <span class="muted">—</span> : null)}
+                  </td>
                   <td>
                     {stationName(p.station_id)}{' '}
                     {p.station_online ? null : <span class="tag">station offline</span>}
