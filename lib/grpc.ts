@@ -285,6 +285,20 @@ export interface ClientOptions {
 }
 
 /**
+ * The deadline of a call made on behalf of `parent`: a fifth of the time the parent has left, at
+ * most a second, before the parent's own. When the service called is down or slow, its failure
+ * then reaches the parent's caller as what it is (`the stations service is unavailable`) before
+ * the parent's deadline passes and blames the parent.
+ */
+function beforeParent(parent: ServerUnaryCall<unknown, unknown>): number {
+  const at = parent.getDeadline();
+  const parentDeadline = at instanceof Date ? at.getTime() : at;
+  if (!Number.isFinite(parentDeadline)) return Number.POSITIVE_INFINITY;
+  const left = parentDeadline - Date.now();
+  return parentDeadline - Math.min(1_000, Math.max(0, left) / 5);
+}
+
+/**
  * Creates a promise client around a ts-proto generated grpc-js client constructor. Errors arrive as
  * SpoolError with the catalogue code the service sent.
  *
@@ -320,10 +334,13 @@ export function createClient<C extends Client>(
     if (typeof method !== 'function' || name === 'constructor') continue;
     proxy[name] = (request: unknown, overrides: CallOverrides = {}) =>
       new Promise((resolve, reject) => {
-        const callOptions: Partial<CallOptions> = {
-          deadline: Date.now() + (overrides.deadlineMs ?? defaultDeadline),
-        };
-        if (overrides.parent) callOptions.parent = overrides.parent;
+        const callOptions: Partial<CallOptions> = {};
+        let deadline = Date.now() + (overrides.deadlineMs ?? defaultDeadline);
+        if (overrides.parent) {
+          callOptions.parent = overrides.parent;
+          deadline = Math.min(deadline, beforeParent(overrides.parent));
+        }
+        callOptions.deadline = deadline;
         const metadata = overrides.metadata?.clone() ?? new Metadata();
         metadata.setOptions({ waitForReady: true });
         (method as UnaryMethod<unknown, unknown>).call(

@@ -28,10 +28,17 @@ const notCalled = async (): Promise<never> => {
   throw new SpoolError('internal', 'not used here');
 };
 
+/** A service this one calls on a request's behalf, down for good (nothing listens on port 1). */
+const downstream = createClient(AccountsServiceClient, {
+  service: 'stations',
+  address: '127.0.0.1:1',
+});
+
 const impl: AsyncServer<AccountsServiceServer> = {
   createOrg: () => next(),
-  getOrg: async (req) => {
+  getOrg: async (req, call) => {
     if (req.orgId === 'slow') await new Promise((r) => setTimeout(r, 500));
+    if (req.orgId === 'downstream') return downstream.getOrg({ orgId: 'x' }, { parent: call });
     return { org: { id: req.orgId, name: 'n', createdAt: new Date(0) } };
   },
   createApiKey: notCalled,
@@ -78,6 +85,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
+  downstream.close();
   t.context.client?.close();
   await t.context.server?.shutdown(100);
 });
@@ -160,4 +168,12 @@ test('the standard health service reports SERVING', async (t) => {
     );
   t.is(await check(''), 'SERVING');
   t.is(await check('spool.v1.AccountsService'), 'SERVING');
+});
+
+test('a call made for a caller fails before the caller’s deadline, naming the service that is down', async (t) => {
+  const err = (await t.throwsAsync(
+    t.context.client.getOrg({ orgId: 'downstream' }, { deadlineMs: 1_000 }),
+  )) as SpoolError;
+  t.is(err.code, 'unavailable');
+  t.is(err.message, 'the stations service is unavailable; try again');
 });
