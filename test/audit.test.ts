@@ -277,6 +277,10 @@ test('each request writes one access log line with route, status, duration and c
   t.is(wrong.status, 401);
   const signedIn = await member(sys.url, org, 'viewer');
   await signedIn.call('GET', `/console/v1/orgs/${org}/keys`);
+  const badOperator = await call(sys.url, 'GET', `/admin/v1/orgs/${org}/keys`, { token: 'nope' });
+  t.is(badOperator.status, 401);
+  const nowhere = await call(sys.url, 'GET', '/admin/v1/nothing', { token: 'nope' });
+  t.is(nowhere.status, 404);
 
   const access = lines
     .map((l) => JSON.parse(l) as Record<string, unknown>)
@@ -303,6 +307,10 @@ test('each request writes one access log line with route, status, duration and c
     ),
   );
   t.true(access.some((l) => l.route === '/admin/v1/orgs' && l.operator === true));
+  // A refused operator token is logged under the route it was for, without `operator`.
+  t.like(lineOf(badOperator)[0], { route: '/admin/v1/orgs/:org/keys', status: 401, org_id: org });
+  t.false('operator' in (lineOf(badOperator)[0] ?? {}));
+  t.like(lineOf(nowhere)[0], { route: null, status: 404 });
   t.false(
     access.some((l) => l.route === '/healthz'),
     'probes are left out',

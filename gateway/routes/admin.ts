@@ -233,7 +233,20 @@ export interface AdminDeps {
 export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   const { accounts, jobs, stations } = deps.backends;
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
-  router.use(requireOperator(deps.operatorToken));
+  // The guard of every route runs before any route does: it names the route first, so that a
+  // request it refuses is logged and measured under its route (`/admin/v1/orgs/:org/keys`, with
+  // its `org`), not under the guard's own pattern.
+  const operator = requireOperator(deps.operatorToken);
+  router.use((ctx, next) => {
+    const route = router
+      .match(ctx.path, ctx.method)
+      .pathAndMethod.findLast((layer) => layer.methods.length > 0);
+    if (typeof route?.path === 'string') {
+      ctx._matchedRoute = route.path;
+      ctx.params = route.params(ctx.path, route.captures(ctx.path), ctx.params);
+    }
+    return operator(ctx, next);
+  });
 
   router.post('/orgs', setLocation(ADMIN_CREATED.org), async (ctx) => {
     const req = await body(ctx, CreateOrgBody, deps.bodyLimit);
