@@ -2,26 +2,19 @@
  * The commands of `spool` and their help. Building them reads nothing and starts nothing, so the
  * help can be checked without running a command; `main.ts` parses the command line.
  */
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { Env } from '../lib/config.js';
+import { spoolVersion } from '../lib/version.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
 import { addAdminFleetCommands, addConnectionFlags } from './admin-commands.js';
 import { INVITATION_COLUMNS, KEY_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
-import { runDev } from './dev.js';
+import { COMPONENTS, type Component } from './components.js';
 import { registerJobsCommands } from './jobs-commands.js';
 import { sealFile } from './seal.js';
-import { COMPONENTS, type Component, runMigrate, serve } from './serve.js';
 import { type Format, formatOption, writePage } from './table.js';
 import { addWebhookCommands } from './webhook-commands.js';
-
-/** Spool's version, from package.json. */
-export function spoolVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  return String(pkg.version);
-}
 
 /**
  * Builds the `spool` command. An admin command prints the gateway's JSON answer; where the gateway
@@ -51,7 +44,7 @@ export function buildProgram(env: Env): Command {
   program
     .command('dev')
     .description('run the whole system in one process, for a laptop')
-    .action(() => runDev(env));
+    .action(async () => (await import('./dev.js')).runDev(env));
 
   program
     .command('serve')
@@ -59,7 +52,7 @@ export function buildProgram(env: Env): Command {
     .addArgument(
       new Command().createArgument('<component>', 'the component to run').choices(COMPONENTS),
     )
-    .action((component: Component) => serve(component, env));
+    .action(async (component: Component) => (await import('./serve.js')).serve(component, env));
 
   addAgentCommands(
     program
@@ -88,7 +81,7 @@ export function buildProgram(env: Env): Command {
   program
     .command('migrate')
     .description('apply database migrations (DATABASE_URL)')
-    .action(() => runMigrate(env));
+    .action(async () => (await import('./serve.js')).runMigrate(env));
 
   const adminCommand = program
     .command('admin')

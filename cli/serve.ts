@@ -29,6 +29,7 @@ import { createAccounts } from '../services/accounts/index.js';
 import { createJobs } from '../services/jobs/index.js';
 import { createStations, startLinkServer } from '../services/stations/index.js';
 import { createWebhooks, type WebhooksSettings } from '../services/webhooks/index.js';
+import type { Component } from './components.js';
 import {
   accountsConfig,
   busLayoutOf,
@@ -40,9 +41,6 @@ import {
 } from './config.js';
 import { checkPortsFree } from './ports.js';
 import { ALL_MIGRATIONS } from './system.js';
-
-export const COMPONENTS = ['gateway', 'accounts', 'jobs', 'stations', 'webhooks'] as const;
-export type Component = (typeof COMPONENTS)[number];
 
 /** Runs `stop` once on SIGTERM or SIGINT, then exits. */
 export function onShutdown(logger: Logger, stop: () => Promise<void>): void {

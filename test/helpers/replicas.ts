@@ -8,7 +8,7 @@
 import { credentials, loadPackageDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { protoPath } from 'grpc-health-check';
-import { COMPONENTS } from '../../cli/serve.js';
+import { COMPONENTS } from '../../cli/components.js';
 import { startTestNats, type TestNats } from './nats.js';
 import { freePort } from './ports.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
