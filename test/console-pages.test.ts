@@ -1,6 +1,6 @@
 /**
- * The console's pages in a real browser, as a person uses them: destructive actions ask first, and
- * a printer whose station is offline is not ready.
+ * The console's pages in a real browser, as a person uses them: destructive actions ask first, a
+ * printer whose station is offline is not ready, and the jobs list's URL says what it shows.
  * Chromium through playwright-core against a real Spool whose station `desk` prints to a folder,
  * beside a station that went offline with its printer `annex` last reported ready.
  */
@@ -251,3 +251,77 @@ test.serial('a printer whose station is offline reads as unreachable, not ready'
   await row.getByText(/its station is offline; it last reported ready/).waitFor();
   await page.getByRole('row', { name: /desk/ }).getByText('ready', { exact: true }).waitFor();
 });
+
+test.serial(
+  'the jobs list keeps its filters and page in its URL: reload, Back and a shared link',
+  async (t) => {
+    // Thirty queued jobs with one reference: 25 on the first page, 5 on the second.
+    for (let i = 1; i <= 30; i++) {
+      await queuedJob(`Batch job ${String(i).padStart(2, '0')}`, 'batch-7');
+    }
+    const page = await ownerPage('/jobs');
+    /** The titles the list shows, once it shows `n` jobs. */
+    const titles = async (p: Page, n: number) => {
+      await p
+        .locator('tr[data-job-id]')
+        .nth(n - 1)
+        .waitFor();
+      await p.locator('tr[data-job-id]').nth(n).waitFor({ state: 'detached' });
+      return (await p.locator('tr[data-job-id] .job-link span:first-child').allTextContents())
+        .sort()
+        .join();
+    };
+    await page.getByRole('button', { name: /^queued/ }).click();
+    await page.getByText('More filters').click();
+    await page.getByLabel('Reference').fill('batch-7');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/reference=batch-7/);
+    const first = await titles(page, 25);
+    t.true(first.split(',').every((title) => title.startsWith('Batch job')));
+    const firstPage = page.url();
+    t.regex(firstPage, /status=queued/);
+
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.waitForURL(/cursor=/);
+    const second = await titles(page, 5);
+    t.not(second, first);
+    const secondPage = page.url();
+
+    // Reload: the same page, with the same filters shown as chosen.
+    await page.reload();
+    t.is(await titles(page, 5), second);
+    t.is(await page.getByRole('button', { name: /^queued/ }).getAttribute('aria-pressed'), 'true');
+    t.is(await page.getByLabel('Reference').inputValue(), 'batch-7');
+    t.true(await page.getByRole('button', { name: 'Previous page' }).isEnabled());
+
+    // Back returns to the first page, then to the list before the reference filter.
+    await page.goBack();
+    t.is(await titles(page, 25), first);
+    t.is(page.url(), firstPage);
+    await page.goBack();
+    await page.waitForURL((url) => !url.search.includes('reference'));
+    t.is(await page.getByLabel('Reference').inputValue(), '');
+    t.is(await page.getByRole('button', { name: /^queued/ }).getAttribute('aria-pressed'), 'true');
+    await page.goForward();
+    await page.goForward();
+    t.is(await titles(page, 5), second);
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    t.is(await titles(page, 25), first);
+    t.is(page.url(), firstPage);
+
+    // A job's page leads back to the list as it was.
+    await page.locator('tr[data-job-id] .job-link').first().click();
+    await page.getByRole('heading', { name: 'Timeline' }).waitFor();
+    await page.getByRole('link', { name: '← Back to the list' }).click();
+    t.is(await titles(page, 25), first);
+    t.is(page.url(), firstPage);
+
+    // The second page's link, opened by someone else, shows that page; First page leads back.
+    const other = await ownerPage();
+    await other.goto(secondPage);
+    t.is(await titles(other, 5), second);
+    await other.getByRole('button', { name: 'First page' }).click();
+    t.is(await titles(other, 25), first);
+    t.is(other.url(), firstPage);
+  },
+);

@@ -1,6 +1,6 @@
 /** A small router over the History API: the app's pages live under /console/. */
 import type { ComponentChildren, JSX } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 
 export const BASE = '/console';
 
@@ -38,6 +38,34 @@ export function usePath(): string {
     };
   }, []);
   return path.split('?')[0] ?? '/';
+}
+
+/** The query of the page shown, kept current as the person moves through history. */
+export function useSearch(): URLSearchParams {
+  const [search, setSearchText] = useState(() => location.search);
+  useEffect(() => {
+    const update = () => setSearchText(location.search);
+    window.addEventListener('popstate', update);
+    window.addEventListener('spool:navigate', update);
+    return () => {
+      window.removeEventListener('popstate', update);
+      window.removeEventListener('spool:navigate', update);
+    };
+  }, []);
+  return useMemo(() => new URLSearchParams(search), [search]);
+}
+
+/**
+ * Shows the page shown with another query, as a new history entry, so that reload, a shared link
+ * and Back all find it; `state` rides with the entry (`history.state`), reload and Back included.
+ * Unlike `navigate`, the page stays mounted and keeps the scroll position.
+ */
+export function setSearch(params: Record<string, string | undefined>, state: unknown = null): void {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
+  const s = q.toString();
+  history.pushState(state, '', `${location.pathname}${s ? `?${s}` : ''}`);
+  window.dispatchEvent(new Event('spool:navigate'));
 }
 
 export function Link(props: {

@@ -257,12 +257,14 @@ export function Pager(props: {
   next: string | undefined;
   onPrev(): void;
   onNext(c: string): void;
+  /** Where `onPrev` goes when that is not the previous page ("First page"). */
+  prevLabel?: string;
 }): JSX.Element | null {
   if (!props.hasPrev && !props.next) return null;
   return (
     <nav class="pager" aria-label="Pages">
       <button type="button" class="secondary" disabled={!props.hasPrev} onClick={props.onPrev}>
-        Previous page
+        {props.prevLabel ?? 'Previous page'}
       </button>
       <button
         type="button"

@@ -14,13 +14,14 @@ import {
   type Station,
 } from '../api.js';
 import { jobOf, useLive } from '../live.js';
-import { Link, navigate } from '../router.js';
+import { Link, navigate, setSearch, useSearch } from '../router.js';
 import {
   Empty,
   ErrorText,
   localToRfc3339,
   messageOf,
   PageHeader,
+  rfc3339ToLocal,
   Status,
   short,
   Time,
@@ -40,6 +41,7 @@ interface JobList {
   counts: Record<string, number>;
 }
 
+/** The list's filters, as in its URL and the API's query; times are RFC 3339. */
 interface Filters {
   status: string[];
   reference: string;
@@ -56,6 +58,33 @@ const NO_FILTERS: Filters = {
   created_after: '',
   created_before: '',
 };
+
+function filtersOf(q: URLSearchParams): Filters {
+  return {
+    status: (q.get('status') ?? '').split(',').filter(Boolean),
+    reference: q.get('reference') ?? '',
+    printer_id: q.get('printer_id') ?? '',
+    station_id: q.get('station_id') ?? '',
+    created_after: q.get('created_after') ?? '',
+    created_before: q.get('created_before') ?? '',
+  };
+}
+
+function paramsOf(f: Filters): Record<string, string> {
+  return { ...f, status: f.status.join(',') };
+}
+
+/** The filters as the form shows them: times in the viewer's own time. */
+function draftOf(f: Filters): Filters {
+  return {
+    ...f,
+    created_after: rfc3339ToLocal(f.created_after),
+    created_before: rfc3339ToLocal(f.created_before),
+  };
+}
+
+/** The list's query when it was last shown, for the job page's way back to it. */
+let listSearch = '';
 
 function useNames(orgId: string) {
   const printers = useResource(
@@ -74,39 +103,39 @@ function useNames(orgId: string) {
   };
 }
 
+/**
+ * The job list. Its filters and page are in the URL's query (`cursor` for the page), so that
+ * reload, Back and a shared link show the same list; the cursors of the pages before it ride in
+ * the history entry, for Previous page. A link to a later page, opened afresh, offers First page.
+ */
 export function JobsPage(): JSX.Element {
   const { org } = useApp();
   const names = useNames(org.id);
-  const [draft, setDraft] = useState<Filters>(NO_FILTERS);
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
-  const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors[cursors.length - 1] ?? '';
+  const search = useSearch();
+  const filters = filtersOf(search);
+  const key = JSON.stringify(filters);
+  const cursor = search.get('cursor') ?? '';
+  const state = history.state as { cursors?: unknown } | null;
+  const before = Array.isArray(state?.cursors) ? (state.cursors as string[]) : null;
+  const [draft, setDraft] = useState<Filters>(() => draftOf(filters));
+  // The form follows the URL when Back or a link changes it.
+  useEffect(() => setDraft(draftOf(filtersOf(search))), [key]);
+  useEffect(() => {
+    listSearch = search.toString() ? `?${search.toString()}` : '';
+  }, [search]);
   const r = useResource(
     () =>
       get<JobList>(
-        `/v1/orgs/${enc(org.id)}/jobs${query({
-          limit: '25',
-          cursor,
-          status: filters.status.join(','),
-          reference: filters.reference,
-          printer_id: filters.printer_id,
-          station_id: filters.station_id,
-          created_after: localToRfc3339(filters.created_after),
-          created_before: localToRfc3339(filters.created_before),
-        })}`,
+        `/v1/orgs/${enc(org.id)}/jobs${query({ limit: '25', cursor, ...paramsOf(filters) })}`,
       ),
-    [org.id, cursor, JSON.stringify(filters)],
+    [org.id, cursor, key],
   );
   // A job that changes is re-read with its page; on the first page a new job appears at the top.
   useLive('job.', (ev) => {
     const job = jobOf(ev);
     if (cursor === '' || (job && r.data?.items.some((j) => j.id === job.id))) r.reloadSoon();
   });
-  const apply = (f: Filters) => {
-    setFilters(f);
-    setDraft(f);
-    setCursors([]);
-  };
+  const apply = (f: Filters) => setSearch(paramsOf(f));
   const toggleStatus = (s: string) =>
     apply({
       ...filters,
@@ -142,13 +171,26 @@ export function JobsPage(): JSX.Element {
           </button>
         ))}
       </fieldset>
-      <details class="filters">
+      <details
+        class="filters"
+        open={Boolean(
+          filters.reference ||
+            filters.printer_id ||
+            filters.station_id ||
+            filters.created_after ||
+            filters.created_before,
+        )}
+      >
         <summary>More filters</summary>
         <form
           class="filter-form"
           onSubmit={(e) => {
             e.preventDefault();
-            apply(draft);
+            apply({
+              ...draft,
+              created_after: localToRfc3339(draft.created_after) ?? '',
+              created_before: localToRfc3339(draft.created_before) ?? '',
+            });
           }}
         >
           <label>
@@ -212,7 +254,9 @@ export function JobsPage(): JSX.Element {
       </details>
       <ErrorText error={r.error} />
       {r.data && items.length === 0 ? (
-        <Empty>No jobs{filters === NO_FILTERS ? ' yet' : ' match these filters'}.</Empty>
+        <Empty>
+          No jobs{key === JSON.stringify(NO_FILTERS) ? ' yet' : ' match these filters'}.
+        </Empty>
       ) : null}
       {items.length > 0 ? (
         <div class="table-wrap">
@@ -252,10 +296,20 @@ export function JobsPage(): JSX.Element {
         </div>
       ) : null}
       <Pager
-        hasPrev={cursors.length > 0}
+        hasPrev={cursor !== ''}
         next={r.data?.next_cursor}
-        onPrev={() => setCursors(cursors.slice(0, -1))}
-        onNext={(c) => setCursors([...cursors, c])}
+        prevLabel={before ? undefined : 'First page'}
+        onPrev={() =>
+          before
+            ? setSearch(
+                { ...paramsOf(filters), cursor: before[before.length - 1] },
+                { cursors: before.slice(0, -1) },
+              )
+            : setSearch(paramsOf(filters))
+        }
+        onNext={(c) =>
+          setSearch({ ...paramsOf(filters), cursor: c }, { cursors: [...(before ?? []), cursor] })
+        }
       />
     </>
   );
@@ -341,7 +395,7 @@ export function JobPage(props: { id: string }): JSX.Element {
   return (
     <>
       <p class="crumbs">
-        <Link href="/jobs">← Back to the list</Link>
+        <Link href={`/jobs${listSearch}`}>← Back to the list</Link>
       </p>
       <PageHeader title={job ? job.title || `Job ${short(job.id)}` : 'Job'}>
         {job && canWrite ? (
