@@ -1,16 +1,17 @@
 /**
  * The console's pages in a real browser, as a person uses them: destructive actions ask first, a
- * printer whose station is offline is not ready, and the jobs list's URL says what it shows.
+ * printer whose station is offline is not ready, the jobs list's URL says what it shows, and an
+ * invitation asks someone who has an account for nothing Spool would ignore.
  * Chromium through playwright-core against a real Spool whose station `desk` prints to a folder,
  * beside a station that went offline with its printer `annex` last reported ready.
  */
 import test from 'ava';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './helpers/browser.js';
-import { member, PASSWORD } from './helpers/console.js';
+import { invite, member, PASSWORD } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
-import { call, createKey, createStation, eventually } from './helpers/system.js';
+import { call, createKey, createOrg, createStation, eventually } from './helpers/system.js';
 
 const OWNER = 'owner@example.com';
 
@@ -76,12 +77,18 @@ async function queuedJob(title: string, reference = ''): Promise<string> {
   return res.body.job.id;
 }
 
-/** The owner, signed in, on `path` of the console. */
-async function ownerPage(path = '/', width = 1280, height = 800): Promise<Page> {
+/** A page of a browser of its own. */
+async function newPage(width = 1280, height = 800): Promise<Page> {
   const context = await browser.newContext({ viewport: { width, height } });
   contexts.push(context);
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
+  return page;
+}
+
+/** The owner, signed in, on `path` of the console. */
+async function ownerPage(path = '/', width = 1280, height = 800): Promise<Page> {
+  const page = await newPage(width, height);
   await page.goto(`${org.sys.url}/console/`);
   await page.getByLabel('Email').fill(OWNER);
   await page.getByLabel('Password').fill(PASSWORD);
@@ -323,5 +330,48 @@ test.serial(
     await other.getByRole('button', { name: 'First page' }).click();
     t.is(await titles(other, 25), first);
     t.is(other.url(), firstPage);
+  },
+);
+
+test.serial(
+  'a person who has an account is not asked for a display name when invited again',
+  async (t) => {
+    const beta = await createOrg(org.sys.url, 'Beta Labels');
+
+    // Signed in here already: the page knows them and asks for their password only.
+    const page = await ownerPage();
+    await page.goto((await invite(org.sys.url, beta, OWNER, 'admin')).url);
+    await page.getByRole('heading', { name: 'Accept your invitation' }).waitFor();
+    await page.getByText('You are signed in as owner person').waitFor();
+    t.is(await page.getByLabel('Display name').count(), 0);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Accept invitation' }).click();
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    t.is(await page.getByLabel('Organization').inputValue(), beta, 'the organization just joined');
+    await page.getByRole('banner').getByText('owner person').waitFor();
+
+    // Not signed in: they say they have an account, and give its password alone.
+    await member(org.sys.url, org.orgId, 'viewer', 'vic@example.com');
+    const vic = await newPage();
+    await vic.goto((await invite(org.sys.url, beta, 'vic@example.com', 'viewer')).url);
+    await vic.getByRole('heading', { name: 'Accept your invitation' }).waitFor();
+    await vic.getByLabel('Yes, I have an account').check();
+    t.is(await vic.getByLabel('Display name').count(), 0);
+    await vic.getByLabel('Password').fill(PASSWORD);
+    await vic.getByRole('button', { name: 'Accept invitation' }).click();
+    await vic.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    await vic.getByRole('banner').getByText('viewer person').waitFor();
+
+    // Someone new who says otherwise is asked for the name after all.
+    const newcomer = await newPage();
+    await newcomer.goto((await invite(org.sys.url, beta, 'nia@example.com', 'viewer')).url);
+    await newcomer.getByLabel('Yes, I have an account').check();
+    await newcomer.getByLabel('Password').fill('a new password of mine');
+    await newcomer.getByRole('button', { name: 'Accept invitation' }).click();
+    await newcomer.getByText('Spool has no account with this email yet').waitFor();
+    await newcomer.getByLabel('Display name').fill('Nia Newcomer');
+    await newcomer.getByRole('button', { name: 'Accept invitation' }).click();
+    await newcomer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    await newcomer.getByRole('banner').getByText('Nia Newcomer').waitFor();
   },
 );

@@ -173,7 +173,12 @@ function App(): JSX.Element {
   if (path === '/invitation' && !session) {
     return (
       <AcceptInvitation
-        onSignedIn={(s) => {
+        onSignedIn={(s, joined) => {
+          // Show the organization just joined, not the one chosen last.
+          if (joined) {
+            localStorage.setItem('spool.org', joined);
+            setOrgId(joined);
+          }
           signedIn(s);
           navigate('/', true);
         }}

@@ -1,7 +1,7 @@
 /** Signing in, and accepting an invitation (`/console/invitation#TOKEN`). */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { get, post, type Role, type Session } from '../api.js';
+import { ApiError, get, post, type Role, type Session } from '../api.js';
 import { ErrorText, Time, useAction, useResource } from '../ui.js';
 
 export function SignIn(props: { onSignedIn(s: Session): void; notice?: string }): JSX.Element {
@@ -68,7 +68,14 @@ interface InvitationInfo {
   };
 }
 
-export function AcceptInvitation(props: { onSignedIn(s: Session): void }): JSX.Element {
+/**
+ * Accepting an invitation. A person new to Spool chooses a display name and a password; a person
+ * who already has an account with the invitation's email gives its password only, as Spool keeps
+ * their name (the page knows them when they are signed in here, and asks otherwise).
+ */
+export function AcceptInvitation(props: {
+  onSignedIn(s: Session, orgId: string): void;
+}): JSX.Element {
   const token = decodeURIComponent(location.hash.replace(/^#/, ''));
   const info = useResource(
     () =>
@@ -79,16 +86,40 @@ export function AcceptInvitation(props: { onSignedIn(s: Session): void }): JSX.E
           ),
     [token],
   );
+  const session = useResource(() => get<Session>('/console/v1/session').catch(() => null), []);
+  const inv = info.data?.invitation;
+  const signedInAs =
+    inv && session.data?.person.email === inv.email ? session.data.person : undefined;
+  const [chosen, setChosen] = useState<'new' | 'existing'>('new');
+  const [notice, setNotice] = useState('');
+  const existing = signedInAs !== undefined || chosen === 'existing';
   const [displayName, setDisplayName] = useState('');
   const [password, setPassword] = useState('');
+  const choose = (next: 'new' | 'existing', why = '') => {
+    setChosen(next);
+    setNotice(why);
+    action.clear();
+  };
   const action = useAction(async () => {
-    const s = await post<Session>(`/console/v1/invitations/${encodeURIComponent(token)}/accept`, {
-      display_name: displayName,
-      password,
-    });
-    props.onSignedIn(s);
+    try {
+      const s = await post<Session>(
+        `/console/v1/invitations/${encodeURIComponent(token)}/accept`,
+        existing ? { password } : { display_name: displayName, password },
+      );
+      props.onSignedIn(s, inv?.org.id ?? '');
+    } catch (err) {
+      // The answer says which it is when the choice was wrong: ask for what is missing.
+      if (err instanceof ApiError && existing && err.param === 'display_name') {
+        choose(
+          'new',
+          'Spool has no account with this email yet: choose a display name and a password.',
+        );
+        return;
+      }
+      if (err instanceof ApiError && !existing && err.status === 401) choose('existing');
+      throw err;
+    }
   });
-  const inv = info.data?.invitation;
   return (
     <main class="auth">
       <div class="auth-card">
@@ -96,7 +127,7 @@ export function AcceptInvitation(props: { onSignedIn(s: Session): void }): JSX.E
         <h1>Accept your invitation</h1>
         {info.loading && !inv ? <p class="muted">Checking the invitation…</p> : null}
         <ErrorText error={info.error} />
-        {inv ? (
+        {inv && !session.loading ? (
           <>
             <p>
               You are invited to <strong>{inv.org.name}</strong> as <strong>{inv.role}</strong>,
@@ -109,25 +140,60 @@ export function AcceptInvitation(props: { onSignedIn(s: Session): void }): JSX.E
                 void action.run();
               }}
             >
-              <label>
-                Display name
-                <input
-                  name="display_name"
-                  autocomplete="name"
-                  required
-                  maxLength={200}
-                  value={displayName}
-                  onInput={(e) => setDisplayName(e.currentTarget.value)}
-                />
-              </label>
+              {signedInAs ? (
+                <p>
+                  You are signed in as <strong>{signedInAs.display_name}</strong>: enter your
+                  password to join {inv.org.name}.
+                </p>
+              ) : (
+                <fieldset>
+                  <legend>Do you have a Spool account with this email?</legend>
+                  <label class="check">
+                    <input
+                      type="radio"
+                      name="account"
+                      checked={!existing}
+                      onChange={() => choose('new')}
+                    />
+                    No, I am new to Spool
+                  </label>
+                  <label class="check">
+                    <input
+                      type="radio"
+                      name="account"
+                      checked={existing}
+                      onChange={() => choose('existing')}
+                    />
+                    Yes, I have an account
+                  </label>
+                </fieldset>
+              )}
+              {notice ? (
+                <p class="notice" role="status">
+                  {notice}
+                </p>
+              ) : null}
+              {existing ? null : (
+                <label>
+                  Display name
+                  <input
+                    name="display_name"
+                    autocomplete="name"
+                    required
+                    maxLength={200}
+                    value={displayName}
+                    onInput={(e) => setDisplayName(e.currentTarget.value)}
+                  />
+                </label>
+              )}
               <label>
                 Password
                 <input
                   type="password"
                   name="password"
-                  autocomplete="new-password"
+                  autocomplete={existing ? 'current-password' : 'new-password'}
                   required
-                  minLength={10}
+                  minLength={existing ? undefined : 10}
                   maxLength={200}
                   aria-describedby="password-hint"
                   value={password}
@@ -135,8 +201,9 @@ export function AcceptInvitation(props: { onSignedIn(s: Session): void }): JSX.E
                 />
               </label>
               <p id="password-hint" class="muted small">
-                At least 10 characters. If you already have a Spool account with this email, use its
-                password.
+                {existing
+                  ? 'The password of your Spool account. Your display name stays as it is.'
+                  : 'At least 10 characters.'}
               </p>
               <ErrorText error={action.error} />
               <button type="submit" disabled={action.busy}>

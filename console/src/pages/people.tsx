@@ -110,7 +110,8 @@ export function PeoplePage(): JSX.Element {
             <div class="secret-box">
               <p>
                 Send this one-time link to <strong>{link.email}</strong>; it opens a page where they
-                choose a display name and a password.
+                choose a display name and a password, or give the password of the Spool account they
+                have.
               </p>
               <output class="secret" aria-label="Invitation link">
                 {link.url}
