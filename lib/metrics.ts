@@ -32,6 +32,10 @@ export interface SpoolMetrics {
   timeToPrint: Histogram;
   /** Messages not yet delivered to a durable consumer, by `messaging.destination.name` (the stream) and `messaging.consumer.group.name`. */
   consumerLag: ObservableGauge;
+  /** Rows of an outbox not yet published, by `spool.outbox.table`. */
+  outboxBacklog: ObservableGauge;
+  /** Seconds since the oldest row of an outbox was written (0 when it is empty), by table. */
+  outboxOldestAge: ObservableGauge;
   /** Webhook delivery attempts, by `spool.webhook.outcome`. */
   webhookAttempts: Counter;
   /** Station links held by this process. */
@@ -75,6 +79,14 @@ export function spoolMetrics(): SpoolMetrics {
       description: 'Messages of a stream not yet delivered to its durable consumer',
       unit: '{message}',
     }),
+    outboxBacklog: meter.createObservableGauge('spool.outbox.backlog', {
+      description: 'Rows of an outbox table not yet published to NATS',
+      unit: '{row}',
+    }),
+    outboxOldestAge: meter.createObservableGauge('spool.outbox.oldest.age', {
+      description: 'Age of the oldest row of an outbox table not yet published (0 when empty)',
+      unit: 's',
+    }),
     webhookAttempts: meter.createCounter('spool.webhook.attempts', {
       description: 'Webhook delivery attempts by outcome',
     }),
@@ -92,6 +104,32 @@ export function spoolMetrics(): SpoolMetrics {
     }),
   };
   return made;
+}
+
+/**
+ * The process's CPU time (`process.cpu.time`, by `cpu.mode`) and resident memory
+ * (`process.memory.usage`), as the semantic conventions name them. Written here from Node's own
+ * counters: the one library that reports them (@opentelemetry/host-metrics) brings a system
+ * information package of its own for two numbers Node hands out.
+ */
+export function observeProcess(): void {
+  const meter = metrics.getMeter('spool');
+  meter
+    .createObservableCounter('process.cpu.time', {
+      description: 'CPU time used by this process',
+      unit: 's',
+    })
+    .addCallback((result) => {
+      const { user, system } = process.cpuUsage();
+      result.observe(user / 1e6, { 'cpu.mode': 'user' });
+      result.observe(system / 1e6, { 'cpu.mode': 'system' });
+    });
+  meter
+    .createObservableUpDownCounter('process.memory.usage', {
+      description: 'Resident memory of this process',
+      unit: 'By',
+    })
+    .addCallback((result) => result.observe(process.memoryUsage.rss()));
 }
 
 /** Seconds between two instants, for the histograms above. */

@@ -12,10 +12,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders } from '@nats-io/transport-node';
+import { type BatchObservableCallback, metrics } from '@opentelemetry/api';
 import type pg from 'pg';
 import type { NatsConnection } from './bus.js';
 import { FailureLog } from './failure-log.js';
 import type { Logger } from './logger.js';
+import { spoolMetrics } from './metrics.js';
 import { columns, WriteBatch } from './sql.js';
 import { StreamPublisher } from './stream-publisher.js';
 import {
@@ -31,6 +33,9 @@ import {
 
 /** How long a DELETE of published rows waits for more to take with it. */
 const DELETE_LINGER_MS = 20;
+
+/** How long a metrics collection waits for the outbox backlog read before going on without it. */
+const BACKLOG_READ_MS = 1_000;
 
 export interface OutboxMessage {
   subject: string;
@@ -145,6 +150,10 @@ export class OutboxRelay {
   }
 
   start(): void {
+    const { outboxBacklog, outboxOldestAge } = spoolMetrics();
+    metrics
+      .getMeter('spool')
+      .addBatchObservableCallback(this.#observeBacklog, [outboxBacklog, outboxOldestAge]);
     this.#timer = setInterval(() => void this.poll(), this.#options.pollMs);
     // Rows a stopped process left behind are old enough to take at once.
     this.kick();
@@ -192,6 +201,10 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    const { outboxBacklog, outboxOldestAge } = spoolMetrics();
+    metrics
+      .getMeter('spool')
+      .removeBatchObservableCallback(this.#observeBacklog, [outboxBacklog, outboxOldestAge]);
     this.#deleteNow?.();
     clearInterval(this.#timer);
     // Once stopped, a finishing round starts no other, so this ends.
@@ -199,6 +212,32 @@ export class OutboxRelay {
     await this.idle();
     this.#publisher.close();
   }
+
+  /**
+   * Observes the table's backlog when metrics are collected: every replica reports the same table,
+   * so read the figures with max(), not sum(). A database that does not answer within a second
+   * leaves that collection without them rather than holding it.
+   */
+  readonly #observeBacklog: BatchObservableCallback = async (result) => {
+    const { pool, table } = this.#options;
+    const read = pool.query<{ rows: string; age_s: number | null }>(
+      `SELECT count(*) AS rows, EXTRACT(EPOCH FROM now() - min(created_at))::FLOAT8 AS age_s
+       FROM ${table}`,
+    );
+    read.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), BACKLOG_READ_MS);
+    });
+    const answer = await Promise.race([read, late]).catch(() => undefined);
+    clearTimeout(timer);
+    const row = answer?.rows[0];
+    if (!row) return;
+    const attributes = { 'spool.outbox.table': table };
+    const { outboxBacklog, outboxOldestAge } = spoolMetrics();
+    result.observe(outboxBacklog, Number(row.rows), attributes);
+    result.observe(outboxOldestAge, Math.max(0, row.age_s ?? 0), attributes);
+  };
 
   /**
    * Starts a round for rows at least `minAgeMs` old, or, if one is running, folds the ask into the

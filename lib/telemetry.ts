@@ -6,16 +6,20 @@
  *   an `OTEL_EXPORTER_OTLP_ENDPOINT`); the SDK reads the rest of `OTEL_*` itself. Without them no
  *   module is hooked and the API's no-op tracer is all that runs.
  * - Metrics are always kept in the process and served in the Prometheus text format; see
- *   {@link Telemetry.metricsHandler}. `OTEL_SDK_DISABLED=true` turns both off.
+ *   {@link Telemetry.metricsHandler}. `OTEL_SDK_DISABLED=true` turns both off. Beside Spool's own
+ *   (lib/metrics.ts) come the runtime's (event loop delay and utilization, garbage collection,
+ *   heap: @opentelemetry/instrumentation-runtime-node) and the process's CPU time and memory.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { register } from 'node:module';
 import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { Env } from './config.js';
+import { observeProcess } from './metrics.js';
 import { setTracing } from './tracing.js';
 import { spoolVersion } from './version.js';
 
@@ -67,7 +71,16 @@ export async function startTelemetry(env: Env, serviceName: string): Promise<Tel
       readers: [prometheus],
     });
     metrics.setGlobalMeterProvider(provider);
-    active = { metricsHandler, shutdown: () => provider.shutdown() };
+    const runtime = new RuntimeNodeInstrumentation();
+    runtime.setMeterProvider(provider);
+    observeProcess();
+    active = {
+      metricsHandler,
+      shutdown: async () => {
+        runtime.disable();
+        await provider.shutdown();
+      },
+    };
     return active;
   }
 
@@ -91,9 +104,11 @@ export async function startTelemetry(env: Env, serviceName: string): Promise<Tel
       // Queries outside any operation (the outbox relay's polls) start no trace of their own.
       new PgInstrumentation({ requireParentSpan: true }),
       new UndiciInstrumentation({ requireParentforSpans: true }),
+      new RuntimeNodeInstrumentation(),
     ],
   });
   sdk.start();
+  observeProcess();
   setTracing(true);
   active = { metricsHandler, shutdown: () => sdk.shutdown() };
   return active;

@@ -1,4 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import anyTest, { type TestFn } from 'ava';
 import { connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
 import { ManualClock } from '../lib/clock.js';
@@ -17,6 +19,27 @@ const test = anyTest as TestFn<{
 }>;
 
 const TABLE = 'test_outbox';
+
+/** Reads this process's metrics on demand, as a scrape does. */
+class OnDemandReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+const reader = new OnDemandReader();
+metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+
+/** The value a gauge has for the test table, or undefined when it was not observed. */
+async function gauge(name: string): Promise<number | undefined> {
+  const { resourceMetrics } = await reader.collect();
+  for (const scope of resourceMetrics.scopeMetrics) {
+    for (const metric of scope.metrics) {
+      if (metric.descriptor.name !== name) continue;
+      const point = metric.dataPoints.find((p) => p.attributes['spool.outbox.table'] === TABLE);
+      if (point) return point.value as number;
+    }
+  }
+  return undefined;
+}
 
 test.before(async (t) => {
   const [db, nats] = await Promise.all([createTestDatabase(), startTestNats()]);
@@ -91,15 +114,20 @@ test.serial('rows written while NATS is down are published once it is back', asy
       Array.from({ length: 5 }, (_, i) => ({ subject, payload: { n: i } })),
     ),
   );
-  relay.kick();
+  relay.start();
   await relay.idle();
   t.is(await rowsLeft(pool), 5, 'rows must stay while nothing acknowledged them');
+  // The backlog shows in the metrics while it lasts.
+  t.is(await gauge('spool.outbox.backlog'), 5);
+  t.true(((await gauge('spool.outbox.oldest.age')) ?? -1) >= 0);
   await nats.restart();
   const deadline = Date.now() + 10_000;
   while ((await rowsLeft(pool)) > 0 && Date.now() < deadline) {
     relay.kick();
     await relay.idle();
   }
+  t.is(await gauge('spool.outbox.backlog'), 0);
+  t.is(await gauge('spool.outbox.oldest.age'), 0);
   await relay.stop();
   t.is(await rowsLeft(pool), 0);
   t.is(await streamCount(nc, subject), 5);

@@ -314,6 +314,21 @@ test.serial('every process serves its metrics in the Prometheus format', async (
   t.regex(agent, /spool_agent_prints_total\{[^}]*spool_print_outcome="printed"[^}]*\} 1/);
   t.regex(agent, /spool_agent_print_duration_count\{[^}]*\} 1/);
 
+  // The runtime's and the process's own figures, from every process.
+  for (const [component, text] of Object.entries({ gateway, jobs, stations, webhooks, agent })) {
+    for (const name of [
+      /nodejs_eventloop_delay_p99\{/,
+      /v8js_memory_heap_used\{/,
+      /process_cpu_time_total\{[^}]*cpu_mode="user"[^}]*\} [\d.e-]+/,
+      /process_memory_usage\{[^}]*\} [1-9]/,
+    ]) {
+      t.regex(text, name, component);
+    }
+  }
+  // Each service with an outbox reports what is left in it.
+  t.regex(jobs, /spool_outbox_backlog\{[^}]*spool_outbox_table="jobs_outbox"[^}]*\} \d+/);
+  t.regex(stations, /spool_outbox_oldest_age\{[^}]*spool_outbox_table="stations_outbox"/);
+
   // Each process says which Spool it is, in its metrics and its first lines.
   const version = spoolVersion();
   t.regex(version, /^\d+\.\d+\.\d+/);
