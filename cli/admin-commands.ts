@@ -19,7 +19,8 @@ import { type Format, formatOption } from './table.js';
 
 const enc = encodeURIComponent;
 
-function query(values: Record<string, string | undefined>): string {
+/** A query string of the values given (none for an empty one), with its `?`. */
+export function query(values: Record<string, string | undefined>): string {
   const q = new URLSearchParams();
   for (const [name, value] of Object.entries(values)) {
     if (value !== undefined && value !== '') q.set(name, value);

@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import type { Env } from '../lib/config.js';
 import { spoolVersion } from '../lib/version.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
-import { addAdminFleetCommands, addConnectionFlags } from './admin-commands.js';
+import { addAdminFleetCommands, addConnectionFlags, query } from './admin-commands.js';
 import { INVITATION_COLUMNS, KEY_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
 import { COMPONENTS, type Component } from './components.js';
@@ -132,17 +132,13 @@ export function buildProgram(env: Env): Command {
     .option('--limit <n>', 'page size (1-200)')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
     .addOption(formatOption())
-    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) => {
-      const query = new URLSearchParams();
-      if (opts.limit) query.set('limit', opts.limit);
-      if (opts.cursor) query.set('cursor', opts.cursor);
-      const qs = query.size > 0 ? `?${query}` : '';
-      return list(
-        `/orgs/${encodeURIComponent(opts.org)}/invitations${qs}`,
+    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) =>
+      list(
+        `/orgs/${encodeURIComponent(opts.org)}/invitations${query({ limit: opts.limit, cursor: opts.cursor })}`,
         opts.format,
         INVITATION_COLUMNS,
-      );
-    });
+      ),
+    );
   invitation
     .command('get')
     .description('show an invitation, pending or not; prints {invitation} with used_at, revoked_at')
@@ -204,13 +200,13 @@ export function buildProgram(env: Env): Command {
     .option('--limit <n>', 'page size (1-200)')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
     .addOption(formatOption())
-    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) => {
-      const query = new URLSearchParams();
-      if (opts.limit) query.set('limit', opts.limit);
-      if (opts.cursor) query.set('cursor', opts.cursor);
-      const qs = query.size > 0 ? `?${query}` : '';
-      return list(`/orgs/${encodeURIComponent(opts.org)}/keys${qs}`, opts.format, KEY_COLUMNS);
-    });
+    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) =>
+      list(
+        `/orgs/${encodeURIComponent(opts.org)}/keys${query({ limit: opts.limit, cursor: opts.cursor })}`,
+        opts.format,
+        KEY_COLUMNS,
+      ),
+    );
   key
     .command('revoke')
     .description('revoke an API key at once; prints {revoked: true, id}')
