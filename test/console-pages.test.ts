@@ -1,7 +1,8 @@
 /**
  * The console's pages in a real browser, as a person uses them: destructive actions ask first, a
  * printer whose station is offline is not ready, the jobs list's URL says what it shows, and an
- * invitation asks someone who has an account for nothing Spool would ignore.
+ * invitation asks someone who has an account for nothing Spool would ignore; on a phone, every
+ * action is in sight.
  * Chromium through playwright-core against a real Spool whose station `desk` prints to a folder,
  * beside a station that went offline with its printer `annex` last reported ready.
  */
@@ -373,5 +374,50 @@ test.serial(
     await newcomer.getByRole('button', { name: 'Accept invitation' }).click();
     await newcomer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
     await newcomer.getByRole('banner').getByText('Nia Newcomer').waitFor();
+  },
+);
+
+test.serial(
+  'on a phone, every action of every page is on screen without scrolling sideways',
+  async (t) => {
+    const endpoint = await call<{ endpoint: { id: string } }>(
+      org.sys.url,
+      'POST',
+      `/v1/orgs/${org.orgId}/webhooks`,
+      { token: org.key, body: { url: 'http://127.0.0.1:9/phone', events: ['job.printed'] } },
+    );
+    const jobId = await queuedJob('Phone job');
+    await member(org.sys.url, org.orgId, 'developer', 'dev@example.com');
+    const phone = await ownerPage('/', 390, 844);
+    /** The controls and links of the page's main part that reach past either side. */
+    const outside = () =>
+      phone.evaluate<
+        string[]
+      >(`[...document.querySelectorAll('main :is(button, select, input, textarea, a)')]
+      .filter((e) => {
+        const r = e.getBoundingClientRect();
+        return r.width > 0 && (r.left < 0 || r.right > window.innerWidth);
+      })
+      .map((e) => (e.getAttribute('aria-label') || e.textContent).trim())`);
+    // Each page, with what shows that its list has come.
+    const pages: [string, string][] = [
+      ['/keys', 'Revoke'],
+      ['/printers', 'Delete printer'],
+      ['/stations', 'Annex'],
+      ['/people', 'dev@example.com'],
+      ['/jobs', 'Phone job'],
+      [`/jobs/${jobId}`, 'Cancel job'],
+      ['/webhooks', 'Delete endpoint'],
+      [`/webhooks/${endpoint.body.endpoint.id}`, 'Rotate secret'],
+    ];
+    for (const [path, shown] of pages) {
+      await phone.goto(`${org.sys.url}/console${path}`);
+      await phone.getByRole('main').getByText(shown).first().waitFor();
+      t.deepEqual(await outside(), [], path);
+      t.true(
+        await phone.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth'),
+        `${path} fits a phone`,
+      );
+    }
   },
 );

@@ -166,7 +166,7 @@ export function PrintersPage(): JSX.Element {
       ) : null}
       {printers.length > 0 ? (
         <div class="table-wrap">
-          <table>
+          <table class="stack" aria-label="Printers">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -188,10 +188,10 @@ export function PrintersPage(): JSX.Element {
                   <th scope="row" id={`printer-${p.id}`}>
                     {p.name}
                   </th>
-                  <td>
+                  <td data-label="Status">
                     <Status status={printerStatus(p)} />
                   </td>
-                  <td>
+                  <td data-label="Detail">
                     {printerStatus(p) === p.status ? null : (
                       <span class="muted">
                         its station is offline; it last reported {p.status}.{' '}
@@ -200,12 +200,12 @@ export function PrintersPage(): JSX.Element {
                     {p.detail ||
                       (printerStatus(p) === p.status ? <span class="muted">—</span> : null)}
                   </td>
-                  <td>
+                  <td data-label="Station">
                     {stationName(p.station_id)}{' '}
                     {p.station_online ? null : <span class="tag">station offline</span>}
                     <RegionTag region={p.region} />
                   </td>
-                  <td class="small">
+                  <td class="small" data-label="Capabilities">
                     {[
                       p.capabilities.paper_sizes?.join(', '),
                       p.capabilities.duplex ? 'duplex' : null,
@@ -214,11 +214,11 @@ export function PrintersPage(): JSX.Element {
                       .filter(Boolean)
                       .join(' · ') || <span class="muted">prints documents as they are</span>}
                   </td>
-                  <td>
+                  <td data-label="Updated">
                     <Time at={p.updated_at} />
                   </td>
                   {canDelete ? (
-                    <td>
+                    <td class="actions">
                       {/* Its waiting jobs fail; a printer its agent still reports comes back. */}
                       <button
                         type="button"
@@ -365,7 +365,7 @@ export function StationsPage(): JSX.Element {
       {r.data && items.length === 0 ? <Empty>No stations yet.</Empty> : null}
       {items.length > 0 ? (
         <div class="table-wrap">
-          <table>
+          <table class="stack" aria-label="Stations">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -381,14 +381,16 @@ export function StationsPage(): JSX.Element {
                   <th scope="row">
                     {s.name} <RegionTag region={s.region} />
                   </th>
-                  <td>
+                  <td data-label="Status">
                     <Status status={s.online ? 'online' : 'offline'} />
                   </td>
-                  <td>{locationName(s.location_id) || <span class="muted">—</span>}</td>
-                  <td>
+                  <td data-label="Location">
+                    {locationName(s.location_id) || <span class="muted">—</span>}
+                  </td>
+                  <td data-label="Last seen">
                     <Time at={s.last_seen_at} empty="never" />
                   </td>
-                  <td>
+                  <td data-label="Created">
                     <Time at={s.created_at} />
                   </td>
                 </tr>

@@ -260,7 +260,7 @@ export function JobsPage(): JSX.Element {
       ) : null}
       {items.length > 0 ? (
         <div class="table-wrap">
-          <table aria-label="Jobs">
+          <table class="stack" aria-label="Jobs">
             <thead>
               <tr>
                 <th scope="col">Job</th>
@@ -279,14 +279,16 @@ export function JobsPage(): JSX.Element {
                       <span class="job-id">{j.id}</span>
                     </Link>
                   </th>
-                  <td>
+                  <td data-label="Status">
                     <Status status={j.status} />
                     {j.live ? null : <span class="tag">test</span>}
                     {j.status_detail ? <div class="small muted">{j.status_detail}</div> : null}
                   </td>
-                  <td>{names.printer(j.printer_id)}</td>
-                  <td class="wrap-anywhere">{j.reference || <span class="muted">—</span>}</td>
-                  <td>
+                  <td data-label="Printer">{names.printer(j.printer_id)}</td>
+                  <td class="wrap-anywhere" data-label="Reference">
+                    {j.reference || <span class="muted">—</span>}
+                  </td>
+                  <td data-label="Created">
                     <Time at={j.created_at} />
                   </td>
                 </tr>

@@ -189,7 +189,7 @@ export function KeysPage(): JSX.Element {
       {r.data && items.length === 0 ? <Empty>No keys yet.</Empty> : null}
       {items.length > 0 ? (
         <div class="table-wrap">
-          <table aria-label="API keys">
+          <table class="stack" aria-label="API keys">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -212,27 +212,29 @@ export function KeysPage(): JSX.Element {
                     {k.name || <span class="muted">unnamed</span>}{' '}
                     <span class="tag">{k.live ? 'live' : 'test'}</span>
                   </th>
-                  <td>
+                  <td data-label="Key">
                     <code class="nowrap" id={`key-${k.id}`}>
                       {k.hint}
                     </code>
                   </td>
-                  <td class="small">{k.scopes.join(', ') || <span class="muted">none</span>}</td>
-                  <td class="small">
+                  <td class="small" data-label="Scopes">
+                    {k.scopes.join(', ') || <span class="muted">none</span>}
+                  </td>
+                  <td class="small" data-label="Allowed IPs">
                     {k.allowed_ips.length ? (
                       k.allowed_ips.join(', ')
                     ) : (
                       <span class="muted">any</span>
                     )}
                   </td>
-                  <td>
+                  <td data-label="Expires">
                     <Time at={k.expires_at} empty="never" />
                   </td>
-                  <td>
+                  <td data-label="Created">
                     <Time at={k.created_at} />
                   </td>
                   {canWrite ? (
-                    <td>
+                    <td class="actions">
                       {k.revoked_at ? (
                         <Status status="revoked" />
                       ) : (

@@ -122,7 +122,7 @@ export function PeoplePage(): JSX.Element {
       ) : null}
       <ErrorText error={r.error || change.error || remove.error} />
       <div class="table-wrap">
-        <table aria-label="Members">
+        <table class="stack" aria-label="Members">
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -143,8 +143,8 @@ export function PeoplePage(): JSX.Element {
                   {m.display_name}
                   {m.person_id === session.person.id ? <span class="tag">you</span> : null}
                 </th>
-                <td>{m.email}</td>
-                <td>
+                <td data-label="Email">{m.email}</td>
+                <td data-label="Role">
                   {canManage(m) ? (
                     <select
                       aria-label={`Access of ${m.display_name}`}
@@ -162,11 +162,11 @@ export function PeoplePage(): JSX.Element {
                     m.role
                   )}
                 </td>
-                <td>
+                <td data-label="Joined">
                   <Time at={m.joined_at} />
                 </td>
                 {isAdmin ? (
-                  <td>
+                  <td class="actions">
                     {canManage(m) ? (
                       <button
                         type="button"
@@ -189,7 +189,7 @@ export function PeoplePage(): JSX.Element {
         <section aria-labelledby="pending">
           <h2 id="pending">Pending invitations</h2>
           <div class="table-wrap">
-            <table>
+            <table class="stack" aria-label="Pending invitations">
               <thead>
                 <tr>
                   <th scope="col">Email</th>
@@ -201,8 +201,8 @@ export function PeoplePage(): JSX.Element {
                 {(r.data?.invitations ?? []).map((i) => (
                   <tr key={i.id}>
                     <th scope="row">{i.email}</th>
-                    <td>{i.role}</td>
-                    <td>
+                    <td data-label="Role">{i.role}</td>
+                    <td data-label="Expires">
                       <Time at={i.expires_at} />
                     </td>
                   </tr>
