@@ -52,7 +52,19 @@ export function PeoplePage(): JSX.Element {
     await del(`${base}/people/${enc(personId)}`);
     await r.reload();
   });
+  const withdraw = useAction(async (invitationId: string) => {
+    await del(`${base}/invitations/${enc(invitationId)}`);
+    await r.reload();
+  });
   const confirm = useConfirm();
+  const askWithdraw = async (i: Invitation) => {
+    const ok = await confirm.ask({
+      title: `Withdraw the invitation of ${i.email}?`,
+      body: `The link sent to ${i.email} stops working at once. Invite them again to send a new one.`,
+      confirm: 'Withdraw invitation',
+    });
+    if (ok) await withdraw.run(i.id);
+  };
   const askRemove = async (m: Member) => {
     const ok = await confirm.ask({
       title: `Remove ${m.display_name} from ${org.name}?`,
@@ -120,7 +132,7 @@ export function PeoplePage(): JSX.Element {
           ) : null}
         </section>
       ) : null}
-      <ErrorText error={r.error || change.error || remove.error} />
+      <ErrorText error={r.error || change.error || remove.error || withdraw.error} />
       <div class="table-wrap">
         <table class="stack" aria-label="Members">
           <thead>
@@ -195,6 +207,11 @@ export function PeoplePage(): JSX.Element {
                   <th scope="col">Email</th>
                   <th scope="col">Role</th>
                   <th scope="col">Expires</th>
+                  {isAdmin ? (
+                    <th scope="col">
+                      <span class="visually-hidden">Actions</span>
+                    </th>
+                  ) : null}
                 </tr>
               </thead>
               <tbody>
@@ -205,6 +222,21 @@ export function PeoplePage(): JSX.Element {
                     <td data-label="Expires">
                       <Time at={i.expires_at} />
                     </td>
+                    {isAdmin ? (
+                      <td class="actions">
+                        {isOwner || i.role !== 'owner' ? (
+                          <button
+                            type="button"
+                            class="danger"
+                            aria-label={`Withdraw the invitation of ${i.email}`}
+                            disabled={withdraw.busy}
+                            onClick={() => void askWithdraw(i)}
+                          >
+                            Withdraw
+                          </button>
+                        ) : null}
+                      </td>
+                    ) : null}
                   </tr>
                 ))}
               </tbody>
