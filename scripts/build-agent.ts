@@ -142,10 +142,22 @@ async function thirdPartyNotices(inputs: string[]): Promise<string> {
       version: string;
       license?: string;
     };
-    const files = (await readdir(dir)).filter((f) => /^(licen[cs]e|copying|notice)/i.test(f));
+    // A licence file, or a folder of them (the licences of code a package vendors).
+    const files: string[] = [];
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      if (!/^(licen[cs]e|copying|notice)/i.test(entry.name)) continue;
+      if (entry.isFile()) files.push(entry.name);
+      else if (entry.isDirectory()) {
+        for (const inner of await readdir(join(dir, entry.name), { withFileTypes: true })) {
+          if (inner.isFile()) files.push(join(entry.name, inner.name));
+        }
+      }
+    }
     parts.push(`${'='.repeat(78)}\n${pkg.name}@${pkg.version} (${pkg.license ?? 'see below'})\n`);
-    for (const file of files.sort())
+    for (const file of files.sort()) {
+      if (file.includes('/')) parts.push(`--- ${file} ---`);
       parts.push((await readFile(join(dir, file), 'utf8')).trim(), '');
+    }
     if (files.length === 0) parts.push(`(no licence file; package.json says ${pkg.license})`, '');
   }
   return `${parts.join('\n')}\n`;
