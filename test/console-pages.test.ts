@@ -251,6 +251,9 @@ test.serial('a printer whose station is offline reads as unreachable, not ready'
   await card.getByText('unreachable').waitFor();
   t.is(await count('ready'), String(ready.length));
   t.is(await count('unreachable'), String(away.length));
+  // The console API's overview counts them so for any client of it.
+  const overview = await page.request.get(`${org.sys.url}/console/v1/orgs/${org.orgId}/overview`);
+  t.like((await overview.json()).printers, { ready: ready.length, unreachable: away.length });
 
   await page.goto(`${org.sys.url}/console/printers`);
   const row = page.getByRole('row', { name: /annex/ });

@@ -370,7 +370,11 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
             stationId: '',
             locationId: '',
           });
-          for (const p of res.items) counts[p.status] = (counts[p.status] ?? 0) + 1;
+          for (const p of res.items) {
+            // A printer whose station is not connected cannot print, whatever it last reported.
+            const status = p.stationOnline || p.status === 'removed' ? p.status : 'unreachable';
+            counts[status] = (counts[status] ?? 0) + 1;
+          }
           seen += res.items.length;
           cursor = res.nextCursor;
         } while (cursor !== '' && seen < 10_000);

@@ -51,33 +51,10 @@ export function printerStatus(p: Printer): string {
   return p.station_online || p.status === 'removed' ? p.status : 'unreachable';
 }
 
-/** Every printer of the organization, page after page (at most 10,000, as the overview). */
-async function allPrinters(orgId: string): Promise<Printer[]> {
-  const printers: Printer[] = [];
-  let cursor = '';
-  do {
-    const res = await get<{ printers: Printer[]; next_cursor: string }>(
-      `/v1/orgs/${enc(orgId)}/printers${query({ limit: '200', cursor })}`,
-    );
-    printers.push(...res.printers);
-    cursor = res.next_cursor;
-  } while (cursor !== '' && printers.length < 10_000);
-  return printers;
-}
-
 export function OverviewPage(): JSX.Element {
   const { org } = useApp();
-  // The overview's own printer counts go by what each printer last reported; they are counted
-  // here instead, so that a printer of an offline station does not read as ready.
-  const r = useResource(async () => {
-    const [overview, printers] = await Promise.all([
-      get<Overview>(`/console/v1/orgs/${enc(org.id)}/overview`),
-      allPrinters(org.id),
-    ]);
-    const counts: Record<string, number> = {};
-    for (const p of printers) counts[printerStatus(p)] = (counts[printerStatus(p)] ?? 0) + 1;
-    return { ...overview, printers: counts };
-  }, [org.id]);
+  // The overview counts a printer of an offline station as `unreachable`, as printerStatus does.
+  const r = useResource(() => get<Overview>(`/console/v1/orgs/${enc(org.id)}/overview`), [org.id]);
   useLive(() => true, r.reloadSoon);
   const o = r.data;
   const jobsTotal = o ? Object.values(o.jobs_today).reduce((a, b) => a + b, 0) : 0;
