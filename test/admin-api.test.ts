@@ -133,6 +133,13 @@ test('stations are listed with online state, last contact and agent version; ren
 
   const got = await op<{ station: StationJson }>(t, 'GET', `/orgs/${org}/stations/${online.id}`);
   t.deepEqual(got.body.station, a);
+  // Online, it is seen now: not when its link opened, a minute and a half before.
+  const linkedAt = Date.parse(a?.last_seen_at as string);
+  sys.clock.advance(90_000);
+  const later = await op<{ station: StationJson }>(t, 'GET', `/orgs/${org}/stations/${online.id}`);
+  const seen = Date.parse(later.body.station.last_seen_at as string);
+  t.true(Math.abs(seen - sys.clock.now().getTime()) < 1_000, later.body.station.last_seen_at ?? '');
+  t.true(seen - linkedAt >= 89_000);
 
   const moved = await op<{ station: StationJson }>(
     t,

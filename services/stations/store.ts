@@ -132,14 +132,18 @@ function toLocation(row: LocationRow): Location {
   };
 }
 
-function toStation(row: StationRow): Station {
+/**
+ * A station as the API shows it, at `now`. An online station is connected now, so it was last seen
+ * now; `last_seen_at` in its row is when its link opened, which is not what "last seen" means.
+ */
+function toStation(row: StationRow, now: Date): Station {
   return {
     id: row.id,
     orgId: row.org_id,
     name: row.name,
     locationId: row.location_id ?? '',
     online: row.online,
-    lastSeenAt: row.last_seen_at ?? undefined,
+    lastSeenAt: row.online ? now : (row.last_seen_at ?? undefined),
     createdAt: row.created_at,
     agentVersion: row.agent_version,
     region: row.region,
@@ -503,7 +507,8 @@ export function createStationStore(
         limit,
         cursor,
       );
-      return { items: items.map(toStation), nextCursor };
+      const now = clock.now();
+      return { items: items.map((row) => toStation(row, now)), nextCursor };
     },
 
     async createStation(s: {
@@ -527,7 +532,7 @@ export function createStationStore(
            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${STATION_COLUMNS}`,
           [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, s.region, clock.now()],
         );
-        return toStation(rows[0] as StationRow);
+        return toStation(rows[0] as StationRow, clock.now());
       });
     },
 
@@ -542,7 +547,7 @@ export function createStationStore(
         [orgId, stationId, newHash ?? clock.now()],
       );
       if (!rows[0]) throw notFound('no such station');
-      return toStation(rows[0]);
+      return toStation(rows[0], clock.now());
     },
 
     async getStation(orgId: string, id: string): Promise<Station> {
@@ -551,7 +556,7 @@ export function createStationStore(
         [orgId, id],
       );
       if (!rows[0]) throw notFound('no such station');
-      return toStation(rows[0]);
+      return toStation(rows[0], clock.now());
     },
 
     /**
@@ -585,7 +590,7 @@ export function createStationStore(
           [orgId, id, changes.name ?? null, changes.locationId ?? null, changes.region ?? null],
         );
         if (!rows[0]) throw notFound('no such station');
-        return toStation(rows[0]);
+        return toStation(rows[0], clock.now());
       });
     },
 
@@ -614,7 +619,10 @@ export function createStationStore(
             ])
           : [];
         return {
-          deleted: { station: toStation(row), printerIds: printers.rows.map((r) => r.id) },
+          deleted: {
+            station: toStation(row, clock.now()),
+            printerIds: printers.rows.map((r) => r.id),
+          },
           outbox,
         };
       });
