@@ -139,7 +139,8 @@ export function auditMiddleware(deps: {
       const outcome: AuditEntry = {
         ...started,
         ...who,
-        orgId: params.org ?? '',
+        // An organization just created is the one its entry is about.
+        orgId: params.org ?? /^\/admin\/v1\/orgs\/([0-9a-f-]{36})$/.exec(created)?.[1] ?? '',
         route: typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : '',
         target,
         status,
