@@ -13,9 +13,10 @@ import { spoolVersion } from '../lib/version.js';
 import type { Backend } from './backends/backend.js';
 import type { CupsOptions } from './backends/cups.js';
 import { type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { TokenRefusedError } from './errors.js';
 import { JobRunner } from './jobs.js';
 import { INTERRUPTED_DETAIL, Journal, type JournalEntry } from './journal.js';
-import { startLink, TokenRefusedError } from './link.js';
+import { startLink } from './link.js';
 import {
   type BackendSpec,
   type PrinterSpec,

@@ -22,24 +22,11 @@ import {
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { type BackoffOptions, backoffDelay } from './backoff.js';
+import { TokenRefusedError } from './errors.js';
 
 /** A link that stayed up this long resets the backoff to its first step. */
 export const BACKOFF_RESET_AFTER_MS = 60_000;
 const DEFAULT_WELCOME_TIMEOUT_MS = 30_000;
-
-/** The server refused the device token; retrying cannot help. */
-export class TokenRefusedError extends Error {
-  /** `tokenSource` says where the token came from (`token_file /etc/spool/token`, say). */
-  constructor(server: string, details: string, tokenSource = 'the configuration') {
-    super(
-      `the Spool server at ${server} refused the station token from ${tokenSource} ` +
-        `(UNAUTHENTICATED${details ? `: ${details}` : ''}); the agent has stopped, since retrying ` +
-        "cannot help: put the station's current token there (spool admin station rotate-token " +
-        'makes a new one), then start the agent again',
-    );
-    this.name = 'TokenRefusedError';
-  }
-}
 
 /**
  * The addresses in a `--server` value: a comma-separated list of `host:port` (a region's own load

@@ -4,7 +4,7 @@
  * place it reads `process.env`.
  */
 import { Command } from 'commander';
-import { TokenRefusedError } from '../agent/index.js';
+import { TokenRefusedError } from '../agent/errors.js';
 import { ConfigError } from '../lib/config.js';
 import { startTelemetry } from '../lib/telemetry.js';
 import { spoolVersion } from '../lib/version.js';

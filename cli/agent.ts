@@ -10,7 +10,6 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { credentials } from '@grpc/grpc-js';
 import { type Command, Option } from 'commander';
 import { messageOf, type PrinterStatus } from '../agent/backends/backend.js';
 import {
@@ -22,17 +21,15 @@ import {
   loadAgentConfig,
   TOKEN_CREDENTIAL,
 } from '../agent/config.js';
-import { type Agent, parsePrinterSpec, runAgent } from '../agent/index.js';
+import type { Agent } from '../agent/index.js';
 import { JOURNAL_FILE } from '../agent/journal.js';
 import { prettyDestination } from '../agent/log-format.js';
-import { ALL_CUPS_QUEUES, type PrinterSpec } from '../agent/printer-spec.js';
+import { ALL_CUPS_QUEUES, type PrinterSpec, parsePrinterSpec } from '../agent/printer-spec.js';
 import { PrinterSet } from '../agent/printers.js';
 import { DEFAULT_UNIT_PATH, systemdUnit } from '../agent/service.js';
 import { type AgentStatus, readStatus, STATUS_HEARTBEAT_MS } from '../agent/status.js';
-import { PrintOptions } from '../gen/spool/v1/stations.js';
 import { type Env, LOG_LEVELS, optionalStr, port, readConfig, str } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { serveMetrics, telemetry } from '../lib/telemetry.js';
 import { spoolVersion } from '../lib/version.js';
 
 const agentEnv = {
@@ -199,6 +196,13 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
   const tls = flags.tls || flags.ca !== undefined || s.file?.tls?.enabled === true;
   const caFile = flags.ca ?? s.file?.tls?.ca;
   const ca = caFile === undefined ? undefined : await readFile(caFile);
+  // The agent, gRPC and telemetry load here, not when `spool` starts: every other command of
+  // `spool` builds this one's options without them.
+  const [{ runAgent }, { credentials }, { serveMetrics, telemetry }] = await Promise.all([
+    import('../agent/index.js'),
+    import('@grpc/grpc-js'),
+    import('../lib/telemetry.js'),
+  ]);
   const metricsConfig = readConfig(
     {
       METRICS_HOST: s.env.metricsHost ?? s.file?.metrics?.host,
@@ -571,6 +575,7 @@ export async function testPrint(
   if (!backend) throw new Error(`the printer ${JSON.stringify(printer)} went away`);
   const at = new Date();
   const job = `test-page-${at.getTime()}`;
+  const { PrintOptions } = await import('../gen/spool/v1/stations.js');
   await backend.print({
     id: job,
     attempt: 1,

@@ -2,7 +2,7 @@
  * The `spool` command (see `program.ts` for its commands). This is the one place that reads
  * `process.env`; everything below takes the environment as an argument.
  */
-import { TokenRefusedError } from '../agent/index.js';
+import { TokenRefusedError } from '../agent/errors.js';
 import { ConfigError } from '../lib/config.js';
 import { AdminError } from './admin.js';
 import { buildProgram } from './program.js';

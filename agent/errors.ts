@@ -1,0 +1,18 @@
+/**
+ * The agent's errors that the `spool agent` and `spool-agent` commands tell apart, in a module of
+ * their own so that a command reads them without loading the agent.
+ */
+
+/** The server refused the device token; retrying cannot help. */
+export class TokenRefusedError extends Error {
+  /** `tokenSource` says where the token came from (`token_file /etc/spool/token`, say). */
+  constructor(server: string, details: string, tokenSource = 'the configuration') {
+    super(
+      `the Spool server at ${server} refused the station token from ${tokenSource} ` +
+        `(UNAUTHENTICATED${details ? `: ${details}` : ''}); the agent has stopped, since retrying ` +
+        "cannot help: put the station's current token there (spool admin station rotate-token " +
+        'makes a new one), then start the agent again',
+    );
+    this.name = 'TokenRefusedError';
+  }
+}
