@@ -131,6 +131,9 @@ export function auditMiddleware(deps: {
       // What a 201 created is named in its Location header (ids only).
       const created = status === 201 ? ctx.response.get('location') : '';
       if (created) target.created = created;
+      // What a change set: the names of its fields, never their values.
+      const fields = ctx.state.bodyFields;
+      if (ctx.method === 'PATCH' && fields && fields.length > 0) target.fields = fields.join(',');
       const who = actorOf(ctx, operator);
       // An answer that signs a person in (sign-in, an accepted invitation) names them.
       const person = (ctx.body as { person?: { id?: unknown } } | undefined)?.person?.id;

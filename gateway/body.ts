@@ -9,6 +9,7 @@ import { ValueErrorType } from '@sinclair/typebox/errors';
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { SpoolError } from '../lib/errors.js';
+import type { GatewayState } from './state.js';
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
@@ -168,7 +169,11 @@ export async function body<T extends TSchema>(
   schema: T,
   limit: number,
 ): Promise<Static<T>> {
-  return validate(schema, await readJson(ctx, limit));
+  const value = validate(schema, await readJson(ctx, limit));
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    (ctx.state as GatewayState).bodyFields = Object.keys(value);
+  }
+  return value;
 }
 
 /**

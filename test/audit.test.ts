@@ -135,6 +135,7 @@ test('operator actions are in the audit log: who, what, which target, from where
   t.regex(patched.ip, /127\.0\.0\.1$/);
   t.regex(patched.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   t.deepEqual(deleted.target, { id: missing });
+  t.deepEqual(patched.target, { id: station.id, fields: 'name' }, 'a change names what it set');
   t.deepEqual(created.target, { created: `/admin/v1/orgs/${org}/stations/${station.id}` });
 
   // The organization's creation has no organization in its path: it is the one it created.
