@@ -453,3 +453,31 @@ test.serial(
     t.is((await call(org.sys.url, 'GET', link)).status, 404);
   },
 );
+
+test.serial(
+  'a role lowered by an admin shows in a tab already open, at its next refusal',
+  async (t) => {
+    const email = 'demoted@example.com';
+    const demoted = await member(org.sys.url, org.orgId, 'developer', email);
+    const admin = await member(org.sys.url, org.orgId, 'admin');
+    const page = await newPage();
+    await page.goto(`${org.sys.url}/console/`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('(developer)').waitFor();
+    await page.goto(`${org.sys.url}/console/keys`);
+    await page.getByRole('button', { name: 'Create key' }).waitFor();
+
+    const changed = await admin.call(
+      'PATCH',
+      `/console/v1/orgs/${org.orgId}/people/${demoted.personId}`,
+      { body: { role: 'viewer' } },
+    );
+    t.is(changed.status, 200);
+    // The tab still offers what a developer may do; the server refuses it, and the tab catches up.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByText('(viewer)').waitFor();
+    t.is(await page.getByRole('button', { name: 'Create key' }).count(), 0);
+  },
+);

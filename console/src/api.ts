@@ -36,6 +36,7 @@ export class ApiError extends Error {
 
 let csrfToken = '';
 let onUnauthorized: (() => void) | null = null;
+let onForbidden: (() => void) | null = null;
 
 export function setCsrfToken(token: string): void {
   csrfToken = token;
@@ -44,6 +45,14 @@ export function setCsrfToken(token: string): void {
 /** Called when a request answers 401: the session ended (signed out elsewhere, or expired). */
 export function setUnauthorizedHandler(handler: (() => void) | null): void {
   onUnauthorized = handler;
+}
+
+/**
+ * Called when a request answers 403: the person's role may have changed since the session was
+ * read, so that the pages offer what it no longer allows.
+ */
+export function setForbiddenHandler(handler: (() => void) | null): void {
+  onForbidden = handler;
 }
 
 async function send(method: string, path: string, body?: unknown): Promise<Response> {
@@ -80,6 +89,7 @@ async function errorOf(res: Response): Promise<ApiError> {
     // Not the catalogue's envelope: keep the status line.
   }
   if (res.status === 401 && onUnauthorized) onUnauthorized();
+  if (res.status === 403 && onForbidden) onForbidden();
   const retry = res.headers.get('Retry-After');
   // Said once: some refusals already say when (too many failed sign-ins).
   if (res.status === 429 && retry && !/try again in/.test(message)) {

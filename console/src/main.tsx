@@ -3,7 +3,15 @@ import './style.css';
 import type { JSX } from 'preact';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, get, post, type Session, setCsrfToken, setUnauthorizedHandler } from './api.js';
+import {
+  ApiError,
+  get,
+  post,
+  type Session,
+  setCsrfToken,
+  setForbiddenHandler,
+  setUnauthorizedHandler,
+} from './api.js';
 import { connectLive, useLiveState } from './live.js';
 import { AcceptInvitation, SignIn } from './pages/auth.js';
 import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
@@ -154,6 +162,21 @@ function App(): JSX.Element {
         return null;
       });
     });
+    // A role changed by someone else (or a membership ended) shows when the session is read
+    // again: after a refusal, and whenever the tab comes back into view.
+    const reread = () => {
+      get<Session>('/console/v1/session')
+        .then((s) => {
+          setCsrfToken(s.csrf_token);
+          setSession((current) => (current ? s : current));
+        })
+        .catch(() => undefined);
+    };
+    setForbiddenHandler(reread);
+    const onVisible = () => {
+      if (document.visibilityState === 'visible') reread();
+    };
+    document.addEventListener('visibilitychange', onVisible);
     if (path === '/invitation') {
       setSession(null);
       return;
