@@ -27,11 +27,7 @@ import {
   InviteBody,
   SettingsBody,
 } from './routes/admin.js';
-import {
-  ResendFailedBody,
-  WebhookDeliverySchema,
-  WebhookEndpointSchema,
-} from './routes/webhooks.js';
+import { WebhookDeliverySchema, WebhookEndpointSchema } from './routes/webhooks.js';
 import { WEBHOOK_CREATED } from './routes/webhooks-admin.js';
 import {
   ApiKeySchema,
@@ -338,21 +334,6 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
       ),
     },
     errors: ORG_ERRORS,
-  },
-  'POST /admin/v1/orgs/:org/webhooks/:id/resend-failed': {
-    operationId: 'resendFailedWebhookDeliveries',
-    tag: WEBHOOKS_TAG.name,
-    summary: 'Send again every failed delivery since a time',
-    request: { schema: ResendFailedBody },
-    success: {
-      status: 202,
-      description: 'how many were queued again',
-      schema: Type.Object(
-        { resent: Type.Integer({ minimum: 0 }) },
-        { additionalProperties: false },
-      ),
-    },
-    errors: ['conflict', ...ORG_ERRORS],
   },
 };
 

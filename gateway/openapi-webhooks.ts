@@ -5,6 +5,7 @@
 import type { OperationSpec, QueryParameter } from './openapi-builder.js';
 import {
   CreateWebhookBody,
+  ResendFailedBody,
   RotateWebhookBody,
   UpdateWebhookBody,
   WebhookDeliveryAnswer,
@@ -176,7 +177,7 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
     description: 'A disabled endpoint answers 409 conflict.',
     request: empty,
     success: {
-      status: 202,
+      status: 200,
       description: 'the ping, queued for delivery',
       schema: WebhookDeliveryAnswer,
       example: { delivery: { ...DELIVERY_EXAMPLE, state: 'pending', attempt_count: 0 } },
@@ -211,10 +212,30 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
       'A fresh round of up to 8 attempts; attempt numbers keep counting. A disabled endpoint answers 409 conflict.',
     request: empty,
     success: {
-      status: 202,
+      status: 200,
       description: 'the delivery, queued again',
       schema: WebhookDeliveryAnswer,
       example: { delivery: { ...DELIVERY_EXAMPLE, state: 'pending' } },
+    },
+    errors: ['conflict'],
+  },
+  [`POST ${base}/:id/resend-failed`]: {
+    operationId: 'resendFailedWebhookDeliveries',
+    tag,
+    summary: 'Send again every failed delivery since a time',
+    description:
+      'Each delivery of the endpoint that ended `failed` at or after `since` gets a fresh round of attempts, as a resend does: after the endpoint was down, or disabled and enabled again. A disabled endpoint answers 409 conflict.',
+    request: { schema: ResendFailedBody },
+    success: {
+      status: 200,
+      description: 'how many were queued again',
+      schema: {
+        type: 'object',
+        properties: { resent: { type: 'integer', minimum: 0 } },
+        required: ['resent'],
+        additionalProperties: false,
+      },
+      example: { resent: 19 },
     },
     errors: ['conflict'],
   },

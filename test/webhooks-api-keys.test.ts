@@ -104,7 +104,7 @@ for (const mode of ['live', 'test']) {
     );
 
     const ping = await api<{ delivery: DeliveryView }>('POST', `/${endpoint.id}/test`);
-    t.is(ping.status, 202);
+    t.is(ping.status, 200);
     t.like(ping.body.delivery, { endpoint_id: endpoint.id, event_type: 'ping' });
     const deliveryId = ping.body.delivery.id;
     await receiver.until((r) => r.some((q) => q.delivery === deliveryId));
@@ -136,7 +136,7 @@ for (const mode of ['live', 'test']) {
       'POST',
       `/${endpoint.id}/deliveries/${deliveryId}/resend`,
     );
-    t.is(resent.status, 202);
+    t.is(resent.status, 200);
     t.is(resent.body.delivery.id, deliveryId);
     await receiver.until(() => receiver.forDelivery(deliveryId).length === 2);
     const again = receiver.forDelivery(deliveryId)[1] as Received;
@@ -178,6 +178,33 @@ test('rotate answers a new secret, which signs from the next delivery on', async
   const req = receiver.forDelivery(id)[0] as Received;
   t.true(verifies(t, req, rotated.body.secret));
   t.false(verifies(t, req, old), 'with no grace the old secret no longer signs');
+});
+
+test('a key sends again what failed while its endpoint was down and disabled', async (t) => {
+  const { receiver } = t.context;
+  const orgId = await createOrg(t.context.sys.url);
+  const api = hooks(t, await keyFor(t, orgId, ['webhooks:read', 'webhooks:write']), orgId);
+  const since = new Date(Date.now() - 60_000).toISOString();
+  // Nothing listens on port 9: the ping's first attempt fails, and it waits for its retry.
+  const created = await api<Secreted>('POST', '', {
+    url: 'http://127.0.0.1:9/down',
+    events: ['*'],
+  });
+  const { endpoint } = created.body;
+  const ping = await api<{ delivery: DeliveryView }>('POST', `/${endpoint.id}/test`);
+  const log = async () =>
+    (await api<{ items: DeliveryView[] }>('GET', `/${endpoint.id}/deliveries`)).body.items ?? [];
+  await eventually(log, (items) => items[0]?.attempts[0]?.outcome === 'failed');
+  // Disabled, its pending delivery ends failed; enabled again at a working URL, it is sent.
+  await api('PATCH', `/${endpoint.id}`, { enabled: false });
+  await eventually(log, (items) => items[0]?.state === 'failed');
+  await api('PATCH', `/${endpoint.id}`, { enabled: true, url: receiver.url });
+  const resent = await api<{ resent: number }>('POST', `/${endpoint.id}/resend-failed`, { since });
+  t.is(resent.status, 200);
+  t.deepEqual(resent.body, { resent: 1 });
+  await receiver.until((r) => r.some((q) => q.delivery === ping.body.delivery.id));
+  const delivered = await eventually(log, (items) => items[0]?.state === 'succeeded');
+  t.is(delivered[0]?.id, ping.body.delivery.id);
 });
 
 test('a key with only webhooks:read lists and gets, and every change answers 403 naming webhooks:write', async (t) => {

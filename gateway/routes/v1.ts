@@ -81,6 +81,7 @@ export const V1_ROUTES: readonly V1Route[] = [
     path: '/v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend',
     scope: 'webhooks:write',
   },
+  { method: 'POST', path: '/v1/orgs/:org/webhooks/:id/resend-failed', scope: 'webhooks:write' },
   { method: 'GET', path: '/v1/orgs/:org/stream', scope: STREAM_SCOPE },
 ];
 

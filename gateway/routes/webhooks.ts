@@ -307,7 +307,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
       rejectUnknownParams(ctx.query, []);
       await body(ctx, Empty, deps.bodyLimit);
       const { delivery } = await webhooks.sendTest(ids(ctx));
-      ctx.status = 202;
+      ctx.status = 200;
       ctx.body = { delivery: deliveryView(delivery) };
     },
 
@@ -340,7 +340,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
         ...ids(ctx),
         deliveryId: param(ctx, 'delivery'),
       });
-      ctx.status = 202;
+      ctx.status = 200;
       ctx.body = { delivery: deliveryView(delivery) };
     },
 
@@ -350,7 +350,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
       const since = parseRfc3339(req.since);
       if (!since) throw invalid('since must be an RFC 3339 time', 'since');
       const { resent } = await webhooks.resendFailed({ ...ids(ctx), since });
-      ctx.status = 202;
+      ctx.status = 200;
       ctx.body = { resent };
     },
   };
@@ -369,5 +369,6 @@ export function webhookV1Handlers(deps: WebhookHandlerDeps): Record<string, Hand
     'POST /v1/orgs/:org/webhooks/:id/test': h.sendWebhookTest,
     'GET /v1/orgs/:org/webhooks/:id/deliveries': h.listWebhookDeliveries,
     'POST /v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend': h.resendWebhookDelivery,
+    'POST /v1/orgs/:org/webhooks/:id/resend-failed': h.resendFailedWebhookDeliveries,
   };
 }
