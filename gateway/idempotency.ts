@@ -1,9 +1,10 @@
 /**
  * `Idempotency-Key` on the API's POSTs (DESIGN §4): the same key with the same request within
- * 24 hours, from any key of the organization, answers what the first answered, without doing the
- * work again; the same key with another request is a 409 naming the key; a request whose twin is
- * still running is a 409 too, so concurrent retries create one job. "The same request" compares
- * the parsed JSON body, so whitespace and the order of fields do not matter.
+ * 24 hours, from any key of the organization of the same mode (lib/idempotency-keys.ts), answers
+ * what the first answered, without doing the work again; the same key with another request is a
+ * 409 naming the key; a request whose twin is still running is a 409 too, so concurrent retries
+ * create one job. "The same request" compares the parsed JSON body, so whitespace and the order of
+ * fields do not matter.
  *
  * Only successful answers are kept. An error did nothing, so it releases the key and the client's
  * retry does the work: one refused for a cause that has gone since (the test keys' daily limit, a
@@ -16,6 +17,7 @@ import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
 import stringify from 'safe-stable-stringify';
 import { invalid, SpoolError } from '../lib/errors.js';
+import { recordedKey } from '../lib/idempotency-keys.js';
 import { readRaw } from './body.js';
 import type { JobsClient } from './clients.js';
 import type { GatewayState } from './state.js';
@@ -32,7 +34,8 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
     const orgId = ctx.state.key?.orgId ?? '';
     const raw = await readRaw(ctx, bodyLimit);
     const fingerprint = requestFingerprint(ctx.method, ctx.path, ctx.get('content-type'), raw);
-    const claim = await jobs.claimIdempotencyKey({ orgId, key, fingerprint });
+    const scoped = recordedKey(key, ctx.state.key?.live === false && !ctx.state.session);
+    const claim = await jobs.claimIdempotencyKey({ orgId, key: scoped, fingerprint });
     if (claim.state === 'completed') {
       ctx.status = claim.status;
       ctx.set('Idempotent-Replayed', 'true');
@@ -46,7 +49,7 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
         { param: 'Idempotency-Key', retryAfter: 1 },
       );
     }
-    const held = { key, claim: claim.claim };
+    const held = { key: scoped, claim: claim.claim };
     ctx.state.idempotency = held;
     let status: number;
     let answer: unknown;

@@ -198,6 +198,27 @@ test('two API keys of one organization share its Idempotency-Keys', async (t) =>
   t.deepEqual(await jobsWithReference(t, key), [first.body.job.id]);
 });
 
+test('a live key and a test key of one organization keep their Idempotency-Keys apart', async (t) => {
+  const { sys, orgId } = t.context;
+  const live = (await createKey(sys.url, orgId, { mode: 'live', scopes: SCOPES })).secret;
+  const test = (await createKey(sys.url, orgId, { mode: 'test', scopes: SCOPES })).secret;
+  const key = `order-${randomUUID()}`;
+  const body = jobBody(t, key);
+  const fromLive = await post(t, key, body, live);
+  const fromTest = await post(t, key, body, test);
+  t.is(fromTest.status, 201);
+  t.is(fromTest.headers.get('idempotent-replayed'), null, 'not the live job played back');
+  t.not(fromTest.body.job.id, fromLive.body.job.id);
+  t.like(fromTest.body.job, { live: false });
+  // Each mode's retry gets its own job back.
+  t.is((await post(t, key, body, live)).body.job.id, fromLive.body.job.id);
+  t.is((await post(t, key, body, test)).body.job.id, fromTest.body.job.id);
+  // A conflict names the key as it was sent.
+  const other = await post(t, key, { ...body, reference: 'another' }, test);
+  t.is(other.status, 409);
+  t.is(other.body.error.message, `the Idempotency-Key "${key}" was used with another request`);
+});
+
 /** Creates the job of {@link jobBody} through the jobs service, as the gateway does with a claim. */
 function createWithClaim(t: { context: Ctx }, key: string, claim: string) {
   return t.context.jobs.createJob(

@@ -14,6 +14,7 @@ import type pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, SpoolError } from '../../lib/errors.js';
+import { sentKey } from '../../lib/idempotency-keys.js';
 import { columns, type WriteBatch } from '../../lib/sql.js';
 
 /** How long a key's record is kept and replayed. */
@@ -63,7 +64,7 @@ export function createIdempotencyStore(pool: pg.Pool, clock: Clock) {
         if (row && age < KEY_TTL_MS) {
           if (row.fingerprint !== fingerprint) {
             throw conflict(
-              `the Idempotency-Key ${JSON.stringify(key)} was used with another request`,
+              `the Idempotency-Key ${JSON.stringify(sentKey(key))} was used with another request`,
               'Idempotency-Key',
             );
           }
@@ -145,7 +146,7 @@ export function completeClaimsIn(batch: WriteBatch, claims: readonly ClaimComple
 export function claimLost(key: string): SpoolError {
   return new SpoolError(
     'conflict',
-    `the request with the Idempotency-Key ${JSON.stringify(key)} took too long and a retry took it over; send the retry again to get its answer`,
+    `the request with the Idempotency-Key ${JSON.stringify(sentKey(key))} took too long and a retry took it over; send the retry again to get its answer`,
     { param: 'Idempotency-Key' },
   );
 }
