@@ -158,6 +158,24 @@ export function isSpoolApiError(err: unknown, code?: ApiErrorCode): err is Spool
 }
 
 /** No answer came: Spool could not be reached, or the connection broke before it answered. */
+/**
+ * A webhook endpoint's creation, or its secret's rotation, was done by an earlier try of the same
+ * call (its `Idempotency-Key`), whose answer, the only one to carry the signing secret, was lost.
+ * Spool shows a secret once, so this answer has none: rotate the secret to get one to keep.
+ */
+export class SecretNotShownError extends SpoolError {
+  /** The endpoint as Spool answered it, without its secret. */
+  readonly endpoint: { id: string } & Record<string, unknown>;
+
+  constructor(endpoint: { id: string } & Record<string, unknown>) {
+    super(
+      `webhook endpoint ${endpoint.id}: an earlier try of this call was done, but its answer, the only one with the signing secret, was lost; Spool shows a secret once, so rotate it (POST /v1/orgs/{org}/webhooks/${endpoint.id}/rotate) to get one`,
+    );
+    this.name = 'SecretNotShownError';
+    this.endpoint = endpoint;
+  }
+}
+
 export class SpoolConnectionError extends SpoolError {
   constructor(url: string, cause: unknown) {
     super(`could not reach Spool at ${url}${reason(cause)}`, { cause });

@@ -20,6 +20,7 @@ export {
   PayloadTooLargeError,
   parseRetryAfter,
   RateLimitedError,
+  SecretNotShownError,
   SpoolApiError,
   SpoolConnectionError,
   SpoolError,

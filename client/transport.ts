@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseRetryAfter, SpoolConnectionError } from './errors.js';
+import { parseRetryAfter, SecretNotShownError, SpoolConnectionError } from './errors.js';
 
 /** How the client retries. */
 export interface RetryOptions {
@@ -33,6 +33,23 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
 /** Methods that change nothing, so sending them twice is always safe. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The calls whose answer carries a webhook endpoint's signing secret, once: create and rotate. */
+const SECRET_SHOWN_ONCE = /\/v1\/orgs\/[^/]+\/webhooks(?:\/[^/]+\/rotate)?$/;
+
+/**
+ * Throws when a call that shows a secret once answers from its `Idempotency-Key` record, which
+ * keeps no secret: the try that made it was done, and its answer lost.
+ */
+async function checkSecretShown(req: Request, res: Response): Promise<void> {
+  if (req.method !== 'POST' || !res.ok || res.headers.get('idempotent-replayed') !== 'true') return;
+  if (!SECRET_SHOWN_ONCE.test(new URL(req.url).pathname)) return;
+  const body = (await res
+    .clone()
+    .json()
+    .catch(() => undefined)) as { secret?: unknown; endpoint?: { id: string } } | undefined;
+  if (body?.endpoint && body.secret === undefined) throw new SecretNotShownError(body.endpoint);
+}
 
 /**
  * Whether an answer means "nothing was done, the same request may be sent again": 429 and 503
@@ -78,7 +95,10 @@ export function createTransport(
         await sleep(backoff(retry), undefined, { signal: req.signal });
         continue;
       }
-      if (retry >= maxRetries || !retryable(res, idempotent)) return res;
+      if (retry >= maxRetries || !retryable(res, idempotent)) {
+        await checkSecretShown(req, res);
+        return res;
+      }
       const after = parseRetryAfter(res.headers.get('retry-after'));
       const delay = after === undefined ? backoff(retry) : after * 1000;
       if (delay > maxDelayMs) return res;

@@ -15,6 +15,7 @@ import {
   JobNotPrintedError,
   NotFoundError,
   RateLimitedError,
+  SecretNotShownError,
   Spool,
   SpoolConnectionError,
   WaitTimeoutError,
@@ -132,6 +133,30 @@ test('a GET whose connection breaks before an answer is sent again', async (t) =
   const answer = await spool.jobs.get('j3');
   t.is(answer.job.id, 'j3');
   t.is(seen.length, 2);
+});
+
+test('a webhook create whose answer was lost, retried, throws SecretNotShownError rather than an endpoint without its secret', async (t) => {
+  const endpoint = { id: 'e1', url: 'https://hooks.example.com/spool', events: ['*'] };
+  const { url, seen } = await server(t, (_req, n, res) => {
+    // The first try is done by Spool, but its answer never arrives; the retry is played back.
+    if (n === 1) {
+      res.socket?.destroy();
+      return;
+    }
+    json(res, 201, { endpoint }, { 'idempotent-replayed': 'true' });
+  });
+  const spool = new Spool({ apiKey: 'k', baseUrl: url, org: ORG, retry: { baseDelayMs: 10 } });
+  const err = await t.throwsAsync(
+    spool.api.POST('/v1/orgs/{org}/webhooks', {
+      params: { path: { org: ORG } },
+      body: { url: endpoint.url, events: ['*'] },
+    }),
+    { instanceOf: SecretNotShownError },
+  );
+  t.is(err?.endpoint.id, 'e1');
+  t.regex(err?.message ?? '', /rotate it \(POST \/v1\/orgs\/\{org\}\/webhooks\/e1\/rotate\)/);
+  t.is(seen.length, 2);
+  t.is(seen[1]?.headers['idempotency-key'], seen[0]?.headers['idempotency-key']);
 });
 
 test('nothing listening is a SpoolConnectionError naming the address', async (t) => {
