@@ -4,7 +4,8 @@
  * fixed one-minute windows. Authenticated endpoints have a per-key limit counted by each replica
  * on its own (a limit per replica, so it costs no round trip on the hot path). Answers carry
  * `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`; a refused request is
- * `429 rate_limited` with `Retry-After`.
+ * `429 rate_limited` with `Retry-After`. A 429 of another limit carries that limit's Retry-After
+ * and none of these.
  */
 import type { KV } from '@nats-io/kv';
 import type { Context, Middleware } from 'koa';
@@ -122,6 +123,17 @@ export function rateLimit(options: LimitOptions): Middleware<GatewayState> {
         { retryAfter: reset },
       );
     }
-    await next();
+    try {
+      await next();
+    } catch (err) {
+      // Another limit refused it (the test keys' daily prints): these headers describe this one,
+      // whose window says nothing of when to come back, so only its Retry-After goes out.
+      if (err instanceof SpoolError && err.code === 'rate_limited') {
+        for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
+          ctx.remove(name);
+        }
+      }
+      throw err;
+    }
   };
 }

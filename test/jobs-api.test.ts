@@ -479,8 +479,13 @@ test.serial(
     t.is(refused.body.error.code, 'rate_limited');
     t.regex(refused.body.error.message, /daily test limit of 200/);
     t.is(refused.headers.get('retry-after'), String(12 * 60 * 60));
+    // The per-key limit's headers, which every other answer carries, would say to come back
+    // within the minute: this refusal is the daily limit's, and says only its own Retry-After.
+    t.is(refused.headers.get('ratelimit-remaining'), null);
+    t.is(refused.headers.get('ratelimit-reset'), null);
     const live = await post(liveKey);
     t.is(live.status, 201);
+    t.truthy(live.headers.get('ratelimit-remaining'));
     t.true(live.body.job.live);
     sys.clock.advance(DAY);
     t.is((await post(testKey)).status, 201, 'a new day has a new allowance');
