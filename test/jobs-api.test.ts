@@ -369,8 +369,31 @@ test('uploads check their type and size', async (t) => {
   t.is((await post('not a pdf', 'application/pdf')).status, 400);
   t.is((await post('x', 'image/gif')).status, 415);
   t.is((await post(Buffer.alloc(65 * 1024), 'application/octet-stream')).status, 413);
+  const empty = await post('', 'text/plain');
+  t.is(empty.status, 400);
+  t.like(((await empty.json()) as { error: unknown }).error, {
+    code: 'invalid',
+    param: 'body',
+    message: 'the document is empty (0 bytes): there is nothing to print',
+  });
   const pdf = await post(minimalPdf(), 'application/pdf');
   t.is(pdf.status, 201);
+});
+
+test('a job with an empty document is refused, naming the field', async (t) => {
+  const { sys, orgId, key, printerId } = t.context;
+  for (const content of [
+    { type: 'text', data: '' },
+    { type: 'raw_base64', data: '' },
+  ]) {
+    const res = await call<JobAnswer>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+      token: key,
+      body: { printer_id: printerId, content },
+    });
+    t.is(res.status, 400, content.type);
+    t.like(res.body.error, { code: 'invalid', param: 'content.data' }, content.type);
+    t.regex(res.body.error.message, /empty/);
+  }
 });
 
 test('a job from a template prints the rendered body; missing and unknown fields are 400', async (t) => {

@@ -23,6 +23,10 @@ export function checkDocument(contentType: string, document: Buffer, param: stri
   if (!(CONTENT_TYPES as readonly string[]).includes(contentType)) {
     throw invalid(`content type must be one of ${CONTENT_TYPES.join(', ')}`, param);
   }
+  // A printer given nothing prints a blank page, or stops on an error, at best.
+  if (document.length === 0) {
+    throw invalid('the document is empty (0 bytes): there is nothing to print', param);
+  }
   if (contentType === 'application/pdf' && !document.subarray(0, 1024).includes('%PDF-')) {
     throw invalid('the document is not a PDF (it does not start with %PDF-)', param);
   }
