@@ -217,8 +217,13 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   const audit = await spool(t, ['audit', '--org', org, '--format', 'table']);
   t.is(audit.code, 0, audit.stderr);
   const entries = lines(audit.stdout).slice(1);
-  t.is(entries.length, 2);
-  t.true(entries.every((e) => /operator +POST +\/admin\/v1\/orgs\/:org\/stations +201 /.test(e)));
+  t.is(entries.length, 3, 'the two stations, and the organization’s own creation');
+  t.true(
+    entries
+      .slice(0, 2)
+      .every((e) => /operator +POST +\/admin\/v1\/orgs\/:org\/stations +201 /.test(e)),
+  );
+  t.regex(entries[2] ?? '', /operator +POST +\/admin\/v1\/orgs +201 /);
 
   const jobs = await spool(t, [
     'job',
