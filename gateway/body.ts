@@ -3,7 +3,7 @@
  * malformed body, a wrong content type, an unknown field and a bad value each get their own clear
  * error from the catalogue.
  */
-import type { Static, TSchema } from '@sinclair/typebox';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
 import type { Context } from 'koa';
@@ -172,6 +172,25 @@ export async function body<T extends TSchema>(
   const value = validate(schema, await readJson(ctx, limit));
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     (ctx.state as GatewayState).bodyFields = Object.keys(value);
+  }
+  return value;
+}
+
+/**
+ * The body of a PATCH: the fields to change, checked against `schema`. An empty one changes
+ * nothing, and would be answered (and audited) as a change, so it is a 400 naming the fields.
+ */
+export async function changes<T extends TObject>(
+  ctx: Context,
+  schema: T,
+  limit: number,
+): Promise<Static<T>> {
+  const value = await body(ctx, schema, limit);
+  if (Object.keys(value as object).length === 0) {
+    throw new SpoolError(
+      'invalid',
+      `nothing to change: give at least one of ${Object.keys(schema.properties).join(', ')}`,
+    );
   }
   return value;
 }

@@ -134,6 +134,13 @@ test('bad requests answer 400 naming the field, and unknown ids 404', async (t) 
   t.like(since.body.error, { code: 'invalid', param: 'since' });
   const state = await hooks.raw<Err>('GET', `/${endpoint.id}/deliveries?state=lost`);
   t.like(state.body.error, { code: 'invalid', param: 'state' });
+  // A change of nothing is not answered, and audited, as a change.
+  const nothing = await hooks.raw<Err>('PATCH', `/${endpoint.id}`, {});
+  t.is(nothing.status, 400);
+  t.is(
+    nothing.body.error.message,
+    'nothing to change: give at least one of url, events, enabled, description',
+  );
 
   t.is((await hooks.raw('GET', `/${randomUUID()}`)).status, 404);
   t.is((await hooks.raw('GET', '/not-an-id')).status, 404);

@@ -11,7 +11,7 @@ import type { AuditEntry } from '../../gen/spool/v1/accounts.js';
 import { invalid } from '../../lib/errors.js';
 import { rfc3339OrNull } from '../../lib/time.js';
 import { requireOperator } from '../auth.js';
-import { body } from '../body.js';
+import { changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { deletePrinter } from '../printer-deletion.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
@@ -140,7 +140,7 @@ export function adminFleetRouter(deps: {
   });
 
   router.patch('/orgs/:org/stations/:id', async (ctx) => {
-    const req = await body(ctx, UpdateStationBody, deps.bodyLimit);
+    const req = await changes(ctx, UpdateStationBody, deps.bodyLimit);
     const { station } = await stations.updateStation({
       orgId: org(ctx),
       stationId: id(ctx),
@@ -203,7 +203,7 @@ export function adminFleetRouter(deps: {
   });
 
   router.patch('/orgs/:org/locations/:id', async (ctx) => {
-    const req = await body(ctx, UpdateLocationBody, deps.bodyLimit);
+    const req = await changes(ctx, UpdateLocationBody, deps.bodyLimit);
     if (req.timezone !== undefined && req.timezone !== '' && !isTimeZone(req.timezone)) {
       throw invalid(
         `timezone must be an IANA time zone such as Europe/Berlin; ${JSON.stringify(req.timezone)} is not one`,
@@ -237,7 +237,7 @@ export function adminFleetRouter(deps: {
   });
 
   router.patch('/orgs/:org/templates/:id', async (ctx) => {
-    const req = await body(ctx, UpdateTemplateBody, deps.bodyLimit);
+    const req = await changes(ctx, UpdateTemplateBody, deps.bodyLimit);
     const { template } = await jobs.updateTemplate({
       orgId: org(ctx),
       templateId: id(ctx),

@@ -9,7 +9,7 @@ import { invalid } from '../../lib/errors.js';
 import { ROLES } from '../../lib/roles.js';
 import { parseRfc3339, rfc3339OrNull } from '../../lib/time.js';
 import { requireOperator } from '../auth.js';
-import { body } from '../body.js';
+import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
 import type { KeyCache } from '../key-cache.js';
@@ -387,13 +387,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   });
 
   router.patch('/settings', async (ctx) => {
-    const req = await body(ctx, SettingsBody, deps.bodyLimit);
-    // An empty change would be answered, and audited, as one.
-    if (Object.keys(req).length === 0) {
-      throw invalid(
-        `nothing to change: give at least one of ${Object.keys(SettingsBody.properties).join(', ')}`,
-      );
-    }
+    const req = await changes(ctx, SettingsBody, deps.bodyLimit);
     const json = (value: unknown) =>
       value === undefined ? undefined : value === null ? '' : JSON.stringify(value);
     const { settings } = await accounts.updateSettings({

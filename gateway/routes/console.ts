@@ -13,7 +13,7 @@ import { credentialKind, hashCredential } from '../../lib/credentials.js';
 import { invalid, notFound, SpoolError } from '../../lib/errors.js';
 import { hasRole, ROLES, type Role, roleMessage } from '../../lib/roles.js';
 import { parseRfc3339, rfc3339 } from '../../lib/time.js';
-import { body } from '../body.js';
+import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import type { KeyCache } from '../key-cache.js';
 import {
@@ -419,7 +419,7 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
   });
 
   router.patch('/orgs/:org/settings', signedIn, role('owner'), async (ctx) => {
-    const req = await body(ctx, OrgSettingsBody, deps.bodyLimit);
+    const req = await changes(ctx, OrgSettingsBody, deps.bodyLimit);
     const current = await orgSettings(orgOf(ctx));
     // Retention is the installation's, set by the operator: an unchanged value passes.
     for (const param of ['job_document_retention_days', 'upload_retention_days'] as const) {

@@ -17,7 +17,7 @@ import type {
 import { invalid } from '../../lib/errors.js';
 import { EVENT_TYPES } from '../../lib/events.js';
 import { parseRfc3339, rfc3339OrNull } from '../../lib/time.js';
-import { body } from '../body.js';
+import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { listParams, rejectUnknownParams, single } from '../query.js';
 import type { GatewayState } from '../state.js';
@@ -276,7 +276,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
 
     updateWebhookEndpoint: async (ctx) => {
       rejectUnknownParams(ctx.query, []);
-      const req = await body(ctx, UpdateWebhookBody, deps.bodyLimit);
+      const req = await changes(ctx, UpdateWebhookBody, deps.bodyLimit);
       const { endpoint } = await webhooks.updateEndpoint({
         ...ids(ctx),
         url: req.url,
