@@ -115,7 +115,7 @@ export function checkPublicUrl(raw: string, allowInsecure: boolean, param = 'url
   }
   const schemes = allowInsecure ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol)) {
-    throw invalid(`${param} must use https`, param);
+    throw invalid(`${param} must use ${allowInsecure ? 'https or http' : 'https'}`, param);
   }
   if (url.username !== '' || url.password !== '') {
     throw invalid(`${param} must not carry a user name or password`, param);

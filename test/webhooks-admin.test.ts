@@ -127,6 +127,9 @@ test('bad requests answer 400 naming the field, and unknown ids 404', async (t) 
     t.is(res.status, 400, JSON.stringify(body));
     t.like(res.body.error, { code, param });
   }
+  // This system takes http:// targets too (as spool dev does), and says so.
+  const ftp = await hooks.raw<Err>('POST', '', { url: 'ftp://example.com/', events: ['*'] });
+  t.is(ftp.body.error.message, 'url must use https or http');
   const { endpoint } = await hooks.create('https://example.com/');
   const rotate = await hooks.raw<Err>('POST', `/${endpoint.id}/rotate`, { grace_seconds: -1 });
   t.like(rotate.body.error, { code: 'invalid', param: 'grace_seconds' });
