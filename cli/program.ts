@@ -73,10 +73,13 @@ export function buildProgram(env: Env): Command {
         'what the document is (default: from its extension)',
       ).choices(['application/pdf', 'text/plain', 'application/octet-stream']),
     )
-    .option('--public-key <key>', 'seal to this key instead of fetching it from SPOOL_URL')
-    .action(async (file: string, opts: { contentType?: string; publicKey?: string }) => {
-      process.stdout.write(`${JSON.stringify(await sealFile(file, opts, env))}\n`);
-    });
+    .option('--public-key <key>', 'seal to this key instead of fetching it from Spool')
+    .option('--url <url>', 'where Spool answers (default SPOOL_URL, else http://localhost:8080)')
+    .action(
+      async (file: string, opts: { contentType?: string; publicKey?: string; url?: string }) => {
+        process.stdout.write(`${JSON.stringify(await sealFile(file, opts, env))}\n`);
+      },
+    );
 
   program
     .command('migrate')

@@ -20,10 +20,15 @@ const TYPES: Record<string, string> = { '.pdf': 'application/pdf', '.txt': 'text
 export interface SealFlags {
   contentType?: string;
   publicKey?: string;
+  /** Where the gateway answers; beats SPOOL_URL. */
+  url?: string;
 }
 
 export async function sealFile(file: string, flags: SealFlags, env: Env) {
-  const config = readConfig(env, sealConfig);
+  const config = readConfig(
+    flags.url === undefined ? env : { ...env, SPOOL_URL: flags.url },
+    sealConfig,
+  );
   let publicKey = flags.publicKey;
   if (!publicKey) {
     const res = await fetch(`${config.url.replace(/\/$/, '')}/v1/public/server-key`);

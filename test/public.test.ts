@@ -1,8 +1,12 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import { SCOPES } from '../lib/credentials.js';
 import { generateServerKeyPair, SEALING_ALGORITHM, seal, serverKeysFrom } from '../lib/sealing.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
 import { minimalPdf } from './helpers/pdf.js';
+import { runSpool } from './helpers/spool.js';
 import {
   call,
   createKey,
@@ -87,6 +91,26 @@ test.serial('a job sealed with the public key prints the original bytes', async 
   // Content sealed to the previous key still opens during the rotation grace period.
   const old = await seal(t.context.previousKey, Buffer.from('old key'));
   t.is((await sealedJob(t, { type: 'sealed', content_type: 'text/plain', ...old })).status, 201);
+});
+
+test.serial('spool seal --url seals a file to that Spool, whose job prints it', async (t) => {
+  const { sys, link } = t.context;
+  const dir = await mkdtemp(join(tmpdir(), 'spool-seal-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'label.txt');
+  await writeFile(file, 'Sealed by the CLI');
+  // SPOOL_URL points nowhere: the flag is what counts.
+  const sealed = await runSpool(['seal', file, '--url', sys.url], {
+    SPOOL_URL: 'http://127.0.0.1:9',
+  });
+  t.is(sealed.code, 0, sealed.stderr);
+  const content = JSON.parse(sealed.stdout) as Record<string, unknown>;
+  t.like(content, { type: 'sealed', content_type: 'text/plain' });
+  const job = await sealedJob(t, content);
+  t.is(job.status, 201);
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === job.body.job.id));
+  const printed = link.jobs.find((j) => j.offer.jobId === job.body.job.id)?.document;
+  t.is(printed?.toString('utf8'), 'Sealed by the CLI');
 });
 
 test.serial('tampered or foreign-key ciphertext is a 400, not a failed print', async (t) => {
