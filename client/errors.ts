@@ -215,7 +215,8 @@ export class WaitTimeoutError extends SpoolError {
   readonly job: Job | undefined;
 
   constructor(id: string, timeoutMs: number, job: Job | undefined) {
-    super(`job ${id} is still ${job?.status ?? 'unknown'} after ${Math.round(timeoutMs / 1000)} s`);
+    const waited = timeoutMs < 10_000 ? `${timeoutMs} ms` : `${Math.round(timeoutMs / 1000)} s`;
+    super(`job ${id} is still ${job?.status ?? 'unknown'} after ${waited}`);
     this.name = 'WaitTimeoutError';
     this.job = job;
   }

@@ -76,8 +76,19 @@ async function unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
   return data as T;
 }
 
-const keyHeader = (options: CreateOptions) =>
-  options.idempotencyKey === undefined ? {} : { [IDEMPOTENCY_HEADER]: options.idempotencyKey };
+/** What Spool takes as an Idempotency-Key, checked here so that a bad one is said plainly. */
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+function keyHeader(options: CreateOptions): Record<string, string> {
+  const key = options.idempotencyKey;
+  if (key === undefined) return {};
+  if (typeof key !== 'string' || !KEY.test(key)) {
+    throw new TypeError(
+      `idempotencyKey must be 1 to 255 visible ASCII characters, not ${JSON.stringify(key)}`,
+    );
+  }
+  return { [IDEMPOTENCY_HEADER]: key };
+}
 
 /**
  * A client of one Spool with one API key.

@@ -134,6 +134,8 @@ export async function waitForJob(
     if (timeout?.aborted && !options.signal?.aborted) {
       throw new WaitTimeoutError(id, options.timeoutMs ?? 0, last);
     }
+    // Whatever was in flight when the caller aborted (a fetch, a pause), it is the caller's reason.
+    if (options.signal?.aborted) throw options.signal.reason;
     throw err;
   } finally {
     stop.abort();

@@ -284,6 +284,25 @@ test('waitForJob rejects with the job once it failed, and times out with the job
     instanceOf: WaitTimeoutError,
   });
   t.is(timedOut?.job?.status, 'queued');
+  t.is(timedOut?.message, 'job w2 is still queued after 500 ms');
+  // A caller who stops waiting gets their own reason back.
+  const stop = new AbortController();
+  const waiting = spool.waitForJob('w2', { signal: stop.signal });
+  stop.abort(new Error('the order was cancelled'));
+  await t.throwsAsync(waiting, { message: 'the order was cancelled' });
+  // An Idempotency-Key HTTP cannot carry is said plainly, before anything is sent.
+  await t.throwsAsync(
+    spool.jobs.create(
+      { printer_id: ORG, content: { type: 'text', data: 'x' } },
+      {
+        idempotencyKey: 'ключ',
+      },
+    ),
+    {
+      instanceOf: TypeError,
+      message: 'idempotencyKey must be 1 to 255 visible ASCII characters, not "ключ"',
+    },
+  );
   // A caller without the types who asks for a state there is no waiting for is told so.
   await t.throwsAsync(spool.waitForJob('w2', { until: 'done' as 'finished' }), {
     instanceOf: TypeError,
