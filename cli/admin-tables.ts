@@ -42,6 +42,14 @@ export const INVITATION_COLUMNS: Columns<Row> = [
   field('expires', 'expires_at'),
 ];
 
+export const PERSON_COLUMNS: Columns<Row> = [
+  field('id', 'person_id'),
+  field('name', 'display_name'),
+  field('email'),
+  field('role'),
+  field('joined', 'joined_at'),
+];
+
 export const STATION_COLUMNS: Columns<Row> = [
   field('id'),
   field('name'),

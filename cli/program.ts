@@ -8,7 +8,7 @@ import type { Env } from '../lib/config.js';
 import { spoolVersion } from '../lib/version.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
 import { addAdminFleetCommands, addConnectionFlags, query } from './admin-commands.js';
-import { INVITATION_COLUMNS, KEY_COLUMNS, type Row } from './admin-tables.js';
+import { INVITATION_COLUMNS, KEY_COLUMNS, PERSON_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
 import { COMPONENTS, type Component } from './components.js';
 import { registerJobsCommands } from './jobs-commands.js';
@@ -165,6 +165,17 @@ export function buildProgram(env: Env): Command {
         undefined,
         { revoked: true, id: opts.id },
       ),
+    );
+
+  adminCommand
+    .command('person')
+    .description("an organization's members")
+    .command('list')
+    .description("list an organization's members with their roles, oldest first")
+    .requiredOption('--org <org>', 'organization id')
+    .addOption(formatOption())
+    .action((opts: { org: string; format: Format }) =>
+      list(`/orgs/${encodeURIComponent(opts.org)}/people`, opts.format, PERSON_COLUMNS),
     );
 
   const key = adminCommand.command('key').description('API keys');

@@ -208,6 +208,29 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     },
     errors: ORG_ERRORS,
   },
+  'GET /admin/v1/orgs/:org/people': {
+    operationId: 'listPeople',
+    tag: 'People',
+    summary: "The organization's members, with their roles",
+    description: 'Every member on one page (`next_cursor` is always empty), oldest first.',
+    success: {
+      status: 200,
+      description: 'the members',
+      schema: itemsOf(
+        Type.Object(
+          {
+            person_id: Type.String({ format: 'uuid' }),
+            email: Type.String(),
+            display_name: Type.String(),
+            role: Type.Union(ROLES.map((r) => Type.Literal(r))),
+            joined_at: Type.String({ format: 'date-time' }),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    },
+    errors: ['unknown_field', ...ORG_ERRORS],
+  },
   'GET /admin/v1/orgs/:org/invitations': {
     operationId: 'listInvitations',
     tag: 'People',

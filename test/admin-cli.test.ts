@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
+import { member } from './helpers/console.js';
 import { freePort } from './helpers/ports.js';
 import { runSpool } from './helpers/spool.js';
 import {
@@ -310,6 +311,32 @@ test('spool admin invitation lists pending invitations and revokes one, whose li
   const help = await runSpool(['admin', 'invitation', '--help'], {});
   t.regex(help.stdout, /list \[options\] +list an organization's pending invitations/);
   t.regex(help.stdout, /revoke \[options\] +revoke an invitation: its link stops working/);
+});
+
+test('spool admin person list shows an organization’s members and their roles', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Cli People Org');
+  const ada = await member(sys.url, org, 'owner', 'ada@example.com');
+  sys.clock.advance(1000);
+  await member(sys.url, org, 'viewer', 'bob@example.com');
+  const listed = await spool(t, ['person', 'list', '--org', org]);
+  t.is(listed.code, 0, listed.stderr);
+  t.deepEqual(listed.json, (await http(t, `/orgs/${org}/people`)).body);
+  const items = listed.json?.items as Array<{ person_id: string; email: string; role: string }>;
+  t.deepEqual(
+    items.map((m) => [m.email, m.role]),
+    [
+      ['ada@example.com', 'owner'],
+      ['bob@example.com', 'viewer'],
+    ],
+  );
+  t.is(items[0]?.person_id, ada.personId);
+  const table = await spool(t, ['person', 'list', '--org', org, '--format', 'table']);
+  t.regex(table.stdout, /^ID +NAME +EMAIL +ROLE +JOINED\n/);
+  t.regex(table.stdout, /bob@example\.com +viewer /);
+  const unknown = await spool(t, ['person', 'list', '--org', randomUUID()]);
+  t.is(unknown.code, 1);
+  t.regex(unknown.stderr, /"code":\s*"not_found"/);
 });
 
 test('spool admin settings set with nothing to change says so, changes nothing, and audits nothing', async (t) => {

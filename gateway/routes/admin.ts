@@ -13,8 +13,13 @@ import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
 import type { KeyCache } from '../key-cache.js';
-import { invitationUrl, invitationView, pendingInvitationView } from '../people-views.js';
-import { listParams } from '../query.js';
+import {
+  invitationUrl,
+  invitationView,
+  memberView,
+  pendingInvitationView,
+} from '../people-views.js';
+import { listParams, rejectUnknownParams } from '../query.js';
 import type { GatewayState } from '../state.js';
 import {
   keyView,
@@ -314,6 +319,18 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
         revoked_at: rfc3339OrNull(res.revokedAt),
       },
     };
+  });
+
+  // An organization's members: every one, on one page (an organization has people, not fleets).
+  router.get('/orgs/:org/people', async (ctx) => {
+    rejectUnknownParams(ctx.query, []);
+    const orgId = ctx.params.org ?? '';
+    // An unknown organization has no members, and is a 404, not an empty list.
+    const [, { members }] = await Promise.all([
+      accounts.getOrg({ orgId }),
+      accounts.listMembers({ orgId }),
+    ]);
+    ctx.body = { items: members.map(memberView), next_cursor: '' };
   });
 
   router.get('/orgs/:org/invitations', async (ctx) => {
