@@ -204,8 +204,10 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   let stopWork: Promise<void> | undefined;
   const finishWork = () => {
     stopWork ??= (async () => {
-      await printers.stop();
+      // The runner first: a job waiting for its printer must see the agent stopping (and stay
+      // received, to print when offered again), not the printers' waits ending as if it were back.
       await runner.stop(graceMs);
+      await printers.stop();
     })();
     return stopWork;
   };

@@ -282,6 +282,56 @@ test('a job its raw printer refused waits at the station and prints once the pri
   await waitUntil(async () => (await waiting()) === 0, 'nothing is left waiting');
 });
 
+test('a job waiting for its raw printer when the agent stops prints once after the restart', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const port = await freePort();
+  const s = await station(t, link, [`labels=raw:127.0.0.1:${port}`]);
+  let refused = 0;
+  const options = {
+    statusIntervalMs: 50,
+    createBackend: (spec: BackendSpec): Backend => {
+      if (spec.kind !== 'raw') throw new Error(`a raw printer here, not ${spec.kind}`);
+      const real = createRawBackend({ host: spec.host, port: spec.port, lingerMs: 50 });
+      return {
+        status: () => real.status(),
+        print: (job, signal) =>
+          real.print(job, signal).catch((err: unknown) => {
+            refused += 1;
+            throw err;
+          }),
+      };
+    },
+  };
+  const first = await s.start(options);
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-w1', printerName: 'labels', document: 'after the restart' });
+  await waitUntil(() => refused >= 1, 'the printer refused the job');
+  await first.stop();
+  t.false(
+    conn.messages.some((m) => m.result?.jobId === 'job-w1'),
+    'stopping is not a result: the job was never sent to the printer',
+  );
+
+  // The printer comes on, and the agent starts again; the server offers the job again.
+  const documents: string[] = [];
+  const printer = createServer((socket) => {
+    const parts: Buffer[] = [];
+    socket.on('data', (d: Buffer) => parts.push(d));
+    socket.on('end', () => {
+      if (parts.length > 0) documents.push(Buffer.concat(parts).toString());
+      socket.end();
+    });
+  });
+  await new Promise<void>((resolve) => printer.listen(port, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => printer.close(() => resolve())));
+  await s.start(options);
+  const again = await link.nextConnection();
+  again.offer({ jobId: 'job-w1', printerName: 'labels', document: 'after the restart' });
+  t.like(await again.result('job-w1'), { printed: true, detail: '' });
+  t.deepEqual(documents, ['after the restart']);
+});
+
 test('a job withdrawn before it is offered never prints', async (t) => {
   const link = await FakeLink.start();
   t.teardown(() => link.stop());
