@@ -258,7 +258,7 @@ async function settleInterrupted(
   const log = { job_id: entry.jobId, attempt: entry.attempt, printer: entry.printer };
   const outcome = await printers
     .backend(entry.printer)
-    ?.outcome?.({ id: entry.jobId, attempt: entry.attempt })
+    ?.outcome?.({ id: entry.jobId, attempt: entry.attempt, ref: entry.ref })
     .catch(() => undefined);
   if (outcome === 'printed') {
     await journal.record(entry.jobId, entry.attempt, 'printed');

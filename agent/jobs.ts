@@ -321,7 +321,15 @@ export class JobRunner {
       let failure: string | undefined;
       const started = performance.now();
       try {
-        await backend.print(job, this.#abort.signal);
+        await backend.print(
+          {
+            ...job,
+            // What the printer's spooler calls it, so that a restart can ask it about the job.
+            submitted: (ref) =>
+              this.#journal.record(job.id, job.attempt, 'printing', { printer, ref }),
+          },
+          this.#abort.signal,
+        );
       } catch (error) {
         if (this.#abort.signal.aborted) {
           log.warn('the agent stopped while the job was printing; it will be reported interrupted');
@@ -383,6 +391,14 @@ export class JobRunner {
       await this.#journal.record(jobId, attempt, 'withdrawn');
       log.info('job withdrawn before it was offered');
       return;
+    }
+    if (entry.state === 'printing' && entry.ref !== undefined) {
+      // Still in the printer's own queue (CUPS holding it): take it back if it has not printed.
+      const backend = this.#backendOf(entry.printer);
+      if (await backend?.cancel?.({ id: jobId, attempt, ref: entry.ref })) {
+        log.info('job withdrawn: taken back from the printer before it printed');
+        return;
+      }
     }
     if (entry.state !== 'received') {
       log.info({ state: entry.state }, 'job withdrawn too late to drop; it is reported as it ends');

@@ -42,6 +42,8 @@ export interface JournalEntry {
   state: JobState;
   /** Why a job failed. */
   detail: string;
+  /** While printing: the printer's spooler's reference for the job (a CUPS job number). */
+  ref?: string;
   /** The server has durably recorded the `received` report. */
   receivedAccepted: boolean;
   /** The server has durably recorded the `result` report. */
@@ -65,6 +67,7 @@ interface Line {
   event: string;
   printer?: string;
   detail?: string;
+  ref?: string;
 }
 
 const DEFAULTS = { compactAfterLines: 10_000, retentionMs: 7 * 24 * 3600 * 1000 };
@@ -151,7 +154,7 @@ export class Journal {
     jobId: string,
     attempt: number,
     state: JobState,
-    extra: { printer?: string; detail?: string } = {},
+    extra: { printer?: string; detail?: string; ref?: string } = {},
   ): Promise<JournalEntry> {
     const key = journalKey(jobId, attempt);
     const at = this.#clock.now();
@@ -171,11 +174,14 @@ export class Journal {
     }
     entry.state = state;
     entry.detail = extra.detail ?? '';
+    if (extra.ref === undefined) delete entry.ref;
+    else entry.ref = extra.ref;
     if (extra.printer !== undefined) entry.printer = extra.printer;
     entry.updatedAt = at;
     const line: Line = { at: at.toISOString(), job: jobId, attempt, event: state };
     if (extra.printer !== undefined) line.printer = extra.printer;
     if (extra.detail) line.detail = extra.detail;
+    if (extra.ref !== undefined) line.ref = extra.ref;
     const result = entry;
     return this.#append([line], true).then(() => {
       for (const listener of this.#listeners) listener();
@@ -280,6 +286,8 @@ export class Journal {
       };
       entry.state = line.event as JobState;
       entry.detail = line.detail ?? '';
+      if (typeof line.ref === 'string') entry.ref = line.ref;
+      else delete entry.ref;
       if (line.printer !== undefined) entry.printer = line.printer;
       entry.updatedAt = at;
       this.#entries.set(key, entry);
@@ -306,6 +314,7 @@ export class Journal {
       const base = { at, job: entry.jobId, attempt: entry.attempt };
       const state: Line = { ...base, event: entry.state, printer: entry.printer };
       if (entry.detail) state.detail = entry.detail;
+      if (entry.ref !== undefined) state.ref = entry.ref;
       lines.push(JSON.stringify(state));
       if (entry.receivedAccepted)
         lines.push(JSON.stringify({ ...base, event: 'accepted_received' }));

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createCupsBackend, discoverCupsQueues } from '../agent/backends/cups.js';
+import { getJobInfo, JOB_STATE } from '../agent/backends/ipp.js';
 import { parsePrinterSpec, runAgent } from '../agent/index.js';
 import type { PrintOptions } from '../gen/spool/v1/stations.js';
 import { silentLogger } from '../lib/logger.js';
@@ -145,6 +146,91 @@ test.serial('a job cancelled in CUPS is reported failed, saying so', async (t) =
   t.false(result.printed);
   t.regex(result.detail, new RegExp(`^cups: job ${cupsJob} was cancelled`));
 });
+
+test.serial(
+  'a job left waiting in a paused CUPS queue by a stop is cancelled there at the restart, and prints once when offered again',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const queue = await cups.addQueue();
+    await cups.run('cupsdisable', [queue.name]);
+    const stateDir = await mkdtemp(join(tmpdir(), 'spool-agent-cups-state-'));
+    t.teardown(() => rm(stateDir, { recursive: true, force: true }));
+    const start = async () => {
+      const link = await FakeLink.start();
+      const agent = await runAgent({
+        server: link.address,
+        token: GOOD_TOKEN,
+        printers: [parsePrinterSpec(`office=cups:${queue.name}`)],
+        stateDir,
+        logger: silentLogger,
+        backoff: { initialMs: 10, maxMs: 50 },
+        statusIntervalMs: 100,
+        stopGraceMs: 200,
+        cups: { server: cups.server, jobPollMs: 50, env: process.env },
+      });
+      t.teardown(async () => {
+        await agent.stop();
+        await link.stop();
+      });
+      return { agent, link, conn: await link.nextConnection() };
+    };
+
+    // The job goes to CUPS, which holds it; the agent stops before CUPS prints it.
+    const first = await start();
+    first.conn.offer({ jobId: 'job-held', printerName: 'office', document: 'once only\n' });
+    await waitUntil(
+      async () => (await cups.jobs(queue.name, 'not-completed')).length === 1,
+      'CUPS has the job',
+    );
+    const [held] = await cups.jobs(queue.name, 'not-completed');
+    await first.agent.stop();
+    t.false(
+      first.conn.messages.some((m) => m.result?.jobId === 'job-held'),
+      'a stop is not a result',
+    );
+
+    // At the restart the agent takes the job back from CUPS rather than report it failed while
+    // CUPS still means to print it; offered again, it prints once.
+    const second = await start();
+    const heldId = Number(held?.split('-').pop());
+    t.is((await getJobInfo(cups.server, heldId)).state, JOB_STATE.canceled);
+    t.false(second.conn.messages.some((m) => m.result?.jobId === 'job-held'));
+    second.conn.offer({ jobId: 'job-held', printerName: 'office', document: 'once only\n' });
+    await waitUntil(
+      async () => (await cups.jobs(queue.name, 'not-completed')).length === 1,
+      'CUPS has the job again',
+    );
+    await cups.run('cupsenable', [queue.name]);
+    t.like(await second.conn.result('job-held', 1, 20_000), { printed: true, detail: '' });
+    t.is((await readFile(queue.output, 'utf8')).match(/once only/g)?.length, 1);
+  },
+);
+
+test.serial(
+  'a job withdrawn while it waits in CUPS is cancelled there and never prints',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const queue = await cups.addQueue();
+    await cups.run('cupsdisable', [queue.name]);
+    const { conn } = await startAgent(t, cups, `office=cups:${queue.name}`);
+    conn.offer({ jobId: 'job-gone', printerName: 'office', document: 'must not print\n' });
+    await waitUntil(
+      async () => (await cups.jobs(queue.name, 'not-completed')).length === 1,
+      'CUPS has the job',
+    );
+    const [inCups] = await cups.jobs(queue.name, 'not-completed');
+    conn.withdraw('job-gone');
+    const result = await conn.result('job-gone', 1, 20_000);
+    t.false(result.printed);
+    t.regex(result.detail, /was cancelled/);
+    t.is(
+      (await getJobInfo(cups.server, Number(inCups?.split('-').pop()))).state,
+      JOB_STATE.canceled,
+    );
+  },
+);
 
 test.serial('cups:* reports every queue of the server under the given prefix', async (t) => {
   const cups = cupsOr(t);

@@ -21,7 +21,16 @@ export interface PrintJob {
   contentType: string;
   document: Buffer;
   options: PrintOptions;
+  /**
+   * Called once a printer's own spooler (CUPS) has the job, with its reference for it (the CUPS
+   * job number), before the job has printed: the agent journals it, so that after a restart it can
+   * find out what became of the job, or take it back.
+   */
+  submitted?(ref: string): Promise<unknown>;
 }
+
+/** A job a backend was given, as the journal knows it: `ref` is what `submitted` said. */
+export type GivenJob = Pick<PrintJob, 'id' | 'attempt'> & { ref?: string };
 
 export interface Backend {
   /**
@@ -33,10 +42,17 @@ export interface Backend {
   status(): Promise<PrinterStatus>;
   /**
    * Whether a job the agent was printing when it stopped came out, for a backend that can tell
-   * (a file is written atomically, so it is there or it is not). Without it, such a job is
-   * reported failed as interrupted rather than risk printing it twice.
+   * (a file is written atomically, so it is there or it is not; CUPS says how its job ended, and
+   * one still waiting in its queue is cancelled, so that it prints only when offered again).
+   * Without it, or when it throws, such a job is reported failed as interrupted rather than risk
+   * printing it twice.
    */
-  outcome?(job: Pick<PrintJob, 'id' | 'attempt'>): Promise<'printed' | 'not_printed'>;
+  outcome?(job: GivenJob): Promise<'printed' | 'not_printed'>;
+  /**
+   * Takes back a job the printer has been given and has not printed yet (a job withdrawn while
+   * it waits in CUPS's queue). Resolves true when the job will not print.
+   */
+  cancel?(job: GivenJob): Promise<boolean>;
 }
 
 /**

@@ -134,6 +134,17 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
     }
   }
 
+  /** Cancels a CUPS job; false when CUPS refuses (the job completed meanwhile, say). */
+  async function cancelJob(name: string): Promise<boolean> {
+    try {
+      await run('cancel', [name]);
+      return true;
+    } catch (error) {
+      logger?.warn({ queue, cups_job: name, err: messageOf(error) }, 'CUPS did not cancel a job');
+      return false;
+    }
+  }
+
   /** 'printed', 'pending', or the failure detail. */
   async function jobOutcome(jobId: number, name: string): Promise<string> {
     try {
@@ -187,7 +198,38 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
         await rm(dir, { recursive: true, force: true });
       }
       logger?.info({ queue, job: job.id, cups_job: submitted.name }, 'submitted to CUPS');
+      await job.submitted?.(String(submitted.id));
       await waitForJob(submitted.id, signal);
+    },
+
+    /**
+     * After a restart: how the CUPS job ended, and one CUPS still holds (a paused queue, a printer
+     * out of paper) is cancelled, so that it prints once, when the job is offered again, rather
+     * than later beside a report that it failed.
+     */
+    async outcome(job) {
+      const id = Number(job.ref);
+      if (!job.ref || !Number.isInteger(id)) throw new Error('no CUPS job was recorded');
+      const name = `${queue}-${id}`;
+      const state = await jobOutcome(id, name);
+      if (state === 'printed') return 'printed';
+      if (state !== 'pending') return 'not_printed';
+      if (!(await cancelJob(name))) {
+        // It may have printed between the two questions.
+        if ((await jobOutcome(id, name)) === 'printed') return 'printed';
+        throw new Error(`cups: job ${name} could not be cancelled`);
+      }
+      logger?.warn(
+        { queue, job: job.id, cups_job: name },
+        'cancelled a CUPS job left waiting by a stop; the job prints when offered again',
+      );
+      return 'not_printed';
+    },
+
+    async cancel(job) {
+      const id = Number(job.ref);
+      if (!job.ref || !Number.isInteger(id)) return false;
+      return cancelJob(`${queue}-${id}`);
     },
 
     async status(): Promise<PrinterStatus> {
