@@ -251,6 +251,15 @@ test.serial('cups:* reports every queue of the server under the given prefix', a
   t.truthy(changed);
 });
 
+test('with no CUPS scheduler running, cups:* discovery fails saying so, rather than finding no queue', async (t) => {
+  if (!cupsOr(t)) return;
+  // Nothing listens on a port that was free a moment ago.
+  const nowhere = `127.0.0.1:${await freePort()}`;
+  await t.throwsAsync(discoverCupsQueues({ server: nowhere, env: process.env }), {
+    message: 'CUPS: scheduler is not running',
+  });
+});
+
 test.serial('printer status and capabilities come from lpstat and lpoptions', async (t) => {
   const cups = cupsOr(t);
   if (!cups) return;

@@ -89,10 +89,15 @@ export function ippServerFor(options: CupsOptions): CupsServer {
   return existsSync(DEFAULT_SOCKET) ? DEFAULT_SOCKET : 'localhost:631';
 }
 
-/** The queues of the CUPS server (`lpstat -e`), without instances (`queue/instance`). */
+/**
+ * The queues of the CUPS server (`lpstat -e`), without instances (`queue/instance`). Throws when
+ * the scheduler is not running: `lpstat -e` then lists nothing and succeeds, which would read as
+ * every queue removed.
+ */
 export async function discoverCupsQueues(options: CupsOptions = {}): Promise<string[]> {
-  const out = await commandRunner(options)('lpstat', ['-e']);
-  return [
+  const run = commandRunner(options);
+  const out = await run('lpstat', ['-e']);
+  const queues = [
     ...new Set(
       out
         .split('\n')
@@ -100,6 +105,13 @@ export async function discoverCupsQueues(options: CupsOptions = {}): Promise<str
         .filter((l) => l !== '' && !l.includes('/')),
     ),
   ].sort();
+  if (queues.length === 0) {
+    const scheduler = (await run('lpstat', ['-r'])).trim();
+    if (scheduler !== 'scheduler is running') {
+      throw new CupsCommandError('lpstat', `CUPS: ${scheduler || 'the scheduler does not answer'}`);
+    }
+  }
+  return queues;
 }
 
 /**
