@@ -232,6 +232,30 @@ test.serial(
   },
 );
 
+test.serial(
+  'a job for a queue refusing jobs waits, the printer reads offline saying why, and prints once it accepts them',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const queue = await cups.addQueue();
+    await cups.run('cupsreject', ['-r', 'closed for the night', queue.name]);
+    const { conn } = await startAgent(t, cups, `office=cups:${queue.name}`);
+    conn.offer({ jobId: 'job-shut', printerName: 'office', document: 'in the morning\n' });
+    const refused = await conn.waitFor(
+      (m) => m.printers?.printers[0]?.status === 'offline',
+      10_000,
+    );
+    t.like(refused.printers?.printers[0], { detail: 'not accepting jobs: closed for the night' });
+    t.false(
+      conn.messages.some((m) => m.result?.jobId === 'job-shut'),
+      'not failed: it waits',
+    );
+    await cups.run('cupsaccept', [queue.name]);
+    t.like(await conn.result('job-shut', 1, 20_000), { printed: true, detail: '' });
+    t.regex(await readFile(queue.output, 'utf8'), /in the morning/);
+  },
+);
+
 test.serial('cups:* reports every queue of the server under the given prefix', async (t) => {
   const cups = cupsOr(t);
   if (!cups) return;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { PrinterCapabilities } from '../../gen/spool/v1/stations.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Backend, PrinterStatus, PrinterStatusName, PrintJob } from './backend.js';
-import { messageOf } from './backend.js';
+import { messageOf, NotSentError } from './backend.js';
 import { type CupsServer, getJobInfo, IPP_NOT_FOUND, IppError, JOB_STATE } from './ipp.js';
 
 export interface CupsOptions {
@@ -133,6 +133,8 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
   const capabilitiesTtlMs = options.capabilitiesTtlMs ?? DEFAULTS.capabilitiesTtlMs;
   const logger = options.logger;
   let capabilities: { at: number; value: PrinterCapabilities } | undefined;
+  /** lp said the queue is not accepting jobs; status reads ask until it does again. */
+  let rejecting = false;
 
   async function waitForJob(jobId: number, signal?: AbortSignal): Promise<void> {
     const name = `${queue}-${jobId}`;
@@ -199,7 +201,13 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
         try {
           out = await run('lp', [...args, '--', file]);
         } catch (error) {
-          throw new Error(`cups: lp -d ${queue} failed: ${messageOf(error)}`);
+          const why = messageOf(error);
+          // A queue refusing jobs (cupsreject) took nothing: the job waits until it accepts them.
+          if (/not accepting jobs/i.test(why)) {
+            rejecting = true;
+            throw new NotSentError(`cups: ${queue} is not accepting jobs`);
+          }
+          throw new Error(`cups: lp -d ${queue} failed: ${why}`);
         }
         const id = parseRequestId(out);
         if (id === undefined)
@@ -245,6 +253,20 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
     },
 
     async status(): Promise<PrinterStatus> {
+      // Asked only once lp was refused: lpstat -p does not say whether a queue accepts jobs.
+      if (rejecting) {
+        const accepting = await run('lpstat', ['-a', queue]).catch((e: unknown) => messageOf(e));
+        const refusal = /not accepting requests[^\n]*\n?\s*(.*)/.exec(accepting);
+        if (refusal) {
+          const reason = refusal[1]?.trim() ?? '';
+          return {
+            status: 'offline',
+            detail: `not accepting jobs${reason ? `: ${reason}` : ''}`,
+            capabilities: await caps(),
+          };
+        }
+        rejecting = false;
+      }
       let out: string;
       try {
         out = await run('lpstat', ['-l', '-p', queue]);

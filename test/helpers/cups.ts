@@ -31,6 +31,8 @@ const CLIENT_TOOLS = [
   'lpoptions',
   'cupsenable',
   'cupsdisable',
+  'cupsaccept',
+  'cupsreject',
   'cancel',
 ];
 const TEXT_ONLY_MODEL = 'drv:///cupsfilters.drv/textonly.ppd';
