@@ -9,6 +9,7 @@ import type { ChannelCredentials } from '@grpc/grpc-js';
 import type { PrinterReport } from '../gen/spool/v1/stations.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { whatStopsPrinting } from '../lib/printer-status.js';
 import { spoolVersion } from '../lib/version.js';
 import type { Backend } from './backends/backend.js';
 import type { CupsOptions } from './backends/cups.js';
@@ -182,8 +183,24 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     onRetry: ({ server, code, details }) =>
       status.error(`station link to ${server}: ${code}${details ? `: ${details}` : ''}`),
   });
+  // What each printer last read, so that trouble is said once when it starts and once when it ends.
+  const stopped = new Map<string, string>();
   printers.start((reports) => {
     status.printers(reports);
+    for (const r of reports) {
+      const trouble = whatStopsPrinting(r.status);
+      const before = stopped.get(r.name);
+      if (trouble && before !== `${r.status}/${r.detail}`) {
+        stopped.set(r.name, `${r.status}/${r.detail}`);
+        logger.warn(
+          { printer: r.name, status: r.status, detail: r.detail },
+          `printer ${r.name} ${trouble}; its jobs wait`,
+        );
+      } else if (!trouble && before !== undefined) {
+        stopped.delete(r.name);
+        logger.info({ printer: r.name, status: r.status }, `printer ${r.name} can print again`);
+      }
+    }
     if (link.send({ printers: { printers: reports } })) {
       logger.info({ printers: reports.map((r) => `${r.name}: ${r.status}`) }, 'printers changed');
     }

@@ -264,7 +264,7 @@ async function refuseOldStateDir(flags: AgentCommonFlags, s: Settings): Promise<
 
 const OLD_STATE_DIR = '.spool-agent';
 
-/** Stops cleanly on SIGTERM or SIGINT, then exits. */
+/** Stops cleanly on SIGTERM, SIGINT or SIGHUP, then exits. */
 function onSignal(logger: Logger, stop: () => Promise<void>): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
@@ -281,6 +281,8 @@ function onSignal(logger: Logger, stop: () => Promise<void>): void {
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  // The terminal it ran in closed: stop as cleanly as on SIGTERM, rather than die mid-job.
+  process.on('SIGHUP', handler);
 }
 
 /** What `status` found: the file, and whether its agent still runs. */

@@ -595,7 +595,9 @@ test('a change of printer status is sent as the whole printer list', async (t) =
   const link = await FakeLink.start();
   t.teardown(() => link.stop());
   const s = await station(t, link, ['front=file:out', 'back=file:out2']);
-  await s.start({ statusIntervalMs: 20 });
+  const lines: Array<{ level: number; msg: string; detail?: string }> = [];
+  const logger = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+  await s.start({ statusIntervalMs: 20, logger });
   const conn = await link.nextConnection();
   await conn.waitFor((m) => m.hello !== undefined);
   await rm(s.out, { recursive: true });
@@ -608,6 +610,17 @@ test('a change of printer status is sent as the whole printer list', async (t) =
     ],
   );
   t.regex(changed.printers?.printers[0]?.detail ?? '', /cannot write to .*out/);
+  // A station owner watching warnings hears of it once, with the reason, and of its end.
+  const trouble = lines.filter((l) => l.msg === 'printer front is in error; its jobs wait');
+  t.is(trouble.length, 1);
+  t.is(trouble[0]?.level, 40);
+  t.regex(trouble[0]?.detail ?? '', /cannot write to .*out/);
+  await mkdir(s.out);
+  await conn.waitFor((m) => m.printers?.printers[0]?.status === 'ready');
+  await waitUntil(
+    () => lines.some((l) => l.msg === 'printer front can print again'),
+    'the end of the trouble is logged',
+  );
 });
 
 test('the agent keeps reconnecting while the server is down and stops cleanly meanwhile', async (t) => {
