@@ -657,6 +657,14 @@ test('bad agent options are refused before anything starts', async (t) => {
   const s = await station(t, link);
   await t.throwsAsync(s.start({ printers: [] }), { message: /at least one printer/ });
   await t.throwsAsync(s.start({ token: '' }), { message: /station token/ });
+  // An address the link cannot be at is said at once, rather than retried forever.
+  await t.throwsAsync(s.start({ server: 'http://127.0.0.1:7070' }), {
+    message:
+      'server "http://127.0.0.1:7070" is a URL: give the station link\'s HOST:PORT, without http://',
+  });
+  await t.throwsAsync(s.start({ server: `${link.address},spool.example.com` }), {
+    message: /^server "spool\.example\.com" has no port: give HOST:PORT/,
+  });
   await t.throwsAsync(
     s.start({ printers: [parsePrinterSpec('a=file:/tmp/x'), parsePrinterSpec('a=file:/tmp/y')] }),
     { message: /two printers are named "a"/ },
