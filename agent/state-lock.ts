@@ -1,6 +1,8 @@
 /**
  * One agent per state directory: two agents sharing a journal could each print the same job.
- * The lock is a file holding the owner's pid; a lock whose process is gone is taken over.
+ * The lock is a file holding the owner's pid and, where /proc tells it, the time that process
+ * started; a lock whose process is gone is taken over, and so is one whose pid now belongs to a
+ * process that started at another time (after a power cut, pids are handed out again).
  */
 import { open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,7 +21,8 @@ export async function lockStateDir(dir: string): Promise<StateLock> {
   for (let tries = 0; tries < 3; tries += 1) {
     try {
       const handle = await open(path, 'wx', 0o600);
-      await handle.writeFile(`${process.pid}\n`);
+      const started = await startTime(process.pid);
+      await handle.writeFile(`${process.pid}${started === undefined ? '' : ` ${started}`}\n`);
       await handle.close();
       held.add(path);
       return {
@@ -31,11 +34,13 @@ export async function lockStateDir(dir: string): Promise<StateLock> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const owner = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
+    const [pid, recordedStart] = (await readFile(path, 'utf8').catch(() => '')).trim().split(/\s+/);
+    const owner = Number.parseInt(pid ?? '', 10);
     if (
       Number.isInteger(owner) &&
       owner > 0 &&
       isRunning(owner) &&
+      (recordedStart === undefined || recordedStart === (await startTime(owner))) &&
       (owner !== process.pid || held.has(path))
     ) {
       throw new Error(
@@ -55,4 +60,15 @@ function isRunning(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat), or
+ * undefined where there is no /proc.
+ */
+async function startTime(pid: number): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (stat === undefined) return undefined;
+  // The command name, in parentheses, may hold spaces: count fields after its closing one.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }

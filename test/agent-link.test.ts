@@ -651,6 +651,23 @@ test('a second agent on the same state directory is refused', async (t) => {
   });
 });
 
+test('a lock left by an agent whose pid another process has since been given is taken over', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  // After a power cut the lock file survives, and its pid is some other process's now: here
+  // the test runner's, which started at another time than the one recorded.
+  await mkdir(s.stateDir, { recursive: true });
+  await writeFile(join(s.stateDir, 'agent.lock'), `${process.ppid} 1\n`);
+  const agent = await s.start();
+  await link.nextConnection();
+  t.regex(
+    await readFile(join(s.stateDir, 'agent.lock'), 'utf8'),
+    new RegExp(`^${process.pid} \\d+\n$`),
+  );
+  await agent.stop();
+});
+
 test('bad agent options are refused before anything starts', async (t) => {
   const link = await FakeLink.start();
   t.teardown(() => link.stop());
