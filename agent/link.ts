@@ -91,6 +91,11 @@ interface Outcome {
  * An HTTP/1 server (Spool's HTTP port, say) answers the HTTP/2 preface with something grpc-js
  * cannot parse, and the attempt ends UNAVAILABLE with "Protocol error".
  */
+/** The server ended this link for a newer one of the same station (services/stations/link.ts). */
+function isReplaced(outcome: Outcome): boolean {
+  return outcome.code === GrpcStatus.ABORTED && /replaced by a newer link/.test(outcome.details);
+}
+
 function looksLikeHttp(outcome: Outcome): boolean {
   return (
     outcome.welcomedAt === undefined &&
@@ -210,6 +215,8 @@ export function startLink(options: LinkOptions): Link {
   const done = (async () => {
     let attempt = 0;
     let next = 0;
+    /** Links in a row the server ended for a newer one. */
+    let replaced = 0;
     while (!stopping) {
       const server = servers[next % servers.length] as string;
       const outcome = await connectOnce(server);
@@ -222,6 +229,15 @@ export function startLink(options: LinkOptions): Link {
         clock.now().getTime() - outcome.welcomedAt.getTime() >= BACKOFF_RESET_AFTER_MS
       ) {
         attempt = 0;
+      }
+      // The server ends a link when a newer one of the same station comes: another agent has
+      // this station's token. Twice running, say so: the two split the station's jobs.
+      replaced = isReplaced(outcome) ? replaced + 1 : 0;
+      if (replaced === 2) {
+        logger.error(
+          { server },
+          "another agent is linking with this station's token: each new link of one ends the other's, and the two split the station's jobs; give each machine its own station (spool admin station create) and token",
+        );
       }
       if (looksLikeHttp(outcome) && !notLink.has(server)) {
         notLink.add(server);

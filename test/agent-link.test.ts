@@ -736,6 +736,42 @@ test('reconnect waits grow while links keep failing and start over after a link 
   t.deepEqual(waits(), [7, 15, 31, 7, 15]);
 });
 
+test('a link the server keeps replacing with a newer one says another agent has the token', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const lines: { level: number; msg: string }[] = [];
+  const logger = pino({ level: 'warn' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+  const agentLink = startLink({
+    server: link.address,
+    token: GOOD_TOKEN,
+    logger,
+    clock: new ManualClock(),
+    backoff: { initialMs: 8, maxMs: 16 },
+    hello: () => ({ agentVersion: 'test', printers: [] }),
+    onWelcome: () => {},
+    onMessage: () => {},
+    onDown: () => {},
+  });
+  t.teardown(() => agentLink.stop());
+  const another = (l: { msg: string }) => l.msg.startsWith('another agent is linking');
+  // Once is a restart of the agent's own link (a new process, a network hiccup): nothing said.
+  let conn = await link.nextConnection();
+  await waitUntil(() => agentLink.up, 'the link is up');
+  conn.end(GrpcStatus.ABORTED, 'replaced by a newer link');
+  conn = await link.nextConnection();
+  await waitUntil(() => agentLink.up, 'the link is up again');
+  t.false(lines.some(another));
+  // Again and again: another agent has the token.
+  for (let i = 0; i < 3; i += 1) {
+    conn.end(GrpcStatus.ABORTED, 'replaced by a newer link');
+    conn = await link.nextConnection();
+    await waitUntil(() => agentLink.up, 'the link is up again');
+  }
+  const said = lines.filter(another);
+  t.is(said.length, 1, 'said once, not at every replacement');
+  t.is(said[0]?.level, 50);
+});
+
 test('--server takes a comma list of addresses; a gRPC target URI is one address', (t) => {
   t.deepEqual(splitServers('link-eu.example.com:443, link-us.example.com:443'), [
     'link-eu.example.com:443',
