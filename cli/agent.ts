@@ -30,6 +30,7 @@ import { DEFAULT_UNIT_PATH, systemdUnit } from '../agent/service.js';
 import { type AgentStatus, readStatus, STATUS_HEARTBEAT_MS } from '../agent/status.js';
 import { type Env, LOG_LEVELS, optionalStr, port, readConfig, str } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
+import { whatStopsPrinting } from '../lib/printer-status.js';
 import { spoolVersion } from '../lib/version.js';
 
 const agentEnv = {
@@ -575,6 +576,15 @@ export async function testPrint(
   await set.refresh();
   const backend = set.backend(printer);
   if (!backend) throw new Error(`the printer ${JSON.stringify(printer)} went away`);
+  // A page for a printer that cannot print would wait (in CUPS's queue, say) with no word.
+  const report = set.reports().find((r) => r.name === printer);
+  const trouble = report && whatStopsPrinting(report.status);
+  if (trouble) {
+    await set.stop();
+    throw new Error(
+      `${printer} ${trouble}${report.detail ? ` (${report.detail})` : ''}: no test page was sent; try again once it is ready`,
+    );
+  }
   const at = new Date();
   const job = `test-page-${at.getTime()}`;
   const { PrintOptions } = await import('../gen/spool/v1/stations.js');

@@ -313,9 +313,13 @@ test('test-print prints a test page through the backend, and names the printers 
   t.is(wrong.code, 1);
   t.regex(wrong.stderr, /no printer named "nope"; the printers are: desk, labels/);
 
+  // A printer that cannot print now is said so at once, rather than the page waiting unseen.
   const refused = await runSpool(['agent', 'test-print', 'labels', '--config', s.config], {});
   t.is(refused.code, 1);
-  t.regex(refused.stderr, /ECONNREFUSED|refused/);
+  t.regex(
+    refused.stderr,
+    /labels is offline \(.*ECONNREFUSED.*\): no test page was sent; try again once it is ready/,
+  );
 });
 
 test('logs are readable lines on a terminal and JSON otherwise', (t) => {
