@@ -149,7 +149,12 @@ export function startLink(options: LinkOptions): Link {
           safely(() => options.onDown(), 'onDown');
         }
         client.close();
-        resolve({ code: s.code, details: s.details, welcomedAt });
+        // grpc-js ends some details with an empty "Resolution note: ", which says nothing.
+        resolve({
+          code: s.code,
+          details: s.details.replace(/\s*Resolution note:\s*$/, ''),
+          welcomedAt,
+        });
       };
 
       current.on('data', (message: ServerMessage) => {
@@ -239,19 +244,25 @@ export function startLink(options: LinkOptions): Link {
           "another agent is linking with this station's token: each new link of one ends the other's, and the two split the station's jobs; give each machine its own station (spool admin station create) and token",
         );
       }
-      if (looksLikeHttp(outcome) && !notLink.has(server)) {
+      const http = looksLikeHttp(outcome);
+      const notTheLink = `${server} looks like an HTTP server, not Spool's station link; the station port is STATION_PORT, 7070 by default`;
+      if (http && !notLink.has(server)) {
         notLink.add(server);
-        logger.error(
-          { server },
-          `${server} looks like an HTTP server, not Spool's station link; the station port is STATION_PORT, 7070 by default (the agent keeps retrying)`,
-        );
+        logger.error({ server }, `${notTheLink} (the agent keeps retrying)`);
       }
       next = outcome.welcomedAt === undefined ? next + 1 : 0;
       const delay = backoffDelay(attempt, backoff, random);
       attempt += 1;
       const code = String(GrpcStatus[outcome.code] ?? outcome.code);
       safely(
-        () => options.onRetry?.({ server, code, details: outcome.details, retryInMs: delay }),
+        () =>
+          options.onRetry?.({
+            server,
+            code,
+            // What `spool agent status` shows as the last error: the reason, not gRPC's words.
+            details: http ? notTheLink : outcome.details,
+            retryInMs: delay,
+          }),
         'onRetry',
       );
       logger.warn(

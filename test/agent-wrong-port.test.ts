@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { spawnSpool } from './helpers/spool.js';
+import { runSpool, spawnSpool } from './helpers/spool.js';
 
 test('an agent pointed at an HTTP port says once that it is not the station link, and keeps retrying', async (t) => {
   // Spool's HTTP port, as far as the agent can tell: an HTTP/1.1 server.
@@ -46,6 +46,16 @@ test('an agent pointed at an HTTP port says once that it is not the station link
     `${server} looks like an HTTP server, not Spool's station link; the station port is STATION_PORT, 7070 by default (the agent keeps retrying)`,
   );
   t.true(errors[0]?.level === 'error' || errors[0]?.level === 50);
+  // `spool agent status` gives the same reason as its last error, not gRPC's words for it.
+  const status = await runSpool(['agent', 'status', '--state-dir', join(dir, 'state')], {});
+  t.regex(
+    status.stdout,
+    new RegExp(
+      `^last error: .*${server.replace(/\./g, '\\.')} looks like an HTTP server, not Spool's station link`,
+      'm',
+    ),
+  );
+  t.notRegex(status.stdout, /Resolution note/);
   t.is(agent.child.exitCode, null, 'the agent is still running');
   t.is(await agent.stop(), 0);
 });
