@@ -3,6 +3,12 @@
  * their own so that a command reads them without loading the agent.
  */
 
+/**
+ * The exit status of an agent whose token the server refused (sysexits' EX_CONFIG). The systemd
+ * unit does not restart on it: retrying cannot help until someone puts the current token there.
+ */
+export const TOKEN_REFUSED_EXIT = 78;
+
 /** The server refused the device token; retrying cannot help. */
 export class TokenRefusedError extends Error {
   /** `tokenSource` says where the token came from (`token_file /etc/spool/token`, say). */

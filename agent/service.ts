@@ -5,8 +5,10 @@
  * `file:` printers. The token file is handed over as a systemd credential, so it can stay readable
  * by root alone.
  */
+
 import type { AgentFileConfig } from './config.js';
 import { TOKEN_CREDENTIAL } from './config.js';
+import { TOKEN_REFUSED_EXIT } from './errors.js';
 
 export const DEFAULT_UNIT_PATH = '/etc/systemd/system/spool-agent.service';
 
@@ -46,6 +48,8 @@ export function systemdUnit(options: UnitOptions): string {
     `ExecStart=${exec}`,
     'Restart=always',
     'RestartSec=5',
+    // A refused token: restarting cannot help; the agent waits, stopped, for the current one.
+    `RestartPreventExitStatus=${TOKEN_REFUSED_EXIT}`,
     // Jobs printing get 10 s to finish after SIGTERM; leave room for the link to close.
     'TimeoutStopSec=30',
     'KillSignal=SIGTERM',

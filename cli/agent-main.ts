@@ -4,7 +4,7 @@
  * place it reads `process.env`.
  */
 import { Command } from 'commander';
-import { TokenRefusedError } from '../agent/errors.js';
+import { TOKEN_REFUSED_EXIT, TokenRefusedError } from '../agent/errors.js';
 import { ConfigError } from '../lib/config.js';
 import { startTelemetry } from '../lib/telemetry.js';
 import { spoolVersion } from '../lib/version.js';
@@ -41,6 +41,7 @@ main().catch((err: unknown) => {
     process.stderr.write(`spool-agent: ${err.message}\n`);
   } else if (err instanceof TokenRefusedError) {
     process.stderr.write(`spool-agent: ${err.message}\n`);
+    process.exit(TOKEN_REFUSED_EXIT);
   } else {
     process.stderr.write(`spool-agent: ${(err as Error).message}\n`);
   }

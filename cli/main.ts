@@ -2,7 +2,7 @@
  * The `spool` command (see `program.ts` for its commands). This is the one place that reads
  * `process.env`; everything below takes the environment as an argument.
  */
-import { TokenRefusedError } from '../agent/errors.js';
+import { TOKEN_REFUSED_EXIT, TokenRefusedError } from '../agent/errors.js';
 import { ConfigError } from '../lib/config.js';
 import { AdminError } from './admin.js';
 import { buildProgram } from './program.js';
@@ -14,6 +14,7 @@ try {
     process.stderr.write(`spool: ${err.message}\n`);
   } else if (err instanceof TokenRefusedError) {
     process.stderr.write(`spool agent: ${err.message}\n`);
+    process.exit(TOKEN_REFUSED_EXIT);
   } else if (err instanceof AdminError) {
     process.stderr.write(`${err.body}\n`);
     if (err.hint) process.stderr.write(`spool admin: ${err.hint}\n`);

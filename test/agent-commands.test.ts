@@ -162,11 +162,12 @@ test.serial(
     const stale = await runSpool(['agent', '--config', other.config], {
       SPOOL_DEVICE_TOKEN: 'svc_dev_not-this-stations-token',
     });
-    t.is(stale.code, 1);
+    // Its own exit status, which the systemd unit does not restart on.
+    t.is(stale.code, 78);
     t.regex(stale.stderr, /refused the station token from SPOOL_DEVICE_TOKEN \(UNAUTHENTICATED/);
     await writeFile(join(s.dir, 'agent.token'), 'svc_dev_replaced-long-ago\n', { mode: 0o600 });
     const fromFile = await runSpool(['agent', '--config', s.config], {});
-    t.is(fromFile.code, 1);
+    t.is(fromFile.code, 78);
     t.true(
       fromFile.stderr.includes(
         `refused the station token from token_file ${join(s.dir, 'agent.token')} (`,

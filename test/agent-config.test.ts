@@ -136,6 +136,8 @@ test('the systemd unit runs the agent hardened, restarting, with its token as a 
   for (const line of [
     'ExecStart=/opt/spool-agent/bin/spool-agent run --config /etc/spool/agent.toml',
     'Restart=always',
+    // A refused token stops the agent for good: restarting it every 5 s would change nothing.
+    'RestartPreventExitStatus=78',
     'DynamicUser=yes',
     'StateDirectory=spool-agent',
     'LoadCredential=device-token:/etc/spool/agent.token',
