@@ -635,6 +635,25 @@ export async function installService(flags: InstallFlags, env: Env): Promise<voi
   if (!config) {
     warnings.push(`${path} does not exist yet; the service cannot start without it`);
   }
+  // The unit's sandbox gives the service a /tmp of its own, and its state in StateDirectory.
+  if (config?.stateDir !== undefined) {
+    warnings.push(
+      `${path} sets state_dir (${config.stateDir}); under systemd leave it out, so that the journal that keeps jobs from printing twice lives in /var/lib/spool-agent (StateDirectory=)`,
+    );
+  }
+  const insideTmp = (dir: string) => /^\/(var\/)?tmp(\/|$)/.test(dir);
+  for (const printer of config?.printers ?? []) {
+    if (printer.backend.kind === 'file' && insideTmp(printer.backend.dir)) {
+      warnings.push(
+        `printer ${printer.name} writes to ${printer.backend.dir}, which the service, with a /tmp of its own (PrivateTmp=yes), cannot share: choose a folder outside /tmp`,
+      );
+    }
+  }
+  if (config?.stateDir !== undefined && insideTmp(config.stateDir)) {
+    warnings.push(
+      `state_dir ${config.stateDir} is under /tmp, which the service sees as its own and loses on restart: the journal would be lost with it`,
+    );
+  }
   if (flags.dryRun) {
     process.stdout.write(unit);
     for (const w of warnings) process.stderr.write(`spool agent: warning: ${w}\n`);

@@ -152,14 +152,14 @@ test('the systemd unit runs the agent hardened, restarting, with its token as a 
   t.false(unit.includes('svc_dev_'));
 });
 
-test('install-service --dry-run prints the unit for the configuration, and warns of an inline token', async (t) => {
+test('install-service --dry-run prints the unit for the configuration, and warns of an inline token, a state_dir and /tmp', async (t) => {
   const dir = await tempDir('spool-agent-config-');
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await mkdir(join(dir, 'out'));
   const config = join(dir, 'agent.toml');
   await writeFile(
     config,
-    `server = "localhost:7070"\ntoken = "svc_dev_inline"\n[printers]\ndesk = "file:${join(dir, 'out')}"\n`,
+    `server = "localhost:7070"\ntoken = "svc_dev_inline"\nstate_dir = "/tmp/spool-agent-state"\n[printers]\ndesk = "file:/tmp/spool-printed"\n`,
   );
   const unitFile = join(dir, 'unit.service');
   const result = await runSpool(
@@ -171,9 +171,16 @@ test('install-service --dry-run prints the unit for the configuration, and warns
   t.regex(result.stdout, new RegExp(`^ExecStart=.+ agent run --config ${config}$`, 'm'));
   t.regex(result.stdout, /^Restart=always$/m);
   t.regex(result.stdout, /^DynamicUser=yes$/m);
-  t.regex(result.stdout, new RegExp(`^ReadWritePaths=${join(dir, 'out')}$`, 'm'));
+  t.regex(result.stdout, /^ReadWritePaths=\/tmp\/spool-printed$/m);
   t.false(result.stdout.includes('svc_dev_inline'));
   t.regex(result.stderr, /holds the token itself/);
+  // What the unit's own sandbox would break, said before it is installed.
+  t.regex(result.stderr, /sets state_dir \(\/tmp\/spool-agent-state\); under systemd leave it out/);
+  t.regex(result.stderr, /state_dir \/tmp\/spool-agent-state is under \/tmp/);
+  t.regex(
+    result.stderr,
+    /printer desk writes to \/tmp\/spool-printed, which the service, with a \/tmp of its own \(PrivateTmp=yes\), cannot share/,
+  );
   // A dry run writes nothing.
   await t.throwsAsync(() => import('node:fs/promises').then((fs) => fs.access(unitFile)));
 
