@@ -5,8 +5,8 @@
  * atomically (written to a temporary file, then renamed), so a reader sees the old or the new
  * file, never half of one. It holds no secret.
  */
-import { open, readFile, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { PrinterReport } from '../gen/spool/v1/stations.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -105,6 +105,12 @@ export class StatusFile {
 
   /** Writes the first status and starts the heartbeat. */
   async start(): Promise<void> {
+    // A status being written when an agent was killed is left as status.json.PID.tmp.
+    const dir = dirname(this.#path);
+    const leftover = new RegExp(`^${basename(this.#path).replace('.', '\\.')}\\.\\d+\\.tmp$`);
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      if (leftover.test(name)) await rm(join(dir, name), { force: true });
+    }
     await this.flush();
     const beat = () => {
       this.#timer = setTimeout(() => {

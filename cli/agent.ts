@@ -346,7 +346,7 @@ function when(iso: string): string {
 export function formatStatus(report: StatusReport): string {
   const { status } = report;
   if (!status) {
-    return `not running: no agent has run with the state directory ${report.state_dir}\n`;
+    return `not running: no agent has run with the state directory ${report.state_dir} (an agent with another: give its --config or --state-dir)\n`;
   }
   const out: string[] = [];
   if (status.stopped_at) {

@@ -668,6 +668,20 @@ test('a lock left by an agent whose pid another process has since been given is 
   await agent.stop();
 });
 
+test('a status file half written when an agent was killed is cleared at the next start', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  await mkdir(s.stateDir, { recursive: true });
+  await writeFile(join(s.stateDir, 'status.json.4242.tmp'), '{"half":');
+  await s.start();
+  t.deepEqual(
+    (await readdir(s.stateDir)).filter((f) => f.endsWith('.tmp')),
+    [],
+  );
+  t.true((await readdir(s.stateDir)).includes('status.json'));
+});
+
 test('bad agent options are refused before anything starts', async (t) => {
   const link = await FakeLink.start();
   t.teardown(() => link.stop());

@@ -226,6 +226,7 @@ test('the packaged agent runs with no Node on PATH, prints, restarts without pri
   const never = await status();
   t.is(never.code, 3);
   t.regex(never.stdout, /^not running: no agent has run/);
+  t.regex(never.stdout, /give its --config or --state-dir\)$/m, 'says where else to look');
 
   const start = () => spawnProcess(bin, ['run', '--config', config], env);
   let agent = start();
