@@ -12,10 +12,11 @@ import {
   LOCATION_COLUMNS,
   ORG_COLUMNS,
   PRINTER_COLUMNS,
+  type Row,
   STATION_COLUMNS,
   TEMPLATE_COLUMNS,
 } from './admin-tables.js';
-import { type Format, formatOption } from './table.js';
+import { type Columns, type Format, formatOption } from './table.js';
 
 const enc = encodeURIComponent;
 
@@ -42,6 +43,25 @@ const paged = (cmd: Command) =>
     .addOption(formatOption());
 
 const inOrg = (cmd: Command) => cmd.requiredOption('--org <org>', 'organization id');
+
+/**
+ * Makes `cmd` the list of an organization's resources at `path(org)`, a page at a time:
+ * `--org`, `--limit`, `--cursor` and `--format`.
+ */
+export function orgList(
+  cmd: Command,
+  path: (org: string) => string,
+  columns: Columns<Row>,
+  list: AdminList,
+): Command {
+  return paged(inOrg(cmd)).action((opts: Page & { org: string }) =>
+    list(
+      `${path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
+      opts.format,
+      columns,
+    ),
+  );
+}
 
 /**
  * Adds the list, get, update and delete commands of organizations, stations, printers,
@@ -97,18 +117,13 @@ export function addAdminFleetCommands(
     'station',
     ', its printers and its device token (its unfinished jobs fail)',
   );
-  paged(
-    inOrg(
-      station.cmd
-        .command('list')
-        .description('list stations with online state, last contact and agent version'),
-    ),
-  ).action((opts: Page & { org: string }) =>
-    list(
-      `${station.path(opts.org)}${query({ limit: opts.limit, cursor: opts.cursor })}`,
-      opts.format,
-      STATION_COLUMNS,
-    ),
+  orgList(
+    station.cmd
+      .command('list')
+      .description('list stations with online state, last contact and agent version'),
+    station.path,
+    STATION_COLUMNS,
+    list,
   );
   station.cmd
     .command('update')

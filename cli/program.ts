@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import type { Env } from '../lib/config.js';
 import { spoolVersion } from '../lib/version.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
-import { addAdminFleetCommands, addConnectionFlags, query } from './admin-commands.js';
+import { addAdminFleetCommands, addConnectionFlags, orgList } from './admin-commands.js';
 import { INVITATION_COLUMNS, KEY_COLUMNS, PERSON_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
 import { COMPONENTS, type Component } from './components.js';
@@ -126,22 +126,16 @@ export function buildProgram(env: Env): Command {
   const invitation = adminCommand
     .command('invitation')
     .description('pending invitations to the console (spool admin invite sends one)');
-  invitation
-    .command('list')
-    .description(
-      "list an organization's pending invitations, oldest first, with who sent each; never their links",
-    )
-    .requiredOption('--org <org>', 'organization id')
-    .option('--limit <n>', 'page size (1-200)')
-    .option('--cursor <cursor>', 'next_cursor of the previous page')
-    .addOption(formatOption())
-    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) =>
-      list(
-        `/orgs/${encodeURIComponent(opts.org)}/invitations${query({ limit: opts.limit, cursor: opts.cursor })}`,
-        opts.format,
-        INVITATION_COLUMNS,
+  orgList(
+    invitation
+      .command('list')
+      .description(
+        "list an organization's pending invitations, oldest first, with who sent each; never their links",
       ),
-    );
+    (org) => `/orgs/${encodeURIComponent(org)}/invitations`,
+    INVITATION_COLUMNS,
+    list,
+  );
   invitation
     .command('get')
     .description('show an invitation, pending or not; prints {invitation} with used_at, revoked_at')
@@ -207,20 +201,12 @@ export function buildProgram(env: Env): Command {
           ...(opts.allowedIp.length === 0 ? {} : { allowed_ips: opts.allowedIp }),
         }),
     );
-  key
-    .command('list')
-    .description("list an organization's API keys, a page at a time")
-    .requiredOption('--org <org>', 'organization id')
-    .option('--limit <n>', 'page size (1-200)')
-    .option('--cursor <cursor>', 'next_cursor of the previous page')
-    .addOption(formatOption())
-    .action((opts: { org: string; limit?: string; cursor?: string; format: Format }) =>
-      list(
-        `/orgs/${encodeURIComponent(opts.org)}/keys${query({ limit: opts.limit, cursor: opts.cursor })}`,
-        opts.format,
-        KEY_COLUMNS,
-      ),
-    );
+  orgList(
+    key.command('list').description("list an organization's API keys, a page at a time"),
+    (org) => `/orgs/${encodeURIComponent(org)}/keys`,
+    KEY_COLUMNS,
+    list,
+  );
   key
     .command('revoke')
     .description('revoke an API key at once; prints {revoked: true, id}')

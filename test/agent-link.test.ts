@@ -226,41 +226,24 @@ test('a job for a printer the station does not have fails with a detail', async 
   t.regex(result.detail, /no printer named "nowhere"/);
 });
 
-test('a job its raw printer refused waits at the station and prints once the printer answers', async (t) => {
-  const link = await FakeLink.start();
-  t.teardown(() => link.stop());
-  const port = await freePort();
-  const s = await station(t, link, [`labels=raw:127.0.0.1:${port}`]);
-  let refused = 0;
-  await s.start({
-    statusIntervalMs: 50,
-    createBackend: (spec) => {
-      if (spec.kind !== 'raw') throw new Error(`a raw printer here, not ${spec.kind}`);
-      const real = createRawBackend({ host: spec.host, port: spec.port, lingerMs: 50 });
-      return {
-        status: () => real.status(),
-        print: (job, signal) =>
-          real.print(job, signal).catch((err: unknown) => {
-            refused += 1;
-            throw err;
-          }),
-      };
-    },
-  });
-  const conn = await link.nextConnection();
-  conn.offer({ jobId: 'job-r1', printerName: 'labels', document: 'first' });
-  conn.offer({ jobId: 'job-r2', printerName: 'labels', document: 'second' });
-  await waitUntil(() => refused >= 1, 'the printer refused the first job');
-  // Queued behind the waiting job and never begun: a withdrawal still keeps it from printing.
-  await conn.waitFor((m) => m.received?.jobId === 'job-r2');
-  // `spool agent status` counts both as waiting for the printer.
-  const waiting = async () =>
-    (await readStatus(s.stateDir))?.printers.find((p) => p.name === 'labels')?.jobs_waiting;
-  await waitUntil(async () => (await waiting()) === 2, 'the status counts two jobs waiting');
-  conn.withdraw('job-r2');
-  await waitUntil(async () => (await waiting()) === 1, 'the status counts the withdrawal');
+/** A raw printer's real backend, counting the prints it refused in `refused.count`. */
+function refusalCounting(refused: { count: number }) {
+  return (spec: BackendSpec): Backend => {
+    if (spec.kind !== 'raw') throw new Error(`a raw printer here, not ${spec.kind}`);
+    const real = createRawBackend({ host: spec.host, port: spec.port, lingerMs: 50 });
+    return {
+      status: () => real.status(),
+      print: (job, signal) =>
+        real.print(job, signal).catch((err: unknown) => {
+          refused.count += 1;
+          throw err;
+        }),
+    };
+  };
+}
 
-  // The printer comes on.
+/** A raw printer coming on at `port`: the documents it was sent, in order. */
+async function rawPrinter(t: ExecutionContext, port: number): Promise<string[]> {
   const documents: string[] = [];
   const printer = createServer((socket) => {
     const parts: Buffer[] = [];
@@ -272,7 +255,31 @@ test('a job its raw printer refused waits at the station and prints once the pri
   });
   await new Promise<void>((resolve) => printer.listen(port, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => printer.close(() => resolve())));
+  return documents;
+}
 
+test('a job its raw printer refused waits at the station and prints once the printer answers', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const port = await freePort();
+  const s = await station(t, link, [`labels=raw:127.0.0.1:${port}`]);
+  const refused = { count: 0 };
+  await s.start({ statusIntervalMs: 50, createBackend: refusalCounting(refused) });
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-r1', printerName: 'labels', document: 'first' });
+  conn.offer({ jobId: 'job-r2', printerName: 'labels', document: 'second' });
+  await waitUntil(() => refused.count >= 1, 'the printer refused the first job');
+  // Queued behind the waiting job and never begun: a withdrawal still keeps it from printing.
+  await conn.waitFor((m) => m.received?.jobId === 'job-r2');
+  // `spool agent status` counts both as waiting for the printer.
+  const waiting = async () =>
+    (await readStatus(s.stateDir))?.printers.find((p) => p.name === 'labels')?.jobs_waiting;
+  await waitUntil(async () => (await waiting()) === 2, 'the status counts two jobs waiting');
+  conn.withdraw('job-r2');
+  await waitUntil(async () => (await waiting()) === 1, 'the status counts the withdrawal');
+
+  // The printer comes on.
+  const documents = await rawPrinter(t, port);
   const result = await conn.result('job-r1');
   t.is(result.detail, '');
   t.true(result.printed);
@@ -287,26 +294,12 @@ test('a job waiting for its raw printer when the agent stops prints once after t
   t.teardown(() => link.stop());
   const port = await freePort();
   const s = await station(t, link, [`labels=raw:127.0.0.1:${port}`]);
-  let refused = 0;
-  const options = {
-    statusIntervalMs: 50,
-    createBackend: (spec: BackendSpec): Backend => {
-      if (spec.kind !== 'raw') throw new Error(`a raw printer here, not ${spec.kind}`);
-      const real = createRawBackend({ host: spec.host, port: spec.port, lingerMs: 50 });
-      return {
-        status: () => real.status(),
-        print: (job, signal) =>
-          real.print(job, signal).catch((err: unknown) => {
-            refused += 1;
-            throw err;
-          }),
-      };
-    },
-  };
+  const refused = { count: 0 };
+  const options = { statusIntervalMs: 50, createBackend: refusalCounting(refused) };
   const first = await s.start(options);
   const conn = await link.nextConnection();
   conn.offer({ jobId: 'job-w1', printerName: 'labels', document: 'after the restart' });
-  await waitUntil(() => refused >= 1, 'the printer refused the job');
+  await waitUntil(() => refused.count >= 1, 'the printer refused the job');
   await first.stop();
   t.false(
     conn.messages.some((m) => m.result?.jobId === 'job-w1'),
@@ -314,17 +307,7 @@ test('a job waiting for its raw printer when the agent stops prints once after t
   );
 
   // The printer comes on, and the agent starts again; the server offers the job again.
-  const documents: string[] = [];
-  const printer = createServer((socket) => {
-    const parts: Buffer[] = [];
-    socket.on('data', (d: Buffer) => parts.push(d));
-    socket.on('end', () => {
-      if (parts.length > 0) documents.push(Buffer.concat(parts).toString());
-      socket.end();
-    });
-  });
-  await new Promise<void>((resolve) => printer.listen(port, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => printer.close(() => resolve())));
+  const documents = await rawPrinter(t, port);
   await s.start(options);
   const again = await link.nextConnection();
   again.offer({ jobId: 'job-w1', printerName: 'labels', document: 'after the restart' });
