@@ -168,9 +168,23 @@ test.serial(
       .getByRole('button', { name: 'Rotate secret' })
       .click();
     t.regex((await page.getByLabel('Secret', { exact: true }).textContent()) ?? '', /^whsec_/);
+    const endpoint = `/v1/orgs/${org.orgId}/webhooks/${created.body.endpoint.id}`;
+    // Disable it: its pending deliveries would end failed.
+    const disable = () => page.getByRole('button', { name: 'Disable', exact: true }).click();
+    await dismissTwice(page, disable);
+    const enabled = async () =>
+      (
+        await call<{ endpoint: { enabled: boolean } }>(org.sys.url, 'GET', endpoint, {
+          token: org.key,
+        })
+      ).body.endpoint.enabled;
+    t.true(await enabled(), 'dismissed: still enabled');
+    await disable();
+    await page.getByRole('dialog').getByRole('button', { name: 'Disable endpoint' }).click();
+    await page.getByRole('button', { name: 'Enable', exact: true }).waitFor();
+    t.false(await enabled());
     const remove = () => page.getByRole('button', { name: 'Delete endpoint' }).click();
     await dismissTwice(page, remove);
-    const endpoint = `/v1/orgs/${org.orgId}/webhooks/${created.body.endpoint.id}`;
     t.is((await call(org.sys.url, 'GET', endpoint, { token: org.key })).status, 200);
     await remove();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();

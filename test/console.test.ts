@@ -368,7 +368,17 @@ test.serial(
 
     // The owner makes the viewer a developer: Create key appears for them; then removes them.
     await go(page, 'People');
-    await page.getByLabel(`Access of ${VIEWER.name}`).selectOption('developer');
+    // Escape leaves the role as it was, on the server and in the select; confirming changes it.
+    const access = page.getByLabel(`Access of ${VIEWER.name}`);
+    await access.selectOption('developer');
+    const dialog = page.getByRole('dialog', { name: `Make ${VIEWER.name} a developer?` });
+    await dialog.waitFor();
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    t.is(await access.inputValue(), 'viewer');
+    t.regex((await pageCall(viewer, 'GET', '/console/v1/session')).text, /"viewer"/);
+    await access.selectOption('developer');
+    await dialog.getByRole('button', { name: 'Change role' }).click();
     await eventually(
       () => pageCall(viewer, 'GET', '/console/v1/session'),
       (r) => r.text.includes('"developer"'),

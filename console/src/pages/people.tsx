@@ -65,6 +65,15 @@ export function PeoplePage(): JSX.Element {
     });
     if (ok) await withdraw.run(i.id);
   };
+  const askChange = async (m: Member, newRole: Role): Promise<boolean> => {
+    const ok = await confirm.ask({
+      title: `Make ${m.display_name} ${newRole === 'admin' || newRole === 'owner' ? 'an' : 'a'} ${newRole}?`,
+      body: `${m.display_name} (${m.email}) is ${m.role === 'admin' || m.role === 'owner' ? 'an' : 'a'} ${m.role} of ${org.name} now; as ${newRole === 'admin' || newRole === 'owner' ? 'an' : 'a'} ${newRole}, they can do what that role allows from their next request.`,
+      confirm: 'Change role',
+    });
+    if (ok) await change.run(m.person_id, newRole);
+    return ok;
+  };
   const askRemove = async (m: Member) => {
     const ok = await confirm.ask({
       title: `Remove ${m.display_name} from ${org.name}?`,
@@ -162,7 +171,13 @@ export function PeoplePage(): JSX.Element {
                       aria-label={`Access of ${m.display_name}`}
                       value={m.role}
                       disabled={change.busy}
-                      onChange={(e) => void change.run(m.person_id, e.currentTarget.value as Role)}
+                      onChange={(e) => {
+                        const select = e.currentTarget;
+                        void askChange(m, select.value as Role).then((ok) => {
+                          // Left as it was: the select shows the role the member still has.
+                          if (!ok) select.value = m.role;
+                        });
+                      }}
                     >
                       {assignable.map((x) => (
                         <option key={x} value={x}>

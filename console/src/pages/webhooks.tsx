@@ -275,6 +275,14 @@ function EndpointPanel(props: {
     });
     if (ok) await act.run('delete');
   };
+  const askDisable = async () => {
+    const ok = await confirm.ask({
+      title: `Disable the endpoint ${ep?.url ?? ''}?`,
+      body: 'Spool stops sending it events, and its pending deliveries end as failed (resend them after enabling it again).',
+      confirm: 'Disable endpoint',
+    });
+    if (ok) await act.run('disable');
+  };
   const headingId = `endpoint-${props.id}`;
   return (
     <section class="panel endpoint" aria-labelledby={headingId}>
@@ -315,7 +323,7 @@ function EndpointPanel(props: {
                 type="button"
                 class="secondary"
                 disabled={act.busy}
-                onClick={() => void act.run(ep.enabled ? 'disable' : 'enable')}
+                onClick={() => void (ep.enabled ? askDisable() : act.run('enable'))}
               >
                 {ep.enabled ? 'Disable' : 'Enable'}
               </button>
