@@ -84,8 +84,16 @@ export function parseAgentConfig(source: string, path: string): AgentFileConfig 
   } catch (error) {
     if (error instanceof TomlError) {
       const first = error.message.split('\n')[0] ?? error.message;
+      // The usual slip: a text value without its quotes (server = 127.0.0.1:7070).
+      const written = /^\s*([\w.-]+)\s*=\s*([^"'[{\s#][^#]*?)\s*(?:#.*)?$/.exec(
+        source.split(/\r?\n/)[error.line - 1] ?? '',
+      );
+      const hint =
+        written && !/^(true|false|[-+]?\d[\d_.eE+-]*)$/.test(written[2] ?? '')
+          ? `; a text value needs quotes: ${written[1]} = "${written[2]}"`
+          : '';
       throw new AgentConfigError(path, [
-        `line ${error.line}, column ${error.column}: ${first.replace(/^Invalid TOML document: /, '')}`,
+        `line ${error.line}, column ${error.column}: ${first.replace(/^Invalid TOML document: /, '')}${hint}`,
       ]);
     }
     throw error;
@@ -240,6 +248,8 @@ export function lineOf(source: string, table: string[], key: string): number | u
     const header = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$/.exec(line);
     if (header) {
       current = (header[1] as string).replace(/\s*\.\s*/g, '.').replace(/["']/g, '');
+      // A table that should not be there (a misspelt [printer]) is found by its header.
+      if (want === '' && (current === key || current.startsWith(`${key}.`))) return i + 1;
       continue;
     }
     if (current === want && keyPattern.test(line)) return i + 1;

@@ -99,6 +99,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     names.add(p.name);
   }
   const agentVersion = options.agentVersion ?? spoolVersion();
+  const noteTrouble = troubleNotes(logger);
 
   await mkdir(options.stateDir, { recursive: true });
   const lock = await lockStateDir(options.stateDir);
@@ -117,6 +118,8 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       createBackend: options.createBackend,
     });
     await printers.refresh();
+    // A printer that cannot print from the start (a queue that does not exist) is said at once.
+    noteTrouble(printers.reports());
     for (const entry of opened.interrupted)
       await settleInterrupted(entry, journal, printers, logger);
   } catch (error) {
@@ -184,24 +187,9 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     onRetry: ({ server, code, details }) =>
       status.error(`station link to ${server}: ${code}${details ? `: ${details}` : ''}`),
   });
-  // What each printer last read, so that trouble is said once when it starts and once when it ends.
-  const stopped = new Map<string, string>();
   printers.start((reports) => {
     status.printers(reports);
-    for (const r of reports) {
-      const trouble = whatStopsPrinting(r.status);
-      const before = stopped.get(r.name);
-      if (trouble && before !== `${r.status}/${r.detail}`) {
-        stopped.set(r.name, `${r.status}/${r.detail}`);
-        logger.warn(
-          { printer: r.name, status: r.status, detail: r.detail },
-          `printer ${r.name} ${trouble}; its jobs wait`,
-        );
-      } else if (!trouble && before !== undefined) {
-        stopped.delete(r.name);
-        logger.info({ printer: r.name, status: r.status }, `printer ${r.name} can print again`);
-      }
-    }
+    noteTrouble(reports);
     if (link.send({ printers: { printers: reports } })) {
       logger.info({ printers: reports.map((r) => `${r.name}: ${r.status}`) }, 'printers changed');
     }
@@ -259,6 +247,30 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       await done.catch(() => {});
     },
     done,
+  };
+}
+
+/**
+ * Says, as a warning, when a printer stops being able to print and why, once per status and
+ * reason, and when it can print again; what a station owner alerting on warnings needs to hear.
+ */
+function troubleNotes(logger: Logger): (reports: readonly PrinterReport[]) => void {
+  const stopped = new Map<string, string>();
+  return (reports) => {
+    for (const r of reports) {
+      const trouble = whatStopsPrinting(r.status);
+      const before = stopped.get(r.name);
+      if (trouble && before !== `${r.status}/${r.detail}`) {
+        stopped.set(r.name, `${r.status}/${r.detail}`);
+        logger.warn(
+          { printer: r.name, status: r.status, detail: r.detail },
+          `printer ${r.name} ${trouble}; its jobs wait`,
+        );
+      } else if (!trouble && before !== undefined) {
+        stopped.delete(r.name);
+        logger.info({ printer: r.name, status: r.status }, `printer ${r.name} can print again`);
+      }
+    }
   };
 }
 

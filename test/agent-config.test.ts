@@ -69,6 +69,21 @@ test('a TOML syntax error names its line and column', (t) => {
   t.regex(found[0] as string, /^line 4, column \d+: /);
 });
 
+test('the usual slips say how to mend them: a value without quotes, a misspelt table', (t) => {
+  const unquoted = t.throws(() => parseAgentConfig('server = 127.0.0.1:7070\n', PATH), {
+    instanceOf: AgentConfigError,
+  });
+  t.regex(
+    unquoted?.message ?? '',
+    /^\/etc\/spool\/agent\.toml: line 1, column \d+: .*; a text value needs quotes: server = "127\.0\.0\.1:7070"$/,
+  );
+  const table = t.throws(
+    () => parseAgentConfig('server = "a:1"\n\n[printer]\ndesk = "file:/srv/out"\n', PATH),
+    { instanceOf: AgentConfigError },
+  );
+  t.regex(table?.message ?? '', /: line 3: printer: unknown key; expected one of .*printers/);
+});
+
 test('each bad key is named with its line, all at once', (t) => {
   const source = [
     'server = "spool.example.com:7070"', // 1

@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { pino } from 'pino';
 import { createCupsBackend, discoverCupsQueues } from '../agent/backends/cups.js';
 import { getJobInfo, JOB_STATE } from '../agent/backends/ipp.js';
 import { parsePrinterSpec, runAgent } from '../agent/index.js';
@@ -253,6 +254,34 @@ test.serial(
     await cups.run('cupsaccept', [queue.name]);
     t.like(await conn.result('job-shut', 1, 20_000), { printed: true, detail: '' });
     t.regex(await readFile(queue.output, 'utf8'), /in the morning/);
+  },
+);
+
+test.serial(
+  'a queue that does not exist is said at start, as a warning with its reason',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const link = await FakeLink.start();
+    const dir = await mkdtemp(join(tmpdir(), 'spool-agent-cups-'));
+    const lines: Array<{ level: number; msg: string; detail?: string }> = [];
+    const agent = await runAgent({
+      server: link.address,
+      token: GOOD_TOKEN,
+      printers: [parsePrinterSpec('office=cups:no-such-queue')],
+      stateDir: dir,
+      logger: pino({ level: 'warn' }, { write: (l: string) => lines.push(JSON.parse(l)) }),
+      backoff: { initialMs: 10, maxMs: 50 },
+      cups: { server: cups.server, env: process.env },
+    });
+    t.teardown(async () => {
+      await agent.stop();
+      await link.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const said = lines.find((l) => l.msg === 'printer office is in error; its jobs wait');
+    t.is(said?.level, 40);
+    t.truthy(said?.detail);
   },
 );
 
