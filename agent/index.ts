@@ -17,7 +17,7 @@ import { type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { TokenRefusedError } from './errors.js';
 import { JobRunner } from './jobs.js';
 import { INTERRUPTED_DETAIL, Journal, type JournalEntry } from './journal.js';
-import { splitServers, startLink } from './link.js';
+import { isTargetUri, splitServers, startLink } from './link.js';
 import {
   type BackendSpec,
   type PrinterSpec,
@@ -280,7 +280,7 @@ function troubleNotes(logger: Logger): (reports: readonly PrinterReport[]) => vo
  */
 function checkServers(server: string): void {
   for (const address of splitServers(server)) {
-    if (/^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(address)) continue;
+    if (isTargetUri(address)) continue;
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
       throw new Error(
         `server ${JSON.stringify(address)} is a URL: give the station link's HOST:PORT, without ${address.split('//')[0]}//`,

@@ -28,13 +28,18 @@ import { TokenRefusedError } from './errors.js';
 export const BACKOFF_RESET_AFTER_MS = 60_000;
 const DEFAULT_WELCOME_TIMEOUT_MS = 30_000;
 
+/** A gRPC target URI (`dns:///…`, `ipv4:a:1,b:2`), which grpc-js resolves itself. */
+export function isTargetUri(address: string): boolean {
+  return /^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(address);
+}
+
 /**
  * The addresses in a `--server` value: a comma-separated list of `host:port` (a region's own load
  * balancer first, then others to fall back on). A gRPC target URI (`dns:///…`, `ipv4:a:1,b:2`) is
  * one address, since grpc-js resolves its list itself.
  */
 export function splitServers(server: string): string[] {
-  if (/^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(server)) return [server];
+  if (isTargetUri(server)) return [server];
   return server
     .split(',')
     .map((s) => s.trim())

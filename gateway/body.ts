@@ -169,11 +169,7 @@ export async function body<T extends TSchema>(
   schema: T,
   limit: number,
 ): Promise<Static<T>> {
-  const value = validate(schema, await readJson(ctx, limit));
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    (ctx.state as GatewayState).bodyFields = Object.keys(value);
-  }
-  return value;
+  return validate(schema, await readJson(ctx, limit));
 }
 
 /**
@@ -186,7 +182,10 @@ export async function changes<T extends TObject>(
   limit: number,
 ): Promise<Static<T>> {
   const value = await body(ctx, schema, limit);
-  if (Object.keys(value as object).length === 0) {
+  const fields = Object.keys(value as object);
+  // Named in the change's audit entry (never the values).
+  (ctx.state as GatewayState).bodyFields = fields;
+  if (fields.length === 0) {
     throw new SpoolError(
       'invalid',
       `nothing to change: give at least one of ${Object.keys(schema.properties).join(', ')}`,

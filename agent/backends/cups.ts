@@ -39,6 +39,12 @@ export interface CupsOptions {
 const DEFAULTS = { jobPollMs: 1_000, commandTimeoutMs: 30_000, capabilitiesTtlMs: 60_000 };
 const DEFAULT_SOCKET = '/run/cups/cups.sock';
 
+/** The CUPS job number the agent journaled for a job (what `submitted` was given), if any. */
+function recordedJob(ref: string | undefined): number | undefined {
+  const id = Number(ref);
+  return ref && Number.isInteger(id) ? id : undefined;
+}
+
 /** A command that failed; the message is its standard error, or what kept it from running. */
 export class CupsCommandError extends Error {
   constructor(
@@ -228,8 +234,8 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
      * than later beside a report that it failed.
      */
     async outcome(job) {
-      const id = Number(job.ref);
-      if (!job.ref || !Number.isInteger(id)) throw new Error('no CUPS job was recorded');
+      const id = recordedJob(job.ref);
+      if (id === undefined) throw new Error('no CUPS job was recorded');
       const name = `${queue}-${id}`;
       const state = await jobOutcome(id, name);
       if (state === 'printed') return 'printed';
@@ -247,9 +253,8 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
     },
 
     async cancel(job) {
-      const id = Number(job.ref);
-      if (!job.ref || !Number.isInteger(id)) return false;
-      return cancelJob(`${queue}-${id}`);
+      const id = recordedJob(job.ref);
+      return id === undefined ? false : cancelJob(`${queue}-${id}`);
     },
 
     async status(): Promise<PrinterStatus> {

@@ -243,9 +243,8 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   // its `org`), not under the guard's own pattern.
   const operator = requireOperator(deps.operatorToken);
   router.use((ctx, next) => {
-    const route = router
-      .match(ctx.path, ctx.method)
-      .pathAndMethod.findLast((layer) => layer.methods.length > 0);
+    // The router has matched the path already: the route is among its layers, by method.
+    const route = ctx.matched?.findLast((layer) => layer.methods.includes(ctx.method));
     if (typeof route?.path === 'string') {
       ctx._matchedRoute = route.path;
       ctx.params = route.params(ctx.path, route.captures(ctx.path), ctx.params);
