@@ -49,7 +49,9 @@ export async function startFanout(deps: {
   >(async (items) => {
     // What the worker has room for goes to it claimed, as the transaction adds it; the rest it
     // claims in rounds, told of them once they are committed.
-    const handing = deps.worker.handover(items.reduce((sum, item) => sum + item.admitted, 0));
+    const handing = deps.worker.handover(
+      items.map((item) => ({ orgId: item.event.org_id, admitted: item.admitted })),
+    );
     // The room set aside is given back once, whatever happens: an event retried alone after its
     // group failed takes what room is free then.
     for (const item of items) item.admitted = 0;
@@ -81,7 +83,7 @@ export async function startFanout(deps: {
       const wanting = await deps.index.wanting(event.org_id, event.type);
       if (wanting === 0) return 'ack';
       // The event waits here, unacknowledged, until the worker has room for its deliveries.
-      const admitted = await deps.worker.admit(wanting);
+      const admitted = await deps.worker.admit(wanting, event.org_id);
       await groups.submit({ event, trace: traceCarrier(), admitted });
       return 'ack';
     },

@@ -120,6 +120,13 @@ function countUp(counts: Map<string, number>, key: string): void {
   counts.set(key, (counts.get(key) ?? 0) + 1);
 }
 
+/** Adds `n` (which may be negative) to `key`'s count, forgetting the key at zero. */
+function addTo(counts: Map<string, number>, key: string, n: number): void {
+  const sum = (counts.get(key) ?? 0) + n;
+  if (sum === 0) counts.delete(key);
+  else counts.set(key, sum);
+}
+
 /** Takes one from `key`'s count, forgetting the key at zero. */
 function countDown(counts: Map<string, number>, key: string): void {
   const left = (counts.get(key) ?? 1) - 1;
@@ -158,6 +165,12 @@ class Tally {
 interface Admission {
   wanted: number;
   resolve(granted: number): void;
+}
+
+/** Room an admitted event set aside, in all and in its organization. */
+export interface Admitted {
+  orgId: string;
+  admitted: number;
 }
 
 /** What an attempt tells the worker as it goes. */
@@ -204,10 +217,15 @@ export class DeliveryWorker {
   #promised = 0;
   /** Those, per endpoint and organization. */
   readonly #promisedOf = new Tally();
-  /** Fan-out events waiting for room ({@link DeliveryWorker.admit}), oldest first. */
-  readonly #admissions: Admission[] = [];
+  /**
+   * Fan-out events waiting for room ({@link DeliveryWorker.admit}), per organization, oldest
+   * first; the organizations in the order they began to wait.
+   */
+  readonly #admissions = new Map<string, Admission[]>();
   /** Room set aside for events let through whose hand-over has not settled. */
   #admitted = 0;
+  /** That room, per organization. */
+  readonly #admittedOf = new Map<string, number>();
   #admitEverything = false;
   /** Outcomes waiting for the next round, which records them together. */
   #toRecord: PendingRecord[] = [];
@@ -258,16 +276,19 @@ export class DeliveryWorker {
 
   /**
    * The fan-out's backpressure: resolves once this worker has room for `wanted` more deliveries
-   * (its whole room at most), and answers the room it sets aside for them until the hand-over
-   * that adds them settles. Events wait their turn, first come first served, in JetStream rather
-   * than as due rows in the database, so that their deliveries go claimed as they are added. It
-   * resolves at once, setting nothing aside, while due deliveries may be waiting in the database
-   * (those go first, through rounds, and the event's deliveries join them) and once the fan-out
-   * stops ({@link DeliveryWorker.admitAll}).
+   * of organization `orgId` (its whole room, and the organization's cap, at most), and answers
+   * the room it sets aside for them until the hand-over that adds them settles. Events wait their
+   * turn in JetStream rather than as due rows in the database, so that their deliveries go claimed
+   * as they are added: first come first served within an organization, and an organization at its
+   * cap holds back only its own. It resolves at once, setting nothing aside, while due deliveries
+   * may be waiting in the database (those go first, through rounds, and the event's deliveries
+   * join them) and once the fan-out stops ({@link DeliveryWorker.admitAll}).
    */
-  admit(wanted: number): Promise<number> {
+  admit(wanted: number, orgId: string): Promise<number> {
     return new Promise((resolve) => {
-      this.#admissions.push({ wanted, resolve });
+      const waiting = this.#admissions.get(orgId);
+      if (waiting) waiting.push({ wanted, resolve });
+      else this.#admissions.set(orgId, [{ wanted, resolve }]);
       this.#admitWaiting();
     });
   }
@@ -279,18 +300,28 @@ export class DeliveryWorker {
   }
 
   #admitWaiting(): void {
-    while (this.#admissions.length > 0) {
-      const next = this.#admissions[0] as Admission;
-      if (this.#stopped || this.#admitEverything || this.#dueWaiting) {
-        this.#admissions.shift();
-        next.resolve(0);
-        continue;
+    if (this.#stopped || this.#admitEverything || this.#dueWaiting) {
+      for (const waiting of this.#admissions.values()) {
+        for (const next of waiting) next.resolve(0);
       }
-      const grant = Math.min(next.wanted, 2 * this.#options.concurrency);
-      if (this.#room(0) < grant) return;
-      this.#admissions.shift();
-      this.#admitted += grant;
-      next.resolve(grant);
+      this.#admissions.clear();
+      return;
+    }
+    const roomMax = 2 * this.#options.concurrency;
+    const orgCap = 2 * this.#options.orgConcurrency;
+    for (const [orgId, waiting] of this.#admissions) {
+      for (let next = waiting[0]; next; next = waiting[0]) {
+        const grant = Math.min(next.wanted, roomMax, orgCap);
+        // Short of room in all, every organization waits, so that a large event is not passed
+        // over for ever by smaller ones.
+        if (this.#room(0) < grant) return;
+        if (orgCap - this.#heldOfOrg(orgId) < grant) break;
+        waiting.shift();
+        this.#admitted += grant;
+        addTo(this.#admittedOf, orgId, grant);
+        next.resolve(grant);
+      }
+      if (waiting.length === 0) this.#admissions.delete(orgId);
     }
   }
 
@@ -298,21 +329,29 @@ export class DeliveryWorker {
    * Lets a fan-out claim for this worker the deliveries it is about to add, in the transaction that
    * adds them (store `fanOut`), so they go without a round claiming them. `admitted` is the room
    * {@link DeliveryWorker.admit} set aside for its events. Answers the hand-over, which picks up
-   * to that room and any other left (no endpoint past its cap), or none when stopped or while due
+   * to that room and any other left (no endpoint or organization past its cap, counting the room
+   * set aside for other events), or none when stopped or while due
    * deliveries may be waiting in the database (they are older, and go first through rounds); and
    * `settle`, to call once with what the transaction claimed (nothing, if it failed), which also
    * gives back the room set aside.
    */
-  handover(admitted = 0): {
+  handover(admissions: readonly Admitted[] = []): {
     handover: Handover | undefined;
     settle(claimed: readonly ClaimedDelivery[]): void;
   } {
+    const own = new Map<string, number>();
+    let admitted = 0;
+    for (const a of admissions) {
+      admitted += a.admitted;
+      addTo(own, a.orgId, a.admitted);
+    }
     const picked: Target[] = [];
     let settled = false;
     const settle = (claimed: readonly ClaimedDelivery[]) => {
       if (settled) return;
       settled = true;
       this.#admitted -= admitted;
+      for (const [orgId, n] of own) addTo(this.#admittedOf, orgId, -n);
       this.#unpromise(picked);
       // Once stopped, their leases lapse and another worker (or this one, restarted) sends them.
       if (!this.#stopped) {
@@ -333,7 +372,7 @@ export class DeliveryWorker {
       pick: (candidates) => {
         this.#unpromise(picked);
         picked.length = 0;
-        const chosen = this.#pick(candidates, this.#room(0) + admitted);
+        const chosen = this.#pick(candidates, this.#room(0) + admitted, own);
         for (const c of chosen) {
           picked.push(c);
           this.#promised++;
@@ -526,9 +565,14 @@ export class DeliveryWorker {
     );
   }
 
-  /** The same, over an organization's endpoints. */
+  /** The same, over an organization's endpoints, and the room set aside for its events. */
   #heldOfOrg(orgId: string): number {
-    return this.#inFlight.ofOrg(orgId) + this.#readyOf.ofOrg(orgId) + this.#promisedOf.ofOrg(orgId);
+    return (
+      this.#inFlight.ofOrg(orgId) +
+      this.#readyOf.ofOrg(orgId) +
+      this.#promisedOf.ofOrg(orgId) +
+      (this.#admittedOf.get(orgId) ?? 0)
+    );
   }
 
   /**
@@ -548,9 +592,14 @@ export class DeliveryWorker {
   /**
    * Up to `room` candidates, no endpoint and no organization past twice its cap (on the wire and
    * waiting): one slow receiver, or one organization's, cannot take every slot, and an attempt
-   * waits for at most one answer of its endpoint before it goes.
+   * waits for at most one answer of its endpoint before it goes. `own` is the room a hand-over's
+   * events set aside, per organization, which its picks may take.
    */
-  #pick(candidates: ClaimCandidate[], room: number): ClaimCandidate[] {
+  #pick(
+    candidates: ClaimCandidate[],
+    room: number,
+    own: ReadonlyMap<string, number> = new Map(),
+  ): ClaimCandidate[] {
     const endpointCap = 2 * this.#options.endpointConcurrency;
     const orgCap = 2 * this.#options.orgConcurrency;
     const taken = new Tally();
@@ -560,7 +609,8 @@ export class DeliveryWorker {
       if (this.#heldOfEndpoint(c.endpointId) + taken.ofEndpoint(c.endpointId) >= endpointCap) {
         continue;
       }
-      if (this.#heldOfOrg(c.orgId) + taken.ofOrg(c.orgId) >= orgCap) continue;
+      const heldOfOrg = this.#heldOfOrg(c.orgId) - (own.get(c.orgId) ?? 0);
+      if (heldOfOrg + taken.ofOrg(c.orgId) >= orgCap) continue;
       taken.add(c);
       out.push(c);
     }

@@ -1,0 +1,92 @@
+/**
+ * The fan-out's backpressure counts each organization's cap, not only the worker's room: with
+ * room for 8 attempts in all and 2 per organization (one on the wire, one waiting), a receiver
+ * that has not answered keeps an organization's other events unacknowledged in JetStream, and
+ * every delivery still goes claimed as it is added, none by a round. Another organization's
+ * events do not wait behind them.
+ */
+import { jetstreamManager } from '@nats-io/jetstream';
+import anyTest, { type TestFn } from 'ava';
+import type { NatsConnection } from '../lib/bus.js';
+import { FANOUT_CONSUMER } from '../services/webhooks/fanout.js';
+import { gate, startReceiver } from './helpers/receiver.js';
+import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
+import {
+  publishJobEvents,
+  type SystemWithBus,
+  systemWithBus,
+  webhookAdmin,
+} from './helpers/webhooks.js';
+
+type Ctx = SystemWithBus;
+
+const test = anyTest as TestFn<Ctx>;
+
+systemWithBus(test, { concurrency: 4, endpointConcurrency: 4, orgConcurrency: 1 });
+
+/** A new organization with one endpoint for `job.created`, whose receiver answers at `open()`. */
+async function gatedEndpoint(t: { context: Ctx; teardown(fn: () => Promise<unknown>): void }) {
+  const { sys } = t.context;
+  const orgId = await createOrg(sys.url);
+  const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
+  const { reply, open } = gate();
+  const receiver = await startReceiver(reply);
+  t.teardown(() => receiver.close());
+  const { endpoint } = await hooks.create(receiver.url, ['job.created']);
+  return { orgId, hooks, receiver, open, endpoint };
+}
+
+/** The fan-out consumer's messages pulled and not yet acknowledged, once nothing is left to pull. */
+async function heldInStream(nc: NatsConnection, held: number): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  await eventually(
+    () => jsm.consumers.info('EVENTS', FANOUT_CONSUMER),
+    (info) => info.num_pending === 0 && info.num_ack_pending === held,
+  );
+}
+
+test.serial(
+  "an organization at its cap waits in the stream, another's events go meanwhile, all handed over",
+  async (t) => {
+    const { sys, nc } = t.context;
+    const worker = sys.system.webhooks.worker;
+    const handedOver = worker.stats.handedOver;
+    const busy = await gatedEndpoint(t);
+
+    const busyEvents = await publishJobEvents(nc, busy.orgId, 6);
+    // The worker has room for 8, its organization for 2: the other four events wait in JetStream.
+    await busy.receiver.until((r) => r.length === 1);
+    await heldInStream(nc, 4);
+    const before = await busy.hooks.deliveries(busy.endpoint.id, 'limit=100');
+    t.is(before.length, 2, "only the deliveries the organization's cap allows are added");
+    t.true(before.every((d) => d.state === 'pending' && d.attempts[0]?.outcome === 'in_flight'));
+
+    // A second organization is not held back by the first one's cap.
+    const other = await gatedEndpoint(t);
+    other.open();
+    const otherEvents = await publishJobEvents(nc, other.orgId, 3);
+    await other.receiver.until((r) => r.length === otherEvents.length);
+    await heldInStream(nc, 4);
+
+    busy.open();
+    await busy.receiver.until((r) => r.length === busyEvents.length);
+    await heldInStream(nc, 0);
+    for (const { hooks, endpoint, receiver, events } of [
+      { ...busy, events: busyEvents },
+      { ...other, events: otherEvents },
+    ]) {
+      const log = await eventually(
+        () => hooks.deliveries(endpoint.id, 'limit=100'),
+        (ds) => ds.length === events.length && ds.every((d) => d.state === 'succeeded'),
+      );
+      t.deepEqual(log.map((d) => d.event_id).sort(), [...events].sort());
+      t.true(log.every((d) => d.attempts.length === 1));
+      t.is(new Set(receiver.requests.map((q) => q.delivery)).size, events.length, 'none twice');
+    }
+    t.is(
+      worker.stats.handedOver - handedOver,
+      busyEvents.length + otherEvents.length,
+      'no round had to claim one',
+    );
+  },
+);
