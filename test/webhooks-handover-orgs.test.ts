@@ -3,12 +3,14 @@
  * room for 8 attempts in all and 2 per organization (one on the wire, one waiting), a receiver
  * that has not answered keeps an organization's other events unacknowledged in JetStream, and
  * every delivery still goes claimed as it is added, none by a round. Another organization's
- * events do not wait behind them.
+ * events do not wait behind them, and an event waits for its organization's room for a bounded
+ * time only, after which its deliveries are added due.
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import anyTest, { type TestFn } from 'ava';
 import type { NatsConnection } from '../lib/bus.js';
 import { FANOUT_CONSUMER } from '../services/webhooks/fanout.js';
+import { ADMISSION_WAIT_MS } from '../services/webhooks/worker.js';
 import { gate, startReceiver } from './helpers/receiver.js';
 import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
 import {
@@ -88,5 +90,33 @@ test.serial(
       busyEvents.length + otherEvents.length,
       'no round had to claim one',
     );
+  },
+);
+
+test.serial(
+  'an event that waits for its organization longer than the bound is added due, and sent once',
+  async (t) => {
+    const { sys, nc } = t.context;
+    const { orgId, hooks, receiver, open, endpoint } = await gatedEndpoint(t);
+
+    const events = await publishJobEvents(nc, orgId, 6);
+    await receiver.until((r) => r.length === 1);
+    await heldInStream(nc, 4);
+
+    // The receiver still has not answered: the four events stop waiting and free their places.
+    sys.clock.advance(ADMISSION_WAIT_MS);
+    await heldInStream(nc, 0);
+    const added = await hooks.deliveries(endpoint.id, 'limit=100');
+    t.is(added.length, events.length);
+    t.is(added.filter((d) => d.attempts.length === 0).length, 4, 'four added due, not claimed');
+
+    open();
+    await receiver.until((r) => r.length === events.length);
+    const log = await eventually(
+      () => hooks.deliveries(endpoint.id, 'limit=100'),
+      (ds) => ds.every((d) => d.state === 'succeeded'),
+    );
+    t.deepEqual(log.map((d) => d.event_id).sort(), [...events].sort());
+    t.is(new Set(receiver.requests.map((q) => q.delivery)).size, events.length, 'none sent twice');
   },
 );

@@ -161,9 +161,20 @@ class Tally {
   }
 }
 
+/**
+ * How long a fan-out event waits for room in its organization before its deliveries are added
+ * due, to be claimed in rounds. Each event waiting holds one of the fan-out's places for events in
+ * hand; the bound keeps an organization whose receivers are slow from holding them all, and so
+ * the other organizations' events in the stream, for longer than this. A burst to receivers that
+ * answer waits far less: the places turn over as fast as the attempts do.
+ */
+export const ADMISSION_WAIT_MS = 2_000;
+
 /** A fan-out event waiting for room for the deliveries it may add. */
 interface Admission {
   wanted: number;
+  /** When it began to wait, by the worker's clock. */
+  since: number;
   resolve(granted: number): void;
 }
 
@@ -242,7 +253,10 @@ export class DeliveryWorker {
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.kick(), this.#options.pollMs);
+    this.#timer = setInterval(() => {
+      this.#admitWaiting();
+      this.kick();
+    }, this.#options.pollMs);
     this.#timer.unref();
     this.kick();
   }
@@ -280,15 +294,17 @@ export class DeliveryWorker {
    * the room it sets aside for them until the hand-over that adds them settles. Events wait their
    * turn in JetStream rather than as due rows in the database, so that their deliveries go claimed
    * as they are added: first come first served within an organization, and an organization at its
-   * cap holds back only its own. It resolves at once, setting nothing aside, while due deliveries
+   * cap holds back only its own, each event for {@link ADMISSION_WAIT_MS} at most, after which it
+   * resolves setting nothing aside. It resolves at once, setting nothing aside, while due deliveries
    * may be waiting in the database (those go first, through rounds, and the event's deliveries
    * join them) and once the fan-out stops ({@link DeliveryWorker.admitAll}).
    */
   admit(wanted: number, orgId: string): Promise<number> {
     return new Promise((resolve) => {
+      const admission = { wanted, since: this.#options.clock.now().getTime(), resolve };
       const waiting = this.#admissions.get(orgId);
-      if (waiting) waiting.push({ wanted, resolve });
-      else this.#admissions.set(orgId, [{ wanted, resolve }]);
+      if (waiting) waiting.push(admission);
+      else this.#admissions.set(orgId, [admission]);
       this.#admitWaiting();
     });
   }
@@ -309,8 +325,14 @@ export class DeliveryWorker {
     }
     const roomMax = 2 * this.#options.concurrency;
     const orgCap = 2 * this.#options.orgConcurrency;
+    const expired = this.#options.clock.now().getTime() - ADMISSION_WAIT_MS;
     for (const [orgId, waiting] of this.#admissions) {
       for (let next = waiting[0]; next; next = waiting[0]) {
+        if (next.since <= expired) {
+          waiting.shift();
+          next.resolve(0);
+          continue;
+        }
         const grant = Math.min(next.wanted, roomMax, orgCap);
         // Short of room in all, every organization waits, so that a large event is not passed
         // over for ever by smaller ones.
