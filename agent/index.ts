@@ -167,7 +167,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     },
     onWelcome: (welcome, server) => {
       const regions = { home: welcome.homeRegion, server: welcome.serverRegion };
-      status.linkUp(server, welcome.stationId, regions);
+      status.linkUp(server, { id: welcome.stationId, name: welcome.stationName }, regions);
       if (regions.home && regions.server && regions.home !== regions.server) {
         logger.warn(
           { homeRegion: regions.home, serverRegion: regions.server, server },

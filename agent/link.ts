@@ -176,7 +176,11 @@ export function startLink(options: LinkOptions): Link {
           welcomedAt = clock.now();
           up = true;
           logger.info(
-            { station_id: message.welcome.stationId, org_id: message.welcome.orgId },
+            {
+              station: message.welcome.stationName,
+              station_id: message.welcome.stationId,
+              org_id: message.welcome.orgId,
+            },
             'station link up',
           );
           safely(() => options.onWelcome(message.welcome as Welcome, server), 'onWelcome');

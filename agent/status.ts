@@ -34,6 +34,8 @@ export interface AgentStatus {
     /** The server that welcomed the agent, while connected. */
     server?: string;
     station_id?: string;
+    /** The station's name; absent when the server did not say it. */
+    station_name?: string;
     /** Set while connected to a server outside the station's home region (it still prints). */
     wrong_region?: { home: string; server: string };
   };
@@ -122,13 +124,18 @@ export class StatusFile {
     beat();
   }
 
-  linkUp(server: string, stationId: string, regions?: { home: string; server: string }): void {
+  linkUp(
+    server: string,
+    station: { id: string; name?: string },
+    regions?: { home: string; server: string },
+  ): void {
     const since = this.#options.clock.now().toISOString();
     this.#status.link = {
       connected: true,
       since,
       server,
-      station_id: stationId,
+      station_id: station.id,
+      ...(station.name ? { station_name: station.name } : {}),
       ...(regions && regions.home !== regions.server ? { wrong_region: regions } : {}),
     };
     this.#schedule();

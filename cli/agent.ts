@@ -366,10 +366,17 @@ export function formatStatus(report: StatusReport): string {
     }
   }
   const link = status.link;
+  // The name its owner gave it, and the id the API and the console show beside it.
+  const stationOf = (l: typeof link) =>
+    l.station_id === undefined
+      ? ''
+      : l.station_name
+        ? `, station "${l.station_name}" (${l.station_id})`
+        : `, station ${l.station_id}`;
   if (report.running) {
     out.push(
       link.connected
-        ? `link: ${report.stale ? 'last known ' : ''}connected to ${link.server ?? status.server} since ${when(link.since)}${link.station_id ? `, station ${link.station_id}` : ''}${link.wrong_region ? ` (region ${link.wrong_region.server}; the station's home region is ${link.wrong_region.home})` : ''}`
+        ? `link: ${report.stale ? 'last known ' : ''}connected to ${link.server ?? status.server} since ${when(link.since)}${stationOf(link)}${link.wrong_region ? ` (region ${link.wrong_region.server}; the station's home region is ${link.wrong_region.home})` : ''}`
         : `link: not connected (to ${status.server}) since ${when(link.since)}`,
     );
   }

@@ -49,6 +49,7 @@ interface Station {
   state: string;
   token: string;
   stationId: string;
+  name: string;
 }
 
 /** A station folder with a configuration file whose token is in a token file. */
@@ -59,9 +60,8 @@ async function station(
 ): Promise<Station> {
   const dir = await tempDir('spool-agent-commands-');
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const created = await createStation(t.context.sys.url, t.context.orgId, {
-    name: `Station ${Math.random().toString(36).slice(2, 8)}`,
-  });
+  const name = `Station ${Math.random().toString(36).slice(2, 8)}`;
+  const created = await createStation(t.context.sys.url, t.context.orgId, { name });
   const printed = join(dir, 'printed');
   const state = join(dir, 'state');
   await mkdir(printed);
@@ -80,7 +80,7 @@ async function station(
       '',
     ].join('\n'),
   );
-  return { dir, config, printed, state, token: created.token, stationId: created.id };
+  return { dir, config, printed, state, token: created.token, stationId: created.id, name };
 }
 
 async function online(t: { context: Context }, name: string, stationId: string) {
@@ -223,7 +223,7 @@ test.serial(
     t.regex(
       connected.stdout,
       new RegExp(
-        `^link: connected to 127\\.0\\.0\\.1:${relayPort} since .*, station ${s.stationId}$`,
+        `^link: connected to 127\\.0\\.0\\.1:${relayPort} since .*, station "${s.name}" \\(${s.stationId}\\)$`,
         'm',
       ),
     );

@@ -288,7 +288,10 @@ test('the packaged agent runs with no Node on PATH, prints, restarts without pri
   t.regex(connected.stdout, /^running: pid \d+, version \d+\.\d+\.\d+/m);
   t.regex(
     connected.stdout,
-    new RegExp(`^link: connected to ${sys.linkAddress} since .*, station ${station.id}$`, 'm'),
+    new RegExp(
+      `^link: connected to ${sys.linkAddress} since .*, station "Front desk" \\(${station.id}\\)$`,
+      'm',
+    ),
   );
   t.regex(connected.stdout, /^ {2}desk\s+ready/m);
   if (queue) t.regex(connected.stdout, new RegExp(`^  office/${queue.name}\\s+ready`, 'm'));

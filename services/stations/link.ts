@@ -451,6 +451,7 @@ class Session {
         printerIds: this.#printerIds,
         homeRegion: station.region,
         serverRegion: this.#deps.region,
+        stationName: station.name,
       },
     });
     this.#linkedAt = performance.now();

@@ -38,6 +38,7 @@ interface PrinterState {
 /** A station and, when it has any, one of its printers, as a link open reads them. */
 interface LinkStationRow {
   station_id: string;
+  station_name: string;
   org_id: string;
   region: string;
   revoked_at: Date | null;
@@ -56,9 +57,10 @@ export interface OpenedLink {
 
 function toLinkStation(
   id: string,
+  name: string,
   row: { org_id: string; revoked_at: Date | null; region: string },
 ): LinkStation {
-  return { id, orgId: row.org_id, revoked: row.revoked_at !== null, region: row.region };
+  return { id, name, orgId: row.org_id, revoked: row.revoked_at !== null, region: row.region };
 }
 
 function groupBy<T>(rows: T[], keyOf: (row: T) => string): Map<string, T[]> {
@@ -175,6 +177,7 @@ function toPrinter(row: PrinterRow): Printer {
 /** The station a device token belongs to, as the link needs it. */
 export interface LinkStation {
   id: string;
+  name: string;
   orgId: string;
   revoked: boolean;
   /** Its home region. */
@@ -341,14 +344,18 @@ export function createStationStore(
       const { opened, outbox } = await withTx(pool, async (tx) => {
         const at = clock.now();
         const { rows } = await tx.query<LinkStationRow>(
-          `SELECT s.id AS station_id, s.org_id, s.region, s.revoked_at, s.token_hash,
+          `SELECT s.id AS station_id, s.name AS station_name, s.org_id, s.region, s.revoked_at,
+             s.token_hash,
              p.id, p.name, p.status, p.detail
            FROM stations s LEFT JOIN printers p ON p.org_id = s.org_id AND p.station_id = s.id
            WHERE s.token_hash = ANY($1::BYTEA[])`,
           [first.map((o) => o.tokenHash)],
         );
         const byToken = new Map(
-          rows.map((r) => [r.token_hash.toString('hex'), toLinkStation(r.station_id, r)]),
+          rows.map((r) => [
+            r.token_hash.toString('hex'),
+            toLinkStation(r.station_id, r.station_name, r),
+          ]),
         );
         const printers = groupBy(
           rows.filter((r): r is LinkStationRow & PrinterState => r.id !== null),
@@ -458,7 +465,7 @@ export function createStationStore(
       [hashes],
     );
     for (const row of rows) {
-      found.set(row.token_hash.toString('hex'), toLinkStation(row.id, row));
+      found.set(row.token_hash.toString('hex'), toLinkStation(row.id, row.name, row));
     }
     return found;
   }

@@ -142,6 +142,7 @@ export class FakeConnection {
         printerIds: Object.fromEntries(printerNames.map((n) => [n, printerIdFor(n)])),
         homeRegion: 'default',
         serverRegion: 'default',
+        stationName: 'Front desk',
       },
     });
   }

@@ -339,6 +339,8 @@ export interface Welcome {
    */
   homeRegion: string;
   serverRegion: string;
+  /** The station's name, as its owner gave it (for the agent's status). */
+  stationName: string;
 }
 
 export interface Welcome_PrinterIdsEntry {
@@ -5214,7 +5216,7 @@ export const AgentMessage: MessageFns<AgentMessage> = {
 };
 
 function createBaseWelcome(): Welcome {
-  return { stationId: "", orgId: "", printerIds: {}, homeRegion: "", serverRegion: "" };
+  return { stationId: "", orgId: "", printerIds: {}, homeRegion: "", serverRegion: "", stationName: "" };
 }
 
 export const Welcome: MessageFns<Welcome> = {
@@ -5233,6 +5235,9 @@ export const Welcome: MessageFns<Welcome> = {
     }
     if (message.serverRegion !== "") {
       writer.uint32(42).string(message.serverRegion);
+    }
+    if (message.stationName !== "") {
+      writer.uint32(50).string(message.stationName);
     }
     return writer;
   },
@@ -5291,6 +5296,14 @@ export const Welcome: MessageFns<Welcome> = {
             }
 
             message.serverRegion = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.stationName = reader.string();
             continue;
           }
         }
@@ -5354,6 +5367,11 @@ export const Welcome: MessageFns<Welcome> = {
         : isSet(object.server_region)
         ? globalThis.String(object.server_region)
         : "",
+      stationName: isSet(object.stationName)
+        ? globalThis.String(object.stationName)
+        : isSet(object.station_name)
+        ? globalThis.String(object.station_name)
+        : "",
     };
   },
 
@@ -5380,6 +5398,9 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.serverRegion !== "") {
       obj.serverRegion = message.serverRegion;
     }
+    if (message.stationName !== "") {
+      obj.stationName = message.stationName;
+    }
     return obj;
   },
 
@@ -5401,6 +5422,7 @@ export const Welcome: MessageFns<Welcome> = {
     );
     message.homeRegion = object.homeRegion ?? "";
     message.serverRegion = object.serverRegion ?? "";
+    message.stationName = object.stationName ?? "";
     return message;
   },
 };
