@@ -32,6 +32,7 @@ import type { ServerKeys } from '../services/jobs/server.js';
 import type { Sweeper } from '../services/jobs/sweeper.js';
 import {
   createStations,
+  type StationsPart,
   startLinkServer,
   migrations as stationsMigrations,
 } from '../services/stations/index.js';
@@ -70,6 +71,8 @@ export interface SystemOptions {
   keyCacheTtlMs?: number;
   /** How often the jobs sweeper runs; tests call it directly and set this high. */
   sweepIntervalMs?: number;
+  /** How often the stations replica says it is alive; tests call its beat and set this high. */
+  replicaBeatMs?: number;
   settingsTtlMs?: number;
   /** Public requests a client address may make a minute (default 30). */
   publicRateLimit?: number;
@@ -106,6 +109,8 @@ export interface System {
   sweeper: Sweeper;
   /** The webhooks service, whose worker tests drive with `runDue()` after moving the clock. */
   webhooks: WebhooksPart;
+  /** The stations service, whose replica beat tests call after moving the clock. */
+  stations: StationsPart;
   nc: NatsConnection;
   /** Where the services answer gRPC. */
   servicesAddress: string;
@@ -170,7 +175,15 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     ...(options.sweepIntervalMs === undefined ? {} : { sweepIntervalMs: options.sweepIntervalMs }),
     ...(options.settingsTtlMs === undefined ? {} : { settingsTtlMs: options.settingsTtlMs }),
   });
-  const stations = await createStations({ pool, nc, layout, logger, clock, jobs: jobsClient });
+  const stations = await createStations({
+    pool,
+    nc,
+    layout,
+    logger,
+    clock,
+    jobs: jobsClient,
+    ...(options.replicaBeatMs === undefined ? {} : { replicaBeatMs: options.replicaBeatMs }),
+  });
   const webhooks = await createWebhooks({
     pool,
     nc,
@@ -200,6 +213,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     nc,
     sweeper: jobs.sweeper,
     webhooks,
+    stations,
     servicesAddress,
     linkAddress: `${options.linkHost ?? '127.0.0.1'}:${link.port}`,
     async startGateway(host = '127.0.0.1', port = 0) {

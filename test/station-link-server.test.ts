@@ -2,7 +2,6 @@
  * The stations service's end of the station link under faults: a link whose pending-jobs re-read
  * fails comes back to it soon, and the link server never ends a connection for its age.
  */
-import { connect, createServer, type Server as NetServer, type Socket } from 'node:net';
 import test from 'ava';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationLinkService } from '../gen/spool/v1/stations.js';
@@ -20,66 +19,7 @@ import {
   eventually,
   startTestSystem,
 } from './helpers/system.js';
-
-/** A TCP relay to a local port that a test can cut (dropping every connection) and restore. */
-class TcpRelay {
-  readonly #server: NetServer;
-  readonly #sockets = new Set<Socket>();
-  #up = true;
-
-  private constructor(server: NetServer) {
-    this.#server = server;
-  }
-
-  static async start(targetPort: number): Promise<TcpRelay> {
-    const server = createServer();
-    const relay = new TcpRelay(server);
-    server.on('connection', (client) => relay.#accept(client, targetPort));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return relay;
-  }
-
-  get port(): number {
-    const address = this.#server.address();
-    if (!address || typeof address === 'string') throw new Error('not listening');
-    return address.port;
-  }
-
-  /** Drops every connection and refuses new ones until `restore()`. */
-  cut(): void {
-    this.#up = false;
-    for (const s of this.#sockets) s.destroy();
-  }
-
-  restore(): void {
-    this.#up = true;
-  }
-
-  async close(): Promise<void> {
-    this.cut();
-    await new Promise((resolve) => this.#server.close(resolve));
-  }
-
-  #accept(client: Socket, targetPort: number): void {
-    if (!this.#up) {
-      client.destroy();
-      return;
-    }
-    const target = connect(targetPort, '127.0.0.1');
-    for (const [a, b] of [
-      [client, target],
-      [target, client],
-    ] as const) {
-      this.#sockets.add(a);
-      a.on('error', () => b.destroy());
-      a.on('close', () => {
-        this.#sockets.delete(a);
-        b.destroy();
-      });
-      a.pipe(b);
-    }
-  }
-}
+import { TcpRelay } from './helpers/tcp-relay.js';
 
 test('the stations service logs each link: linked, unlinked and why, refused without the token', async (t) => {
   const lines: string[] = [];

@@ -22,6 +22,7 @@ import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { StreamPublisher } from '../../lib/stream-publisher.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
+import { ReplicaWatch } from './replicas.js';
 import { createStationsServer } from './server.js';
 import { createStationStore, OUTBOX_TABLE } from './store.js';
 
@@ -54,6 +55,8 @@ export interface StationsDeps {
   jobs: AsyncClient<JobsServiceClient>;
   /** How long a link holds a `received` for its `result` (default `RECEIVED_HOLD_MS`). */
   receivedHoldMs?: number;
+  /** How often the replica says it is alive (default `REPLICA_BEAT_MS`). */
+  replicaBeatMs?: number;
 }
 
 export interface StationsPart {
@@ -62,6 +65,8 @@ export interface StationsPart {
   /** The link agents hold open; served on its own port. */
   link: GrpcService;
   links: LinkRegistry;
+  /** This replica's beat, which also records offline the stations of replicas lost. */
+  replica: ReplicaWatch;
   relay: OutboxRelay;
   stop(): Promise<void>;
 }
@@ -72,17 +77,25 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const store = createStationStore(deps.pool, deps.clock, (rows) => relay.send(rows));
   const publisher = new StreamPublisher(deps.nc);
+  const replica = new ReplicaWatch({
+    store,
+    clock: deps.clock,
+    logger,
+    ...(deps.replicaBeatMs === undefined ? {} : { beatMs: deps.replicaBeatMs }),
+  });
   const links = createLinkRegistry({
     store,
     nc: deps.nc,
     publisher,
     documents: await openDocuments(deps.nc, layout),
     region: layout.region,
+    newLinkId: () => replica.linkId(),
     jobs: deps.jobs,
     logger,
     ...(deps.receivedHoldMs === undefined ? {} : { receivedHoldMs: deps.receivedHoldMs }),
   });
   relay.start();
+  replica.start();
   return {
     grpc: {
       name: 'spool.v1.StationsService',
@@ -108,8 +121,10 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
       implementation: { connect: links.handler } as UntypedServiceImplementation,
     },
     links,
+    replica,
     relay,
     async stop() {
+      replica.stop();
       links.closeAll();
       await relay.stop();
       publisher.close();

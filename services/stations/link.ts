@@ -109,6 +109,8 @@ export interface LinkDeps {
   jobs: AsyncClient<JobsServiceClient>;
   /** This process's region; a link of a station homed elsewhere is served, across regions. */
   region: string;
+  /** A new link id, naming this replica (`ReplicaWatch.linkId`); a bare UUID by default. */
+  newLinkId?: () => string;
   logger: Logger;
   /** How often each link re-reads its station's pending jobs, as a backstop (default 60 s). */
   resyncMs?: number;
@@ -174,10 +176,22 @@ function createRereads(deps: LinkDeps): Rereads {
     if (check.length > 0) {
       const hashes = new Map(check.map((s) => [s.tokenHash.toString('hex'), s.tokenHash]));
       const found = await deps.store.stationsByTokenHashes([...hashes.values()]);
-      holding = [
-        ...holding,
-        ...check.filter((s) => s.tokenHolds(found.get(s.tokenHash.toString('hex')))),
-      ];
+      const held = check.filter((s) => s.tokenHolds(found.get(s.tokenHash.toString('hex'))));
+      holding = [...holding, ...held];
+      // Recorded offline while this link is open: a replica took this one for lost (it could not
+      // reach the database for a while). The link is this station's current one, so it is online.
+      const swept = held.filter((s) => {
+        const row = found.get(s.tokenHash.toString('hex'));
+        return s.linked && row && !row.online && row.linkId === s.linkId;
+      });
+      if (swept.length > 0) {
+        const online = await deps.store.linksStillOpen(
+          swept.map((s) => ({ station: s.station, linkId: s.linkId })),
+        );
+        deps.logger.warn({ stations: online }, 'recorded online again stations taken for lost');
+        // A link that closed meanwhile may have had its end recorded before that: again, after.
+        for (const s of swept) if (!s.linked) s.recordClosedAgain();
+      }
     }
     if (holding.length === 0) return;
     const stations = new Map(
@@ -321,7 +335,7 @@ class Session {
   readonly #deps: LinkDeps;
   readonly #rereads: Rereads;
   readonly #onClosed: () => void;
-  readonly #linkId = randomUUID();
+  readonly #linkId: string;
   readonly #logger: Logger;
   #station: LinkStation | undefined;
   #printerIds: Record<string, string> = {};
@@ -354,6 +368,7 @@ class Session {
   constructor(call: Call, deps: LinkDeps, rereads: Rereads, onClosed: () => void) {
     this.#call = call;
     this.#deps = deps;
+    this.#linkId = deps.newLinkId?.() ?? randomUUID();
     this.#receivedHoldMs = deps.receivedHoldMs ?? RECEIVED_HOLD_MS;
     this.#rereads = rereads;
     this.#onClosed = onClosed;
@@ -498,6 +513,11 @@ class Session {
   /** The station's token hash; only while {@link linked}. */
   get tokenHash(): Buffer {
     return this.#tokenHash as Buffer;
+  }
+
+  /** The id the database records this link under. */
+  get linkId(): string {
+    return this.#linkId;
   }
 
   /** The station linked; only while {@link linked}. */
@@ -849,6 +869,11 @@ class Session {
         );
       }
     }
+  }
+
+  /** Records the link's end once more: a re-read recorded its station online as it closed. */
+  recordClosedAgain(): void {
+    if (this.#station) this.#recordClosed(this.#station);
   }
 
   #recordClosed(station: LinkStation): void {

@@ -184,6 +184,18 @@ export interface LinkStation {
   region: string;
 }
 
+/** A station as a link's re-read finds it: with the link the database records it on. */
+export interface HeldStation extends LinkStation {
+  online: boolean;
+  linkId: string;
+}
+
+/** A link recorded open: its station and its id. */
+export interface OpenLink {
+  station: LinkStation;
+  linkId: string;
+}
+
 /**
  * @param committed takes the outbox rows of every write once they are committed (a link opened
  *   or closed, its printers reported, an online station deleted), for the relay to publish at
@@ -457,15 +469,19 @@ export function createStationStore(
    * (replaced, or its station deleted) is absent. Not scoped by organization: the hashes are what
    * the links know.
    */
-  async function stationsByTokenHashes(hashes: Buffer[]): Promise<Map<string, LinkStation>> {
-    const found = new Map<string, LinkStation>();
+  async function stationsByTokenHashes(hashes: Buffer[]): Promise<Map<string, HeldStation>> {
+    const found = new Map<string, HeldStation>();
     if (hashes.length === 0) return found;
     const { rows } = await pool.query<StationRow & { token_hash: Buffer }>(
       `SELECT ${STATION_COLUMNS}, token_hash FROM stations WHERE token_hash = ANY($1::BYTEA[])`,
       [hashes],
     );
     for (const row of rows) {
-      found.set(row.token_hash.toString('hex'), toLinkStation(row.id, row.name, row));
+      found.set(row.token_hash.toString('hex'), {
+        ...toLinkStation(row.id, row.name, row),
+        online: row.online,
+        linkId: row.link_id,
+      });
     }
     return found;
   }
@@ -697,6 +713,77 @@ export function createStationStore(
      */
 
     stationsByTokenHashes,
+
+    /** Records that stations replica `id` is alive at `at`. */
+    async replicaSeen(id: string, at: Date): Promise<void> {
+      await pool.query(
+        `INSERT INTO station_replicas (id, seen_at) VALUES ($1, $2)
+         ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`,
+        [id, at],
+      );
+    },
+
+    /** Forgets the replicas not seen since `before`. */
+    async forgetReplicas(before: Date): Promise<void> {
+      await pool.query('DELETE FROM station_replicas WHERE seen_at < $1', [before]);
+    },
+
+    /**
+     * Links recorded open on a replica other than `self` that has not said it is alive since
+     * `since` (at most `limit` of them). A link id written before replicas named themselves in
+     * it names none, and is never counted. Not scoped by organization: a sweep over every
+     * station's link, which changes each only through `linkClosed`.
+     */
+    async linksOfLostReplicas(self: string, since: Date, limit: number): Promise<OpenLink[]> {
+      const { rows } = await pool.query<StationRow>(
+        `SELECT ${STATION_COLUMNS} FROM stations AS s
+         WHERE s.online AND s.link_id LIKE '%:%' AND split_part(s.link_id, ':', 1) <> $1
+           AND NOT EXISTS (
+             SELECT 1 FROM station_replicas AS r
+             WHERE r.id = split_part(s.link_id, ':', 1) AND r.seen_at >= $2)
+         LIMIT $3`,
+        [self, since, limit],
+      );
+      return rows.map((row) => ({
+        station: toLinkStation(row.id, row.name, row),
+        linkId: row.link_id,
+      }));
+    },
+
+    /**
+     * Records online again the stations whose current link is one of `links` and that read
+     * offline (a replica took this one's for lost), and queues `station.online` for each; answers
+     * how many.
+     */
+    async linksStillOpen(links: OpenLink[]): Promise<number> {
+      if (links.length === 0) return 0;
+      const { rows, outbox } = await withTx(pool, async (tx) => {
+        const now = clock.now();
+        const { rows } = await tx.query<{ id: string; org_id: string }>(
+          `UPDATE stations SET online = true, last_seen_at = $4
+           FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, link_id)
+           WHERE stations.org_id = v.org_id AND stations.id = v.id
+             AND stations.link_id = v.link_id AND NOT stations.online
+           RETURNING stations.id, stations.org_id`,
+          [
+            links.map((l) => l.station.orgId),
+            links.map((l) => l.station.id),
+            links.map((l) => l.linkId),
+            now,
+          ],
+        );
+        const batch = new WriteBatch();
+        const outbox = addToOutbox(
+          batch,
+          OUTBOX_TABLE,
+          rows.map((r) => eventMessage(r.org_id, 'station.online', { station_id: r.id }, now)),
+        );
+        if (outbox.length > 0) await queryThenCommit(tx, batch.text(), batch.values);
+        return { rows, outbox };
+      });
+      committed(outbox);
+      return rows.length;
+    },
 
     async listPrinters(
       orgId: string,

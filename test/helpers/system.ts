@@ -59,6 +59,7 @@ export async function startTestSystem(
     operatorToken: OPERATOR_TOKEN,
     // Tests move the clock and call the sweeper themselves.
     sweepIntervalMs: 60 * 60 * 1000,
+    replicaBeatMs: 60 * 60 * 1000,
     settingsTtlMs: 0,
     // Test servers for content URIs are on loopback.
     fetchAllowInsecure: true,

@@ -1,0 +1,110 @@
+/**
+ * Stations whose links died with their replica. A replica that ends cleanly records each of its
+ * links closed; one that is killed (or loses its node) records nothing, and its stations would
+ * read online until their agents linked again, for ever if they never did. So every replica says
+ * it is alive in `station_replicas` each {@link REPLICA_BEAT_MS}, names itself in the link ids it
+ * writes, and at each beat records closed, as their own replica would have, the links of replicas
+ * not heard from for {@link REPLICA_LOST_MS}: the stations go offline and `station.offline` is
+ * sent. A link that opened again meanwhile, anywhere, is left alone (the close is conditional on
+ * the link id). A replica that was alive all along but could not reach the database for that long
+ * finds its stations recorded offline at its links' next re-read, and records them online again
+ * (`linksStillOpen`). Times come from the injected clock; tests call {@link ReplicaWatch.beat}.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { OpenLink, StationStore } from './store.js';
+
+/** How often a replica says it is alive, and looks for lost ones. */
+export const REPLICA_BEAT_MS = 15_000;
+
+/**
+ * A replica not heard from for this long is taken for lost. Four beats: a replica is not taken
+ * for lost over a slow beat or two, nor over clocks apart by less than the difference.
+ */
+export const REPLICA_LOST_MS = 4 * REPLICA_BEAT_MS;
+
+/** Replicas not heard from for this long are forgotten. */
+const REPLICA_FORGET_MS = 24 * 60 * 60 * 1000;
+
+/** Links of lost replicas recorded closed per beat at most; the next beat takes the rest. */
+const SWEEP_LIMIT = 1000;
+
+export interface ReplicaWatchOptions {
+  store: Pick<
+    StationStore,
+    'replicaSeen' | 'forgetReplicas' | 'linksOfLostReplicas' | 'linkClosed'
+  >;
+  clock: Clock;
+  logger: Logger;
+  /** Defaults to {@link REPLICA_BEAT_MS}; tests that call `beat` themselves make it long. */
+  beatMs?: number;
+}
+
+export class ReplicaWatch {
+  /** This replica's id, the first part of each link id it writes. */
+  readonly id = randomUUID();
+  readonly #options: ReplicaWatchOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #beating: Promise<number> | undefined;
+
+  constructor(options: ReplicaWatchOptions) {
+    this.#options = options;
+  }
+
+  /** A new link id of this replica's. */
+  linkId(): string {
+    return `${this.id}:${randomUUID()}`;
+  }
+
+  start(): void {
+    void this.beat();
+    this.#timer = setInterval(() => void this.beat(), this.#options.beatMs ?? REPLICA_BEAT_MS);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  /**
+   * Says this replica is alive, then records closed the links of the replicas lost; resolves to
+   * how many stations that took offline. A beat under way is joined, not doubled.
+   */
+  beat(): Promise<number> {
+    this.#beating ??= this.#beat().finally(() => {
+      this.#beating = undefined;
+    });
+    return this.#beating;
+  }
+
+  async #beat(): Promise<number> {
+    const { store, clock, logger } = this.#options;
+    const now = clock.now();
+    try {
+      await store.replicaSeen(this.id, now);
+      await store.forgetReplicas(new Date(now.getTime() - REPLICA_FORGET_MS));
+      const lost = await store.linksOfLostReplicas(
+        this.id,
+        new Date(now.getTime() - REPLICA_LOST_MS),
+        SWEEP_LIMIT,
+      );
+      if (lost.length === 0) return 0;
+      const closed = await Promise.all(lost.map((l) => store.linkClosed(l.station, l.linkId)));
+      const offline = closed.filter(Boolean).length;
+      logger.warn(
+        { stations: offline, replicas: replicasOf(lost) },
+        'recorded offline the stations of stations replicas not heard from for a minute',
+      );
+      return offline;
+    } catch (err) {
+      logger.warn({ err }, 'could not say this stations replica is alive; will try again');
+      return 0;
+    }
+  }
+}
+
+/** The replicas the links were on. */
+function replicasOf(links: OpenLink[]): string[] {
+  return [...new Set(links.map((l) => l.linkId.split(':')[0] as string))];
+}
