@@ -74,3 +74,20 @@ test('deleting an offline station hands nothing to the relay', async (t) => {
   t.deepEqual(offlineRows(handed, orgId), []);
   t.is(handed.length, 0);
 });
+
+test('a link recorded closed twice (two replicas sweeping a lost one) sends station.offline once', async (t) => {
+  const { store, handed } = storeFor(t);
+  const orgId = randomUUID();
+  const { tokenHash } = await newStation(store, orgId);
+  const linkId = `${randomUUID()}:${randomUUID()}`;
+  const opened = await store.linkOpened(tokenHash, linkId, [], 'test');
+  if (!opened) throw new Error('the link did not open');
+
+  const closed = await Promise.all([
+    store.linkClosed(opened.station, linkId),
+    store.linkClosed(opened.station, linkId),
+  ]);
+  t.deepEqual(closed.sort(), [false, true]);
+  t.is(await store.linkClosed(opened.station, linkId), false);
+  t.is(offlineRows(handed, orgId).length, 1);
+});

@@ -425,41 +425,47 @@ export function createStationStore(
   }
   const opens = new GroupCommit(commitOpens, MAX_OPENS);
 
-  interface LinkClose {
-    station: LinkStation;
-    linkId: string;
-  }
-
   /**
-   * Records links closed together in one transaction: the stations whose current link each was
-   * go offline in one statement, and each queues `station.offline`. A link that was no longer its
-   * station's current one (the agent reconnected meanwhile) changes nothing.
+   * Records the stations of `links` online (or offline) in one transaction, each only while the
+   * link is still its current one and it reads the other way, and queues `station.online` (or
+   * `station.offline`) for each that changed; answers their ids. A link that was no longer its
+   * station's current one (the agent reconnected meanwhile) changes nothing, and neither does one
+   * recorded so already (two replicas closing a lost replica's links).
    */
-  async function commitCloses(group: LinkClose[]): Promise<Outcome<boolean>[]> {
-    const { offline, outbox } = await withTx(pool, async (tx) => {
+  async function recordLinks(links: readonly OpenLink[], online: boolean): Promise<Set<string>> {
+    const { changed, outbox } = await withTx(pool, async (tx) => {
       const now = clock.now();
       const { rows } = await tx.query<{ id: string; org_id: string }>(
-        `UPDATE stations SET online = false, last_seen_at = $4
+        `UPDATE stations SET online = $5, last_seen_at = $4
          FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, link_id)
-         WHERE stations.org_id = v.org_id AND stations.id = v.id AND stations.link_id = v.link_id
+         WHERE stations.org_id = v.org_id AND stations.id = v.id
+           AND stations.link_id = v.link_id AND stations.online <> $5
          RETURNING stations.id, stations.org_id`,
         [
-          group.map((c) => c.station.orgId),
-          group.map((c) => c.station.id),
-          group.map((c) => c.linkId),
+          links.map((l) => l.station.orgId),
+          links.map((l) => l.station.id),
+          links.map((l) => l.linkId),
           now,
+          online,
         ],
       );
+      const type = online ? 'station.online' : 'station.offline';
       const batch = new WriteBatch();
       const outbox = addToOutbox(
         batch,
         OUTBOX_TABLE,
-        rows.map((r) => eventMessage(r.org_id, 'station.offline', { station_id: r.id }, now)),
+        rows.map((r) => eventMessage(r.org_id, type, { station_id: r.id }, now)),
       );
       if (outbox.length > 0) await queryThenCommit(tx, batch.text(), batch.values);
-      return { offline: new Set(rows.map((r) => r.id)), outbox };
+      return { changed: new Set(rows.map((r) => r.id)), outbox };
     });
     committed(outbox);
+    return changed;
+  }
+
+  /** Links closed together go offline in one transaction ({@link recordLinks}). */
+  async function commitCloses(group: OpenLink[]): Promise<Outcome<boolean>[]> {
+    const offline = await recordLinks(group, false);
     return group.map((c) => ({ ok: offline.has(c.station.id) }));
   }
   const closes = new GroupCommit(commitCloses, MAX_OPENS);
@@ -757,32 +763,7 @@ export function createStationStore(
      */
     async linksStillOpen(links: OpenLink[]): Promise<number> {
       if (links.length === 0) return 0;
-      const { rows, outbox } = await withTx(pool, async (tx) => {
-        const now = clock.now();
-        const { rows } = await tx.query<{ id: string; org_id: string }>(
-          `UPDATE stations SET online = true, last_seen_at = $4
-           FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, link_id)
-           WHERE stations.org_id = v.org_id AND stations.id = v.id
-             AND stations.link_id = v.link_id AND NOT stations.online
-           RETURNING stations.id, stations.org_id`,
-          [
-            links.map((l) => l.station.orgId),
-            links.map((l) => l.station.id),
-            links.map((l) => l.linkId),
-            now,
-          ],
-        );
-        const batch = new WriteBatch();
-        const outbox = addToOutbox(
-          batch,
-          OUTBOX_TABLE,
-          rows.map((r) => eventMessage(r.org_id, 'station.online', { station_id: r.id }, now)),
-        );
-        if (outbox.length > 0) await queryThenCommit(tx, batch.text(), batch.values);
-        return { rows, outbox };
-      });
-      committed(outbox);
-      return rows.length;
+      return (await recordLinks(links, true)).size;
     },
 
     async listPrinters(
