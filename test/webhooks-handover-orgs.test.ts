@@ -6,18 +6,15 @@
  * events do not wait behind them, and an event waits for its organization's room for a bounded
  * time only, after which its deliveries are added due.
  */
-import { jetstreamManager } from '@nats-io/jetstream';
 import anyTest, { type TestFn } from 'ava';
-import type { NatsConnection } from '../lib/bus.js';
-import { FANOUT_CONSUMER } from '../services/webhooks/fanout.js';
 import { ADMISSION_WAIT_MS } from '../services/webhooks/worker.js';
-import { gate, startReceiver } from './helpers/receiver.js';
-import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
+import { eventually } from './helpers/system.js';
 import {
+  gatedEndpoint,
+  heldInStream,
   publishJobEvents,
   type SystemWithBus,
   systemWithBus,
-  webhookAdmin,
 } from './helpers/webhooks.js';
 
 type Ctx = SystemWithBus;
@@ -25,27 +22,6 @@ type Ctx = SystemWithBus;
 const test = anyTest as TestFn<Ctx>;
 
 systemWithBus(test, { concurrency: 4, endpointConcurrency: 4, orgConcurrency: 1 });
-
-/** A new organization with one endpoint for `job.created`, whose receiver answers at `open()`. */
-async function gatedEndpoint(t: { context: Ctx; teardown(fn: () => Promise<unknown>): void }) {
-  const { sys } = t.context;
-  const orgId = await createOrg(sys.url);
-  const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
-  const { reply, open } = gate();
-  const receiver = await startReceiver(reply);
-  t.teardown(() => receiver.close());
-  const { endpoint } = await hooks.create(receiver.url, ['job.created']);
-  return { orgId, hooks, receiver, open, endpoint };
-}
-
-/** The fan-out consumer's messages pulled and not yet acknowledged, once nothing is left to pull. */
-async function heldInStream(nc: NatsConnection, held: number): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  await eventually(
-    () => jsm.consumers.info('EVENTS', FANOUT_CONSUMER),
-    (info) => info.num_pending === 0 && info.num_ack_pending === held,
-  );
-}
 
 test.serial(
   "an organization at its cap waits in the stream, another's events go meanwhile, all handed over",

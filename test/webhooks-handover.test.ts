@@ -4,17 +4,14 @@
  * concurrency of 1), a receiver that has not answered yet keeps all but two events unacknowledged
  * in JetStream, and once it answers every delivery arrives once, none of them claimed by a round.
  */
-import { jetstreamManager } from '@nats-io/jetstream';
 import anyTest, { type TestFn } from 'ava';
-import type { NatsConnection } from '../lib/bus.js';
-import { FANOUT_CONSUMER } from '../services/webhooks/fanout.js';
-import { gate, startReceiver } from './helpers/receiver.js';
-import { createOrg, eventually, OPERATOR_TOKEN } from './helpers/system.js';
+import { eventually } from './helpers/system.js';
 import {
+  gatedEndpoint,
+  heldInStream,
   publishJobEvents,
   type SystemWithBus,
   systemWithBus,
-  webhookAdmin,
 } from './helpers/webhooks.js';
 
 type Ctx = SystemWithBus;
@@ -22,30 +19,6 @@ type Ctx = SystemWithBus;
 const test = anyTest as TestFn<Ctx>;
 
 systemWithBus(test, { concurrency: 1, endpointConcurrency: 1 });
-
-/**
- * A new organization with one endpoint for `job.created`, whose receiver's answers wait until
- * `open` is called.
- */
-async function gatedEndpoint(t: { context: Ctx; teardown(fn: () => Promise<unknown>): void }) {
-  const { sys } = t.context;
-  const orgId = await createOrg(sys.url);
-  const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
-  const { reply, open } = gate();
-  const receiver = await startReceiver(reply);
-  t.teardown(() => receiver.close());
-  const { endpoint } = await hooks.create(receiver.url, ['job.created']);
-  return { orgId, hooks, receiver, open, endpoint };
-}
-
-/** The fan-out consumer's messages pulled and not yet acknowledged, once nothing is left to pull. */
-async function heldInStream(nc: NatsConnection, held: number): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  await eventually(
-    () => jsm.consumers.info('EVENTS', FANOUT_CONSUMER),
-    (info) => info.num_pending === 0 && info.num_ack_pending === held,
-  );
-}
 
 test.serial(
   'events wait in the stream while the worker has no room, then each delivery arrives once without a claim round',

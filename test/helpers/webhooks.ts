@@ -4,12 +4,22 @@
  * test system with webhooks settings of a file's own.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { TestFn } from 'ava';
 import { connectBus, type NatsConnection } from '../../lib/bus.js';
 import { silentLogger } from '../../lib/logger.js';
+import { FANOUT_CONSUMER } from '../../services/webhooks/fanout.js';
 import type { WebhooksSettings } from '../../services/webhooks/index.js';
-import { type Answer, call, startTestSystem, type TestSystem } from './system.js';
+import { gate, startReceiver } from './receiver.js';
+import {
+  type Answer,
+  call,
+  createOrg,
+  eventually,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './system.js';
 
 export interface EndpointView {
   id: string;
@@ -175,4 +185,31 @@ export function systemWithBus(
     await t.context.nc?.drain();
     await t.context.sys?.stop();
   });
+}
+
+/**
+ * A new organization with one endpoint for `job.created`, whose receiver's answers wait until
+ * `open` is called.
+ */
+export async function gatedEndpoint(t: {
+  context: SystemWithBus;
+  teardown(fn: () => Promise<unknown>): void;
+}) {
+  const { sys } = t.context;
+  const orgId = await createOrg(sys.url);
+  const hooks = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
+  const { reply, open } = gate();
+  const receiver = await startReceiver(reply);
+  t.teardown(() => receiver.close());
+  const { endpoint } = await hooks.create(receiver.url, ['job.created']);
+  return { orgId, hooks, receiver, open, endpoint };
+}
+
+/** The fan-out consumer's messages pulled and not yet acknowledged, once nothing is left to pull. */
+export async function heldInStream(nc: NatsConnection, held: number): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  await eventually(
+    () => jsm.consumers.info('EVENTS', FANOUT_CONSUMER),
+    (info) => info.num_pending === 0 && info.num_ack_pending === held,
+  );
 }
