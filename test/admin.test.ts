@@ -154,6 +154,27 @@ test('keys of an unknown organization answer 404', async (t) => {
   t.is(res.body.error.code, 'not_found');
 });
 
+test('lists of an organization that does not exist answer 404, not an empty page', async (t) => {
+  const { sys } = t.context;
+  const unknown = '0b5ad4a2-5a38-4b8c-9a8e-3f1d6f5b2c11';
+  for (const [method, path, body] of [
+    ['GET', keysPath(unknown), undefined],
+    ['GET', `/admin/v1/orgs/${unknown}/webhooks`, undefined],
+    [
+      'POST',
+      `/admin/v1/orgs/${unknown}/webhooks`,
+      { url: 'https://example.com/hooks', events: ['job.printed'] },
+    ],
+  ] as const) {
+    const res = await call<ErrorBody>(sys.url, method, path, {
+      token: OPERATOR_TOKEN,
+      ...(body ? { body } : {}),
+    });
+    t.is(res.status, 404, `${method} ${path}`);
+    t.like(res.body.error, { code: 'not_found', message: 'no such organization' });
+  }
+});
+
 test('a key is stored only as the SHA-256 of the whole key', async (t) => {
   const { sys, orgId } = t.context;
   const { key, secret } = await createKey(sys.url, orgId, { scopes: ['jobs:read'] });

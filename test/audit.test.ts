@@ -162,8 +162,6 @@ test('the audit log pages newest first, and filters by actor', async (t) => {
   t.is(second.next_cursor, '');
   const ats = [...first.items, ...second.items].map((e) => e.at);
   t.deepEqual(ats, [...ats].sort().reverse());
-  const nobody = 'person:00000000-0000-4000-8000-000000000000';
-  t.deepEqual((await audit(sys, `?org=${org}&actor=${nobody}`)).items, []);
   t.is((await audit(sys, `?org=${org.toUpperCase()}&actor=operator`)).items.length, 4);
 
   // A mistyped filter is refused, naming it, rather than finding nothing.
@@ -171,6 +169,9 @@ test('the audit log pages newest first, and filters by actor', async (t) => {
     ['limit=0', 'limit'],
     ['org=acme', 'org'],
     ['actor=person:nobody', 'actor'],
+    // Well-formed ids that name nothing are refused too: an empty page would read as "nothing".
+    ['org=00000000-0000-4000-8000-000000000000', 'org'],
+    ['actor=person:00000000-0000-4000-8000-000000000000', 'actor'],
     ['actor=operators', 'actor'],
   ]) {
     const bad = await call<{ error: { code: string; param: string } }>(

@@ -5,6 +5,7 @@
  * The handlers are shared with `/v1` (`webhooks.ts`), so both APIs answer alike.
  */
 import { Router } from '@koa/router';
+import type { Middleware } from 'koa';
 import { requireOperator } from '../auth.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
@@ -27,8 +28,22 @@ export function webhooksAdminRouter(deps: WebhooksAdminDeps): Router<GatewayStat
   const h = webhookHandlers(deps);
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
   router.use(requireOperator(deps.operatorToken));
-  router.post('/orgs/:org/webhooks', setLocation(WEBHOOK_CREATED), h.createWebhookEndpoint);
-  router.get('/orgs/:org/webhooks', h.listWebhookEndpoints);
+  // The webhooks service keeps no organizations: an endpoint list of an organization that does
+  // not exist would read as "it has none", and a created endpoint would belong to nobody.
+  const knownOrg: Middleware<GatewayState, { params: Record<string, string> }> = async (
+    ctx,
+    next,
+  ) => {
+    await deps.backends.accounts.getOrg({ orgId: ctx.params.org ?? '' });
+    await next();
+  };
+  router.post(
+    '/orgs/:org/webhooks',
+    knownOrg,
+    setLocation(WEBHOOK_CREATED),
+    h.createWebhookEndpoint,
+  );
+  router.get('/orgs/:org/webhooks', knownOrg, h.listWebhookEndpoints);
   router.get('/orgs/:org/webhooks/:id', h.getWebhookEndpoint);
   router.patch('/orgs/:org/webhooks/:id', h.updateWebhookEndpoint);
   router.delete('/orgs/:org/webhooks/:id', h.deleteWebhookEndpoint);

@@ -93,6 +93,19 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
       return toEntry(rows[0] as AuditRow);
     },
 
+    /**
+     * Whether `orgId` names an organization and `personId` a person; an empty one is not asked
+     * (and answers true).
+     */
+    async known(orgId: string, personId: string): Promise<{ org: boolean; person: boolean }> {
+      const { rows } = await pool.query<{ org: boolean; person: boolean }>(
+        `SELECT ($1::TEXT = '' OR EXISTS (SELECT 1 FROM orgs WHERE id::TEXT = $1)) AS org,
+           ($2::TEXT = '' OR EXISTS (SELECT 1 FROM people WHERE id::TEXT = $2)) AS person`,
+        [orgId, personId],
+      );
+      return rows[0] as { org: boolean; person: boolean };
+    },
+
     /** A page of entries newest first, of one organization and/or one actor when given. */
     async list(filters: { orgId: string; actor: string }, limit: number, cursor: string) {
       const after = decodeCursor(cursor);
@@ -135,6 +148,9 @@ export function createAuditServer(store: AuditStore): AuditRpcs {
       if (req.actor !== '' && req.actor !== 'operator' && !isUuid(person)) {
         throw invalid('actor must be operator or person:<id of a person>', 'actor');
       }
+      const known = await store.known(req.orgId.toLowerCase(), person.toLowerCase());
+      if (!known.org) throw invalid('org names no organization', 'org');
+      if (!known.person) throw invalid('actor names no person', 'actor');
       return store.list(
         { orgId: req.orgId.toLowerCase(), actor: req.actor.toLowerCase() },
         pageLimit(req.limit),

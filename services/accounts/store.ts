@@ -208,6 +208,12 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
         limit,
         cursor,
       );
+      // An organization without keys and one that does not exist read alike; only the second is
+      // an error (a mistyped id must not read as "this organization has no keys").
+      if (items.length === 0 && cursor === '') {
+        const org = await pool.query('SELECT 1 FROM orgs WHERE id = $1', [orgId]);
+        if (org.rowCount === 0) throw notFound('no such organization');
+      }
       return { items: items.map(toKey), nextCursor };
     },
 
