@@ -39,6 +39,16 @@ export class AdminError extends Error {
   }
 }
 
+/** The gateway took longer than `SPOOL_ADMIN_TIMEOUT_MS` to answer. */
+export class TimeoutError extends Error {
+  constructor(url: string, timeoutMs: number) {
+    super(
+      `Spool at ${url} did not answer within ${timeoutMs} ms (SPOOL_ADMIN_TIMEOUT_MS): is the gateway, or what is in front of it, stuck?`,
+    );
+    this.name = 'TimeoutError';
+  }
+}
+
 /** The gateway could not be reached at all: nothing answered at the URL. */
 export class UnreachableError extends Error {
   constructor(url: string, cause: unknown, urlSource = 'SPOOL_URL') {
@@ -66,6 +76,11 @@ function causeCode(err: unknown): string | undefined {
     e = e instanceof AggregateError && e.errors.length > 0 ? e.errors[0] : e.cause;
   }
   return reason;
+}
+
+/** Whether an answer is JSON, as every answer with a body of the gateway's `/admin/v1` is. */
+function isJson(res: Response): boolean {
+  return /^application\/(problem\+)?json\b/i.test(res.headers.get('content-type') ?? '');
 }
 
 /** `--url` and `--token` of a `spool admin` command; they win over the environment. */
@@ -108,7 +123,12 @@ export async function adminClient(
   return {
     tokenSource,
     async request(method, path, body) {
+      const urlSource = flags.url === undefined ? 'SPOOL_URL' : '--url';
+      // The whole exchange, answer body included: a gateway (or a proxy) that accepts the
+      // connection and never answers must not hang an operator's command.
+      const signal = AbortSignal.timeout(config.timeoutMs);
       let res: Response;
+      let text: string;
       try {
         res = await fetch(`${base}/admin/v1${path}`, {
           method,
@@ -117,11 +137,21 @@ export async function adminClient(
             ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal,
         });
+        text = await res.text();
       } catch (err) {
-        throw new UnreachableError(base, err, flags.url === undefined ? 'SPOOL_URL' : '--url');
+        if (signal.aborted) throw new TimeoutError(base, config.timeoutMs);
+        throw new UnreachableError(base, err, urlSource);
       }
-      const text = await res.text();
+      if (text !== '' && !isJson(res)) {
+        // Not Spool's gateway (another server, a proxy's error page): its body means nothing here.
+        throw new AdminError(
+          res.status,
+          `(${res.headers.get('content-type') || 'a body without a type'}, ${text.length} bytes)`,
+          `the server at ${base} answered ${res.status} with no JSON, as Spool's gateway never does: is ${urlSource} the address of a Spool?`,
+        );
+      }
       if (res.status === 401) {
         // The gateway cannot know where the token came from; the hint names it.
         throw new AdminError(

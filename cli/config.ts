@@ -362,4 +362,9 @@ export const adminClientConfig = {
     description: 'where spool dev keeps its state',
     default: '.spool',
   }),
+  timeoutMs: int('SPOOL_ADMIN_TIMEOUT_MS', {
+    description: 'how long a spool admin command waits for the gateway to answer',
+    default: 30_000,
+    min: 1,
+  }),
 };

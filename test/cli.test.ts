@@ -1,5 +1,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -249,6 +250,49 @@ test('spool admin against a URL where nothing listens says it could not reach Sp
   t.is(
     res.stderr.trim(),
     `spool: could not reach Spool at http://127.0.0.1:${port} (ECONNREFUSED): is spool dev (or the gateway) running, and is SPOOL_URL right?`,
+  );
+});
+
+test('spool admin against a server that never answers gives up after SPOOL_ADMIN_TIMEOUT_MS', async (t) => {
+  // Takes connections and holds them, answering nothing, as a stuck proxy would.
+  const held: Socket[] = [];
+  const server = createServer((socket) => {
+    held.push(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const s of held) s.destroy();
+    server.close();
+  });
+  const { port } = server.address() as AddressInfo;
+  const res = await runSpool(['admin', 'org', 'list'], {
+    SPOOL_URL: `http://127.0.0.1:${port}`,
+    SPOOL_ADMIN_TOKEN: 'token',
+    SPOOL_ADMIN_TIMEOUT_MS: '300',
+  });
+  t.is(res.code, 1);
+  t.is(
+    res.stderr.trim(),
+    `spool: Spool at http://127.0.0.1:${port} did not answer within 300 ms (SPOOL_ADMIN_TIMEOUT_MS): is the gateway, or what is in front of it, stuck?`,
+  );
+});
+
+test('spool admin against a server that is not Spool says so, without its page', async (t) => {
+  const server = createHttpServer((_req, res) => {
+    res.writeHead(404, { 'content-type': 'text/html' });
+    res.end('<html><body>nginx says no</body></html>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const { port } = server.address() as AddressInfo;
+  const res = await runSpool(['admin', 'org', 'list', '--url', `http://127.0.0.1:${port}`], {
+    SPOOL_ADMIN_TOKEN: 'token',
+  });
+  t.is(res.code, 1);
+  t.false(res.stderr.includes('nginx'), res.stderr);
+  t.regex(
+    res.stderr,
+    /answered 404 with no JSON, as Spool's gateway never does: is --url the address of a Spool\?/,
   );
 });
 
