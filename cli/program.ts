@@ -178,7 +178,8 @@ export function buildProgram(env: Env): Command {
     .description('create an API key; prints {key, secret}, the secret only this once')
     .requiredOption('--org <org>', 'organization id')
     .addOption(
-      new Option('--mode <mode>', 'live or test').choices(['live', 'test']).default('live'),
+      // Required, as by the API: a live key is billed, and no command should make one unasked.
+      new Option('--mode <mode>', 'live or test').choices(['live', 'test']).makeOptionMandatory(),
     )
     .option('--scope <scope>', 'a scope; repeat for several', collect, [])
     .option('--name <name>', 'a name to recognise the key by')

@@ -96,7 +96,9 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall, list
     );
 
   target(webhook.command('enable'))
-    .description('enable an endpoint again (then resend what failed meanwhile)')
+    .description(
+      'enable an endpoint again; events while it was disabled made no deliveries, and those pending when it was disabled ended failed (resend-failed sends them)',
+    )
     .action((opts: Target) => admin('PATCH', one(opts.org, opts.id), { enabled: true }));
 
   target(webhook.command('disable'))

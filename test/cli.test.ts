@@ -148,8 +148,14 @@ test('the README walk-through works against spool dev with its embedded database
   });
   t.is(after.status, 401);
 
+  const modeless = await runSpool(
+    ['admin', 'key', 'create', '--org', orgId, '--scope', 'jobs:read'],
+    adminEnv,
+  );
+  t.not(modeless.code, 0);
+  t.regex(modeless.stderr, /required option '--mode <mode>' not specified/);
   const bad = await runSpool(
-    ['admin', 'key', 'create', '--org', orgId, '--scope', 'jobs:nope'],
+    ['admin', 'key', 'create', '--org', orgId, '--mode', 'live', '--scope', 'jobs:nope'],
     adminEnv,
   );
   t.is(bad.code, 1);
