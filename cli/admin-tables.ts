@@ -58,6 +58,7 @@ export const STATION_COLUMNS: Columns<Row> = [
   field('agent', 'agent_version'),
   field('region'),
   field('location', 'location_id'),
+  field('token revoked', 'token_revoked_at'),
 ];
 
 export const PRINTER_COLUMNS: Columns<Row> = [

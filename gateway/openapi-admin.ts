@@ -62,6 +62,7 @@ const STATION = {
   last_seen_at: null,
   agent_version: null,
   region: 'default',
+  token_revoked_at: null,
   created_at: '2026-05-01T12:00:00Z',
 };
 const ORG_ERRORS: ErrorCode[] = ['not_found'];

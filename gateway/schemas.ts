@@ -300,6 +300,10 @@ export const StationSchema = Type.Object(
       description:
         'its home region: where its jobs are dispatched and its agent should connect (`default` with one region)',
     }),
+    token_revoked_at: Type.Union([Time, Type.Null()], {
+      description:
+        'when its device token was revoked: its agent is refused until a new token is made (rotate); null while its token works',
+    }),
     created_at: NullableTime,
   },
   { additionalProperties: false },

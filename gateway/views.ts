@@ -47,6 +47,7 @@ export function stationView(station: Station | undefined) {
     last_seen_at: rfc3339OrNull(station.lastSeenAt),
     agent_version: station.agentVersion || null,
     region: station.region,
+    token_revoked_at: rfc3339OrNull(station.tokenRevokedAt),
     created_at: rfc3339OrNull(station.createdAt),
   };
 }

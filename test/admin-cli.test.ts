@@ -191,7 +191,7 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   ]);
   t.is(first.code, 0, first.stderr);
   const [header, ...rows] = lines(first.stdout);
-  t.regex(header ?? '', /^ID +NAME +ONLINE +LAST SEEN +AGENT +REGION +LOCATION$/);
+  t.regex(header ?? '', /^ID +NAME +ONLINE +LAST SEEN +AGENT +REGION +LOCATION +TOKEN REVOKED$/);
   t.is(rows.length, 1);
   const cursor = /^more: --cursor (\S+)$/.exec(first.stderr.trim())?.[1];
   t.truthy(cursor, first.stderr);
@@ -211,8 +211,8 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   const all = [...rows, ...lines(rest.stdout).slice(1)].map((r) => r.split(/ {2,}/));
   t.deepEqual(all.map((r) => r[0]).sort(), [desk.id, back.id].sort());
   t.deepEqual(all.map((r) => r.slice(1)).sort(), [
-    ['Back office', 'no', '-', '-', 'default', '-'],
-    ['Desk', 'no', '-', '-', 'default', '-'],
+    ['Back office', 'no', '-', '-', 'default', '-', '-'],
+    ['Desk', 'no', '-', '-', 'default', '-', '-'],
   ]);
 
   const audit = await spool(t, ['audit', '--org', org, '--format', 'table']);

@@ -6,13 +6,22 @@
  * Chromium through playwright-core against a real Spool whose station `desk` prints to a folder,
  * beside a station that went offline with its printer `annex` last reported ready.
  */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './helpers/browser.js';
 import { invite, member, PASSWORD, tokenOf } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
-import { call, createKey, createOrg, createStation, eventually } from './helpers/system.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  createStation,
+  eventually,
+  OPERATOR_TOKEN,
+} from './helpers/system.js';
 
 const OWNER = 'owner@example.com';
 
@@ -245,6 +254,23 @@ test.serial(
     t.false((await printersOf()).some((p) => p.name === 'spare'));
   },
 );
+
+test.serial('a station whose token was revoked says so beside its status', async (t) => {
+  const station = await createStation(org.sys.url, org.orgId, { name: 'Lobby kiosk' });
+  const revoked = await call(
+    org.sys.url,
+    'DELETE',
+    `/admin/v1/orgs/${org.orgId}/stations/${station.id}/token`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.is(revoked.status, 204);
+  const page = await ownerPage('/stations');
+  const row = page.getByRole('row', { name: /Lobby kiosk/ });
+  await row.getByText('token revoked').waitFor();
+  await page.screenshot({ path: join(tmpdir(), 'spool-console-station-revoked.png') });
+  // A station that is merely offline (its agent went away) has no such tag.
+  t.is(await page.getByRole('row', { name: /Annex/ }).getByText('token revoked').count(), 0);
+});
 
 test.serial('a printer whose station is offline reads as unreachable, not ready', async (t) => {
   const printers = await call<{

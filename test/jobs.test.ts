@@ -4,6 +4,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import anyTest, { type TestFn } from 'ava';
 import { SCOPES } from '../lib/credentials.js';
+import { rfc3339 } from '../lib/time.js';
 import { collectEvents, type EventLog } from './helpers/events.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
 import {
@@ -521,6 +522,16 @@ test('revoking a station token cuts its live link; a rotated token replaces the 
   t.is(ended?.code, GrpcStatus.UNAUTHENTICATED);
   const refused = await t.throwsAsync(connectLink(sys.linkAddress, station.token, []));
   t.is((refused as { code?: number }).code, GrpcStatus.UNAUTHENTICATED);
+  // The station says why its agent is refused, where an offline station would only read offline.
+  const stationNow = () =>
+    call<{ station: { online: boolean; token_revoked_at: string | null } }>(
+      sys.url,
+      'GET',
+      `/admin/v1/orgs/${orgId}/stations/${station.id}`,
+      { token: OPERATOR_TOKEN },
+    );
+  t.like((await stationNow()).body.station, { online: false });
+  t.is((await stationNow()).body.station.token_revoked_at, rfc3339(sys.clock.now()));
 
   const rotated = await call<{ token: string }>(
     sys.url,
@@ -535,6 +546,7 @@ test('revoking a station token cuts its live link; a rotated token replaces the 
   const again = await connectLink(sys.linkAddress, rotated.body.token, [printer('kiosk')]);
   t.teardown(() => again.close());
   t.is(again.welcome.stationId, station.id);
+  t.is((await stationNow()).body.station.token_revoked_at, null, 'a new token works');
   const old = await t.throwsAsync(connectLink(sys.linkAddress, station.token, []));
   t.is((old as { code?: number }).code, GrpcStatus.UNAUTHENTICATED);
   const foreign = await call(

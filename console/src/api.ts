@@ -173,6 +173,8 @@ export interface Station {
   online: boolean;
   last_seen_at: string | null;
   region: string;
+  /** When its device token was revoked: its agent is refused until a new token is made. */
+  token_revoked_at: string | null;
   created_at: string;
 }
 export interface Location {

@@ -149,6 +149,7 @@ function toStation(row: StationRow, now: Date): Station {
     createdAt: row.created_at,
     agentVersion: row.agent_version,
     region: row.region,
+    tokenRevokedAt: row.revoked_at ?? undefined,
   };
 }
 

@@ -360,6 +360,14 @@ export function StationsPage(): JSX.Element {
                   </th>
                   <td data-label="Status">
                     <Status status={s.online ? 'online' : 'offline'} />
+                    {s.token_revoked_at ? (
+                      <span
+                        class="tag"
+                        title="Its agent is refused until the station is given a new token (by the operator: spool admin station rotate-token)"
+                      >
+                        token revoked
+                      </span>
+                    ) : null}
                   </td>
                   <td data-label="Location">
                     {locationName(s.location_id) || <span class="muted">—</span>}

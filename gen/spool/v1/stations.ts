@@ -49,6 +49,11 @@ export interface Station {
   agentVersion: string;
   /** The station's home region: where its jobs are dispatched and its link is expected. */
   region: string;
+  /**
+   * When its device token was revoked (its agent is refused until a new one is made); unset while
+   * it has a token that works.
+   */
+  tokenRevokedAt: Date | undefined;
 }
 
 export interface PrinterCapabilities {
@@ -582,6 +587,7 @@ function createBaseStation(): Station {
     createdAt: undefined,
     agentVersion: "",
     region: "",
+    tokenRevokedAt: undefined,
   };
 }
 
@@ -613,6 +619,9 @@ export const Station: MessageFns<Station> = {
     }
     if (message.region !== "") {
       writer.uint32(74).string(message.region);
+    }
+    if (message.tokenRevokedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.tokenRevokedAt), writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -702,6 +711,14 @@ export const Station: MessageFns<Station> = {
             message.region = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.tokenRevokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -745,6 +762,11 @@ export const Station: MessageFns<Station> = {
         ? globalThis.String(object.agent_version)
         : "",
       region: isSet(object.region) ? globalThis.String(object.region) : "",
+      tokenRevokedAt: isSet(object.tokenRevokedAt)
+        ? fromJsonTimestamp(object.tokenRevokedAt)
+        : isSet(object.token_revoked_at)
+        ? fromJsonTimestamp(object.token_revoked_at)
+        : undefined,
     };
   },
 
@@ -777,6 +799,9 @@ export const Station: MessageFns<Station> = {
     if (message.region !== "") {
       obj.region = message.region;
     }
+    if (message.tokenRevokedAt !== undefined) {
+      obj.tokenRevokedAt = message.tokenRevokedAt.toISOString();
+    }
     return obj;
   },
 
@@ -794,6 +819,7 @@ export const Station: MessageFns<Station> = {
     message.createdAt = object.createdAt ?? undefined;
     message.agentVersion = object.agentVersion ?? "";
     message.region = object.region ?? "";
+    message.tokenRevokedAt = object.tokenRevokedAt ?? undefined;
     return message;
   },
 };
