@@ -124,4 +124,12 @@ export const AUDIT_COLUMNS: Columns<Row> = [
   { header: 'status', value: (r) => r.status ?? 'not recorded' },
   field('org', 'org_id'),
   field('ip'),
+  // What it acted on: the ids in its path, what it created, the fields a change set.
+  {
+    header: 'target',
+    value: (r) =>
+      Object.entries((r.target ?? {}) as Record<string, unknown>)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(' ') || null,
+  },
 ];

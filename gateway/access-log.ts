@@ -1,7 +1,8 @@
 /**
  * The access log: one JSON line per request at info level, once the answer is decided (after the
  * error middleware), with the method, the route template (never the path, which may carry an
- * invitation token), the status, the duration, the request id and who called: the API key's id,
+ * invitation token), the status, the duration, the request id, the client's address and who
+ * called: the API key's id,
  * the session's id, or `operator`; and the organization it was about (the key's, else the path's
  * `{org}` when it is a UUID), to follow one tenant's traffic. Never a header, a credential, a query string or a body. Probes
  * and scrapes (`/healthz`, `/readyz`, `/metrics`) come every few seconds and are left out, as in
@@ -41,6 +42,9 @@ export function accessLogMiddleware(logger: Logger): Middleware<GatewayState> {
           status: ctx.status,
           duration_ms: Math.round((performance.now() - started) * 10) / 10,
           request_id: ctx.state.requestId,
+          // The client's address (behind a trusted proxy, the one it forwarded): a leaked key's
+          // requests can be traced to where they came from.
+          ip: ctx.ip,
           ...(org ? { org_id: org } : {}),
           ...who,
         },

@@ -224,6 +224,10 @@ test('spool admin lists print a table with --format table, and say on stderr whe
       .slice(0, 2)
       .every((e) => /operator +POST +\/admin\/v1\/orgs\/:org\/stations +201 /.test(e)),
   );
+  // Each says what it created: the new station's path.
+  for (const station of [desk, back]) {
+    t.true(entries.some((e) => e.endsWith(`created=/admin/v1/orgs/${org}/stations/${station.id}`)));
+  }
   t.regex(entries[2] ?? '', /operator +POST +\/admin\/v1\/orgs +201 /);
 
   const jobs = await spool(t, [

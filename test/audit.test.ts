@@ -301,6 +301,7 @@ test('each request writes one access log line with route, status, duration and c
     status: 200,
     key_id: key.id,
     org_id: org,
+    ip: '127.0.0.1',
   });
   t.is(typeof line?.duration_ms, 'number');
   // A refused request still says which organization it was about.
