@@ -306,10 +306,19 @@ export function addAdminFleetCommands(
       .command('audit')
       .description('the audit log of operator and console actions, newest first')
       .option('--org <org>', 'only actions on this organization')
-      .option('--actor <actor>', 'only actions of operator or person:<id>'),
-  ).action((opts: Page & { org?: string; actor?: string }) =>
+      .option('--actor <actor>', 'only actions of operator or person:<id>')
+      .option('--since <time>', 'only actions at or after this RFC 3339 time')
+      .option('--until <time>', 'only actions before this RFC 3339 time'),
+  ).action((opts: Page & { org?: string; actor?: string; since?: string; until?: string }) =>
     list(
-      `/audit${query({ org: opts.org, actor: opts.actor, limit: opts.limit, cursor: opts.cursor })}`,
+      `/audit${query({
+        org: opts.org,
+        actor: opts.actor,
+        since: opts.since,
+        until: opts.until,
+        limit: opts.limit,
+        cursor: opts.cursor,
+      })}`,
       opts.format,
       AUDIT_COLUMNS,
     ),

@@ -254,6 +254,16 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
         description: 'only actions of this actor: operator or person:<id>',
         schema: { type: 'string' },
       },
+      {
+        name: 'since',
+        description: 'only actions at or after this time (RFC 3339)',
+        schema: { type: 'string', format: 'date-time' },
+      },
+      {
+        name: 'until',
+        description: 'only actions before this time (RFC 3339)',
+        schema: { type: 'string', format: 'date-time' },
+      },
       ...listQuery,
     ],
     success: {

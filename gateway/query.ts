@@ -2,12 +2,21 @@
 import type { ParsedUrlQuery } from 'node:querystring';
 import { invalid, SpoolError } from '../lib/errors.js';
 import { MAX_LIMIT } from '../lib/paging.js';
+import { parseRfc3339 } from '../lib/time.js';
 
 /** The one value of a parameter, or undefined; a repeated parameter is a 400. */
 export function single(query: ParsedUrlQuery, name: string): string | undefined {
   const raw = query[name];
   if (Array.isArray(raw)) throw invalid(`${name} may be given once`, name);
   return raw;
+}
+
+/** An RFC 3339 time parameter, or undefined when absent; anything else is a 400 naming it. */
+export function timeParam(raw: string | undefined, name: string): Date | undefined {
+  if (raw === undefined) return undefined;
+  const at = parseRfc3339(raw);
+  if (!at) throw invalid(`${name} must be an RFC 3339 time`, name);
+  return at;
 }
 
 /** A parameter the endpoint does not take is a 400 naming it, as an unknown body field is. */

@@ -185,6 +185,40 @@ test('the audit log pages newest first, and filters by actor', async (t) => {
   }
 });
 
+test.serial('the audit log keeps to a time window: since, until, or both', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Windowed Org');
+  const at = (minutes: number) => new Date(sys.clock.now().getTime() + minutes * 60_000);
+  const before = at(5);
+  sys.clock.advance(10 * 60_000);
+  const made = await call(sys.url, 'POST', `/admin/v1/orgs/${org}/locations`, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Later' },
+  });
+  t.is(made.status, 201);
+  const routes = async (query: string) =>
+    (await audit(sys, `?org=${org}&${query}`)).items.map((e) => e.route);
+  t.deepEqual(await routes(`since=${before.toISOString()}`), ['/admin/v1/orgs/:org/locations']);
+  t.deepEqual(await routes(`until=${before.toISOString()}`), ['/admin/v1/orgs']);
+  t.deepEqual(await routes(`since=${at(-60).toISOString()}&until=${at(60).toISOString()}`), [
+    '/admin/v1/orgs/:org/locations',
+    '/admin/v1/orgs',
+  ]);
+  for (const [query, message] of [
+    ['since=yesterday', 'since must be an RFC 3339 time'],
+    [`since=${at(1).toISOString()}&until=${at(0).toISOString()}`, 'since must be before until'],
+  ] as const) {
+    const bad = await call<{ error: { code: string; param: string; message: string } }>(
+      sys.url,
+      'GET',
+      `/admin/v1/audit?${query}`,
+      { token: OPERATOR_TOKEN },
+    );
+    t.is(bad.status, 400);
+    t.like(bad.body.error, { code: 'invalid', param: 'since', message });
+  }
+});
+
 test('console actions are in the audit log as the person and session that made them, with no secret', async (t) => {
   const { sys } = t.context;
   const org = await createOrg(sys.url, 'Console Org');

@@ -14,7 +14,7 @@ import { requireOperator } from '../auth.js';
 import { changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { deletePrinter } from '../printer-deletion.js';
-import { listParams, rejectUnknownParams, single } from '../query.js';
+import { listParams, rejectUnknownParams, single, timeParam } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
 import { CreateTemplateBody } from './admin.js';
@@ -270,10 +270,15 @@ export function adminFleetRouter(deps: {
   });
 
   router.get('/audit', async (ctx) => {
-    rejectUnknownParams(ctx.query, ['org', 'actor', 'limit', 'cursor']);
+    rejectUnknownParams(ctx.query, ['org', 'actor', 'since', 'until', 'limit', 'cursor']);
+    const since = timeParam(single(ctx.query, 'since'), 'since');
+    const until = timeParam(single(ctx.query, 'until'), 'until');
+    if (since && until && since >= until) throw invalid('since must be before until', 'since');
     const res = await accounts.listAudit({
       orgId: single(ctx.query, 'org') ?? '',
       actor: single(ctx.query, 'actor') ?? '',
+      since,
+      until,
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(auditView), next_cursor: res.nextCursor };

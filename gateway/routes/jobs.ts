@@ -16,7 +16,7 @@ import { JOB_STATUSES } from '../../services/jobs/machine.js';
 import { body, readRaw } from '../body.js';
 import type { Backends } from '../clients.js';
 import { JobCreations } from '../job-creations.js';
-import { listParams, rejectUnknownParams, single } from '../query.js';
+import { listParams, rejectUnknownParams, single, timeParam } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { eventView, jobView, templateView, uploadView } from '../views.js';
 import { actorOf, orgOf, param } from './context.js';
@@ -222,13 +222,6 @@ function printOptions(o: Static<typeof OptionsBody> | undefined): PrintOptions {
     fitToPage: o?.fit_to_page,
     rotate: o?.rotate,
   });
-}
-
-function timeParam(raw: string | undefined, name: string): Date | undefined {
-  if (raw === undefined) return undefined;
-  const at = parseRfc3339(raw);
-  if (!at) throw invalid(`${name} must be an RFC 3339 time`, name);
-  return at;
 }
 
 function idParam(raw: string | undefined, name: string): string {

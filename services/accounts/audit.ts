@@ -106,15 +106,31 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
       return rows[0] as { org: boolean; person: boolean };
     },
 
-    /** A page of entries newest first, of one organization and/or one actor when given. */
-    async list(filters: { orgId: string; actor: string }, limit: number, cursor: string) {
+    /**
+     * A page of entries newest first, of one organization and/or one actor when given, at or after
+     * `since` and before `until` when given.
+     */
+    async list(
+      filters: { orgId: string; actor: string; since?: Date | undefined; until?: Date | undefined },
+      limit: number,
+      cursor: string,
+    ) {
       const after = decodeCursor(cursor);
       const { rows } = await pool.query<AuditRow>(
         `SELECT ${COLUMNS} FROM audit_log
          WHERE ($1::TEXT = '' OR org_id = $1) AND ($2::TEXT = '' OR actor = $2)
            AND ($3::TIMESTAMPTZ IS NULL OR (at, id) < ($3, $4::UUID))
+           AND ($6::TIMESTAMPTZ IS NULL OR at >= $6) AND ($7::TIMESTAMPTZ IS NULL OR at < $7)
          ORDER BY at DESC, id DESC LIMIT $5`,
-        [filters.orgId, filters.actor, after?.at ?? null, after?.id ?? null, limit + 1],
+        [
+          filters.orgId,
+          filters.actor,
+          after?.at ?? null,
+          after?.id ?? null,
+          limit + 1,
+          filters.since ?? null,
+          filters.until ?? null,
+        ],
       );
       const { items, nextCursor } = page(rows, limit, (r) => ({
         at: r.at.toISOString(),
@@ -152,7 +168,12 @@ export function createAuditServer(store: AuditStore): AuditRpcs {
       if (!known.org) throw invalid('org names no organization', 'org');
       if (!known.person) throw invalid('actor names no person', 'actor');
       return store.list(
-        { orgId: req.orgId.toLowerCase(), actor: req.actor.toLowerCase() },
+        {
+          orgId: req.orgId.toLowerCase(),
+          actor: req.actor.toLowerCase(),
+          since: req.since,
+          until: req.until,
+        },
         pageLimit(req.limit),
         req.cursor,
       );

@@ -141,6 +141,9 @@ export interface ListAuditRequest {
   actor: string;
   limit: number;
   cursor: string;
+  /** Only entries at or after `since`, and before `until`, when set. */
+  since: Date | undefined;
+  until: Date | undefined;
 }
 
 export interface ListAuditResponse {
@@ -2015,7 +2018,7 @@ export const RecordAuditResponse: MessageFns<RecordAuditResponse> = {
 };
 
 function createBaseListAuditRequest(): ListAuditRequest {
-  return { orgId: "", actor: "", limit: 0, cursor: "" };
+  return { orgId: "", actor: "", limit: 0, cursor: "", since: undefined, until: undefined };
 }
 
 export const ListAuditRequest: MessageFns<ListAuditRequest> = {
@@ -2031,6 +2034,12 @@ export const ListAuditRequest: MessageFns<ListAuditRequest> = {
     }
     if (message.cursor !== "") {
       writer.uint32(34).string(message.cursor);
+    }
+    if (message.since !== undefined) {
+      Timestamp.encode(toTimestamp(message.since), writer.uint32(42).fork()).join();
+    }
+    if (message.until !== undefined) {
+      Timestamp.encode(toTimestamp(message.until), writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -2080,6 +2089,22 @@ export const ListAuditRequest: MessageFns<ListAuditRequest> = {
             message.cursor = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.since = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.until = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2102,6 +2127,8 @@ export const ListAuditRequest: MessageFns<ListAuditRequest> = {
       actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+      since: isSet(object.since) ? fromJsonTimestamp(object.since) : undefined,
+      until: isSet(object.until) ? fromJsonTimestamp(object.until) : undefined,
     };
   },
 
@@ -2119,6 +2146,12 @@ export const ListAuditRequest: MessageFns<ListAuditRequest> = {
     if (message.cursor !== "") {
       obj.cursor = message.cursor;
     }
+    if (message.since !== undefined) {
+      obj.since = message.since.toISOString();
+    }
+    if (message.until !== undefined) {
+      obj.until = message.until.toISOString();
+    }
     return obj;
   },
 
@@ -2131,6 +2164,8 @@ export const ListAuditRequest: MessageFns<ListAuditRequest> = {
     message.actor = object.actor ?? "";
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
+    message.since = object.since ?? undefined;
+    message.until = object.until ?? undefined;
     return message;
   },
 };
