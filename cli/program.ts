@@ -3,7 +3,7 @@
  * help can be checked without running a command; `main.ts` parses the command line.
  */
 import { readFile } from 'node:fs/promises';
-import { Command, Option } from 'commander';
+import { Command, type CommanderError, Option } from 'commander';
 import type { Env } from '../lib/config.js';
 import { spoolVersion } from '../lib/version.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
@@ -11,7 +11,7 @@ import { addAdminFleetCommands, addConnectionFlags, orgList } from './admin-comm
 import { INVITATION_COLUMNS, KEY_COLUMNS, PERSON_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
 import { COMPONENTS, type Component } from './components.js';
-import { registerJobsCommands } from './jobs-commands.js';
+import { EXIT, registerJobsCommands } from './jobs-commands.js';
 import { sealFile } from './seal.js';
 import { type Format, formatOption, writePage } from './table.js';
 import { addWebhookCommands } from './webhook-commands.js';
@@ -22,6 +22,18 @@ import { addWebhookCommands } from './webhook-commands.js';
  */
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+/**
+ * Wrong usage of `cmd` or a command under it (an unknown option or command, a missing or bad
+ * value) exits 2, as `spool jobs` does, so that a script tells it from an error the gateway
+ * answered (1); help asked for exits 0.
+ */
+function usageExits(cmd: Command): void {
+  cmd.exitOverride((err: CommanderError) => {
+    process.exit(err.exitCode === 0 ? 0 : EXIT.usage);
+  });
+  for (const sub of cmd.commands) usageExits(sub);
 }
 
 export function buildProgram(env: Env): Command {
@@ -381,6 +393,7 @@ export function buildProgram(env: Env): Command {
   addConnectionFlags(adminCommand, (f) => {
     flags = f;
   });
+  usageExits(adminCommand);
   registerJobsCommands(program, env);
 
   return program;

@@ -247,7 +247,7 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   t.regex(noJob.stderr, /"code":\s*"not_found"/);
 
   const bad = await spool(t, ['org', 'list', '--format', 'yaml']);
-  t.is(bad.code, 1);
+  t.is(bad.code, 2, 'wrong usage');
   t.regex(bad.stderr, /argument 'yaml' is invalid/);
 });
 

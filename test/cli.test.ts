@@ -152,8 +152,11 @@ test('the README walk-through works against spool dev with its embedded database
     ['admin', 'key', 'create', '--org', orgId, '--scope', 'jobs:read'],
     adminEnv,
   );
-  t.not(modeless.code, 0);
+  t.is(modeless.code, 2, 'wrong usage exits 2, where an error the gateway answered exits 1');
   t.regex(modeless.stderr, /required option '--mode <mode>' not specified/);
+  const unknownFlag = await runSpool(['admin', 'org', 'list', '--colour'], adminEnv);
+  t.is(unknownFlag.code, 2);
+  t.regex(unknownFlag.stderr, /unknown option '--colour'/);
   const bad = await runSpool(
     ['admin', 'key', 'create', '--org', orgId, '--mode', 'live', '--scope', 'jobs:nope'],
     adminEnv,
