@@ -125,6 +125,22 @@ export function addAdminFleetCommands(
     STATION_COLUMNS,
     list,
   );
+  paged(
+    station.cmd
+      .command('list-all')
+      .description("list every organization's stations, oldest first; --offline: those down now")
+      .option('--offline', 'only the stations offline now'),
+  ).action((opts: Page & { offline?: boolean }) =>
+    list(
+      `/stations${query({
+        offline: opts.offline ? 'true' : undefined,
+        limit: opts.limit,
+        cursor: opts.cursor,
+      })}`,
+      opts.format,
+      [{ header: 'org', value: (r) => r.org_id }, ...STATION_COLUMNS],
+    ),
+  );
   station.cmd
     .command('update')
     .description(

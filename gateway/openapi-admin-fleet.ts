@@ -83,6 +83,23 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 200, description: 'a page of organizations', schema: itemsOf(OrgSchema) },
     errors: ['invalid', 'unknown_field'],
   },
+  'GET /admin/v1/stations': {
+    operationId: 'listAllStations',
+    tag: 'Stations',
+    summary: "Every organization's stations, oldest first, or only those offline",
+    description:
+      'The whole fleet in one list, each station with its `org_id`: with `offline=true`, the stations whose agents are not linked now (a revoked token shows as `token_revoked_at`).',
+    query: [
+      {
+        name: 'offline',
+        description: 'true: only stations offline now',
+        schema: { type: 'string', enum: ['true', 'false'] },
+      },
+      ...listQuery,
+    ],
+    success: { status: 200, description: 'a page of stations', schema: itemsOf(StationSchema) },
+    errors: ['invalid', 'unknown_field'],
+  },
   'GET /admin/v1/orgs/:org/stations': {
     operationId: 'listStations',
     tag: 'Stations',

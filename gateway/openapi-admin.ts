@@ -56,6 +56,7 @@ const answer = (field: string, schema: TSchema, extra: Record<string, TSchema> =
 const ORG = { id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d', name: 'Acme Print' };
 const STATION = {
   id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+  org_id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
   name: 'Front desk',
   location_id: null,
   online: false,

@@ -289,6 +289,7 @@ export const ApiKeySchema = Type.Object(
 export const StationSchema = Type.Object(
   {
     id: Id,
+    org_id: Id,
     name: Type.String(),
     location_id: NullableId,
     online: Type.Boolean(),

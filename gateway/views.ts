@@ -41,6 +41,7 @@ export function stationView(station: Station | undefined) {
   if (!station) throw new Error('missing station in response');
   return {
     id: station.id,
+    org_id: station.orgId,
     name: station.name,
     location_id: station.locationId || null,
     online: station.online,

@@ -425,3 +425,46 @@ test("an organization's jobs are listed and got as its integration sees them, an
   t.is(bad.status, 400);
   t.like(bad.body.error, { code: 'invalid', param: 'status' });
 });
+
+test("every organization's stations in one list, or only those offline, each with its organization", async (t) => {
+  const [north, south] = [await createOrg(t.context.sys.url), await createOrg(t.context.sys.url)];
+  const up = await createStation(t.context.sys.url, north, { name: 'Up' });
+  const down = await createStation(t.context.sys.url, north, { name: 'Down' });
+  const away = await createStation(t.context.sys.url, south, { name: 'Away' });
+  t.context.links.push(await connectLink(t.context.sys.linkAddress, up.token, [printer('p')]));
+  await eventually(
+    () => op<{ station: { online: boolean } }>(t, 'GET', `/orgs/${north}/stations/${up.id}`),
+    (res) => res.body.station.online,
+  );
+
+  /** Every page of the list, with what it says of each of the three. */
+  const all = async (params: string) => {
+    const seen: Array<{ id: string; org_id: string; online: boolean }> = [];
+    let cursor = '';
+    do {
+      const res = await op<Page<{ id: string; org_id: string; online: boolean }>>(
+        t,
+        'GET',
+        `/stations?limit=200${params}${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      t.is(res.status, 200);
+      seen.push(...res.body.items);
+      cursor = res.body.next_cursor;
+    } while (cursor);
+    return seen.filter((s) => [up.id, down.id, away.id].includes(s.id));
+  };
+  // Oldest first; these three were made at one instant of the test clock, so compare them as sets.
+  const sorted = (rows: unknown[][]) =>
+    rows.sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+  t.deepEqual(
+    sorted((await all('&offline=true')).map((s) => [s.id, s.org_id, s.online])),
+    sorted([
+      [down.id, north, false],
+      [away.id, south, false],
+    ]),
+  );
+  t.deepEqual((await all('')).map((s) => s.id).sort(), [up.id, down.id, away.id].sort());
+  const bad = await op<{ error: { code: string; param: string } }>(t, 'GET', '/stations?offline=1');
+  t.is(bad.status, 400);
+  t.like(bad.body.error, { code: 'invalid', param: 'offline' });
+});

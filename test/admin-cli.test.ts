@@ -215,6 +215,18 @@ test('spool admin lists print a table with --format table, and say on stderr whe
     ['Desk', 'no', '-', '-', 'default', '-', '-'],
   ]);
 
+  // Every organization's offline stations, each with its organization (these two among them).
+  const down = await spool(t, ['station', 'list-all', '--offline', '--limit', '200']);
+  t.is(down.code, 0, down.stderr);
+  const listed = (JSON.parse(down.stdout) as { items: Array<{ id: string; org_id: string }> })
+    .items;
+  for (const station of [desk, back]) {
+    t.like(
+      listed.find((s) => s.id === station.id),
+      { org_id: org },
+    );
+  }
+
   const audit = await spool(t, ['audit', '--org', org, '--format', 'table']);
   t.is(audit.code, 0, audit.stderr);
   const entries = lines(audit.stdout).slice(1);

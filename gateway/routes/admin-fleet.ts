@@ -125,6 +125,21 @@ export function adminFleetRouter(deps: {
     ctx.body = { items: res.items.map(orgView), next_cursor: res.nextCursor };
   });
 
+  // Every organization's stations, or only the offline ones: "which stations are down?" in one
+  // call rather than one per organization.
+  router.get('/stations', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['offline', 'limit', 'cursor']);
+    const offline = single(ctx.query, 'offline');
+    if (offline !== undefined && offline !== 'true' && offline !== 'false') {
+      throw invalid('offline must be true or false', 'offline');
+    }
+    const res = await stations.listAllStations({
+      offline: offline === 'true',
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(stationView), next_cursor: res.nextCursor };
+  });
+
   router.get('/orgs/:org/stations', async (ctx) => {
     rejectUnknownParams(ctx.query, ['limit', 'cursor']);
     const res = await stations.listStations({

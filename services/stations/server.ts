@@ -74,6 +74,10 @@ export function createStationsServer(deps: {
       return store.listStations(orgId, pageLimit(req.limit), req.cursor);
     },
 
+    async listAllStations(req) {
+      return store.listAllStations(req.offline, pageLimit(req.limit), req.cursor);
+    },
+
     async createStation(req) {
       const token = generateCredential('device');
       const station = await store.createStation({

@@ -541,6 +541,22 @@ export function createStationStore(
       return { items: items.map((row) => toStation(row, now)), nextCursor };
     },
 
+    /** Every organization's stations, oldest first; only the offline ones with `offline`. */
+    async listAllStations(offline: boolean, limit: number, cursor: string) {
+      const { items, nextCursor } = await listOldestFirst<StationRow>(
+        pool,
+        {
+          select: `SELECT ${STATION_COLUMNS} FROM stations`,
+          where: '(NOT $1::BOOL OR NOT online)',
+          params: [offline],
+        },
+        limit,
+        cursor,
+      );
+      const now = clock.now();
+      return { items: items.map((row) => toStation(row, now)), nextCursor };
+    },
+
     async createStation(s: {
       orgId: string;
       name: string;

@@ -142,6 +142,12 @@ export interface ListStationsRequest {
   cursor: string;
 }
 
+export interface ListAllStationsRequest {
+  offline: boolean;
+  limit: number;
+  cursor: string;
+}
+
 export interface ListStationsResponse {
   items: Station[];
   nextCursor: string;
@@ -2085,6 +2091,107 @@ export const ListStationsRequest: MessageFns<ListStationsRequest> = {
   fromPartial(object: DeepPartial<ListStationsRequest>): ListStationsRequest {
     const message = createBaseListStationsRequest();
     message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListAllStationsRequest(): ListAllStationsRequest {
+  return { offline: false, limit: 0, cursor: "" };
+}
+
+export const ListAllStationsRequest: MessageFns<ListAllStationsRequest> = {
+  encode(message: ListAllStationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.offline !== false) {
+      writer.uint32(8).bool(message.offline);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAllStationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAllStationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.offline = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAllStationsRequest {
+    return {
+      offline: isSet(object.offline) ? globalThis.Boolean(object.offline) : false,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListAllStationsRequest): unknown {
+    const obj: any = {};
+    if (message.offline !== false) {
+      obj.offline = message.offline;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAllStationsRequest>): ListAllStationsRequest {
+    return ListAllStationsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAllStationsRequest>): ListAllStationsRequest {
+    const message = createBaseListAllStationsRequest();
+    message.offline = object.offline ?? false;
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
     return message;
@@ -6604,6 +6711,21 @@ export const StationsServiceService = {
       Buffer.from(ListStationsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListStationsResponse => ListStationsResponse.decode(value),
   },
+  /**
+   * Every organization's stations, oldest first, or only those offline: the operator's view of
+   * the whole fleet. The one list not scoped by organization.
+   */
+  listAllStations: {
+    path: "/spool.v1.StationsService/ListAllStations" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAllStationsRequest): Buffer =>
+      Buffer.from(ListAllStationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAllStationsRequest => ListAllStationsRequest.decode(value),
+    responseSerialize: (value: ListStationsResponse): Buffer =>
+      Buffer.from(ListStationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListStationsResponse => ListStationsResponse.decode(value),
+  },
   /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
   revokeStationToken: {
     path: "/spool.v1.StationsService/RevokeStationToken" as const,
@@ -6734,6 +6856,11 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
   listLocations: handleUnaryCall<ListLocationsRequest, ListLocationsResponse>;
   createStation: handleUnaryCall<CreateStationRequest, CreateStationResponse>;
   listStations: handleUnaryCall<ListStationsRequest, ListStationsResponse>;
+  /**
+   * Every organization's stations, oldest first, or only those offline: the operator's view of
+   * the whole fleet. The one list not scoped by organization.
+   */
+  listAllStations: handleUnaryCall<ListAllStationsRequest, ListStationsResponse>;
   /** Revokes the station's device token and cuts its live link; the station keeps its printers. */
   revokeStationToken: handleUnaryCall<RevokeStationTokenRequest, RevokeStationTokenResponse>;
   /** Gives the station a new device token; the old one stops working and its link is cut. */
@@ -6830,6 +6957,25 @@ export interface StationsServiceClient extends Client {
   ): ClientUnaryCall;
   listStations(
     request: ListStationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListStationsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Every organization's stations, oldest first, or only those offline: the operator's view of
+   * the whole fleet. The one list not scoped by organization.
+   */
+  listAllStations(
+    request: ListAllStationsRequest,
+    callback: (error: ServiceError | null, response: ListStationsResponse) => void,
+  ): ClientUnaryCall;
+  listAllStations(
+    request: ListAllStationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListStationsResponse) => void,
+  ): ClientUnaryCall;
+  listAllStations(
+    request: ListAllStationsRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListStationsResponse) => void,
