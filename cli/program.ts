@@ -3,7 +3,7 @@
  * help can be checked without running a command; `main.ts` parses the command line.
  */
 import { readFile } from 'node:fs/promises';
-import { Command, type CommanderError, Option } from 'commander';
+import { Command, type CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { Env } from '../lib/config.js';
 import { spoolVersion } from '../lib/version.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
@@ -22,6 +22,14 @@ import { addWebhookCommands } from './webhook-commands.js';
  */
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+/** A whole number of days, at least 1, for a retention flag; anything else is wrong usage. */
+function wholeDays(raw: string): number {
+  if (!/^\d{1,6}$/.test(raw.trim()) || Number(raw) < 1) {
+    throw new InvalidArgumentError('give a whole number of days, at least 1');
+  }
+  return Number(raw);
 }
 
 /**
@@ -338,11 +346,20 @@ export function buildProgram(env: Env): Command {
   settings
     .command('set')
     .description('change the settings given; prints {settings}')
-    .option('--job-document-retention-days <days>', 'days a job document is kept after it finishes')
-    .option('--upload-retention-days <days>', 'days an upload is kept')
-    .option(
-      '--webhook-delivery-retention-days <days>',
-      'days a finished webhook delivery stays in the delivery log',
+    .addOption(
+      new Option(
+        '--job-document-retention-days <days>',
+        'days a job document is kept after it finishes',
+      ).argParser(wholeDays),
+    )
+    .addOption(
+      new Option('--upload-retention-days <days>', 'days an upload is kept').argParser(wholeDays),
+    )
+    .addOption(
+      new Option(
+        '--webhook-delivery-retention-days <days>',
+        'days a finished webhook delivery stays in the delivery log',
+      ).argParser(wholeDays),
     )
     .option('--notice <text>', 'a notice on the public status page ("" for none)')
     .option('--pricing-file <file>', 'a JSON file of the public prices in cents ("" to withdraw)')
@@ -350,9 +367,9 @@ export function buildProgram(env: Env): Command {
     .action(
       async (
         opts: {
-          jobDocumentRetentionDays?: string;
-          uploadRetentionDays?: string;
-          webhookDeliveryRetentionDays?: string;
+          jobDocumentRetentionDays?: number;
+          uploadRetentionDays?: number;
+          webhookDeliveryRetentionDays?: number;
           notice?: string;
           pricingFile?: string;
           downloadsFile?: string;
@@ -367,20 +384,26 @@ export function buildProgram(env: Env): Command {
           const flags = changes.map((o) => o.long).join(', ');
           command.error(`error: nothing to change: give at least one of ${flags}`, { exitCode: 2 });
         }
-        const jsonFile = async (file: string | undefined, name: string) =>
-          file === undefined
-            ? {}
-            : { [name]: file === '' ? null : JSON.parse(await readFile(file, 'utf8')) };
+        const jsonFile = async (file: string | undefined, name: string) => {
+          if (file === undefined) return {};
+          if (file === '') return { [name]: null };
+          const text = await readFile(file, 'utf8');
+          try {
+            return { [name]: JSON.parse(text) };
+          } catch (err) {
+            throw new Error(`${file} is not JSON: ${(err as Error).message}`);
+          }
+        };
         return admin('PATCH', '/settings', {
           ...(opts.jobDocumentRetentionDays === undefined
             ? {}
-            : { job_document_retention_days: Number(opts.jobDocumentRetentionDays) }),
+            : { job_document_retention_days: opts.jobDocumentRetentionDays }),
           ...(opts.uploadRetentionDays === undefined
             ? {}
-            : { upload_retention_days: Number(opts.uploadRetentionDays) }),
+            : { upload_retention_days: opts.uploadRetentionDays }),
           ...(opts.webhookDeliveryRetentionDays === undefined
             ? {}
-            : { webhook_delivery_retention_days: Number(opts.webhookDeliveryRetentionDays) }),
+            : { webhook_delivery_retention_days: opts.webhookDeliveryRetentionDays }),
           ...(opts.notice === undefined ? {} : { notice: opts.notice === '' ? null : opts.notice }),
           ...(await jsonFile(opts.pricingFile, 'pricing')),
           ...(await jsonFile(opts.downloadsFile, 'downloads')),

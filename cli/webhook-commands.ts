@@ -87,12 +87,23 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall, list
     .option('--url <url>', 'a new https URL')
     .option('--event <type>', 'the new event types; repeatable', collect, [])
     .option('--description <text>', 'a new description')
-    .action((opts: Target & { url?: string; event: string[]; description?: string }) =>
-      admin('PATCH', one(opts.org, opts.id), {
-        ...(opts.url === undefined ? {} : { url: opts.url }),
-        ...(opts.event.length === 0 ? {} : { events: opts.event }),
-        ...(opts.description === undefined ? {} : { description: opts.description }),
-      }),
+    .action(
+      (
+        opts: Target & { url?: string; event: string[]; description?: string },
+        command: Command,
+      ) => {
+        if (opts.url === undefined && opts.event.length === 0 && opts.description === undefined) {
+          command.error(
+            'error: nothing to change: give at least one of --url, --event, --description (enable and disable are commands of their own)',
+            { exitCode: 2 },
+          );
+        }
+        return admin('PATCH', one(opts.org, opts.id), {
+          ...(opts.url === undefined ? {} : { url: opts.url }),
+          ...(opts.event.length === 0 ? {} : { events: opts.event }),
+          ...(opts.description === undefined ? {} : { description: opts.description }),
+        });
+      },
     );
 
   target(webhook.command('enable'))

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -303,6 +303,27 @@ test('spool admin against a server that is not Spool says so, without its page',
     res.stderr,
     /answered 404 with no JSON, as Spool's gateway never does: is --url the address of a Spool\?/,
   );
+});
+
+test('spool admin refuses what it can tell is wrong before asking the gateway, naming its flag or file', async (t) => {
+  // Nothing listens here: each of these must fail before any request.
+  const env = { SPOOL_URL: `http://127.0.0.1:${await freePort()}`, SPOOL_ADMIN_TOKEN: 'token' };
+  const days = await runSpool(
+    ['admin', 'settings', 'set', '--upload-retention-days', 'a week'],
+    env,
+  );
+  t.is(days.code, 2);
+  t.regex(days.stderr, /'--upload-retention-days <days>' argument 'a week' is invalid/);
+  const dir = await mkdtemp(join(tmpdir(), 'spool-cli-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'pricing.json');
+  await writeFile(file, '{"pro": 1200,}');
+  const pricing = await runSpool(['admin', 'settings', 'set', '--pricing-file', file], env);
+  t.is(pricing.code, 1);
+  t.regex(pricing.stderr, new RegExp(`^spool: ${file} is not JSON: `));
+  const nothing = await runSpool(['admin', 'webhook', 'update', '--org', 'o', '--id', 'e'], env);
+  t.is(nothing.code, 2);
+  t.regex(nothing.stderr, /nothing to change: give at least one of --url, --event, --description/);
 });
 
 async function holdPort(port: number): Promise<Server> {
