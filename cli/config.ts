@@ -9,6 +9,7 @@ import {
   ConfigError,
   int,
   logLevel,
+  optionalSecret,
   optionalStr,
   port,
   secretStr,
@@ -321,6 +322,11 @@ export const gatewayConfig = {
   webhooksAddr: address('WEBHOOKS_ADDR', { description: 'host:port of the webhooks service' }),
   adminToken: secretStr('SPOOL_ADMIN_TOKEN', {
     description: 'the operator token for /admin/v1',
+    minLength: 16,
+  }),
+  adminTokenPrevious: optionalSecret('SPOOL_ADMIN_TOKEN_PREVIOUS', {
+    description:
+      'during a rotation of the operator token, the token SPOOL_ADMIN_TOKEN replaces: accepted too, until unset',
     minLength: 16,
   }),
 };

@@ -206,7 +206,10 @@ async function serveGateway(env: Env): Promise<void> {
     keyRateLimit: config.keyRateLimit,
     logger,
     clock: systemClock,
-    operatorToken: config.adminToken,
+    // While a rotation is under way, the token being replaced is accepted too.
+    operatorToken: config.adminTokenPrevious
+      ? [config.adminToken, config.adminTokenPrevious]
+      : config.adminToken,
     bodyLimit: config.bodyLimit,
     maxDocumentBytes: config.maxDocumentBytes,
     trustProxy: config.trustProxy,

@@ -5,6 +5,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import type { OperatorToken } from '../gateway/auth.js';
 import { closeBackends, connectBackends } from '../gateway/clients.js';
 import type { EventStreamOptions } from '../gateway/event-stream.js';
 import { createGateway, type Gateway } from '../gateway/index.js';
@@ -61,7 +62,7 @@ export interface SystemOptions {
   layout?: BusLayout;
   logger: Logger;
   clock?: Clock;
-  operatorToken: string;
+  operatorToken: OperatorToken;
   /** Connections in the pool; PGlite serves one at a time. */
   poolMax?: number;
   bodyLimit?: number;

@@ -10,6 +10,7 @@ import { SpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { accessLogMiddleware } from './access-log.js';
 import { auditMiddleware } from './audit.js';
+import type { OperatorToken } from './auth.js';
 import type { Backends } from './clients.js';
 import { consoleStatic } from './console-static.js';
 import { docsPages } from './docs-page.js';
@@ -35,7 +36,7 @@ export interface AppDeps {
   cache: KeyCache;
   clock: Clock;
   logger: Logger;
-  operatorToken: string;
+  operatorToken: OperatorToken;
   /** Largest request body accepted, in bytes. */
   bodyLimit: number;
   /** Largest document a job may carry, in bytes. */

@@ -11,12 +11,13 @@
  * keeps status 0 ("outcome not recorded") and the gateway logs the outcome at error level. Bodies
  * are never recorded, nor credentials, nor a path parameter that carries a token.
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import type { AuditEntry } from '../gen/spool/v1/accounts.js';
 import { isSpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { isTransient, unavailable } from '../lib/transient.js';
+import { type OperatorToken, operatorMatcher } from './auth.js';
 import type { Backends } from './clients.js';
 import { authenticateSession, type SessionOptions, sessionCookie } from './session-auth.js';
 import type { GatewayState } from './state.js';
@@ -26,10 +27,6 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const SECRET_PARAM = /token|secret|password|credential/i;
 
 type Ctx = Context & { state: GatewayState };
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
 
 /** Who made the request, as far as the gateway has authenticated it. */
 function actorOf(ctx: Ctx, operator: boolean): { actor: string; sessionId: string } {
@@ -48,11 +45,11 @@ function statusOf(err: unknown): number {
 
 export function auditMiddleware(deps: {
   backends: Pick<Backends, 'accounts'>;
-  operatorToken: string;
+  operatorToken: OperatorToken;
   logger: Logger;
   sessions: SessionOptions;
 }): Middleware<GatewayState> {
-  const operatorDigest = digest(deps.operatorToken);
+  const matches = operatorMatcher(deps.operatorToken);
   /** Whether the session cookie holds a live session (and, for a write, the CSRF token). */
   const signedIn = async (ctx: Ctx): Promise<boolean> => {
     try {
@@ -66,7 +63,7 @@ export function auditMiddleware(deps: {
   };
   const isOperator = (ctx: Ctx) => {
     const m = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
-    return m?.[1] !== undefined && timingSafeEqual(digest(m[1]), operatorDigest);
+    return m?.[1] !== undefined && matches(m[1]);
   };
   return async (ctx, next) => {
     if (READS.has(ctx.method)) return next();

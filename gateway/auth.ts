@@ -87,11 +87,28 @@ function digest(value: string): Buffer {
 }
 
 /**
+ * The operator token, or during a rotation the new one and the one it replaces
+ * (`SPOOL_ADMIN_TOKEN_PREVIOUS`), both accepted until the previous one is taken away.
+ */
+export type OperatorToken = string | readonly string[];
+
+/** Whether `presented` is one of the operator tokens: every one compared, in constant time. */
+export function operatorMatcher(tokens: OperatorToken): (presented: string) => boolean {
+  const expected = (typeof tokens === 'string' ? [tokens] : tokens).map(digest);
+  return (presented) => {
+    const given = digest(presented);
+    let match = false;
+    for (const e of expected) match = timingSafeEqual(given, e) || match;
+    return match;
+  };
+}
+
+/**
  * Guards `/admin/v1` with the operator token, compared in constant time. A missing token and a
  * wrong one answer differently, since their fixes differ: send one, or send the right one.
  */
-export function requireOperator(token: string): Middleware<GatewayState> {
-  const expected = digest(token);
+export function requireOperator(token: OperatorToken): Middleware<GatewayState> {
+  const isOperator = operatorMatcher(token);
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     const presented = bearer(header);
@@ -102,7 +119,7 @@ export function requireOperator(token: string): Middleware<GatewayState> {
           : 'the Authorization header is not a bearer token: send Authorization: Bearer <operator token>',
       );
     }
-    if (!timingSafeEqual(digest(presented), expected)) {
+    if (!isOperator(presented)) {
       throw unauthorized(
         "wrong operator token: it is not this Spool's SPOOL_ADMIN_TOKEN (spool dev prints its token and writes it to .spool/admin-token)",
       );

@@ -15,6 +15,7 @@ import {
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { createApp } from './app.js';
+import type { OperatorToken } from './auth.js';
 import type { Backends } from './clients.js';
 import { createEventStreams, type EventStreamOptions, type EventStreams } from './event-stream.js';
 import { followRevocations, KeyCache } from './key-cache.js';
@@ -29,7 +30,7 @@ export interface GatewayOptions {
   backends: Backends;
   logger: Logger;
   clock: Clock;
-  operatorToken: string;
+  operatorToken: OperatorToken;
   bodyLimit: number;
   maxDocumentBytes: number;
   trustProxy: boolean;

@@ -87,6 +87,14 @@ export function str(name: string, options: Options<string>): Variable<string> {
  * A required secret string, such as a token clients present: at least `minLength` characters, so
  * that a placeholder (`admin`, `changeme`) is refused rather than guarded against guessing.
  */
+/** An optional secret: `undefined` when unset, else as {@link secretStr} checks it. */
+export function optionalSecret(
+  name: string,
+  options: { description: string; minLength: number },
+): Variable<string | undefined> {
+  return { ...secretStr(name, options), fallback: () => undefined };
+}
+
 export function secretStr(
   name: string,
   options: { description: string; minLength: number },

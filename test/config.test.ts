@@ -58,12 +58,14 @@ test("a secret is never repeated in an error, nor a URL's password; a short oper
         STATIONS_ADDR: 's:1',
         WEBHOOKS_ADDR: 'w:1',
         SPOOL_ADMIN_TOKEN: 'admin',
+        SPOOL_ADMIN_TOKEN_PREVIOUS: 'old',
       },
       gatewayConfig,
     ),
   ) as ConfigError;
   t.deepEqual(short.problems, [
     'SPOOL_ADMIN_TOKEN must be at least 16 characters: use a random one, such as openssl rand -base64 32 makes',
+    'SPOOL_ADMIN_TOKEN_PREVIOUS must be at least 16 characters: use a random one, such as openssl rand -base64 32 makes',
   ]);
 });
 

@@ -10,7 +10,7 @@ import type { Context } from 'koa';
 import type { AuditEntry } from '../../gen/spool/v1/accounts.js';
 import { invalid } from '../../lib/errors.js';
 import { rfc3339OrNull } from '../../lib/time.js';
-import { requireOperator } from '../auth.js';
+import { type OperatorToken, requireOperator } from '../auth.js';
 import { changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { deletePrinter } from '../printer-deletion.js';
@@ -101,7 +101,7 @@ type Ctx = Context & { state: GatewayState; params: Record<string, string> };
 
 export function adminFleetRouter(deps: {
   backends: Backends;
-  operatorToken: string;
+  operatorToken: OperatorToken;
   bodyLimit: number;
 }): Router<GatewayState> {
   const { accounts, jobs, stations } = deps.backends;

@@ -8,7 +8,7 @@ import { SCOPES } from '../../lib/credentials.js';
 import { invalid } from '../../lib/errors.js';
 import { ROLES } from '../../lib/roles.js';
 import { parseRfc3339, rfc3339OrNull } from '../../lib/time.js';
-import { requireOperator } from '../auth.js';
+import { type OperatorToken, requireOperator } from '../auth.js';
 import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
@@ -229,7 +229,7 @@ export interface AdminDeps {
   backends: Backends;
   /** This gateway's API keys: a key revoked through it is forgotten at once, here. */
   keys: KeyCache;
-  operatorToken: string;
+  operatorToken: OperatorToken;
   bodyLimit: number;
   /** The base of links the gateway hands out (PUBLIC_URL); else the request's origin. */
   publicUrl?: string | undefined;

@@ -6,7 +6,7 @@
  */
 import { Router } from '@koa/router';
 import type { Middleware } from 'koa';
-import { requireOperator } from '../auth.js';
+import { type OperatorToken, requireOperator } from '../auth.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
 import type { GatewayState } from '../state.js';
@@ -20,7 +20,7 @@ export const WEBHOOK_CREATED: Created = {
 
 export interface WebhooksAdminDeps {
   backends: Backends;
-  operatorToken: string;
+  operatorToken: OperatorToken;
   bodyLimit: number;
 }
 

@@ -3,6 +3,7 @@
  * gateway replicas as the test asks for, all on port 0 and torn down by `stop()`.
  */
 import { type GatewayReplica, type System, startSystem } from '../../cli/system.js';
+import type { OperatorToken } from '../../gateway/auth.js';
 import type { EventStreamOptions } from '../../gateway/event-stream.js';
 import { type Clock, ManualClock } from '../../lib/clock.js';
 import { type Logger, silentLogger } from '../../lib/logger.js';
@@ -47,6 +48,8 @@ export async function startTestSystem(
     logger?: Logger;
     /** Deadline of each call between the services (GRPC_DEADLINE_MS). */
     grpcDeadlineMs?: number;
+    /** The operator token(s) the gateway takes; OPERATOR_TOKEN unless given. */
+    operatorToken?: OperatorToken;
   } = {},
 ): Promise<TestSystem> {
   const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
@@ -56,7 +59,7 @@ export async function startTestSystem(
     natsUrl: nats.url,
     logger: options.logger ?? silentLogger,
     clock,
-    operatorToken: OPERATOR_TOKEN,
+    operatorToken: options.operatorToken ?? OPERATOR_TOKEN,
     // Tests move the clock and call the sweeper themselves.
     sweepIntervalMs: 60 * 60 * 1000,
     replicaBeatMs: 60 * 60 * 1000,
