@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { Command, type CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { Env } from '../lib/config.js';
+import { ROLES } from '../lib/roles.js';
 import { spoolVersion } from '../lib/version.js';
 import { type AdminFlags, type AdminList, adminClient } from './admin.js';
 import { addAdminFleetCommands, addConnectionFlags, orgList } from './admin-commands.js';
@@ -181,15 +182,37 @@ export function buildProgram(env: Env): Command {
       ),
     );
 
-  adminCommand
-    .command('person')
-    .description("an organization's members")
+  const person = adminCommand.command('person').description("an organization's members");
+  const member = (org: string, id: string) =>
+    `/orgs/${encodeURIComponent(org)}/people/${encodeURIComponent(id)}`;
+  person
     .command('list')
     .description("list an organization's members with their roles, oldest first")
     .requiredOption('--org <org>', 'organization id')
     .addOption(formatOption())
     .action((opts: { org: string; format: Format }) =>
       list(`/orgs/${encodeURIComponent(opts.org)}/people`, opts.format, PERSON_COLUMNS),
+    );
+  person
+    .command('role')
+    .description("change a member's role, as an owner would; prints {member}")
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <person>', 'person id (spool admin person list shows it)')
+    .addOption(
+      new Option('--role <role>', 'the new role').choices([...ROLES]).makeOptionMandatory(),
+    )
+    .action((opts: { org: string; id: string; role: string }) =>
+      admin('PATCH', member(opts.org, opts.id), { role: opts.role }),
+    );
+  person
+    .command('remove')
+    .description(
+      'remove a member from the organization (their sessions lose it at once); prints {removed: true, id}',
+    )
+    .requiredOption('--org <org>', 'organization id')
+    .requiredOption('--id <person>', 'person id')
+    .action((opts: { org: string; id: string }) =>
+      admin('DELETE', member(opts.org, opts.id), undefined, { removed: true, id: opts.id }),
     );
 
   const key = adminCommand.command('key').description('API keys');

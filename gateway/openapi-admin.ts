@@ -19,6 +19,7 @@ import {
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
 import {
   ADMIN_CREATED,
+  ChangeRoleBody,
   CreateKeyBody,
   CreateLocationBody,
   CreateOrgBody,
@@ -67,6 +68,18 @@ const STATION = {
   created_at: '2026-05-01T12:00:00Z',
 };
 const ORG_ERRORS: ErrorCode[] = ['not_found'];
+
+/** A member of an organization, with their role. */
+const MemberSchema = Type.Object(
+  {
+    person_id: Type.String({ format: 'uuid' }),
+    email: Type.String(),
+    display_name: Type.String(),
+    role: Type.Union(ROLES.map((r) => Type.Literal(r))),
+    joined_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
 
 const InvitationSchema = Type.Object(
   {
@@ -215,23 +228,30 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     tag: 'People',
     summary: "The organization's members, with their roles",
     description: 'Every member on one page (`next_cursor` is always empty), oldest first.',
-    success: {
-      status: 200,
-      description: 'the members',
-      schema: itemsOf(
-        Type.Object(
-          {
-            person_id: Type.String({ format: 'uuid' }),
-            email: Type.String(),
-            display_name: Type.String(),
-            role: Type.Union(ROLES.map((r) => Type.Literal(r))),
-            joined_at: Type.String({ format: 'date-time' }),
-          },
-          { additionalProperties: false },
-        ),
-      ),
-    },
+    success: { status: 200, description: 'the members', schema: itemsOf(MemberSchema) },
     errors: ['unknown_field', ...ORG_ERRORS],
+  },
+  'PATCH /admin/v1/orgs/:org/people/:person_id': {
+    operationId: 'changeRole',
+    tag: 'People',
+    summary: "Change a member's role",
+    description:
+      'As an owner would, owners included; the last owner cannot be made anything else (409). Their sessions have the new role at once.',
+    request: {
+      schema: ChangeRoleBody,
+      examples: { admin: { summary: 'make them an admin', value: { role: 'admin' } } },
+    },
+    success: { status: 200, description: 'the member', schema: answer('member', MemberSchema) },
+    errors: ['invalid', 'conflict', 'not_found'],
+  },
+  'DELETE /admin/v1/orgs/:org/people/:person_id': {
+    operationId: 'removeMember',
+    tag: 'People',
+    summary: 'Remove a member from the organization',
+    description:
+      'As an owner would; the last owner cannot be removed (409). Their sessions lose the organization at once; the person keeps their account and their other organizations.',
+    success: { status: 204, description: 'removed' },
+    errors: ['conflict', 'not_found'],
   },
   'GET /admin/v1/orgs/:org/invitations': {
     operationId: 'listInvitations',

@@ -7,6 +7,7 @@ import {
   call,
   createOrg,
   createStation,
+  eventually,
   OPERATOR_TOKEN,
   startTestSystem,
   type TestSystem,
@@ -334,7 +335,7 @@ test('spool admin person list shows an organization’s members and their roles'
   const org = await createOrg(sys.url, 'Cli People Org');
   const ada = await member(sys.url, org, 'owner', 'ada@example.com');
   sys.clock.advance(1000);
-  await member(sys.url, org, 'viewer', 'bob@example.com');
+  const bob = await member(sys.url, org, 'viewer', 'bob@example.com');
   const listed = await spool(t, ['person', 'list', '--org', org]);
   t.is(listed.code, 0, listed.stderr);
   t.deepEqual(listed.json, (await http(t, `/orgs/${org}/people`)).body);
@@ -350,6 +351,37 @@ test('spool admin person list shows an organization’s members and their roles'
   const table = await spool(t, ['person', 'list', '--org', org, '--format', 'table']);
   t.regex(table.stdout, /^ID +NAME +EMAIL +ROLE +JOINED\n/);
   t.regex(table.stdout, /bob@example\.com +viewer /);
+
+  // The operator acts as an owner would, at night, with no owner to reach.
+  const promoted = await spool(t, [
+    'person',
+    'role',
+    '--org',
+    org,
+    '--id',
+    bob.personId,
+    '--role',
+    'admin',
+  ]);
+  t.is(promoted.code, 0, promoted.stderr);
+  t.like(promoted.json?.member, { person_id: bob.personId, role: 'admin' });
+  const lastOwner = await spool(t, ['person', 'remove', '--org', org, '--id', ada.personId]);
+  t.is(lastOwner.code, 1);
+  t.regex(lastOwner.stderr, /last owner/);
+  t.is((await bob.call('GET', `/console/v1/orgs/${org}/keys`)).status, 200);
+  const removed = await spool(t, ['person', 'remove', '--org', org, '--id', bob.personId]);
+  t.is(removed.code, 0, removed.stderr);
+  t.deepEqual(removed.json, { removed: true, id: bob.personId });
+  // Their session loses the organization at once (this gateway hears of it over NATS).
+  await eventually(
+    () => bob.call('GET', `/console/v1/orgs/${org}/keys`),
+    (res) => res.status === 404,
+  );
+  const left = await spool(t, ['person', 'list', '--org', org]);
+  t.deepEqual(
+    ((left.json?.items ?? []) as Array<{ email: string }>).map((m) => m.email),
+    ['ada@example.com'],
+  );
   const unknown = await spool(t, ['person', 'list', '--org', randomUUID()]);
   t.is(unknown.code, 1);
   t.regex(unknown.stderr, /"code":\s*"not_found"/);

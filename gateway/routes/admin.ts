@@ -194,16 +194,20 @@ export const CreateStationBody = Type.Object(
   { additionalProperties: false },
 );
 
+const RoleSchema = Type.Union(
+  ROLES.map((r) => Type.Literal(r)),
+  { description: ROLES.join(', ') },
+);
+
 export const InviteBody = Type.Object(
   {
     email: Type.String({ minLength: 3, maxLength: 254, description: 'an email address' }),
-    role: Type.Union(
-      ROLES.map((r) => Type.Literal(r)),
-      { description: ROLES.join(', ') },
-    ),
+    role: RoleSchema,
   },
   { additionalProperties: false },
 );
+
+export const ChangeRoleBody = Type.Object({ role: RoleSchema }, { additionalProperties: false });
 
 /** Whether `name` is a time zone of the IANA database that Node's Intl knows (aliases included). */
 function isTimeZone(name: string): boolean {
@@ -330,6 +334,28 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
       accounts.listMembers({ orgId }),
     ]);
     ctx.body = { items: members.map(memberView), next_cursor: '' };
+  });
+
+  // The operator acts as an owner would: on call at night, when a member's laptop was stolen or
+  // they left, no owner need be reached first. The last owner stays, as for owners themselves.
+  router.patch('/orgs/:org/people/:person_id', async (ctx) => {
+    const req = await changes(ctx, ChangeRoleBody, deps.bodyLimit);
+    const { member } = await accounts.changeRole({
+      orgId: ctx.params.org ?? '',
+      personId: ctx.params.person_id ?? '',
+      role: req.role,
+      actorPersonId: '',
+    });
+    ctx.body = { member: memberView(member) };
+  });
+
+  router.delete('/orgs/:org/people/:person_id', async (ctx) => {
+    await accounts.removeMember({
+      orgId: ctx.params.org ?? '',
+      personId: ctx.params.person_id ?? '',
+      actorPersonId: '',
+    });
+    ctx.status = 204;
   });
 
   router.get('/orgs/:org/invitations', async (ctx) => {

@@ -11,7 +11,7 @@ import type { Context, Middleware } from 'koa';
 import type { Membership, Person } from '../../gen/spool/v1/accounts.js';
 import { credentialKind, hashCredential } from '../../lib/credentials.js';
 import { invalid, notFound, SpoolError } from '../../lib/errors.js';
-import { hasRole, ROLES, type Role, roleMessage } from '../../lib/roles.js';
+import { hasRole, type Role, roleMessage } from '../../lib/roles.js';
 import { parseRfc3339, rfc3339 } from '../../lib/time.js';
 import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
@@ -37,7 +37,7 @@ import {
 } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { keyView, stationView } from '../views.js';
-import { CreateKeyBody, CreateStationBody, InviteBody } from './admin.js';
+import { ChangeRoleBody, CreateKeyBody, CreateStationBody, InviteBody } from './admin.js';
 
 type Ctx = Context & { state: GatewayState };
 
@@ -58,13 +58,6 @@ export const AcceptBody = Type.Object(
   },
   { additionalProperties: false },
 );
-
-const RoleSchema = Type.Union(
-  ROLES.map((r) => Type.Literal(r)),
-  { description: ROLES.join(', ') },
-);
-
-const ChangeRoleBody = Type.Object({ role: RoleSchema }, { additionalProperties: false });
 
 const OrgSettingsBody = Type.Object(
   {
