@@ -283,7 +283,9 @@ export function addAdminFleetCommands(
         .option('--status <statuses>', 'only these statuses, a comma list (failed,held)')
         .option('--printer <id>', 'only the jobs of this printer')
         .option('--station <id>', 'only the jobs of this station')
-        .option('--reference <ref>', 'only the jobs with this reference'),
+        .option('--reference <ref>', 'only the jobs with this reference')
+        .option('--created-after <time>', 'only the jobs created after this RFC 3339 time')
+        .option('--created-before <time>', 'only the jobs created before this RFC 3339 time'),
     ),
   ).action(
     (
@@ -293,6 +295,8 @@ export function addAdminFleetCommands(
         printer?: string;
         station?: string;
         reference?: string;
+        createdAfter?: string;
+        createdBefore?: string;
       },
     ) =>
       list(
@@ -301,6 +305,8 @@ export function addAdminFleetCommands(
           printer_id: opts.printer,
           station_id: opts.station,
           reference: opts.reference,
+          created_after: opts.createdAfter,
+          created_before: opts.createdBefore,
           limit: opts.limit,
           cursor: opts.cursor,
         })}`,

@@ -255,6 +255,21 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   ]);
   t.is(jobs.code, 0, jobs.stderr);
   t.regex(jobs.stdout, /^ID +STATUS +TITLE +REFERENCE +PRINTER +CREATED +DETAIL\n$/);
+  // The creation-time filters reach the API as its created_after and created_before.
+  const window = await spool(t, [
+    'job',
+    'list',
+    '--org',
+    org,
+    '--created-after',
+    '2026-01-01T00:00:00Z',
+    '--created-before',
+    '2100-01-01T00:00:00Z',
+  ]);
+  t.is(window.code, 0, window.stderr);
+  const badTime = await spool(t, ['job', 'list', '--org', org, '--created-after', 'yesterday']);
+  t.is(badTime.code, 1);
+  t.regex(badTime.stderr, /created_after must be an RFC 3339 time/);
   const noJob = await spool(t, ['job', 'get', '--org', org, '--id', desk.id]);
   t.is(noJob.code, 1);
   t.regex(noJob.stderr, /"code":\s*"not_found"/);
