@@ -2,7 +2,7 @@
  * `spool admin webhook …`: one command per `/admin/v1/orgs/{org}/webhooks` route, printing the
  * JSON the gateway answers.
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { AdminCall, AdminList } from './admin.js';
 import { DELIVERY_COLUMNS, WEBHOOK_COLUMNS } from './admin-tables.js';
 import { type Format, formatOption } from './table.js';
@@ -76,6 +76,24 @@ export function addWebhookCommands(adminCommand: Command, admin: AdminCall, list
         opts.format,
         WEBHOOK_COLUMNS,
       ),
+    );
+
+  webhook
+    .command('list-all')
+    .description(
+      "list every organization's endpoints, oldest first; --state failing or disabled: those in trouble",
+    )
+    .addOption(
+      new Option('--state <state>', 'failing or disabled').choices(['failing', 'disabled']),
+    )
+    .option('--limit <n>', 'page size (1-200)')
+    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .addOption(formatOption())
+    .action((opts: { state?: string; limit?: string; cursor?: string; format: Format }) =>
+      list(`/webhooks${listQuery(opts, ['state', 'limit', 'cursor'])}`, opts.format, [
+        { header: 'org', value: (r) => r.org_id },
+        ...WEBHOOK_COLUMNS,
+      ]),
     );
 
   target(webhook.command('get'))

@@ -8,6 +8,7 @@ import type { ErrorCode } from '../lib/errors.js';
 import { V1_OPERATIONS } from './openapi.js';
 import type { OperationSpec, QueryParameter } from './openapi-builder.js';
 import { UpdateLocationBody, UpdateStationBody, UpdateTemplateBody } from './routes/admin-fleet.js';
+import { WebhookEndpointSchema } from './routes/webhooks.js';
 import {
   itemsOf,
   LocationSchema,
@@ -98,6 +99,27 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
       ...listQuery,
     ],
     success: { status: 200, description: 'a page of stations', schema: itemsOf(StationSchema) },
+    errors: ['invalid', 'unknown_field'],
+  },
+  'GET /admin/v1/webhooks': {
+    operationId: 'listAllWebhookEndpoints',
+    tag: 'Webhooks',
+    summary: "Every organization's webhook endpoints, or those failing or disabled",
+    description:
+      'The receivers in trouble across the installation, each endpoint with its `org_id`: `failing` (enabled, every attempt failing since `failing_since`; disabled after 5 days of it) or `disabled` (by a person, or by Spool: `disabled_reason`).',
+    query: [
+      {
+        name: 'state',
+        description: 'failing or disabled; all endpoints without it',
+        schema: { type: 'string', enum: ['failing', 'disabled'] },
+      },
+      ...listQuery,
+    ],
+    success: {
+      status: 200,
+      description: 'a page of endpoints',
+      schema: itemsOf(WebhookEndpointSchema),
+    },
     errors: ['invalid', 'unknown_field'],
   },
   'GET /admin/v1/orgs/:org/stations': {

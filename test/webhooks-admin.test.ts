@@ -12,9 +12,15 @@ import { createSecretBox, createSecretCache, parseSecretKey } from '../services/
 import { RETRY_WAITS_MS } from '../services/webhooks/defaults.js';
 import { createSender } from '../services/webhooks/delivery.js';
 import { retryAfterMs, retryDelayMs } from '../services/webhooks/worker.js';
-import { startReceiver } from './helpers/receiver.js';
+import { downUrl, startReceiver } from './helpers/receiver.js';
 import { runSpool } from './helpers/spool.js';
-import { createOrg, OPERATOR_TOKEN, startTestSystem, type TestSystem } from './helpers/system.js';
+import {
+  call,
+  createOrg,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
 import { webhookAdmin } from './helpers/webhooks.js';
 
 interface Ctx {
@@ -472,3 +478,57 @@ test('the retry schedule: waits with jitter, never shorter than Retry-After, non
   t.is(retryDelayMs(1, RETRY_WAITS_MS, { ...exact, retryAfterMs: 90_000 }), 90_000);
   t.is(retryDelayMs(3, RETRY_WAITS_MS, { ...exact, retryAfterMs: 90_000 }), 600_000);
 });
+
+test.serial(
+  "every organization's endpoints in one list, or those failing or disabled, each with its organization",
+  async (t) => {
+    const a = await org(t);
+    const b = await org(t);
+    const down = (await a.hooks.create(await downUrl())).endpoint;
+    const receiver = await startReceiver();
+    t.teardown(() => receiver.close());
+    const fine = (await a.hooks.create(receiver.url)).endpoint;
+    const off = (await b.hooks.create(receiver.url)).endpoint;
+    await b.hooks.update(off.id, { enabled: false });
+    await a.hooks.ping(down.id);
+    await a.hooks.ping(fine.id);
+    await t.context.sys.system.webhooks.worker.runDue();
+    t.truthy((await a.hooks.get(down.id)).failing_since);
+
+    /** The three endpoints as a page of the list shows them, each with its organization. */
+    const listed = async (query: string) => {
+      const res = await call<{ items: Array<{ id: string; org_id: string }> }>(
+        t.context.sys.url,
+        'GET',
+        `/admin/v1/webhooks?limit=200${query}`,
+        { token: OPERATOR_TOKEN },
+      );
+      t.is(res.status, 200);
+      return res.body.items
+        .filter((e) => [down.id, fine.id, off.id].includes(e.id))
+        .map((e) => [e.id, e.org_id]);
+    };
+    t.deepEqual(await listed('&state=failing'), [[down.id, a.orgId]]);
+    t.deepEqual(await listed('&state=disabled'), [[off.id, b.orgId]]);
+    t.deepEqual((await listed('')).map(([id]) => id).sort(), [down.id, fine.id, off.id].sort());
+    const bad = await call<{ error: { code: string; param: string } }>(
+      t.context.sys.url,
+      'GET',
+      '/admin/v1/webhooks?state=broken',
+      { token: OPERATOR_TOKEN },
+    );
+    t.is(bad.status, 400);
+    t.like(bad.body.error, { code: 'invalid', param: 'state' });
+
+    const cli = await runSpool(['admin', 'webhook', 'list-all', '--state', 'failing'], {
+      SPOOL_URL: t.context.sys.url,
+      SPOOL_ADMIN_TOKEN: OPERATOR_TOKEN,
+    });
+    t.is(cli.code, 0, cli.stderr);
+    t.true(
+      (JSON.parse(cli.stdout) as { items: Array<{ id: string }> }).items.some(
+        (e) => e.id === down.id,
+      ),
+    );
+  },
+);

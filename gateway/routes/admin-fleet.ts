@@ -19,6 +19,7 @@ import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
 import { CreateTemplateBody } from './admin.js';
 import { jobListView, jobWithEventsView, listJobsRequest } from './jobs.js';
+import { webhookView } from './webhooks.js';
 
 export const UpdateStationBody = Type.Object(
   {
@@ -104,7 +105,7 @@ export function adminFleetRouter(deps: {
   operatorToken: OperatorToken;
   bodyLimit: number;
 }): Router<GatewayState> {
-  const { accounts, jobs, stations } = deps.backends;
+  const { accounts, jobs, stations, webhooks } = deps.backends;
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
   router.use(requireOperator(deps.operatorToken));
 
@@ -138,6 +139,17 @@ export function adminFleetRouter(deps: {
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(stationView), next_cursor: res.nextCursor };
+  });
+
+  // Every organization's webhook endpoints, or those failing or disabled: the receivers in
+  // trouble, in one call.
+  router.get('/webhooks', async (ctx) => {
+    rejectUnknownParams(ctx.query, ['state', 'limit', 'cursor']);
+    const res = await webhooks.listAllEndpoints({
+      state: single(ctx.query, 'state') ?? '',
+      ...listParams(ctx.query),
+    });
+    ctx.body = { items: res.items.map(webhookView), next_cursor: res.nextCursor };
   });
 
   router.get('/orgs/:org/stations', async (ctx) => {

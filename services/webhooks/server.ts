@@ -94,6 +94,13 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
       return { endpoint: created, secret };
     },
 
+    async listAllEndpoints(req) {
+      if (req.state !== '' && req.state !== 'failing' && req.state !== 'disabled') {
+        throw invalid('state must be failing or disabled', 'state');
+      }
+      return store.listAllEndpoints(req.state, pageLimit(req.limit), req.cursor);
+    },
+
     async listEndpoints(req) {
       return store.listEndpoints(org(req.orgId), pageLimit(req.limit), req.cursor);
     },

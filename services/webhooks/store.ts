@@ -782,6 +782,33 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       return { items: items.map((r) => toEndpoint(r, now)), nextCursor };
     },
 
+    /**
+     * Every organization's endpoints, oldest first; `failing`: those enabled whose attempts all
+     * fail (failing_since is set), `disabled`: those disabled, by whoever or whatever.
+     */
+    async listAllEndpoints(
+      state: '' | 'failing' | 'disabled',
+      limit: number,
+      cursor: string,
+    ): Promise<{ items: WebhookEndpoint[]; nextCursor: string }> {
+      const after = decodeCursor(cursor);
+      const { rows } = await pool.query<EndpointRow>(
+        `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
+         WHERE ($1::TEXT = ''
+             OR ($1 = 'failing' AND enabled AND failing_since IS NOT NULL)
+             OR ($1 = 'disabled' AND NOT enabled))
+           AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
+         ORDER BY created_at, id LIMIT $4`,
+        [state, after?.at ?? null, after?.id ?? null, limit + 1],
+      );
+      const now = clock.now();
+      const { items, nextCursor } = page(rows, limit, (r) => ({
+        at: r.created_at.toISOString(),
+        id: r.id,
+      }));
+      return { items: items.map((r) => toEndpoint(r, now)), nextCursor };
+    },
+
     async getEndpoint(orgId: string, endpointId: string): Promise<WebhookEndpoint> {
       return toEndpoint(await endpointRow(pool, orgId, endpointId), clock.now());
     },

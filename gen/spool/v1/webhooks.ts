@@ -119,6 +119,13 @@ export interface ListEndpointsRequest {
   cursor: string;
 }
 
+export interface ListAllEndpointsRequest {
+  /** "", "failing" or "disabled". */
+  state: string;
+  limit: number;
+  cursor: string;
+}
+
 export interface ListEndpointsResponse {
   items: WebhookEndpoint[];
   nextCursor: string;
@@ -1373,6 +1380,107 @@ export const ListEndpointsRequest: MessageFns<ListEndpointsRequest> = {
   fromPartial(object: DeepPartial<ListEndpointsRequest>): ListEndpointsRequest {
     const message = createBaseListEndpointsRequest();
     message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListAllEndpointsRequest(): ListAllEndpointsRequest {
+  return { state: "", limit: 0, cursor: "" };
+}
+
+export const ListAllEndpointsRequest: MessageFns<ListAllEndpointsRequest> = {
+  encode(message: ListAllEndpointsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAllEndpointsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAllEndpointsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAllEndpointsRequest {
+    return {
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListAllEndpointsRequest): unknown {
+    const obj: any = {};
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListAllEndpointsRequest>): ListAllEndpointsRequest {
+    return ListAllEndpointsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListAllEndpointsRequest>): ListAllEndpointsRequest {
+    const message = createBaseListAllEndpointsRequest();
+    message.state = object.state ?? "";
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
     return message;
@@ -3230,6 +3338,22 @@ export const WebhooksServiceService = {
       Buffer.from(ListEndpointsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListEndpointsResponse => ListEndpointsResponse.decode(value),
   },
+  /**
+   * Every organization's endpoints, oldest first: all, those failing (enabled, every attempt
+   * failing since failing_since) or those disabled. The one list not scoped by organization, for
+   * the operator.
+   */
+  listAllEndpoints: {
+    path: "/spool.v1.WebhooksService/ListAllEndpoints" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAllEndpointsRequest): Buffer =>
+      Buffer.from(ListAllEndpointsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAllEndpointsRequest => ListAllEndpointsRequest.decode(value),
+    responseSerialize: (value: ListEndpointsResponse): Buffer =>
+      Buffer.from(ListEndpointsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListEndpointsResponse => ListEndpointsResponse.decode(value),
+  },
   getEndpoint: {
     path: "/spool.v1.WebhooksService/GetEndpoint" as const,
     requestStream: false as const,
@@ -3338,6 +3462,12 @@ export const WebhooksServiceService = {
 export interface WebhooksServiceServer extends UntypedServiceImplementation {
   createEndpoint: handleUnaryCall<CreateEndpointRequest, CreateEndpointResponse>;
   listEndpoints: handleUnaryCall<ListEndpointsRequest, ListEndpointsResponse>;
+  /**
+   * Every organization's endpoints, oldest first: all, those failing (enabled, every attempt
+   * failing since failing_since) or those disabled. The one list not scoped by organization, for
+   * the operator.
+   */
+  listAllEndpoints: handleUnaryCall<ListAllEndpointsRequest, ListEndpointsResponse>;
   getEndpoint: handleUnaryCall<GetEndpointRequest, GetEndpointResponse>;
   /**
    * Changes the URL, the event types or whether the endpoint is enabled. Disabling ends the
@@ -3388,6 +3518,26 @@ export interface WebhooksServiceClient extends Client {
   ): ClientUnaryCall;
   listEndpoints(
     request: ListEndpointsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListEndpointsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Every organization's endpoints, oldest first: all, those failing (enabled, every attempt
+   * failing since failing_since) or those disabled. The one list not scoped by organization, for
+   * the operator.
+   */
+  listAllEndpoints(
+    request: ListAllEndpointsRequest,
+    callback: (error: ServiceError | null, response: ListEndpointsResponse) => void,
+  ): ClientUnaryCall;
+  listAllEndpoints(
+    request: ListAllEndpointsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListEndpointsResponse) => void,
+  ): ClientUnaryCall;
+  listAllEndpoints(
+    request: ListAllEndpointsRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListEndpointsResponse) => void,
