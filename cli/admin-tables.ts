@@ -26,6 +26,7 @@ export const KEY_COLUMNS: Columns<Row> = [
   field('hint'),
   field('scopes'),
   field('expires', 'expires_at'),
+  field('last used', 'last_used_at'),
   field('revoked', 'revoked_at'),
 ];
 

@@ -60,6 +60,7 @@ export function requireKey(options: KeyAuthOptions): Middleware<GatewayState> {
       live: key.live,
       scopes: key.scopes,
     };
+    options.cache.uses?.note(key.orgId, key.id);
     await next();
   };
 }

@@ -19,6 +19,7 @@ import type { OperatorToken } from './auth.js';
 import type { Backends } from './clients.js';
 import { createEventStreams, type EventStreamOptions, type EventStreams } from './event-stream.js';
 import { followRevocations, KeyCache } from './key-cache.js';
+import { KeyUses } from './key-uses.js';
 import { kvCounter, localCounter, RATE_LIMIT_BUCKET, rateLimit } from './rate-limit.js';
 import { followSessionRevocations, SessionCache } from './session-cache.js';
 import { createStatusChecker, type StatusSources } from './status.js';
@@ -30,6 +31,8 @@ export interface GatewayOptions {
   backends: Backends;
   logger: Logger;
   clock: Clock;
+  /** How often the keys' last uses are written (default a minute). */
+  keyUseFlushMs?: number;
   operatorToken: OperatorToken;
   bodyLimit: number;
   maxDocumentBytes: number;
@@ -72,7 +75,16 @@ export interface Gateway {
 
 export function createGateway(options: GatewayOptions): Gateway {
   const logger = options.logger.child({ service: 'gateway' });
+  const keyUses = new KeyUses({
+    record: async (uses) => {
+      await options.backends.accounts.recordKeyUses({ uses });
+    },
+    clock: options.clock,
+    logger,
+  });
+  keyUses.start(options.keyUseFlushMs);
   const cache = new KeyCache({
+    uses: keyUses,
     clock: options.clock,
     ...(options.keyCacheTtlMs === undefined ? {} : { ttlMs: options.keyCacheTtlMs }),
     load: (hash) =>
@@ -193,6 +205,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       stopFollowing();
       stopFollowingSessions();
+      await keyUses.stop();
       // Event streams never finish by themselves: they end now, and their clients resume elsewhere.
       await events.close();
       await new Promise<void>((resolve) => {

@@ -9,6 +9,7 @@ import type { ApiKey } from '../gen/spool/v1/accounts.js';
 import { type NatsConnection, onConnectionLost, subjects } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import type { KeyUses } from './key-uses.js';
 
 export interface CachedKey {
   key: ApiKey;
@@ -23,12 +24,16 @@ interface Entry {
 export interface KeyCacheOptions {
   /** Looks a key up by the hex SHA-256 of the presented credential. */
   load(hash: Buffer): Promise<CachedKey>;
+  /** Where each request's use of its key is noted, for the key's `last_used_at`. */
+  uses?: KeyUses;
   clock: Clock;
   ttlMs?: number;
   maxEntries?: number;
 }
 
 export class KeyCache {
+  /** Notes each use of a key that let a request in; absent, nothing is noted. */
+  readonly uses: KeyUses | undefined;
   readonly #load: KeyCacheOptions['load'];
   readonly #clock: Clock;
   readonly #ttlMs: number;
@@ -40,6 +45,7 @@ export class KeyCache {
 
   constructor(options: KeyCacheOptions) {
     this.#load = options.load;
+    this.uses = options.uses;
     this.#clock = options.clock;
     this.#ttlMs = options.ttlMs ?? 30_000;
     this.#maxEntries = options.maxEntries ?? 10_000;

@@ -281,6 +281,10 @@ export const ApiKeySchema = Type.Object(
     expires_at: NullableTime,
     created_at: NullableTime,
     revoked_at: NullableTime,
+    last_used_at: Type.Union([Time, Type.Null()], {
+      description:
+        'when a request was last let in with it, to about the minute (gateways write their uses every minute); null if never',
+    }),
   },
   { additionalProperties: false },
 );

@@ -23,6 +23,7 @@ export function keyView(key: ApiKey | undefined) {
     expires_at: rfc3339OrNull(key.expiresAt),
     created_at: key.createdAt ? rfc3339(key.createdAt) : null,
     revoked_at: rfc3339OrNull(key.revokedAt),
+    last_used_at: rfc3339OrNull(key.lastUsedAt),
   };
 }
 

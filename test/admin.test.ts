@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import pg from 'pg';
+import { rfc3339 } from '../lib/time.js';
 import {
   call,
   createKey,
@@ -174,6 +175,39 @@ test('lists of an organization that does not exist answer 404, not an empty page
     t.like(res.body.error, { code: 'not_found', message: 'no such organization' });
   }
 });
+
+test.serial(
+  'a key says when it was last used, once its gateway has written its uses',
+  async (t) => {
+    const { sys } = t.context;
+    const org = await createOrg(sys.url);
+    const { key, secret } = await createKey(sys.url, org, { scopes: ['jobs:read'] });
+    const lastUsed = async () => {
+      const res = await call<{ items: Array<{ id: string; last_used_at: string | null }> }>(
+        sys.url,
+        'GET',
+        keysPath(org),
+        { token: OPERATOR_TOKEN },
+      );
+      return res.body.items.find((k) => k.id === key.id)?.last_used_at;
+    };
+    const uses = sys.gateway.gateway.cache.uses;
+    if (!uses) throw new Error('the gateway notes no key uses');
+    await uses.flush();
+    t.is(await lastUsed(), null, 'never used');
+
+    t.is((await call(sys.url, 'GET', `/v1/orgs/${org}/jobs`, { token: secret })).status, 200);
+    const first = rfc3339(sys.clock.now());
+    await uses.flush();
+    t.is(await lastUsed(), first);
+
+    // A later use moves it on.
+    sys.clock.advance(90_000);
+    t.is((await call(sys.url, 'GET', '/v1/key', { token: secret })).status, 200);
+    await uses.flush();
+    t.is(await lastUsed(), rfc3339(sys.clock.now()));
+  },
+);
 
 test('a key is stored only as the SHA-256 of the whole key', async (t) => {
   const { sys, orgId } = t.context;

@@ -255,6 +255,20 @@ test.serial(
   },
 );
 
+test.serial('the keys page says when each key was last used, or never', async (t) => {
+  const used = await createKey(org.sys.url, org.orgId, { name: 'till app', scopes: [] });
+  await createKey(org.sys.url, org.orgId, { name: 'old script', scopes: [] });
+  t.is((await call(org.sys.url, 'GET', '/v1/key', { token: used.secret })).status, 200);
+  await org.sys.gateway.gateway.cache.uses?.flush();
+  const page = await ownerPage('/keys');
+  const lastUsed = (name: RegExp) =>
+    page.getByRole('row', { name }).locator('td[data-label="Last used"]').textContent();
+  await page.getByRole('row', { name: /till app/ }).waitFor();
+  t.not(await lastUsed(/till app/), 'never');
+  t.is(await lastUsed(/old script/), 'never');
+  await page.screenshot({ path: join(tmpdir(), 'spool-console-keys-last-used.png') });
+});
+
 test.serial('a station whose token was revoked says so beside its status', async (t) => {
   const station = await createStation(org.sys.url, org.orgId, { name: 'Lobby kiosk' });
   const revoked = await call(

@@ -44,6 +44,7 @@ const impl: AsyncServer<AccountsServiceServer> = {
   createApiKey: notCalled,
   listApiKeys: notCalled,
   revokeApiKey: notCalled,
+  recordKeyUses: notCalled,
   authenticateApiKey: notCalled,
   getSettings: notCalled,
   updateSettings: notCalled,

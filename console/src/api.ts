@@ -191,6 +191,8 @@ export interface ApiKey {
   expires_at: string | null;
   created_at: string;
   revoked_at: string | null;
+  /** When a request was last let in with it, to about the minute; null if never. */
+  last_used_at: string | null;
 }
 export interface Endpoint {
   id: string;

@@ -111,6 +111,17 @@ export function createAccountsServer(deps: {
       return store.listKeys(orgId, pageLimit(req.limit), req.cursor);
     },
 
+    async recordKeyUses(req) {
+      if (req.uses.length > 10_000) throw invalid('at most 10000 uses a call', 'uses');
+      const uses = req.uses.flatMap((u) =>
+        isUuid(u.orgId) && isUuid(u.keyId) && u.at
+          ? [{ orgId: u.orgId, keyId: u.keyId, at: u.at }]
+          : [],
+      );
+      await store.recordKeyUses(uses);
+      return {};
+    },
+
     async revokeApiKey(req) {
       const orgId = requireOrgId(req.orgId);
       if (!isUuid(req.keyId)) throw notFound('no such API key in this organization');

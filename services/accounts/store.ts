@@ -31,10 +31,11 @@ interface KeyRow {
   expires_at: Date | null;
   created_at: Date;
   revoked_at: Date | null;
+  last_used_at: Date | null;
 }
 
 const KEY_COLUMNS =
-  'id, org_id, hint, name, live, scopes, allowed_ips, expires_at, created_at, revoked_at';
+  'id, org_id, hint, name, live, scopes, allowed_ips, expires_at, created_at, revoked_at, last_used_at';
 
 function toOrg(row: OrgRow): Org {
   return { id: row.id, name: row.name, createdAt: row.created_at };
@@ -52,6 +53,7 @@ function toKey(row: KeyRow): ApiKey {
     expiresAt: row.expires_at ?? undefined,
     createdAt: row.created_at,
     revokedAt: row.revoked_at ?? undefined,
+    lastUsedAt: row.last_used_at ?? undefined,
   };
 }
 
@@ -221,6 +223,18 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
      * Revokes a key and, in the same transaction, queues the message that tells every gateway to
      * forget it. Revoking a revoked key changes nothing and answers the key as it is.
      */
+    /** Records when keys were last used; a time older than the one kept changes nothing. */
+    async recordKeyUses(uses: Array<{ orgId: string; keyId: string; at: Date }>): Promise<void> {
+      if (uses.length === 0) return;
+      await pool.query(
+        `UPDATE api_keys AS k SET last_used_at = v.at
+         FROM unnest($1::UUID[], $2::UUID[], $3::TIMESTAMPTZ[]) AS v (org_id, id, at)
+         WHERE k.org_id = v.org_id AND k.id = v.id
+           AND (k.last_used_at IS NULL OR k.last_used_at < v.at)`,
+        [uses.map((u) => u.orgId), uses.map((u) => u.keyId), uses.map((u) => u.at)],
+      );
+    },
+
     async revokeKey(orgId: string, keyId: string): Promise<ApiKey> {
       return withTx(pool, async (tx) => {
         const { rows } = await tx.query<KeyRow>(

@@ -197,6 +197,7 @@ export function KeysPage(): JSX.Element {
                 <th scope="col">Scopes</th>
                 <th scope="col">Allowed IPs</th>
                 <th scope="col">Expires</th>
+                <th scope="col">Last used</th>
                 <th scope="col">Created</th>
                 {canWrite ? (
                   <th scope="col">
@@ -229,6 +230,9 @@ export function KeysPage(): JSX.Element {
                   </td>
                   <td data-label="Expires">
                     <Time at={k.expires_at} empty="never" />
+                  </td>
+                  <td data-label="Last used">
+                    <Time at={k.last_used_at} empty="never" />
                   </td>
                   <td data-label="Created">
                     <Time at={k.created_at} />

@@ -87,6 +87,21 @@ export interface ApiKey {
   /** The key's prefix and last four characters, to recognise it by (`svc_live_…a1B2`). */
   hint: string;
   name: string;
+  /** When a gateway last let a request in with it, to about the minute; unset if never. */
+  lastUsedAt: Date | undefined;
+}
+
+export interface KeyUse {
+  orgId: string;
+  keyId: string;
+  at: Date | undefined;
+}
+
+export interface RecordKeyUsesRequest {
+  uses: KeyUse[];
+}
+
+export interface RecordKeyUsesResponse {
 }
 
 export interface ListOrgsRequest {
@@ -1068,6 +1083,7 @@ function createBaseApiKey(): ApiKey {
     revokedAt: undefined,
     hint: "",
     name: "",
+    lastUsedAt: undefined,
   };
 }
 
@@ -1102,6 +1118,9 @@ export const ApiKey: MessageFns<ApiKey> = {
     }
     if (message.name !== "") {
       writer.uint32(82).string(message.name);
+    }
+    if (message.lastUsedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastUsedAt), writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -1199,6 +1218,14 @@ export const ApiKey: MessageFns<ApiKey> = {
             message.name = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.lastUsedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1243,6 +1270,11 @@ export const ApiKey: MessageFns<ApiKey> = {
         : undefined,
       hint: isSet(object.hint) ? globalThis.String(object.hint) : "",
       name: isSet(object.name) ? globalThis.String(object.name) : "",
+      lastUsedAt: isSet(object.lastUsedAt)
+        ? fromJsonTimestamp(object.lastUsedAt)
+        : isSet(object.last_used_at)
+        ? fromJsonTimestamp(object.last_used_at)
+        : undefined,
     };
   },
 
@@ -1278,6 +1310,9 @@ export const ApiKey: MessageFns<ApiKey> = {
     if (message.name !== "") {
       obj.name = message.name;
     }
+    if (message.lastUsedAt !== undefined) {
+      obj.lastUsedAt = message.lastUsedAt.toISOString();
+    }
     return obj;
   },
 
@@ -1296,6 +1331,235 @@ export const ApiKey: MessageFns<ApiKey> = {
     message.revokedAt = object.revokedAt ?? undefined;
     message.hint = object.hint ?? "";
     message.name = object.name ?? "";
+    message.lastUsedAt = object.lastUsedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseKeyUse(): KeyUse {
+  return { orgId: "", keyId: "", at: undefined };
+}
+
+export const KeyUse: MessageFns<KeyUse> = {
+  encode(message: KeyUse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.at !== undefined) {
+      Timestamp.encode(toTimestamp(message.at), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KeyUse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKeyUse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.at = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KeyUse {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      at: isSet(object.at) ? fromJsonTimestamp(object.at) : undefined,
+    };
+  },
+
+  toJSON(message: KeyUse): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.at !== undefined) {
+      obj.at = message.at.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<KeyUse>): KeyUse {
+    return KeyUse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<KeyUse>): KeyUse {
+    const message = createBaseKeyUse();
+    message.orgId = object.orgId ?? "";
+    message.keyId = object.keyId ?? "";
+    message.at = object.at ?? undefined;
+    return message;
+  },
+};
+
+function createBaseRecordKeyUsesRequest(): RecordKeyUsesRequest {
+  return { uses: [] };
+}
+
+export const RecordKeyUsesRequest: MessageFns<RecordKeyUsesRequest> = {
+  encode(message: RecordKeyUsesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.uses) {
+      KeyUse.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordKeyUsesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordKeyUsesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.uses.push(KeyUse.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordKeyUsesRequest {
+    return { uses: globalThis.Array.isArray(object?.uses) ? object.uses.map((e: any) => KeyUse.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: RecordKeyUsesRequest): unknown {
+    const obj: any = {};
+    if (message.uses?.length) {
+      obj.uses = message.uses.map((e) => KeyUse.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordKeyUsesRequest>): RecordKeyUsesRequest {
+    return RecordKeyUsesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordKeyUsesRequest>): RecordKeyUsesRequest {
+    const message = createBaseRecordKeyUsesRequest();
+    message.uses = object.uses?.map((e) => KeyUse.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRecordKeyUsesResponse(): RecordKeyUsesResponse {
+  return {};
+}
+
+export const RecordKeyUsesResponse: MessageFns<RecordKeyUsesResponse> = {
+  encode(_: RecordKeyUsesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordKeyUsesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordKeyUsesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): RecordKeyUsesResponse {
+    return {};
+  },
+
+  toJSON(_: RecordKeyUsesResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordKeyUsesResponse>): RecordKeyUsesResponse {
+    return RecordKeyUsesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<RecordKeyUsesResponse>): RecordKeyUsesResponse {
+    const message = createBaseRecordKeyUsesResponse();
     return message;
   },
 };
@@ -6299,6 +6563,20 @@ export const AccountsServiceService = {
       Buffer.from(AuthenticateApiKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AuthenticateApiKeyResponse => AuthenticateApiKeyResponse.decode(value),
   },
+  /**
+   * When keys were last used, as a gateway saw them; a time older than the one kept changes
+   * nothing.
+   */
+  recordKeyUses: {
+    path: "/spool.v1.AccountsService/RecordKeyUses" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordKeyUsesRequest): Buffer => Buffer.from(RecordKeyUsesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordKeyUsesRequest => RecordKeyUsesRequest.decode(value),
+    responseSerialize: (value: RecordKeyUsesResponse): Buffer =>
+      Buffer.from(RecordKeyUsesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordKeyUsesResponse => RecordKeyUsesResponse.decode(value),
+  },
   /** Settings an administrator sets for the whole installation. */
   getSettings: {
     path: "/spool.v1.AccountsService/GetSettings" as const,
@@ -6519,6 +6797,11 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
    * expired. Unknown, revoked and expired keys answer UNAUTHENTICATED alike.
    */
   authenticateApiKey: handleUnaryCall<AuthenticateApiKeyRequest, AuthenticateApiKeyResponse>;
+  /**
+   * When keys were last used, as a gateway saw them; a time older than the one kept changes
+   * nothing.
+   */
+  recordKeyUses: handleUnaryCall<RecordKeyUsesRequest, RecordKeyUsesResponse>;
   /** Settings an administrator sets for the whole installation. */
   getSettings: handleUnaryCall<GetSettingsRequest, GetSettingsResponse>;
   updateSettings: handleUnaryCall<UpdateSettingsRequest, UpdateSettingsResponse>;
@@ -6663,6 +6946,25 @@ export interface AccountsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AuthenticateApiKeyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * When keys were last used, as a gateway saw them; a time older than the one kept changes
+   * nothing.
+   */
+  recordKeyUses(
+    request: RecordKeyUsesRequest,
+    callback: (error: ServiceError | null, response: RecordKeyUsesResponse) => void,
+  ): ClientUnaryCall;
+  recordKeyUses(
+    request: RecordKeyUsesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordKeyUsesResponse) => void,
+  ): ClientUnaryCall;
+  recordKeyUses(
+    request: RecordKeyUsesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordKeyUsesResponse) => void,
   ): ClientUnaryCall;
   /** Settings an administrator sets for the whole installation. */
   getSettings(
