@@ -322,7 +322,10 @@ test('locations are listed, got, changed, and deleted only once no station is in
   const refused = await op<ErrorBody>(t, 'DELETE', `/orgs/${org}/locations/${hall}`);
   t.is(refused.status, 409);
   t.is(refused.body.error.code, 'conflict');
-  t.regex(refused.body.error.message, /1 station is in this location/);
+  t.is(
+    refused.body.error.message,
+    '1 station is in this location ("Front desk"): move or delete it first',
+  );
   await op(t, 'PATCH', `/orgs/${org}/stations/${station.id}`, { location_id: null });
   t.is((await op(t, 'DELETE', `/orgs/${other}/locations/${hall}`)).status, 404);
   t.is((await op(t, 'DELETE', `/orgs/${org}/locations/${hall}`)).status, 204);

@@ -711,14 +711,17 @@ export function createStationStore(
     /** Deletes an empty location; a conflict while a station is in it. */
     async deleteLocation(orgId: string, id: string): Promise<void> {
       await withTx(pool, async (tx) => {
-        const { rows } = await tx.query<{ n: string }>(
-          'SELECT count(*) AS n FROM stations WHERE org_id = $1 AND location_id = $2',
+        const { rows } = await tx.query<{ name: string; n: string }>(
+          `SELECT name, count(*) OVER () AS n FROM stations WHERE org_id = $1 AND location_id = $2
+           ORDER BY name LIMIT 3`,
           [orgId, id],
         );
         const n = Number(rows[0]?.n ?? 0);
         if (n > 0) {
+          // Named, so that the operator knows which to move (the first three, by name).
+          const names = rows.map((r) => JSON.stringify(r.name)).join(', ');
           throw conflict(
-            `${n} station${n === 1 ? ' is' : 's are'} in this location: move or delete ${n === 1 ? 'it' : 'them'} first`,
+            `${n} station${n === 1 ? ' is' : 's are'} in this location (${names}${n > rows.length ? ', …' : ''}): move or delete ${n === 1 ? 'it' : 'them'} first`,
           );
         }
         const res = await tx.query('DELETE FROM locations WHERE org_id = $1 AND id = $2', [
