@@ -16,7 +16,7 @@ import type { Clock } from '../../lib/clock.js';
 import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import { deliveryBody, type SpoolEvent } from '../../lib/events.js';
-import { decodeCursor, page } from '../../lib/paging.js';
+import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import { columns } from '../../lib/sql.js';
 import { rfc3339 } from '../../lib/time.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
@@ -512,6 +512,23 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     return out;
   }
 
+  /** A page of endpoints matching `where`, oldest first. */
+  async function endpointsWhere(
+    where: string,
+    params: unknown[],
+    limit: number,
+    cursor: string,
+  ): Promise<{ items: WebhookEndpoint[]; nextCursor: string }> {
+    const { items, nextCursor } = await listOldestFirst<EndpointRow>(
+      pool,
+      { select: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints`, where, params },
+      limit,
+      cursor,
+    );
+    const now = clock.now();
+    return { items: items.map((r) => toEndpoint(r, now)), nextCursor };
+  }
+
   /**
    * Records the outcomes of many attempts, within a worker round's transaction, in a few
    * statements whatever their number: one for the attempts' rows, one reading their endpoints, one
@@ -767,19 +784,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       limit: number,
       cursor: string,
     ): Promise<{ items: WebhookEndpoint[]; nextCursor: string }> {
-      const after = decodeCursor(cursor);
-      const { rows } = await pool.query<EndpointRow>(
-        `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
-         WHERE org_id = $1 AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
-         ORDER BY created_at, id LIMIT $4`,
-        [orgId, after?.at ?? null, after?.id ?? null, limit + 1],
-      );
-      const now = clock.now();
-      const { items, nextCursor } = page(rows, limit, (r) => ({
-        at: r.created_at.toISOString(),
-        id: r.id,
-      }));
-      return { items: items.map((r) => toEndpoint(r, now)), nextCursor };
+      return endpointsWhere('org_id = $1', [orgId], limit, cursor);
     },
 
     /**
@@ -791,22 +796,14 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       limit: number,
       cursor: string,
     ): Promise<{ items: WebhookEndpoint[]; nextCursor: string }> {
-      const after = decodeCursor(cursor);
-      const { rows } = await pool.query<EndpointRow>(
-        `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
-         WHERE ($1::TEXT = ''
-             OR ($1 = 'failing' AND enabled AND failing_since IS NOT NULL)
-             OR ($1 = 'disabled' AND NOT enabled))
-           AND ($2::TIMESTAMPTZ IS NULL OR (created_at, id) > ($2, $3::UUID))
-         ORDER BY created_at, id LIMIT $4`,
-        [state, after?.at ?? null, after?.id ?? null, limit + 1],
+      return endpointsWhere(
+        `($1::TEXT = ''
+           OR ($1 = 'failing' AND enabled AND failing_since IS NOT NULL)
+           OR ($1 = 'disabled' AND NOT enabled))`,
+        [state],
+        limit,
+        cursor,
       );
-      const now = clock.now();
-      const { items, nextCursor } = page(rows, limit, (r) => ({
-        at: r.created_at.toISOString(),
-        id: r.id,
-      }));
-      return { items: items.map((r) => toEndpoint(r, now)), nextCursor };
     },
 
     async getEndpoint(orgId: string, endpointId: string): Promise<WebhookEndpoint> {
