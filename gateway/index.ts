@@ -205,7 +205,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       stopFollowing();
       stopFollowingSessions();
-      await keyUses.stop();
       // Event streams never finish by themselves: they end now, and their clients resume elsewhere.
       await events.close();
       await new Promise<void>((resolve) => {
@@ -219,6 +218,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         });
         server.closeIdleConnections();
       });
+      // After the requests in flight: their keys' uses are written too.
+      await keyUses.stop();
     },
   };
 }

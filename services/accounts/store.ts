@@ -227,11 +227,13 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
     async recordKeyUses(uses: Array<{ orgId: string; keyId: string; at: Date }>): Promise<void> {
       if (uses.length === 0) return;
       await pool.query(
-        `UPDATE api_keys AS k SET last_used_at = v.at
+        // No later than now by this service's clock: a gateway whose clock runs ahead cannot set
+        // a time that later, true uses would never move past.
+        `UPDATE api_keys AS k SET last_used_at = LEAST(v.at, $4::TIMESTAMPTZ)
          FROM unnest($1::UUID[], $2::UUID[], $3::TIMESTAMPTZ[]) AS v (org_id, id, at)
          WHERE k.org_id = v.org_id AND k.id = v.id
-           AND (k.last_used_at IS NULL OR k.last_used_at < v.at)`,
-        [uses.map((u) => u.orgId), uses.map((u) => u.keyId), uses.map((u) => u.at)],
+           AND (k.last_used_at IS NULL OR k.last_used_at < LEAST(v.at, $4::TIMESTAMPTZ))`,
+        [uses.map((u) => u.orgId), uses.map((u) => u.keyId), uses.map((u) => u.at), clock.now()],
       );
     },
 
