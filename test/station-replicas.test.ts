@@ -148,6 +148,9 @@ test.serial(
         events.events.indexOf(e) >= offlineAt,
     );
     t.false(ended, 'the link stayed open');
+    // Recording them online said the replica is alive: the other does not take them again.
+    t.is(await other.part.replica.beat(), 0);
+    t.true(await stationOnline(sys, orgId, station.id));
     link.close();
   },
 );

@@ -8,9 +8,11 @@
  * sent. A link that opened again meanwhile, anywhere, is left alone (the close is conditional on
  * the link id). A replica that was alive all along but could not reach the database for that long
  * finds its stations recorded offline at its links' next re-read, and records them online again
- * (`linksStillOpen`). Times come from the injected clock; tests call {@link ReplicaWatch.beat}.
+ * (`linksStillOpen`), saying it is alive in the same transaction. A replica never heard from is
+ * not taken for lost. Times come from the injected clock; tests call {@link ReplicaWatch.beat}.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { OpenLink, StationStore } from './store.js';
@@ -47,6 +49,8 @@ export class ReplicaWatch {
   readonly #options: ReplicaWatchOptions;
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<number> | undefined;
+  /** When the beat under way began (`performance.now()`). */
+  #beganAt = 0;
 
   constructor(options: ReplicaWatchOptions) {
     this.#options = options;
@@ -69,13 +73,19 @@ export class ReplicaWatch {
 
   /**
    * Says this replica is alive, then records closed the links of the replicas lost; resolves to
-   * how many stations that took offline. A beat under way is joined, not doubled.
+   * how many stations that took offline. A beat under way is joined, not doubled, unless it has
+   * taken longer than a beat's period (a query on a connection that died without a word): the
+   * replica must not fall silent, and be taken for lost, behind it.
    */
   beat(): Promise<number> {
-    this.#beating ??= this.#beat().finally(() => {
-      this.#beating = undefined;
+    const period = this.#options.beatMs ?? REPLICA_BEAT_MS;
+    if (this.#beating && performance.now() - this.#beganAt < period) return this.#beating;
+    this.#beganAt = performance.now();
+    const beating = this.#beat().finally(() => {
+      if (this.#beating === beating) this.#beating = undefined;
     });
-    return this.#beating;
+    this.#beating = beating;
+    return beating;
   }
 
   async #beat(): Promise<number> {

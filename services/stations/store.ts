@@ -433,9 +433,20 @@ export function createStationStore(
    * station's current one (the agent reconnected meanwhile) changes nothing, and neither does one
    * recorded so already (two replicas closing a lost replica's links).
    */
-  async function recordLinks(links: readonly OpenLink[], online: boolean): Promise<Set<string>> {
+  async function recordLinks(
+    links: readonly OpenLink[],
+    online: boolean,
+    alive: readonly string[] = [],
+  ): Promise<Set<string>> {
     const { changed, outbox } = await withTx(pool, async (tx) => {
       const now = clock.now();
+      if (alive.length > 0) {
+        await tx.query(
+          `INSERT INTO station_replicas (id, seen_at) SELECT r, $2 FROM unnest($1::TEXT[]) AS r
+           ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`,
+          [alive, now],
+        );
+      }
       const { rows } = await tx.query<{ id: string; org_id: string }>(
         `UPDATE stations SET online = $5, last_seen_at = $4
          FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, link_id)
@@ -761,14 +772,18 @@ export function createStationStore(
      * station's link, which changes each only through `linkClosed`.
      */
     async linksOfLostReplicas(self: string, since: Date, limit: number): Promise<OpenLink[]> {
+      // The replicas first, a small table: most of the time none is lost, and the stations are
+      // not read at all. A replica never heard from (no row) is not taken for lost.
+      const { rows: lost } = await pool.query<{ id: string }>(
+        'SELECT id FROM station_replicas WHERE seen_at < $2 AND id <> $1',
+        [self, since],
+      );
+      if (lost.length === 0) return [];
       const { rows } = await pool.query<StationRow>(
-        `SELECT ${STATION_COLUMNS} FROM stations AS s
-         WHERE s.online AND s.link_id LIKE '%:%' AND split_part(s.link_id, ':', 1) <> $1
-           AND NOT EXISTS (
-             SELECT 1 FROM station_replicas AS r
-             WHERE r.id = split_part(s.link_id, ':', 1) AND r.seen_at >= $2)
-         LIMIT $3`,
-        [self, since, limit],
+        `SELECT ${STATION_COLUMNS} FROM stations
+         WHERE online AND split_part(link_id, ':', 1) = ANY($1::TEXT[])
+         LIMIT $2`,
+        [lost.map((r) => r.id), limit],
       );
       return rows.map((row) => ({
         station: toLinkStation(row.id, row.name, row),
@@ -783,7 +798,12 @@ export function createStationStore(
      */
     async linksStillOpen(links: OpenLink[]): Promise<number> {
       if (links.length === 0) return 0;
-      return (await recordLinks(links, true)).size;
+      // The replica holding them says it is alive in the same transaction, so that no other
+      // replica takes them for lost again before its next beat.
+      const replicas = [
+        ...new Set(links.flatMap((l) => (l.linkId.includes(':') ? [l.linkId.split(':')[0]] : []))),
+      ] as string[];
+      return (await recordLinks(links, true, replicas)).size;
     },
 
     async listPrinters(
