@@ -325,19 +325,23 @@ export class DeliveryWorker {
     }
     const roomMax = 2 * this.#options.concurrency;
     const orgCap = 2 * this.#options.orgConcurrency;
+    // Every organization's events that waited long enough go first, whatever the room.
     const expired = this.#options.clock.now().getTime() - ADMISSION_WAIT_MS;
     for (const [orgId, waiting] of this.#admissions) {
+      for (let next = waiting[0]; next && next.since <= expired; next = waiting[0]) {
+        waiting.shift();
+        next.resolve(0);
+      }
+      if (waiting.length === 0) this.#admissions.delete(orgId);
+    }
+    for (const [orgId, waiting] of this.#admissions) {
       for (let next = waiting[0]; next; next = waiting[0]) {
-        if (next.since <= expired) {
-          waiting.shift();
-          next.resolve(0);
-          continue;
-        }
         const grant = Math.min(next.wanted, roomMax, orgCap);
+        // An organization at its cap holds back its own events only.
+        if (orgCap - this.#heldOfOrg(orgId) < grant) break;
         // Short of room in all, every organization waits, so that a large event is not passed
         // over for ever by smaller ones.
         if (this.#room(0) < grant) return;
-        if (orgCap - this.#heldOfOrg(orgId) < grant) break;
         waiting.shift();
         this.#admitted += grant;
         addTo(this.#admittedOf, orgId, grant);
