@@ -99,8 +99,10 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
      */
     async known(orgId: string, personId: string): Promise<{ org: boolean; person: boolean }> {
       const { rows } = await pool.query<{ org: boolean; person: boolean }>(
-        `SELECT ($1::TEXT = '' OR EXISTS (SELECT 1 FROM orgs WHERE id::TEXT = $1)) AS org,
-           ($2::TEXT = '' OR EXISTS (SELECT 1 FROM people WHERE id::TEXT = $2)) AS person`,
+        // By primary key: the ids were checked to be UUIDs, and an empty one is not asked.
+        `SELECT ($1::TEXT = '' OR EXISTS (SELECT 1 FROM orgs WHERE id = NULLIF($1, '')::UUID)) AS org,
+           ($2::TEXT = '' OR EXISTS (SELECT 1 FROM people WHERE id = NULLIF($2, '')::UUID))
+             AS person`,
         [orgId, personId],
       );
       return rows[0] as { org: boolean; person: boolean };
