@@ -497,14 +497,23 @@ test.serial(
 
     /** The three endpoints as a page of the list shows them, each with its organization. */
     const listed = async (query: string) => {
-      const res = await call<{ items: Array<{ id: string; org_id: string }> }>(
-        t.context.sys.url,
-        'GET',
-        `/admin/v1/webhooks?limit=200${query}`,
-        { token: OPERATOR_TOKEN },
-      );
-      t.is(res.status, 200);
-      return res.body.items
+      const items: Array<{ id: string; org_id: string }> = [];
+      let cursor = '';
+      do {
+        const res = await call<{
+          items: Array<{ id: string; org_id: string }>;
+          next_cursor: string;
+        }>(
+          t.context.sys.url,
+          'GET',
+          `/admin/v1/webhooks?limit=200${query}${cursor ? `&cursor=${cursor}` : ''}`,
+          { token: OPERATOR_TOKEN },
+        );
+        t.is(res.status, 200);
+        items.push(...res.body.items);
+        cursor = res.body.next_cursor;
+      } while (cursor);
+      return items
         .filter((e) => [down.id, fine.id, off.id].includes(e.id))
         .map((e) => [e.id, e.org_id]);
     };
