@@ -183,8 +183,11 @@ export async function changes<T extends TObject>(
 ): Promise<Static<T>> {
   const value = await body(ctx, schema, limit);
   const fields = Object.keys(value as object);
-  // Named in the change's audit entry (never the values).
-  (ctx.state as GatewayState).bodyFields = fields;
+  // Named in the change's audit entry, never with their values, but for a true or false one,
+  // which says what was done (an endpoint enabled or disabled) and can hold nothing secret.
+  (ctx.state as GatewayState).bodyFields = Object.entries(value as object).map(([k, v]) =>
+    typeof v === 'boolean' ? `${k}=${v}` : k,
+  );
   if (fields.length === 0) {
     throw new SpoolError(
       'invalid',

@@ -35,6 +35,9 @@ export interface GatewayState {
   idempotency?: { key: string; claim: string };
   /** The request body's bytes, once something has read them. */
   rawBody?: Buffer;
-  /** The names of the fields a PATCH body set, once it is read and checked (never values). */
+  /**
+   * The names of the fields a PATCH body set, once it is read and checked: never their values,
+   * but for true or false ones (`enabled=false`).
+   */
   bodyFields?: string[];
 }

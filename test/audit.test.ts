@@ -185,6 +185,34 @@ test('the audit log pages newest first, and filters by actor', async (t) => {
   }
 });
 
+test('disabling and enabling an endpoint read apart: a true or false field is named with its value', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Toggled Org');
+  const made = await call<{ endpoint: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${org}/webhooks`,
+    { token: OPERATOR_TOKEN, body: { url: 'http://127.0.0.1:9/hooks', events: ['job.printed'] } },
+  );
+  t.is(made.status, 201);
+  const path = `/admin/v1/orgs/${org}/webhooks/${made.body.endpoint.id}`;
+  for (const enabled of [false, true]) {
+    const res = await call(sys.url, 'PATCH', path, { token: OPERATOR_TOKEN, body: { enabled } });
+    t.is(res.status, 200);
+  }
+  const renamed = await call(sys.url, 'PATCH', path, {
+    token: OPERATOR_TOKEN,
+    body: { description: 'the shop' },
+  });
+  t.is(renamed.status, 200);
+  const patches = (await audit(sys, `?org=${org}`)).items
+    .filter((e) => e.method === 'PATCH')
+    .map((e) => e.target.fields)
+    .sort();
+  // One instant of the test clock: compared as a set.
+  t.deepEqual(patches, ['description', 'enabled=false', 'enabled=true'], 'never a text value');
+});
+
 test.serial('the audit log keeps to a time window: since, until, or both', async (t) => {
   const { sys } = t.context;
   const org = await createOrg(sys.url, 'Windowed Org');
