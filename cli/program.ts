@@ -122,8 +122,18 @@ export function buildProgram(env: Env): Command {
   org
     .command('get')
     .description('show an organization; prints {org}')
-    .argument('<org>', 'organization id')
-    .action((id: string) => admin('GET', `/orgs/${encodeURIComponent(id)}`));
+    .argument('[org]', 'organization id')
+    // As every other command takes it.
+    .option('--org <org>', 'organization id (instead of the argument)')
+    .action((id: string | undefined, opts: { org?: string }, command: Command) => {
+      const org = opts.org ?? id;
+      if (org === undefined || (opts.org !== undefined && id !== undefined)) {
+        command.error('error: give the organization id once, as --org ORG or as the argument', {
+          exitCode: 2,
+        });
+      }
+      return admin('GET', `/orgs/${encodeURIComponent(org as string)}`);
+    });
 
   adminCommand
     .command('invite')

@@ -184,6 +184,11 @@ test('the README walk-through works against spool dev with its embedded database
   await again.waitFor(/Spool is running at/, 60_000);
   const orgAgain = await runSpool(['admin', 'org', 'get', orgId], adminEnv);
   t.is(JSON.parse(orgAgain.stdout).org.name, 'Acme Print');
+  // --org, as every other command takes it, says the same.
+  const byFlag = await runSpool(['admin', 'org', 'get', '--org', orgId], adminEnv);
+  t.deepEqual(JSON.parse(byFlag.stdout), JSON.parse(orgAgain.stdout));
+  const twice = await runSpool(['admin', 'org', 'get', orgId, '--org', orgId], adminEnv);
+  t.is(twice.code, 2);
   t.is(await again.stop(), 0);
 });
 
