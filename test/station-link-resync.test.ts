@@ -281,11 +281,14 @@ test('a received held for its result goes alone when none follows, a re-read mea
   await replica.links.resync();
 
   await link.until(() => link.accepted.some((a) => a.jobId === jobId && a.kind === 'received'));
-  const job = await call<{ job: { status: string } }>(
-    sys.url,
-    'GET',
-    `/v1/orgs/${orgId}/jobs/${jobId}`,
-    { token: secret },
+  // Accepted means the report is in the reports stream; the jobs service applies it a moment
+  // later.
+  const job = await eventually(
+    () =>
+      call<{ job: { status: string } }>(sys.url, 'GET', `/v1/orgs/${orgId}/jobs/${jobId}`, {
+        token: secret,
+      }),
+    (res) => res.body.job.status !== 'queued',
   );
   t.is(job.body.job.status, 'sent');
 });
