@@ -27,6 +27,19 @@ import { type Format, formatOption, renderTable, writePage } from './table.js';
 /** Exit codes of these commands. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
+/**
+ * Wrong usage of `cmd` or a command under it (an unknown option or command, a missing or bad
+ * value) exits 2, so that a script tells it from an error the server answered (1); help asked for
+ * exits 0. Commands added under it later inherit this.
+ */
+export function usageExits<C extends Command>(cmd: C): C {
+  cmd.exitOverride((err: CommanderError) => {
+    process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage);
+  });
+  for (const sub of cmd.commands) usageExits(sub);
+  return cmd;
+}
+
 /** The Spool these commands talk to when `SPOOL_URL` is not set (`spool dev`'s port). */
 export const DEFAULT_SPOOL_URL = 'http://localhost:8080';
 
@@ -159,13 +172,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
     };
   }
 
-  const usage = (cmd: Command) =>
-    cmd.exitOverride((err: CommanderError) => {
-      // Help asked for exits 0; every other parse error is wrong usage.
-      process.exit(err.exitCode === 0 ? 0 : EXIT.usage);
-    });
-
-  const jobs = usage(program.command('jobs')).description(
+  const jobs = usageExits(program.command('jobs')).description(
     'print jobs: create, list, follow (SPOOL_API_KEY, SPOOL_URL or --url)',
   );
 
@@ -378,7 +385,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
       }),
     );
 
-  const printers = usage(program.command('printers')).description(
+  const printers = usageExits(program.command('printers')).description(
     "the organization's printers (SPOOL_API_KEY, SPOOL_URL or --url)",
   );
   printers
@@ -413,7 +420,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
       }),
     );
 
-  const locations = usage(program.command('locations')).description(
+  const locations = usageExits(program.command('locations')).description(
     "the organization's locations (SPOOL_API_KEY, SPOOL_URL or --url)",
   );
   locations
@@ -439,7 +446,7 @@ export function registerJobsCommands(program: Command, env: Env): void {
       }),
     );
 
-  const keyCommand = usage(program.command('key'))
+  const keyCommand = usageExits(program.command('key'))
     .description('show the API key in SPOOL_API_KEY: its organization, mode and scopes')
     .addOption(formatOption())
     .action(

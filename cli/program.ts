@@ -3,7 +3,7 @@
  * help can be checked without running a command; `main.ts` parses the command line.
  */
 import { readFile } from 'node:fs/promises';
-import { Command, type CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Env } from '../lib/config.js';
 import { ROLES } from '../lib/roles.js';
 import { spoolVersion } from '../lib/version.js';
@@ -12,7 +12,7 @@ import { addAdminFleetCommands, addConnectionFlags, orgList } from './admin-comm
 import { INVITATION_COLUMNS, KEY_COLUMNS, PERSON_COLUMNS, type Row } from './admin-tables.js';
 import { addAgentCommands } from './agent.js';
 import { COMPONENTS, type Component } from './components.js';
-import { EXIT, registerJobsCommands } from './jobs-commands.js';
+import { registerJobsCommands, usageExits } from './jobs-commands.js';
 import { sealFile } from './seal.js';
 import { type Format, formatOption, writePage } from './table.js';
 import { addWebhookCommands } from './webhook-commands.js';
@@ -31,18 +31,6 @@ function wholeDays(raw: string): number {
     throw new InvalidArgumentError('give a whole number of days, at least 1');
   }
   return Number(raw);
-}
-
-/**
- * Wrong usage of `cmd` or a command under it (an unknown option or command, a missing or bad
- * value) exits 2, as `spool jobs` does, so that a script tells it from an error the gateway
- * answered (1); help asked for exits 0.
- */
-function usageExits(cmd: Command): void {
-  cmd.exitOverride((err: CommanderError) => {
-    process.exit(err.exitCode === 0 ? 0 : EXIT.usage);
-  });
-  for (const sub of cmd.commands) usageExits(sub);
 }
 
 export function buildProgram(env: Env): Command {

@@ -115,23 +115,11 @@ interface PendingRecord {
   reject(err: unknown): void;
 }
 
-/** Adds one to `key`'s count. */
-function countUp(counts: Map<string, number>, key: string): void {
-  counts.set(key, (counts.get(key) ?? 0) + 1);
-}
-
 /** Adds `n` (which may be negative) to `key`'s count, forgetting the key at zero. */
 function addTo(counts: Map<string, number>, key: string, n: number): void {
   const sum = (counts.get(key) ?? 0) + n;
   if (sum === 0) counts.delete(key);
   else counts.set(key, sum);
-}
-
-/** Takes one from `key`'s count, forgetting the key at zero. */
-function countDown(counts: Map<string, number>, key: string): void {
-  const left = (counts.get(key) ?? 1) - 1;
-  if (left === 0) counts.delete(key);
-  else counts.set(key, left);
 }
 
 /** Where an attempt goes: the caps count by endpoint and by organization. */
@@ -143,13 +131,13 @@ class Tally {
   readonly orgs = new Map<string, number>();
 
   add(t: Target): void {
-    countUp(this.endpoints, t.endpointId);
-    countUp(this.orgs, t.orgId);
+    addTo(this.endpoints, t.endpointId, 1);
+    addTo(this.orgs, t.orgId, 1);
   }
 
   remove(t: Target): void {
-    countDown(this.endpoints, t.endpointId);
-    countDown(this.orgs, t.orgId);
+    addTo(this.endpoints, t.endpointId, -1);
+    addTo(this.orgs, t.orgId, -1);
   }
 
   ofEndpoint(endpointId: string): number {
