@@ -37,6 +37,8 @@ export interface Options {
   agents: number;
   /** Write V8 CPU profiles of Spool's processes (`spool dev`, `spool serve …`) here. */
   cpuProf: string | undefined;
+  /** Load pg_stat_statements into the private PostgreSQL and write its top statements here. */
+  pgStatements: string | undefined;
   out: string;
 }
 
@@ -54,6 +56,8 @@ description to bench/results/latest.{md,json,svg}.
   --fleet-stations N     station links held open in the fleet scenario (default 10000)
   --cpu-prof DIR         run Spool's processes under node --cpu-prof, writing .cpuprofile files
                          to DIR
+  --pg-statements FILE   load pg_stat_statements into the private PostgreSQL and write the
+                         statements that took the most of its time, over the whole run, to FILE
   --out DIR              where results go (default bench/results)
 
   A Spool that is already running (all of these are then needed, except the pids):
@@ -92,6 +96,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       agents: { type: 'string' },
       'fleet-stations': { type: 'string' },
       'cpu-prof': { type: 'string' },
+      'pg-statements': { type: 'string' },
       out: { type: 'string' },
       'spool-url': { type: 'string' },
       'link-address': { type: 'string' },
@@ -144,6 +149,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     fleetStations: int(values['fleet-stations'], 'fleet-stations', 10_000),
     agents: int(values.agents, 'agents', 50),
     cpuProf: values['cpu-prof'],
+    pgStatements: values['pg-statements'],
     out: values.out ?? 'bench/results',
   };
 }

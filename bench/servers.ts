@@ -16,6 +16,7 @@ import { startPostgres } from '../test/helpers/postgres.js';
 import { epochMs } from './clock.js';
 import { type Deployment, startDeployment } from './deployment.js';
 import type { Options } from './options.js';
+import { enableStatements, PG_STATEMENTS_SETTINGS, writeStatements } from './pg-statements.js';
 import { listeningPorts } from './proc.js';
 import { startRedis } from './redis.js';
 import { type SpoolProcess, spawnSpool } from './spool-process.js';
@@ -149,7 +150,10 @@ export async function startServers(
     }
 
     const [postgres, natsStore] = await Promise.all([
-      startPostgres({ durable: true, settings: POSTGRES_SETTINGS }),
+      startPostgres({
+        durable: true,
+        settings: [...POSTGRES_SETTINGS, ...(options.pgStatements ? PG_STATEMENTS_SETTINGS : [])],
+      }),
       mkdtemp(join(tmpdir(), 'spool-bench-nats-')),
     ]);
     stops.push(() => postgres.stop());
@@ -158,6 +162,14 @@ export async function startServers(
     stops.push(() => nats.stop());
     const databaseUrl = await createDatabase(postgres.url, 'spool_bench');
     log(`PostgreSQL on ${postgres.port}, nats-server on ${nats.port}`);
+    const pgStatements = options.pgStatements;
+    if (pgStatements) {
+      await enableStatements(databaseUrl);
+      stops.push(async () => {
+        await writeStatements(databaseUrl, resolve(pgStatements));
+        log(`PostgreSQL's statements written to ${pgStatements}`);
+      });
+    }
 
     // Spool's processes write a CPU profile there when they exit.
     const profiling = { cpuProfDir: options.cpuProf ? resolve(options.cpuProf) : undefined };
