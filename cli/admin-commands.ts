@@ -141,7 +141,7 @@ export function addAdminFleetCommands(
       [{ header: 'org', value: (r) => r.org_id }, ...STATION_COLUMNS],
     ),
   );
-  station.cmd
+  const stationUpdate = station.cmd
     .command('update')
     .description(
       'rename a station, move it to another location or to another home region; prints {station}',
@@ -151,22 +151,41 @@ export function addAdminFleetCommands(
     .option('--name <name>', 'a new name')
     .option('--location <id>', 'the location to move it to')
     .option('--no-location', 'take it out of its location')
-    .option('--region <region>', 'its new home region: its agent reconnects, its jobs go there')
-    .action(
-      (opts: {
+    .option('--region <region>', 'its new home region: its agent reconnects, its jobs go there');
+  // Both flags set the one value `location`, the later winning: note each, to refuse the pair.
+  const locationFlags = new Set<string>();
+  stationUpdate.on('option:location', () => locationFlags.add('--location'));
+  stationUpdate.on('option:no-location', () => locationFlags.add('--no-location'));
+  stationUpdate.action(
+    (
+      opts: {
         org: string;
         id: string;
         name?: string;
         location?: string | boolean;
         region?: string;
-      }) =>
-        admin('PATCH', station.path(opts.org, opts.id), {
-          ...(opts.name === undefined ? {} : { name: opts.name }),
-          ...(opts.region === undefined ? {} : { region: opts.region }),
-          ...(opts.location === false ? { location_id: null } : {}),
-          ...(typeof opts.location === 'string' ? { location_id: opts.location } : {}),
-        }),
-    );
+      },
+      command: Command,
+    ) => {
+      if (locationFlags.size > 1) {
+        command.error('error: give either --location ID or --no-location, not both', {
+          exitCode: 2,
+        });
+      }
+      if (opts.name === undefined && opts.region === undefined && opts.location === undefined) {
+        command.error(
+          'error: nothing to change: give at least one of --name, --location, --no-location, --region',
+          { exitCode: 2 },
+        );
+      }
+      return admin('PATCH', station.path(opts.org, opts.id), {
+        ...(opts.name === undefined ? {} : { name: opts.name }),
+        ...(opts.region === undefined ? {} : { region: opts.region }),
+        ...(opts.location === false ? { location_id: null } : {}),
+        ...(typeof opts.location === 'string' ? { location_id: opts.location } : {}),
+      });
+    },
+  );
 
   const printer = readAndDelete(
     'printer',

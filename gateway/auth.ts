@@ -122,7 +122,7 @@ export function requireOperator(token: OperatorToken): Middleware<GatewayState> 
     }
     if (!isOperator(presented)) {
       throw unauthorized(
-        "wrong operator token: it is not this Spool's SPOOL_ADMIN_TOKEN (spool dev prints its token and writes it to .spool/admin-token)",
+        "wrong operator token: it is not this Spool's SPOOL_ADMIN_TOKEN (nor SPOOL_ADMIN_TOKEN_PREVIOUS, while one is set); a Spool run by spool dev prints its token and keeps it in .spool/admin-token",
       );
     }
     await next();

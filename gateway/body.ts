@@ -5,7 +5,7 @@
  */
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
-import { ValueErrorType } from '@sinclair/typebox/errors';
+import { type ValueError, ValueErrorType } from '@sinclair/typebox/errors';
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { SpoolError } from '../lib/errors.js';
@@ -31,13 +31,21 @@ function paramOf(path: string): string {
 export function validate<T extends TSchema>(schema: T, value: unknown): Static<T> {
   const check = checker(schema);
   if (check.Check(value)) return value;
-  const errors = [...check.Errors(value)];
+  let errors: ValueError[] = [...check.Errors(value)];
+  let first = errors.find((e) => e.path !== '') ?? errors[0];
+  // A value that one alternative of a union could be (an object where an object or null may
+  // go) is explained by that alternative's own first problem, which names the field inside it.
+  for (let variant = first && alternativeFor(first); first && variant; ) {
+    const at = first.path;
+    errors = [...checker(variant).Errors(first.value)].map((e) => ({ ...e, path: at + e.path }));
+    first = errors.find((e) => e.path !== at) ?? errors[0];
+    variant = first && alternativeFor(first);
+  }
   const unknown = errors.find((e) => e.type === ValueErrorType.ObjectAdditionalProperties);
   if (unknown) {
     const param = paramOf(unknown.path);
     throw new SpoolError('unknown_field', `unknown field ${JSON.stringify(param)}`, { param });
   }
-  const first = errors.find((e) => e.path !== '') ?? errors[0];
   if (!first || first.path === '')
     throw new SpoolError('invalid', 'the body must be a JSON object');
   const param = paramOf(first.path);
@@ -58,7 +66,7 @@ export function validate<T extends TSchema>(schema: T, value: unknown): Static<T
       { param },
     );
   }
-  const expected = expectation(first.schema);
+  const expected = expectation(first.schema, first.type);
   let message: string;
   if (expected === undefined) {
     message = `${param} is invalid: ${description ?? first.message.toLowerCase()}`;
@@ -72,6 +80,27 @@ export function validate<T extends TSchema>(schema: T, value: unknown): Static<T
     message = `${param} must be ${expected.text}${said ? '' : ` (${description})`}`;
   }
   throw new SpoolError('invalid', message, { param });
+}
+
+/** The JSON Schema `type` a value has (`integer` schemas take numbers too). */
+function schemaTypes(value: unknown): string[] {
+  if (value === null) return ['null'];
+  if (Array.isArray(value)) return ['array'];
+  if (typeof value === 'number') return ['number', 'integer'];
+  return [typeof value];
+}
+
+/**
+ * The one alternative of a failed union that is of the value's JSON type, when there is exactly
+ * one: `{"pricing": {"pro": -1}}` is a wrong price, not a wrong kind of `pricing`.
+ */
+function alternativeFor(error: ValueError): TSchema | undefined {
+  if (error.type !== ValueErrorType.Union) return undefined;
+  const kinds = schemaTypes(error.value);
+  const fitting = ((error.schema.anyOf as TSchema[] | undefined) ?? []).filter(
+    (s) => typeof s.type === 'string' && kinds.includes(s.type),
+  );
+  return fitting.length === 1 ? fitting[0] : undefined;
 }
 
 /** The errors that say a value is of the wrong JSON type, and the type it must be. */
@@ -104,7 +133,17 @@ function jsonKind(value: unknown): string {
  */
 function expectation(
   schema: TSchema,
+  type: ValueErrorType,
 ): { text: string; range?: string; choice?: boolean } | undefined {
+  if (type === ValueErrorType.StringMinLength || type === ValueErrorType.StringMaxLength) {
+    const { minLength: min = 0, maxLength: max } = schema as {
+      minLength?: number;
+      maxLength?: number;
+    };
+    const range =
+      max === undefined ? `at least ${min}` : min > 0 ? `from ${min} to ${max}` : `at most ${max}`;
+    return { text: `a string of ${range} characters`, range };
+  }
   const choices = (schema.anyOf as TSchema[] | undefined)?.map((s) => s.const);
   if (choices && choices.length > 0 && choices.every((c) => typeof c === 'string')) {
     return { text: `one of: ${choices.join(', ')}`, choice: true };

@@ -417,3 +417,23 @@ test('spool admin settings set with nothing to change says so, changes nothing, 
   );
   t.is(await settingsChanges(), before);
 });
+
+test('spool admin station update refuses --location with --no-location, and an update of nothing', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Cli Location Flags Org');
+  const station = await createStation(sys.url, org, { name: 'Desk' });
+  const ids = ['--org', org, '--id', station.id];
+  for (const both of [
+    ['--location', randomUUID(), '--no-location'],
+    ['--no-location', '--location', randomUUID()],
+  ]) {
+    const res = await spool(t, ['station', 'update', ...ids, ...both]);
+    t.is(res.code, 2, both.join(' '));
+    t.regex(res.stderr, /^error: give either --location ID or --no-location, not both\n/);
+  }
+  const nothing = await spool(t, ['station', 'update', ...ids]);
+  t.is(nothing.code, 2);
+  t.regex(nothing.stderr, /^error: nothing to change: give at least one of --name, /);
+  const after = await http(t, `/orgs/${org}/stations/${station.id}`);
+  t.like((after.body as { station: object }).station, { name: 'Desk', location_id: null });
+});

@@ -180,3 +180,42 @@ test('job creation takes bodies up to MAX_DOCUMENT_BYTES in base64, other bodies
   t.is(admin.status, 413);
   t.is(admin.body.error.message, `the body is larger than ${BODY_LIMIT} bytes`);
 });
+
+test('a bad entry inside a field that may also be null is named, and a string too long says its limit', async (t) => {
+  const { sys } = t.context;
+  const cases: Array<[object, string, string]> = [
+    [
+      { pricing: { starter: 900, pro: -1 } },
+      'pricing.pro',
+      'pricing.pro must be an integer at least 0',
+    ],
+    [
+      { pricing: { pro: 'ten' } },
+      'pricing.pro',
+      'pricing.pro is invalid: a price in whole cents, or null for none',
+    ],
+    [
+      { downloads: { linux: { version: '1.2.0' } } },
+      'downloads.linux.url',
+      'downloads.linux.url is required',
+    ],
+    [{ notice: 'x'.repeat(1001) }, 'notice', 'notice must be a string of at most 1000 characters'],
+  ];
+  for (const [body, param, message] of cases) {
+    const res = await call<ErrorBody>(sys.url, 'PATCH', '/admin/v1/settings', {
+      token: OPERATOR_TOKEN,
+      body,
+    });
+    t.is(res.status, 400, param);
+    t.like(res.body.error, { code: 'invalid', param, message });
+  }
+  const settings = await call<{ settings: { pricing: unknown } }>(
+    sys.url,
+    'GET',
+    '/admin/v1/settings',
+    {
+      token: OPERATOR_TOKEN,
+    },
+  );
+  t.is(settings.body.settings.pricing, null);
+});
