@@ -204,7 +204,7 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
   'GET /admin/v1/orgs/:org/invitations/:id': {
     operationId: 'getInvitation',
     tag: 'People',
-    summary: 'An invitation, used, revoked or pending',
+    summary: 'An invitation, used, revoked or pending, with who sent it and when',
     success: {
       status: 200,
       description:
@@ -213,7 +213,7 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
         'invitation',
         Type.Object(
           {
-            ...InvitationSchema.properties,
+            ...PendingInvitationSchema.properties,
             used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
             revoked_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
           },

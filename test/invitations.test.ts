@@ -106,13 +106,23 @@ test('an admin revokes an invitation: its link answers 404 like an unknown one a
   t.deepEqual(people.body.invitations, []);
   sys.clock.advance(1000);
   t.is((await admin.call('DELETE', path)).status, 204);
-  const got = await operator<{ invitation: { used_at: null; revoked_at: string } }>(
-    sys,
-    'GET',
-    `/orgs/${orgId}/invitations/${sent.body.invitation.id}`,
-  );
+  const got = await operator<{
+    invitation: {
+      used_at: null;
+      revoked_at: string;
+      created_at: string;
+      invited_by: { person_id: string; email: string } | null;
+    };
+  }>(sys, 'GET', `/orgs/${orgId}/invitations/${sent.body.invitation.id}`);
   t.is(got.body.invitation.used_at, null);
   t.regex(got.body.invitation.revoked_at, /^\d{4}-\d\d-\d\dT/);
+  // The operator sees who sent it and when, as the console's list of pending ones says.
+  t.regex(got.body.invitation.created_at, /^\d{4}-\d\d-\d\dT/);
+  t.true(got.body.invitation.created_at < got.body.invitation.revoked_at);
+  t.like(got.body.invitation.invited_by, {
+    person_id: admin.personId,
+    email: 'revoker@example.com',
+  });
 
   // The audit log names who revoked which invitation, as it does for who invited.
   const audit = await operator<{

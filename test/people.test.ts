@@ -464,11 +464,15 @@ test('the operator’s invitation is described, and names a created resource', a
   t.is(res.status, 201);
   const location = res.headers.get('location') ?? '';
   t.is(location, `/admin/v1/orgs/${orgId}/invitations/${res.body.invitation.id}`);
-  const got = await call<{ invitation: { used_at: string | null } }>(sys.url, 'GET', location, {
-    token: OPERATOR_TOKEN,
-  });
+  const got = await call<{
+    invitation: { used_at: string | null; created_at: string; invited_by: unknown };
+  }>(sys.url, 'GET', location, { token: OPERATOR_TOKEN });
   t.is(got.status, 200);
-  t.is(got.body.invitation.used_at, null);
+  t.like(got.body.invitation, {
+    used_at: null,
+    created_at: new Date(sys.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    invited_by: null,
+  });
   const bad = await call<ErrorBody>(sys.url, 'POST', `/admin/v1/orgs/${orgId}/invitations`, {
     token: OPERATOR_TOKEN,
     body: { email: 'x@example.com', role: 'superuser' },

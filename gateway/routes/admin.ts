@@ -317,7 +317,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     });
     ctx.body = {
       invitation: {
-        ...invitationView(res.invitation),
+        ...pendingInvitationView(res),
         used_at: rfc3339OrNull(res.usedAt),
         revoked_at: rfc3339OrNull(res.revokedAt),
       },

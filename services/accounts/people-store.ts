@@ -293,14 +293,14 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
     pool,
 
     async orgInvitation(orgId: string, id: string) {
-      const { rows } = await pool.query<InvitationRow>(
-        `${INVITATION_SELECT} WHERE i.org_id = $1 AND i.id = $2`,
+      const { rows } = await pool.query<PendingRow>(
+        `${PENDING_SELECT} WHERE org_id = $1 AND id = $2`,
         [orgId, id],
       );
       const row = rows[0];
       if (!row) throw notFound('no such invitation in this organization');
       return {
-        invitation: toInvitation(row),
+        ...toPending(row),
         usedAt: row.used_at ?? undefined,
         revokedAt: row.revoked_at ?? undefined,
       };

@@ -306,7 +306,11 @@ export interface GetOrgInvitationResponse {
     | Date
     | undefined;
   /** When it was revoked or superseded by a newer invitation of the same email; else unset. */
-  revokedAt: Date | undefined;
+  revokedAt:
+    | Date
+    | undefined;
+  /** The person who invited; unset when the operator did. */
+  invitedBy: Person | undefined;
 }
 
 export interface PendingInvitation {
@@ -4665,7 +4669,7 @@ export const GetOrgInvitationRequest: MessageFns<GetOrgInvitationRequest> = {
 };
 
 function createBaseGetOrgInvitationResponse(): GetOrgInvitationResponse {
-  return { invitation: undefined, usedAt: undefined, revokedAt: undefined };
+  return { invitation: undefined, usedAt: undefined, revokedAt: undefined, invitedBy: undefined };
 }
 
 export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
@@ -4678,6 +4682,9 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
     }
     if (message.revokedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.revokedAt), writer.uint32(26).fork()).join();
+    }
+    if (message.invitedBy !== undefined) {
+      Person.encode(message.invitedBy, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -4719,6 +4726,14 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
             message.revokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.invitedBy = Person.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4744,6 +4759,11 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
         : isSet(object.revoked_at)
         ? fromJsonTimestamp(object.revoked_at)
         : undefined,
+      invitedBy: isSet(object.invitedBy)
+        ? Person.fromJSON(object.invitedBy)
+        : isSet(object.invited_by)
+        ? Person.fromJSON(object.invited_by)
+        : undefined,
     };
   },
 
@@ -4758,6 +4778,9 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
     if (message.revokedAt !== undefined) {
       obj.revokedAt = message.revokedAt.toISOString();
     }
+    if (message.invitedBy !== undefined) {
+      obj.invitedBy = Person.toJSON(message.invitedBy);
+    }
     return obj;
   },
 
@@ -4771,6 +4794,9 @@ export const GetOrgInvitationResponse: MessageFns<GetOrgInvitationResponse> = {
       : undefined;
     message.usedAt = object.usedAt ?? undefined;
     message.revokedAt = object.revokedAt ?? undefined;
+    message.invitedBy = (object.invitedBy !== undefined && object.invitedBy !== null)
+      ? Person.fromPartial(object.invitedBy)
+      : undefined;
     return message;
   },
 };
