@@ -154,3 +154,39 @@ test.serial(
     link.close();
   },
 );
+
+test.serial(
+  'of the live replicas, the one of the smallest id records a lost one’s links closed',
+  async (t) => {
+    const { sys, orgId } = t.context;
+    const station = await createStation(sys.url, orgId, { name: 'Annex B' });
+    const database = await TcpRelay.start(Number(new URL(sys.db.url).port));
+    t.teardown(() => database.close());
+    const dying = await replica(t, database.port);
+    const link = await connectLink(dying.linkAddress, station.token, [printer('desk')]);
+    await eventually(
+      () => stationOnline(sys, orgId, station.id),
+      (online) => online,
+    );
+    database.cut();
+    dying.part.replica.stop();
+    link.close();
+    await link.ended;
+
+    const live = [
+      sys.system.stations.replica,
+      (await replica(t)).part.replica,
+      (await replica(t)).part.replica,
+    ];
+    // All three say they are alive shortly before the dead one is taken for lost.
+    sys.clock.advance(REPLICA_LOST_MS - 5_000);
+    for (const r of live) t.is(await r.beat(), 0);
+    sys.clock.advance(10_000);
+    // Largest id first: neither of the two larger sweeps; the smallest does.
+    const byId = [...live].sort((a, b) => (a.id < b.id ? 1 : -1));
+    t.deepEqual(await Promise.all(byId.slice(0, 2).map((r) => r.beat())), [0, 0]);
+    t.true(await stationOnline(sys, orgId, station.id), 'left to the smallest id');
+    t.is(await byId[2]?.beat(), 1);
+    t.false(await stationOnline(sys, orgId, station.id));
+  },
+);

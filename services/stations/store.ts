@@ -767,18 +767,23 @@ export function createStationStore(
 
     /**
      * Links recorded open on a replica other than `self` that has not said it is alive since
-     * `since` (at most `limit` of them). A link id written before replicas named themselves in
+     * `since` (at most `limit` of them), for the live replica of the smallest id only; any other
+     * gets none. A link id written before replicas named themselves in
      * it names none, and is never counted. Not scoped by organization: a sweep over every
      * station's link, which changes each only through `linkClosed`.
      */
     async linksOfLostReplicas(self: string, since: Date, limit: number): Promise<OpenLink[]> {
       // The replicas first, a small table: most of the time none is lost, and the stations are
       // not read at all. A replica never heard from (no row) is not taken for lost.
-      const { rows: lost } = await pool.query<{ id: string }>(
-        'SELECT id FROM station_replicas WHERE seen_at < $2 AND id <> $1',
+      const { rows: others } = await pool.query<{ id: string; lost: boolean }>(
+        'SELECT id, seen_at < $2 AS lost FROM station_replicas WHERE id <> $1',
         [self, since],
       );
-      if (lost.length === 0) return [];
+      const lost = others.filter((r) => r.lost);
+      // One replica sweeps, the live one of the smallest id, rather than every live one closing
+      // the same links at once and failing each other's transactions. Should it be unable to,
+      // it is taken for lost in its turn, and the next one sweeps for both.
+      if (lost.length === 0 || others.some((r) => !r.lost && r.id < self)) return [];
       const { rows } = await pool.query<StationRow>(
         `SELECT ${STATION_COLUMNS} FROM stations
          WHERE online AND split_part(link_id, ':', 1) = ANY($1::TEXT[])
