@@ -14,6 +14,7 @@ import { launchChromium } from './helpers/browser.js';
 import { invite, member, PASSWORD, tokenOf } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
+import { startReceiver } from './helpers/receiver.js';
 import {
   call,
   createKey,
@@ -392,6 +393,83 @@ test.serial(
     await other.getByRole('button', { name: 'First page' }).click();
     t.is(await titles(other, 25), first);
     t.is(other.url(), firstPage);
+  },
+);
+
+test.serial(
+  'the printers list and an endpoint’s delivery log keep their page in the URL, as the jobs list does',
+  async (t) => {
+    // 105 printers more on one station: the list shows 100 a page.
+    const station = await createStation(org.sys.url, org.orgId, { name: 'Racks' });
+    const names = Array.from({ length: 105 }, (_, i) => `rack-${String(i + 1).padStart(3, '0')}`);
+    const link = await connectLink(
+      org.sys.linkAddress,
+      station.token,
+      names.map((n) => printer(n)),
+    );
+    t.teardown(() => link.close());
+    // The link's printers are recorded as it opens.
+    const page = await ownerPage('/printers');
+    const rows = page.locator('tbody tr');
+    await rows.nth(99).waitFor();
+    const firstPage = page.url();
+    const firstNames = (await rows.allTextContents()).join();
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.waitForURL(/cursor=/);
+    await eventually(
+      () => rows.count(),
+      (n) => n > 0 && n < 100,
+    );
+    const second = (await rows.allTextContents()).join();
+    t.not(second, firstNames);
+    await page.reload();
+    await eventually(
+      () => rows.allTextContents(),
+      (texts) => texts.join() === second,
+    );
+    await page.screenshot({ path: join(tmpdir(), 'spool-console-printers-page-2.png') });
+    await page.goBack();
+    await page.waitForURL(firstPage);
+    await rows.nth(99).waitFor();
+
+    // An endpoint with twelve test deliveries: ten a page on its own page, filtered by state.
+    const receiver = await startReceiver();
+    t.teardown(() => receiver.close());
+    const created = await call<{ endpoint: { id: string } }>(
+      org.sys.url,
+      'POST',
+      `/v1/orgs/${org.orgId}/webhooks`,
+      { token: org.key, body: { url: `${receiver.url}/hook`, events: ['job.printed'] } },
+    );
+    const endpoint = `/v1/orgs/${org.orgId}/webhooks/${created.body.endpoint.id}`;
+    for (let i = 0; i < 12; i++) {
+      t.is((await call(org.sys.url, 'POST', `${endpoint}/test`, { token: org.key })).status, 200);
+    }
+    await receiver.until((r) => r.length >= 12);
+    const log = await ownerPage(`/webhooks/${created.body.endpoint.id}`);
+    const deliveries = log.locator('.deliveries > li');
+    await deliveries.nth(9).waitFor();
+    await log.getByRole('button', { name: 'Next page' }).click();
+    await log.waitForURL(/cursor=/);
+    await eventually(
+      () => deliveries.count(),
+      (n) => n === 2,
+    );
+    await log.reload();
+    await eventually(
+      () => deliveries.count(),
+      (n) => n === 2,
+    );
+    t.true(await log.getByRole('button', { name: 'Previous page' }).isEnabled());
+    await log.getByLabel('State').selectOption('failed');
+    await log.waitForURL((url) => url.search === '?state=failed');
+    await log.getByText('No deliveries yet.', { exact: false }).waitFor();
+    await log.goBack();
+    await eventually(
+      () => deliveries.count(),
+      (n) => n === 2,
+    );
+    await log.screenshot({ path: join(tmpdir(), 'spool-console-delivery-log-page-2.png') });
   },
 );
 

@@ -68,6 +68,39 @@ export function setSearch(params: Record<string, string | undefined>, state: unk
   window.dispatchEvent(new Event('spool:navigate'));
 }
 
+/**
+ * A list's page kept in the URL's query (`cursor`), beside the list's other `params`, so that
+ * reload, Back and a shared link show the same page; the cursors of the pages before it ride in
+ * the history entry, for Previous page. A link to a later page, opened afresh, offers First page.
+ * Answers the page's cursor and what the list's Pager takes besides `next`.
+ */
+export function urlPager(
+  search: URLSearchParams,
+  params: Record<string, string | undefined>,
+): {
+  cursor: string;
+  pager: { hasPrev: boolean; prevLabel?: string; onPrev(): void; onNext(c: string): void };
+} {
+  const cursor = search.get('cursor') ?? '';
+  const state = history.state as { cursors?: unknown } | null;
+  const before = Array.isArray(state?.cursors) ? (state.cursors as string[]) : null;
+  return {
+    cursor,
+    pager: {
+      hasPrev: cursor !== '',
+      prevLabel: before ? undefined : 'First page',
+      onPrev: () =>
+        before
+          ? setSearch(
+              { ...params, cursor: before[before.length - 1] },
+              { cursors: before.slice(0, -1) },
+            )
+          : setSearch(params),
+      onNext: (c) => setSearch({ ...params, cursor: c }, { cursors: [...(before ?? []), cursor] }),
+    },
+  };
+}
+
 export function Link(props: {
   href: string;
   children: ComponentChildren;

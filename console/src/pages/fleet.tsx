@@ -3,6 +3,7 @@ import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { del, enc, get, type Location, type Printer, post, query, type Station } from '../api.js';
 import { useLive } from '../live.js';
+import { urlPager, useSearch } from '../router.js';
 import {
   Empty,
   ErrorText,
@@ -92,14 +93,14 @@ export function OverviewPage(): JSX.Element {
 
 export function PrintersPage(): JSX.Element {
   const { org } = useApp();
-  const [cursor, setCursor] = useState<string[]>([]);
-  const page = cursor[cursor.length - 1] ?? '';
+  // The page is in the URL, as the job list's is.
+  const { cursor, pager } = urlPager(useSearch(), {});
   const r = useResource(
     () =>
       get<{ printers: Printer[]; next_cursor: string }>(
-        `/v1/orgs/${enc(org.id)}/printers${query({ limit: '100', cursor: page })}`,
+        `/v1/orgs/${enc(org.id)}/printers${query({ limit: '100', cursor })}`,
       ),
-    [org.id, page],
+    [org.id, cursor],
   );
   const stations = useResource(
     () => get<{ items: Station[] }>(`/console/v1/orgs/${enc(org.id)}/stations`),
@@ -219,12 +220,7 @@ export function PrintersPage(): JSX.Element {
           </table>
         </div>
       ) : null}
-      <Pager
-        hasPrev={cursor.length > 0}
-        next={r.data?.next_cursor}
-        onPrev={() => setCursor(cursor.slice(0, -1))}
-        onNext={(c) => setCursor([...cursor, c])}
-      />
+      <Pager {...pager} next={r.data?.next_cursor} />
     </>
   );
 }

@@ -14,7 +14,7 @@ import {
   type Station,
 } from '../api.js';
 import { jobOf, useLive } from '../live.js';
-import { Link, navigate, setSearch, useSearch } from '../router.js';
+import { Link, navigate, setSearch, urlPager, useSearch } from '../router.js';
 import {
   Empty,
   ErrorText,
@@ -114,9 +114,7 @@ export function JobsPage(): JSX.Element {
   const search = useSearch();
   const filters = filtersOf(search);
   const key = JSON.stringify(filters);
-  const cursor = search.get('cursor') ?? '';
-  const state = history.state as { cursors?: unknown } | null;
-  const before = Array.isArray(state?.cursors) ? (state.cursors as string[]) : null;
+  const { cursor, pager } = urlPager(search, paramsOf(filters));
   const [draft, setDraft] = useState<Filters>(() => draftOf(filters));
   // The form follows the URL when Back or a link changes it.
   useEffect(() => setDraft(draftOf(filtersOf(search))), [key]);
@@ -297,22 +295,7 @@ export function JobsPage(): JSX.Element {
           </table>
         </div>
       ) : null}
-      <Pager
-        hasPrev={cursor !== ''}
-        next={r.data?.next_cursor}
-        prevLabel={before ? undefined : 'First page'}
-        onPrev={() =>
-          before
-            ? setSearch(
-                { ...paramsOf(filters), cursor: before[before.length - 1] },
-                { cursors: before.slice(0, -1) },
-              )
-            : setSearch(paramsOf(filters))
-        }
-        onNext={(c) =>
-          setSearch({ ...paramsOf(filters), cursor: c }, { cursors: [...(before ?? []), cursor] })
-        }
-      />
+      <Pager {...pager} next={r.data?.next_cursor} />
     </>
   );
 }

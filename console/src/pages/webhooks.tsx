@@ -3,7 +3,7 @@ import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { type Delivery, del, type Endpoint, enc, get, patch, post, query } from '../api.js';
 import { useLive } from '../live.js';
-import { Link, navigate } from '../router.js';
+import { Link, navigate, setSearch, urlPager, useSearch } from '../router.js';
 import {
   Empty,
   ErrorText,
@@ -182,15 +182,25 @@ export function EndpointPage(props: { id: string }): JSX.Element {
       </p>
       <PageHeader title="Webhook endpoint" />
       {shown ? <SecretBox secret={shown.secret} note={shown.note} /> : null}
-      <EndpointPanel id={props.id} onSecret={setShown} onDeleted={() => navigate('/webhooks')} />
+      <EndpointPanel
+        id={props.id}
+        logInUrl
+        onSecret={setShown}
+        onDeleted={() => navigate('/webhooks')}
+      />
     </>
   );
 }
 
-/** An endpoint: its settings, its actions and its delivery log with every attempt. */
+/**
+ * An endpoint: its settings, its actions and its delivery log with every attempt. With `logInUrl`
+ * (the endpoint's own page), the log's state filter and page are in the URL, as the job list's
+ * are; on the list of endpoints each panel keeps its own.
+ */
 function EndpointPanel(props: {
   id: string;
   initial?: Endpoint;
+  logInUrl?: boolean;
   onSecret(shown: Shown): void;
   onDeleted(): void;
 }): JSX.Element {
@@ -199,8 +209,23 @@ function EndpointPanel(props: {
   const base = `/v1/orgs/${enc(org.id)}/webhooks/${enc(props.id)}`;
   const r = useResource(() => get<{ endpoint: Endpoint }>(base), [base]);
   const [cursors, setCursors] = useState<string[]>([]);
-  const cursor = cursors[cursors.length - 1] ?? '';
-  const [state, setState] = useState('');
+  const [stateHere, setStateHere] = useState('');
+  const search = useSearch();
+  const state = props.logInUrl ? (search.get('state') ?? '') : stateHere;
+  const inUrl = urlPager(search, { state });
+  const cursor = props.logInUrl ? inUrl.cursor : (cursors[cursors.length - 1] ?? '');
+  const pager = props.logInUrl
+    ? inUrl.pager
+    : {
+        hasPrev: cursors.length > 0,
+        onPrev: () => setCursors(cursors.slice(0, -1)),
+        onNext: (c: string) => setCursors([...cursors, c]),
+      };
+  const showState = (s: string) => {
+    if (props.logInUrl) return setSearch({ state: s });
+    setStateHere(s);
+    setCursors([]);
+  };
   const deliveries = useResource(
     () =>
       get<{ items: Delivery[]; next_cursor: string }>(
@@ -372,13 +397,7 @@ function EndpointPanel(props: {
         <h3>Delivery log</h3>
         <label class="inline">
           State
-          <select
-            value={state}
-            onChange={(e) => {
-              setState(e.currentTarget.value);
-              setCursors([]);
-            }}
-          >
+          <select value={state} onChange={(e) => showState(e.currentTarget.value)}>
             <option value="">All</option>
             <option value="pending">pending</option>
             <option value="succeeded">succeeded</option>
@@ -452,12 +471,7 @@ function EndpointPanel(props: {
           </li>
         ))}
       </ul>
-      <Pager
-        hasPrev={cursors.length > 0}
-        next={deliveries.data?.next_cursor}
-        onPrev={() => setCursors(cursors.slice(0, -1))}
-        onNext={(c) => setCursors([...cursors, c])}
-      />
+      <Pager {...pager} next={deliveries.data?.next_cursor} />
     </section>
   );
 }
