@@ -63,7 +63,7 @@ export async function startFanout(deps: {
       throw err;
     }
     handing.settle(fanned.claimed);
-    if (fanned.queued > 0) deps.worker.kick(true);
+    if (fanned.queued.length > 0) deps.worker.kick(true, fanned.queued);
     return fanned.added.map((added) => ({ ok: added }));
   }, FANOUT_IN_FLIGHT);
   const consumer = await startDurableConsumer({

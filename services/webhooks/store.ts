@@ -160,8 +160,8 @@ export interface FannedOut {
   added: number[];
   /** Deliveries claimed for the hand-over's worker, to send now. */
   claimed: ClaimedDelivery[];
-  /** Deliveries added due and not claimed, for rounds to claim. */
-  queued: number;
+  /** The endpoint of each delivery added due and not claimed, for rounds to claim. */
+  queued: Array<{ endpointId: string; orgId: string }>;
 }
 
 export interface AttemptRecord {
@@ -967,7 +967,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             wanted.push({ event: i, id: randomUUID(), endpoint });
           }
         });
-        if (wanted.length === 0) return { added: events.map(() => 0), claimed: [], queued: 0 };
+        if (wanted.length === 0) return { added: events.map(() => 0), claimed: [], queued: [] };
         const picked = new Set(
           handover?.pick(
             wanted
@@ -1044,11 +1044,12 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           if (r.attempt_id) attemptOf.set(r.id, r.attempt_id);
         }
         const claimed: ClaimedDelivery[] = [];
-        let queued = 0;
+        const queued: FannedOut['queued'] = [];
         for (const w of wanted) {
           const attemptId = attemptOf.get(w.id);
           if (attemptId === undefined || !handover) {
-            if (!tooLarge[w.event] && inserted.has(w.id)) queued++;
+            if (!tooLarge[w.event] && inserted.has(w.id))
+              queued.push({ endpointId: w.endpoint.id, orgId: w.endpoint.org_id });
             continue;
           }
           const { event, trace } = events[w.event] as (typeof events)[number];

@@ -208,10 +208,18 @@ export class DeliveryWorker {
   #kickQueued = false;
   #kickExpectsWork = false;
   /**
-   * Due deliveries may be waiting in the database: those go first, through rounds, so the
-   * fan-out hands over nothing meanwhile. Cleared by a round that claimed less than its room.
+   * Due deliveries of any endpoint may be waiting in the database (as the worker starts, or after
+   * a resend): those go first, through rounds, so the fan-out hands over nothing meanwhile.
+   * Cleared by a round that claimed less than its room.
    */
   #dueWaiting = true;
+  /**
+   * Endpoints some of whose deliveries a fan-out added due (they were past their cap), each with
+   * its organization: theirs go through rounds, in order, until a round that claimed less than
+   * its room could take all of theirs, and a hand-over picks none of theirs meanwhile. Every other endpoint's still go
+   * handed over, so one slow receiver does not send the whole worker's deliveries through rounds.
+   */
+  readonly #dueEndpoints = new Map<string, string>();
   /** Deliveries a fan-out picked for this worker whose transaction has not answered yet. */
   #promised = 0;
   /** Those, per endpoint and organization. */
@@ -251,14 +259,15 @@ export class DeliveryWorker {
 
   /**
    * Asks for rounds now, until one claims less than its room and no outcome waits: after new
-   * deliveries (`newWork`: the claim then skips the read that checks whether anything is due),
-   * when an attempt's answer is in, and when its outcome is ready to record. Once stopped, rounds
-   * only record.
+   * deliveries (`newWork`: the claim then skips the read that checks whether anything is due; of
+   * `endpoints` only, when the caller knows them), when an attempt's answer is in, and when its
+   * outcome is ready to record. Once stopped, rounds only record.
    */
-  kick(newWork = false): void {
+  kick(newWork = false, endpoints?: Iterable<Target>): void {
     if (newWork) {
       this.#kickExpectsWork = true;
-      this.#dueWaiting = true;
+      if (endpoints) for (const e of endpoints) this.#dueEndpoints.set(e.endpointId, e.orgId);
+      else this.#dueWaiting = true;
       this.#admitWaiting();
     }
     if (this.#kickQueued) return;
@@ -386,7 +395,11 @@ export class DeliveryWorker {
       pick: (candidates) => {
         this.#unpromise(picked);
         picked.length = 0;
-        const chosen = this.#pick(candidates, this.#room(0) + admitted, own);
+        const chosen = this.#pick(
+          candidates.filter((c) => !this.#dueEndpoints.has(c.endpointId)),
+          this.#room(0) + admitted,
+          own,
+        );
         for (const c of chosen) {
           picked.push(c);
           this.#promised++;
@@ -477,6 +490,8 @@ export class DeliveryWorker {
       (org) => this.#heldOfOrg(org) >= 2 * o.orgConcurrency,
     );
     const now = o.clock.now();
+    /** Endpoints of candidates the claim left for being past a cap. */
+    const skipped = new Set<string>();
     let claimed: ClaimedDelivery[];
     try {
       const round = await o.store.recordAndClaim(
@@ -492,7 +507,11 @@ export class DeliveryWorker {
               excludeOrgs: fullOrgs,
               maxAttempts: o.retryWaitsMs.length + 1,
               expectWork,
-              pick: (candidates) => this.#pick(candidates, room).map((c) => c.id),
+              pick: (candidates) => {
+                const chosen = new Set(this.#pick(candidates, room).map((c) => c.id));
+                for (const c of candidates) if (!chosen.has(c.id)) skipped.add(c.endpointId);
+                return [...chosen];
+              },
             },
       );
       // Released here, before the attempts' own code runs on: the next round's room counts them
@@ -511,8 +530,17 @@ export class DeliveryWorker {
       o.logger.warn({ err }, 'a webhook delivery round failed; will retry');
       return { claimed: 0, room };
     }
-    // A round that filled its room likely left more due; one that did not left none it could take.
-    if (room > 0) this.#dueWaiting = claimed.length >= room;
+    // A round that filled its room likely left more due; one that did not left none it could take:
+    // only the endpoints it left out or passed over for their caps may still have some.
+    if (room > 0 && claimed.length < room) {
+      this.#dueWaiting = false;
+      for (const [endpointId, orgId] of this.#dueEndpoints) {
+        if (full.includes(endpointId) || fullOrgs.includes(orgId) || skipped.has(endpointId)) {
+          continue;
+        }
+        this.#dueEndpoints.delete(endpointId);
+      }
+    }
     for (const c of claimed) this.#readied(c);
     this.#sendReady();
     this.#admitWaiting();
