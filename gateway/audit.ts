@@ -17,7 +17,7 @@ import type { AuditEntry } from '../gen/spool/v1/accounts.js';
 import { isSpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { isTransient, unavailable } from '../lib/transient.js';
-import { type OperatorToken, operatorMatcher } from './auth.js';
+import { bearer, type OperatorToken, operatorMatcher } from './auth.js';
 import type { Backends } from './clients.js';
 import { authenticateSession, type SessionOptions, sessionCookie } from './session-auth.js';
 import type { GatewayState } from './state.js';
@@ -62,8 +62,8 @@ export function auditMiddleware(deps: {
     }
   };
   const isOperator = (ctx: Ctx) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'));
-    return m?.[1] !== undefined && matches(m[1]);
+    const presented = bearer(ctx.get('authorization'));
+    return presented !== undefined && matches(presented);
   };
   return async (ctx, next) => {
     if (READS.has(ctx.method)) return next();

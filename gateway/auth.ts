@@ -12,7 +12,8 @@ import { roleForScope, roleMessage } from '../lib/roles.js';
 import type { KeyCache } from './key-cache.js';
 import type { GatewayState } from './state.js';
 
-function bearer(header: string): string | undefined {
+/** The token of an `Authorization: Bearer <token>` header; undefined for any other header. */
+export function bearer(header: string): string | undefined {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return m?.[1];
 }
