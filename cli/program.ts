@@ -123,6 +123,29 @@ export function buildProgram(env: Env): Command {
       return admin('GET', `/orgs/${encodeURIComponent(org as string)}`);
     });
 
+  org
+    .command('delete')
+    .description(
+      'delete an organization and everything it has: keys, people, stations, printers, locations, jobs and their documents, templates, webhook endpoints and deliveries (the audit log keeps its entries); prints {deleted: true, id}',
+    )
+    .requiredOption('--org <org>', 'organization id')
+    .option('--yes', 'yes, delete it: this cannot be undone')
+    .action(async (opts: { org: string; yes?: boolean }, command: Command) => {
+      if (!opts.yes) {
+        command.error(
+          'error: deleting an organization cannot be undone; add --yes to delete it and everything it has',
+          { exitCode: 2 },
+        );
+      }
+      const client = await adminClient(env, flags);
+      const path = `/orgs/${encodeURIComponent(opts.org)}`;
+      // A large organization takes more than one request; each goes on where the last stopped.
+      while (
+        ((await client.request('DELETE', path)) as { deleting?: boolean } | undefined)?.deleting
+      );
+      process.stdout.write(`${JSON.stringify({ deleted: true, id: opts.org }, null, 2)}\n`);
+    });
+
   adminCommand
     .command('invite')
     .description(

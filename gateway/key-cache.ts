@@ -78,6 +78,14 @@ export class KeyCache {
     }
   }
 
+  /** Forgets every key of an organization (one being deleted). */
+  evictOrg(orgId: string): void {
+    this.#epoch++;
+    for (const [id, entry] of this.#entries) {
+      if (entry.value.key.orgId === orgId) this.#entries.delete(id);
+    }
+  }
+
   clear(): void {
     this.#epoch++;
     this.#entries.clear();

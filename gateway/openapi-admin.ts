@@ -142,6 +142,15 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 200, description: 'the organization', schema: answer('org', OrgSchema) },
     errors: ORG_ERRORS,
   },
+  'DELETE /admin/v1/orgs/:org': {
+    operationId: 'deleteOrg',
+    tag: 'Organizations',
+    summary: 'Delete an organization and everything it has',
+    description:
+      'First closes it: every API key is revoked (gateways refuse them at once), every invitation withdrawn and every membership ended. Then its stations (their agents are disconnected) and printers, locations, jobs with their documents, uploads, templates, webhook endpoints and deliveries are deleted, and last the organization itself; the audit log keeps its entries. It cannot be undone. A large organization may take more than one request: the answer is then `202 {deleting: true, deleted, message}`, and the same DELETE goes on where it stopped, until `204`.',
+    success: { status: 204, description: 'the organization is gone' },
+    errors: ORG_ERRORS,
+  },
   'POST /admin/v1/orgs/:org/keys': {
     operationId: 'createKey',
     tag: 'Keys',

@@ -42,6 +42,8 @@ const impl: AsyncServer<AccountsServiceServer> = {
     return { org: { id: req.orgId, name: 'n', createdAt: new Date(0) } };
   },
   createApiKey: notCalled,
+  closeOrg: notCalled,
+  deleteOrg: notCalled,
   listApiKeys: notCalled,
   revokeApiKey: notCalled,
   recordKeyUses: notCalled,

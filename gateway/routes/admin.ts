@@ -13,6 +13,7 @@ import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
 import type { KeyCache } from '../key-cache.js';
+import { deleteOrg } from '../org-deletion.js';
 import {
   invitationUrl,
   invitationView,
@@ -266,6 +267,27 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   router.get('/orgs/:org', async (ctx) => {
     const { org } = await accounts.getOrg({ orgId: ctx.params.org ?? '' });
     ctx.body = { org: orgView(org) };
+  });
+
+  // Deleting an organization and everything it has (org-deletion.ts). A large one may take more
+  // than one request: 202 says to send the same DELETE again, which goes on where this stopped.
+  router.delete('/orgs/:org', async (ctx) => {
+    const orgId = ctx.params.org ?? '';
+    // Unknown: 404, before anything is touched.
+    await accounts.getOrg({ orgId });
+    const { done, deleted } = await deleteOrg(deps.backends, orgId, {
+      closed: () => deps.keys.evictOrg(orgId),
+    });
+    if (done) {
+      ctx.status = 204;
+      return;
+    }
+    ctx.status = 202;
+    ctx.body = {
+      deleting: true,
+      deleted,
+      message: 'the organization is closed and partly deleted; send the same DELETE again to go on',
+    };
   });
 
   router.post('/orgs/:org/keys', setLocation(ADMIN_CREATED.key), async (ctx) => {

@@ -54,6 +54,17 @@ export function createAccountsServer(deps: {
     ...deps.people,
     ...deps.audit,
 
+    async closeOrg(req) {
+      await store.closeOrg(requireOrgId(req.orgId));
+      deps.onRevoked?.();
+      return {};
+    },
+
+    async deleteOrg(req) {
+      await store.deleteOrg(requireOrgId(req.orgId));
+      return {};
+    },
+
     async listOrgs(req) {
       const query = req.query.trim();
       if (query.length > MAX_NAME_LENGTH)

@@ -11,6 +11,7 @@ import { withTx } from '../../lib/db.js';
 import { notFound } from '../../lib/errors.js';
 import { enqueue } from '../../lib/outbox.js';
 import { listOldestFirst } from '../../lib/paging.js';
+import type { SessionRevokedMessage } from './people-store.js';
 
 export const OUTBOX_TABLE = 'accounts_outbox';
 
@@ -251,6 +252,49 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
           { subject: subjects.keyRevoked(orgId), payload: message },
         ]);
         return toKey(row);
+      });
+    },
+
+    /**
+     * The first step of deleting an organization: every key revoked, every invitation and
+     * membership gone, each announced so gateways drop cached keys and sessions at once. The
+     * organization stays, for the other services to delete their share; repeatable.
+     */
+    async closeOrg(orgId: string): Promise<void> {
+      await withTx(pool, async (tx) => {
+        const org = await tx.query('SELECT 1 FROM orgs WHERE id = $1', [orgId]);
+        if (org.rowCount === 0) throw notFound('no such organization');
+        const keys = await tx.query<{ id: string }>(
+          `UPDATE api_keys SET revoked_at = $2 WHERE org_id = $1 AND revoked_at IS NULL
+           RETURNING id`,
+          [orgId, clock.now()],
+        );
+        const members = await tx.query<{ person_id: string }>(
+          'DELETE FROM memberships WHERE org_id = $1 RETURNING person_id',
+          [orgId],
+        );
+        await tx.query('DELETE FROM invitations WHERE org_id = $1', [orgId]);
+        await enqueue(tx, OUTBOX_TABLE, [
+          ...keys.rows.map((k) => {
+            const message: KeyRevokedMessage = { key_id: k.id, org_id: orgId };
+            return { subject: subjects.keyRevoked(orgId), payload: message };
+          }),
+          ...members.rows.map((m) => {
+            const message: SessionRevokedMessage = { person_id: m.person_id };
+            return { subject: subjects.sessionRevoked(m.person_id), payload: message };
+          }),
+        ]);
+      });
+    },
+
+    /** The last step of deleting an organization, after {@link closeOrg}: it and its keys go. */
+    async deleteOrg(orgId: string): Promise<void> {
+      await withTx(pool, async (tx) => {
+        await tx.query('DELETE FROM api_keys WHERE org_id = $1', [orgId]);
+        await tx.query('DELETE FROM memberships WHERE org_id = $1', [orgId]);
+        await tx.query('DELETE FROM invitations WHERE org_id = $1', [orgId]);
+        const org = await tx.query('DELETE FROM orgs WHERE id = $1', [orgId]);
+        if (org.rowCount === 0) throw notFound('no such organization');
       });
     },
 

@@ -20,7 +20,7 @@ import {
 } from '../../gen/spool/v1/stations.js';
 import { invalid, notFound, SpoolError } from '../../lib/errors.js';
 import { type AsyncClient, type AsyncServer, toItemError } from '../../lib/grpc.js';
-import { isUuid } from '../../lib/ids.js';
+import { isUuid, requireUuid } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 import { pageLimit } from '../../lib/paging.js';
 import { open as openSealed, SEALING_ALGORITHM } from '../../lib/sealing.js';
@@ -52,11 +52,10 @@ export const MAX_CREATIONS_PER_CALL = 256;
 export const MAX_STATIONS_PER_CALL = 1000;
 /** How much text a text preview shows. */
 export const TEXT_PREVIEW_BYTES = 64 * 1024;
-
-function requireUuid(value: string, what: string): string {
-  if (!isUuid(value)) throw notFound(`no such ${what}`);
-  return value;
-}
+/** Jobs, and uploads, one `PurgeOrg` call deletes at most. */
+export const PURGE_BATCH = 500;
+/** Stored documents a `PurgeOrg` call deletes from the object store at once. */
+const PURGE_OBJECTS_AT_ONCE = 32;
 
 export interface JobsServerDeps {
   store: JobStore;
@@ -556,6 +555,29 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
         claim: requireUuid(req.claim, 'claim'),
       });
       return {};
+    },
+
+    async purgeOrg(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const { jobs, uploads } = await store.orgDataToPurge(orgId, PURGE_BATCH);
+      // The objects go first: a failure before the rows go deletes them again, harmlessly.
+      const objects = [
+        ...jobs.filter((j) => j.stored).map((j) => documentName(j.id)),
+        ...uploads.filter((u) => u.stored).map((u) => uploadName(u.id)),
+      ];
+      for (let i = 0; i < objects.length; i += PURGE_OBJECTS_AT_ONCE) {
+        await Promise.all(
+          objects.slice(i, i + PURGE_OBJECTS_AT_ONCE).map((name) => documents.delete(name)),
+        );
+      }
+      const done = jobs.length < PURGE_BATCH && uploads.length < PURGE_BATCH;
+      const deleted = await store.purgeOrgData(
+        orgId,
+        jobs.map((j) => j.id),
+        uploads.map((u) => u.id),
+        done,
+      );
+      return { deleted, done };
     },
   };
 }

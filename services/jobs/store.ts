@@ -794,6 +794,64 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       return rows;
     },
 
+    /**
+     * A batch of the organization's jobs and uploads, for the deletion of the organization: the
+     * names of the objects their documents are stored in (those kept in the row have none).
+     */
+    async orgDataToPurge(
+      orgId: string,
+      limit: number,
+    ): Promise<{
+      jobs: Array<{ id: string; stored: boolean }>;
+      uploads: Array<{ id: string; stored: boolean }>;
+    }> {
+      const [jobs, uploads] = await Promise.all([
+        pool.query<{ id: string; stored: boolean }>(
+          `SELECT id, document IS NULL AND document_deleted_at IS NULL AS stored FROM jobs
+           WHERE org_id = $1 LIMIT $2`,
+          [orgId, limit],
+        ),
+        pool.query<{ id: string; stored: boolean }>(
+          'SELECT id, deleted_at IS NULL AS stored FROM uploads WHERE org_id = $1 LIMIT $2',
+          [orgId, limit],
+        ),
+      ]);
+      return { jobs: jobs.rows, uploads: uploads.rows };
+    },
+
+    /**
+     * Deletes the jobs (with their events) and uploads named, once their objects are gone; with
+     * `last`, also the organization's templates, Idempotency-Keys and test-print counts. Answers
+     * the rows deleted.
+     */
+    async purgeOrgData(
+      orgId: string,
+      jobIds: string[],
+      uploadIds: string[],
+      last: boolean,
+    ): Promise<number> {
+      return withTx(pool, async (tx) => {
+        const statements: Array<[string, unknown[]]> = [
+          [
+            'DELETE FROM job_events WHERE org_id = $1 AND job_id = ANY($2::UUID[])',
+            [orgId, jobIds],
+          ],
+          ['DELETE FROM jobs WHERE org_id = $1 AND id = ANY($2::UUID[])', [orgId, jobIds]],
+          ['DELETE FROM uploads WHERE org_id = $1 AND id = ANY($2::UUID[])', [orgId, uploadIds]],
+        ];
+        if (last) {
+          for (const table of ['templates', 'idempotency_keys', 'test_print_counts']) {
+            statements.push([`DELETE FROM ${table} WHERE org_id = $1`, [orgId]]);
+          }
+        }
+        let deleted = 0;
+        for (const [text, values] of statements) {
+          deleted += (await tx.query(text, values)).rowCount ?? 0;
+        }
+        return deleted;
+      });
+    },
+
     async markDocumentsDeleted(ids: string[]): Promise<void> {
       if (ids.length === 0) return;
       await pool.query(

@@ -2,20 +2,17 @@
 import type { StationsServiceServer } from '../../gen/spool/v1/stations.js';
 import type { BusLayout } from '../../lib/bus.js';
 import { generateCredential, hashCredential } from '../../lib/credentials.js';
-import { invalid, notFound } from '../../lib/errors.js';
+import { invalid } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
-import { isUuid } from '../../lib/ids.js';
+import { isUuid, requireUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
 import type { StationStore } from './store.js';
 
 const MAX_TEXT = 200;
+/** Stations one `PurgeOrg` call deletes at most, with their printers. */
+export const PURGE_BATCH = 500;
 /** The most printers, and the most stations, one `PrintersOf` call names. */
 export const MAX_PRINTERS_OF = 1000;
-
-function requireUuid(value: string, what: string): string {
-  if (!isUuid(value)) throw notFound(`no such ${what}`);
-  return value;
-}
 
 function text(value: string, param: string, required: boolean): string {
   const trimmed = value.trim();
@@ -156,6 +153,16 @@ export function createStationsServer(deps: {
       deps.cutLinks(station.id);
       deps.printersChanged(orgId, { station_id: station.id });
       return { station, printerIds };
+    },
+
+    async purgeOrg(req) {
+      const orgId = requireUuid(req.orgId, 'organization');
+      const { deleted, stationIds, done } = await store.purgeOrg(orgId, PURGE_BATCH);
+      for (const id of stationIds) {
+        deps.cutLinks(id);
+        deps.printersChanged(orgId, { station_id: id });
+      }
+      return { deleted, done };
     },
 
     async deletePrinter(req) {

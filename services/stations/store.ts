@@ -688,6 +688,38 @@ export function createStationStore(
       return deleted;
     },
 
+    /**
+     * A batch of the organization's stations deleted with their printers, for the deletion of the
+     * organization; once none is left, its locations too (`done`). Answers the stations deleted,
+     * whose links the caller cuts.
+     */
+    async purgeOrg(
+      orgId: string,
+      limit: number,
+    ): Promise<{ deleted: number; stationIds: string[]; done: boolean }> {
+      return withTx(pool, async (tx) => {
+        const stations = await tx.query<{ id: string }>(
+          `DELETE FROM stations WHERE org_id = $1
+             AND id IN (SELECT id FROM stations WHERE org_id = $1 LIMIT $2)
+           RETURNING id`,
+          [orgId, limit],
+        );
+        const stationIds = stations.rows.map((r) => r.id);
+        const printers = await tx.query(
+          'DELETE FROM printers WHERE org_id = $1 AND station_id = ANY($2::UUID[])',
+          [orgId, stationIds],
+        );
+        let deleted = stationIds.length + (printers.rowCount ?? 0);
+        const done = stationIds.length < limit;
+        if (done) {
+          const rest = await tx.query('DELETE FROM printers WHERE org_id = $1', [orgId]);
+          const locations = await tx.query('DELETE FROM locations WHERE org_id = $1', [orgId]);
+          deleted += (rest.rowCount ?? 0) + (locations.rowCount ?? 0);
+        }
+        return { deleted, stationIds, done };
+      });
+    },
+
     async deletePrinter(orgId: string, id: string): Promise<Printer> {
       return withTx(pool, async (tx) => {
         const { rows } = await tx.query<PrinterRow>(

@@ -4,10 +4,10 @@
  * test ping or a resend leaves at once.
  */
 import type { WebhooksServiceServer } from '../../gen/spool/v1/webhooks.js';
-import { invalid, notFound } from '../../lib/errors.js';
+import { invalid } from '../../lib/errors.js';
 import { EVENT_TYPES } from '../../lib/events.js';
 import type { AsyncServer } from '../../lib/grpc.js';
-import { isUuid } from '../../lib/ids.js';
+import { requireUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
 import { checkPublicUrl } from '../../lib/ssrf.js';
 import { generateSecret } from './crypto.js';
@@ -23,13 +23,10 @@ export const MAX_DESCRIPTION_LENGTH = 200;
 
 /** The longest grace a rotation may give the previous secret: 7 days. */
 export const MAX_GRACE_SECONDS = 7 * 24 * 60 * 60;
+/** Deliveries one `PurgeOrg` call deletes at most, with their attempts. */
+export const PURGE_BATCH = 1000;
 
 const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'succeeded', 'failed'];
-
-function requireUuid(value: string, what: string): string {
-  if (!isUuid(value)) throw notFound(`no such ${what}`);
-  return value;
-}
 
 function checkEvents(events: string[], param = 'events'): string[] {
   if (events.length === 0) throw invalid(`${param} must name at least one event type`, param);
@@ -120,6 +117,13 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
       });
       await deps.onEndpointsChanged(orgId);
       return { endpoint: updated };
+    },
+
+    async purgeOrg(req) {
+      const orgId = org(req.orgId);
+      const { deleted, endpoints, done } = await store.purgeOrg(orgId, PURGE_BATCH);
+      if (endpoints > 0) await deps.onEndpointsChanged(orgId);
+      return { deleted, done };
     },
 
     async deleteEndpoint(req) {

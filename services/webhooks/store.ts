@@ -848,6 +848,37 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     },
 
     /** Deletes the endpoint with its deliveries and attempts. */
+    /**
+     * For the deletion of the organization: its endpoints (so the fan-out adds nothing more for
+     * it), then a batch of its deliveries with their attempts; `done` once none is left.
+     */
+    async purgeOrg(
+      orgId: string,
+      limit: number,
+    ): Promise<{ deleted: number; endpoints: number; done: boolean }> {
+      return withTx(pool, async (tx) => {
+        const endpoints = await tx.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [
+          orgId,
+        ]);
+        const deliveries = await tx.query<{ id: string }>(
+          `DELETE FROM webhook_deliveries WHERE org_id = $1
+             AND id IN (SELECT id FROM webhook_deliveries WHERE org_id = $1 LIMIT $2)
+           RETURNING id`,
+          [orgId, limit],
+        );
+        const ids = deliveries.rows.map((r) => r.id);
+        const done = ids.length < limit;
+        const attempts = await tx.query(
+          done
+            ? 'DELETE FROM webhook_attempts WHERE org_id = $1'
+            : 'DELETE FROM webhook_attempts WHERE org_id = $1 AND delivery_id = ANY($2::UUID[])',
+          done ? [orgId] : [orgId, ids],
+        );
+        const ended = endpoints.rowCount ?? 0;
+        return { deleted: ended + ids.length + (attempts.rowCount ?? 0), endpoints: ended, done };
+      });
+    },
+
     async deleteEndpoint(orgId: string, endpointId: string): Promise<void> {
       await withTx(pool, async (tx) => {
         await endpointRow(tx, orgId, endpointId, true);

@@ -420,6 +420,20 @@ export interface RemoveMemberRequest {
 export interface RemoveMemberResponse {
 }
 
+export interface CloseOrgRequest {
+  orgId: string;
+}
+
+export interface CloseOrgResponse {
+}
+
+export interface DeleteOrgRequest {
+  orgId: string;
+}
+
+export interface DeleteOrgResponse {
+}
+
 function createBaseSettings(): Settings {
   return {
     jobDocumentRetentionDays: 0,
@@ -6521,6 +6535,256 @@ export const RemoveMemberResponse: MessageFns<RemoveMemberResponse> = {
   },
 };
 
+function createBaseCloseOrgRequest(): CloseOrgRequest {
+  return { orgId: "" };
+}
+
+export const CloseOrgRequest: MessageFns<CloseOrgRequest> = {
+  encode(message: CloseOrgRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CloseOrgRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCloseOrgRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CloseOrgRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CloseOrgRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CloseOrgRequest>): CloseOrgRequest {
+    return CloseOrgRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CloseOrgRequest>): CloseOrgRequest {
+    const message = createBaseCloseOrgRequest();
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
+};
+
+function createBaseCloseOrgResponse(): CloseOrgResponse {
+  return {};
+}
+
+export const CloseOrgResponse: MessageFns<CloseOrgResponse> = {
+  encode(_: CloseOrgResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CloseOrgResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCloseOrgResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): CloseOrgResponse {
+    return {};
+  },
+
+  toJSON(_: CloseOrgResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<CloseOrgResponse>): CloseOrgResponse {
+    return CloseOrgResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<CloseOrgResponse>): CloseOrgResponse {
+    const message = createBaseCloseOrgResponse();
+    return message;
+  },
+};
+
+function createBaseDeleteOrgRequest(): DeleteOrgRequest {
+  return { orgId: "" };
+}
+
+export const DeleteOrgRequest: MessageFns<DeleteOrgRequest> = {
+  encode(message: DeleteOrgRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteOrgRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteOrgRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteOrgRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteOrgRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteOrgRequest>): DeleteOrgRequest {
+    return DeleteOrgRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteOrgRequest>): DeleteOrgRequest {
+    const message = createBaseDeleteOrgRequest();
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteOrgResponse(): DeleteOrgResponse {
+  return {};
+}
+
+export const DeleteOrgResponse: MessageFns<DeleteOrgResponse> = {
+  encode(_: DeleteOrgResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteOrgResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteOrgResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteOrgResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteOrgResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteOrgResponse>): DeleteOrgResponse {
+    return DeleteOrgResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<DeleteOrgResponse>): DeleteOrgResponse {
+    const message = createBaseDeleteOrgResponse();
+    return message;
+  },
+};
+
 /**
  * Accounts owns organizations and the credentials that act for them. Secrets never cross this
  * service's boundary except once, in the answer that creates them; lookups go by SHA-256.
@@ -6642,6 +6906,30 @@ export const AccountsServiceService = {
     requestDeserialize: (value: Buffer): ListOrgsRequest => ListOrgsRequest.decode(value),
     responseSerialize: (value: ListOrgsResponse): Buffer => Buffer.from(ListOrgsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListOrgsResponse => ListOrgsResponse.decode(value),
+  },
+  /**
+   * The first step of deleting an organization: revokes every API key (gateways drop them at
+   * once), withdraws every invitation and ends every membership, so nobody reaches it any more.
+   * The organization itself stays, for the other services to delete their share. Repeatable.
+   */
+  closeOrg: {
+    path: "/spool.v1.AccountsService/CloseOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CloseOrgRequest): Buffer => Buffer.from(CloseOrgRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CloseOrgRequest => CloseOrgRequest.decode(value),
+    responseSerialize: (value: CloseOrgResponse): Buffer => Buffer.from(CloseOrgResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CloseOrgResponse => CloseOrgResponse.decode(value),
+  },
+  /** The last step: deletes the organization and its keys. NOT_FOUND once it is gone. */
+  deleteOrg: {
+    path: "/spool.v1.AccountsService/DeleteOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteOrgRequest): Buffer => Buffer.from(DeleteOrgRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteOrgRequest => DeleteOrgRequest.decode(value),
+    responseSerialize: (value: DeleteOrgResponse): Buffer => Buffer.from(DeleteOrgResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteOrgResponse => DeleteOrgResponse.decode(value),
   },
   /** The audit log of operator and console actions: written before the action's answer is sent. */
   recordAudit: {
@@ -6834,6 +7122,14 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
   renameOrg: handleUnaryCall<RenameOrgRequest, RenameOrgResponse>;
   /** Organizations oldest first; `query` keeps those whose name contains it, ignoring case. */
   listOrgs: handleUnaryCall<ListOrgsRequest, ListOrgsResponse>;
+  /**
+   * The first step of deleting an organization: revokes every API key (gateways drop them at
+   * once), withdraws every invitation and ends every membership, so nobody reaches it any more.
+   * The organization itself stays, for the other services to delete their share. Repeatable.
+   */
+  closeOrg: handleUnaryCall<CloseOrgRequest, CloseOrgResponse>;
+  /** The last step: deletes the organization and its keys. NOT_FOUND once it is gone. */
+  deleteOrg: handleUnaryCall<DeleteOrgRequest, DeleteOrgResponse>;
   /** The audit log of operator and console actions: written before the action's answer is sent. */
   recordAudit: handleUnaryCall<RecordAuditRequest, RecordAuditResponse>;
   /** Entries newest first. */
@@ -7053,6 +7349,42 @@ export interface AccountsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListOrgsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The first step of deleting an organization: revokes every API key (gateways drop them at
+   * once), withdraws every invitation and ends every membership, so nobody reaches it any more.
+   * The organization itself stays, for the other services to delete their share. Repeatable.
+   */
+  closeOrg(
+    request: CloseOrgRequest,
+    callback: (error: ServiceError | null, response: CloseOrgResponse) => void,
+  ): ClientUnaryCall;
+  closeOrg(
+    request: CloseOrgRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CloseOrgResponse) => void,
+  ): ClientUnaryCall;
+  closeOrg(
+    request: CloseOrgRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CloseOrgResponse) => void,
+  ): ClientUnaryCall;
+  /** The last step: deletes the organization and its keys. NOT_FOUND once it is gone. */
+  deleteOrg(
+    request: DeleteOrgRequest,
+    callback: (error: ServiceError | null, response: DeleteOrgResponse) => void,
+  ): ClientUnaryCall;
+  deleteOrg(
+    request: DeleteOrgRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteOrgResponse) => void,
+  ): ClientUnaryCall;
+  deleteOrg(
+    request: DeleteOrgRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteOrgResponse) => void,
   ): ClientUnaryCall;
   /** The audit log of operator and console actions: written before the action's answer is sent. */
   recordAudit(

@@ -476,6 +476,17 @@ export interface GetServerKeyResponse {
   algorithm: string;
 }
 
+export interface PurgeOrgJobsRequest {
+  orgId: string;
+}
+
+export interface PurgeOrgJobsResponse {
+  /** Rows deleted by this call. */
+  deleted: number;
+  /** Nothing of the organization is left. */
+  done: boolean;
+}
+
 function createBaseJob(): Job {
   return {
     id: "",
@@ -7485,6 +7496,164 @@ export const GetServerKeyResponse: MessageFns<GetServerKeyResponse> = {
   },
 };
 
+function createBasePurgeOrgJobsRequest(): PurgeOrgJobsRequest {
+  return { orgId: "" };
+}
+
+export const PurgeOrgJobsRequest: MessageFns<PurgeOrgJobsRequest> = {
+  encode(message: PurgeOrgJobsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeOrgJobsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeOrgJobsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeOrgJobsRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+    };
+  },
+
+  toJSON(message: PurgeOrgJobsRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PurgeOrgJobsRequest>): PurgeOrgJobsRequest {
+    return PurgeOrgJobsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PurgeOrgJobsRequest>): PurgeOrgJobsRequest {
+    const message = createBasePurgeOrgJobsRequest();
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
+};
+
+function createBasePurgeOrgJobsResponse(): PurgeOrgJobsResponse {
+  return { deleted: 0, done: false };
+}
+
+export const PurgeOrgJobsResponse: MessageFns<PurgeOrgJobsResponse> = {
+  encode(message: PurgeOrgJobsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.deleted !== 0) {
+      writer.uint32(8).uint32(message.deleted);
+    }
+    if (message.done !== false) {
+      writer.uint32(16).bool(message.done);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeOrgJobsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeOrgJobsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.deleted = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.done = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeOrgJobsResponse {
+    return {
+      deleted: isSet(object.deleted) ? globalThis.Number(object.deleted) : 0,
+      done: isSet(object.done) ? globalThis.Boolean(object.done) : false,
+    };
+  },
+
+  toJSON(message: PurgeOrgJobsResponse): unknown {
+    const obj: any = {};
+    if (message.deleted !== 0) {
+      obj.deleted = Math.round(message.deleted);
+    }
+    if (message.done !== false) {
+      obj.done = message.done;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PurgeOrgJobsResponse>): PurgeOrgJobsResponse {
+    return PurgeOrgJobsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PurgeOrgJobsResponse>): PurgeOrgJobsResponse {
+    const message = createBasePurgeOrgJobsResponse();
+    message.deleted = object.deleted ?? 0;
+    message.done = object.done ?? false;
+    return message;
+  },
+};
+
 /** Jobs owns print jobs, their events and documents, and the job state machine. */
 export type JobsServiceService = typeof JobsServiceService;
 export const JobsServiceService = {
@@ -7742,6 +7911,20 @@ export const JobsServiceService = {
       Buffer.from(GetServerKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetServerKeyResponse => GetServerKeyResponse.decode(value),
   },
+  /**
+   * The jobs service's share of deleting an organization: deletes up to a batch of its jobs (with
+   * their events and documents), uploads, templates and Idempotency-Keys. Call again until `done`.
+   */
+  purgeOrg: {
+    path: "/spool.v1.JobsService/PurgeOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeOrgJobsRequest): Buffer => Buffer.from(PurgeOrgJobsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeOrgJobsRequest => PurgeOrgJobsRequest.decode(value),
+    responseSerialize: (value: PurgeOrgJobsResponse): Buffer =>
+      Buffer.from(PurgeOrgJobsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeOrgJobsResponse => PurgeOrgJobsResponse.decode(value),
+  },
 } as const;
 
 export interface JobsServiceServer extends UntypedServiceImplementation {
@@ -7790,6 +7973,11 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
   releaseIdempotencyKey: handleUnaryCall<ReleaseIdempotencyKeyRequest, ReleaseIdempotencyKeyResponse>;
   /** The public key integrators seal content to. */
   getServerKey: handleUnaryCall<GetServerKeyRequest, GetServerKeyResponse>;
+  /**
+   * The jobs service's share of deleting an organization: deletes up to a batch of its jobs (with
+   * their events and documents), uploads, templates and Idempotency-Keys. Call again until `done`.
+   */
+  purgeOrg: handleUnaryCall<PurgeOrgJobsRequest, PurgeOrgJobsResponse>;
 }
 
 export interface JobsServiceClient extends Client {
@@ -8159,6 +8347,25 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetServerKeyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The jobs service's share of deleting an organization: deletes up to a batch of its jobs (with
+   * their events and documents), uploads, templates and Idempotency-Keys. Call again until `done`.
+   */
+  purgeOrg(
+    request: PurgeOrgJobsRequest,
+    callback: (error: ServiceError | null, response: PurgeOrgJobsResponse) => void,
+  ): ClientUnaryCall;
+  purgeOrg(
+    request: PurgeOrgJobsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeOrgJobsResponse) => void,
+  ): ClientUnaryCall;
+  purgeOrg(
+    request: PurgeOrgJobsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeOrgJobsResponse) => void,
   ): ClientUnaryCall;
 }
 

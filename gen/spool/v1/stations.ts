@@ -425,6 +425,17 @@ export interface ServerMessage {
   accepted?: ReportAccepted | undefined;
 }
 
+export interface PurgeOrgStationsRequest {
+  orgId: string;
+}
+
+export interface PurgeOrgStationsResponse {
+  /** Rows deleted by this call. */
+  deleted: number;
+  /** Nothing of the organization is left. */
+  done: boolean;
+}
+
 function createBaseLocation(): Location {
   return { id: "", orgId: "", name: "", address: "", timezone: "", createdAt: undefined };
 }
@@ -6658,6 +6669,164 @@ export const ServerMessage: MessageFns<ServerMessage> = {
   },
 };
 
+function createBasePurgeOrgStationsRequest(): PurgeOrgStationsRequest {
+  return { orgId: "" };
+}
+
+export const PurgeOrgStationsRequest: MessageFns<PurgeOrgStationsRequest> = {
+  encode(message: PurgeOrgStationsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeOrgStationsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeOrgStationsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeOrgStationsRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+    };
+  },
+
+  toJSON(message: PurgeOrgStationsRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PurgeOrgStationsRequest>): PurgeOrgStationsRequest {
+    return PurgeOrgStationsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PurgeOrgStationsRequest>): PurgeOrgStationsRequest {
+    const message = createBasePurgeOrgStationsRequest();
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
+};
+
+function createBasePurgeOrgStationsResponse(): PurgeOrgStationsResponse {
+  return { deleted: 0, done: false };
+}
+
+export const PurgeOrgStationsResponse: MessageFns<PurgeOrgStationsResponse> = {
+  encode(message: PurgeOrgStationsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.deleted !== 0) {
+      writer.uint32(8).uint32(message.deleted);
+    }
+    if (message.done !== false) {
+      writer.uint32(16).bool(message.done);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeOrgStationsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeOrgStationsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.deleted = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.done = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeOrgStationsResponse {
+    return {
+      deleted: isSet(object.deleted) ? globalThis.Number(object.deleted) : 0,
+      done: isSet(object.done) ? globalThis.Boolean(object.done) : false,
+    };
+  },
+
+  toJSON(message: PurgeOrgStationsResponse): unknown {
+    const obj: any = {};
+    if (message.deleted !== 0) {
+      obj.deleted = Math.round(message.deleted);
+    }
+    if (message.done !== false) {
+      obj.done = message.done;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PurgeOrgStationsResponse>): PurgeOrgStationsResponse {
+    return PurgeOrgStationsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PurgeOrgStationsResponse>): PurgeOrgStationsResponse {
+    const message = createBasePurgeOrgStationsResponse();
+    message.deleted = object.deleted ?? 0;
+    message.done = object.done ?? false;
+    return message;
+  },
+};
+
 /** Stations owns locations, stations, their printers and the links that station agents hold open. */
 export type StationsServiceService = typeof StationsServiceService;
 export const StationsServiceService = {
@@ -6848,6 +7017,21 @@ export const StationsServiceService = {
       Buffer.from(DeleteLocationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteLocationResponse => DeleteLocationResponse.decode(value),
   },
+  /**
+   * The stations service's share of deleting an organization: deletes up to a batch of its
+   * stations (their links close) with their printers, then its locations. Call again until `done`.
+   */
+  purgeOrg: {
+    path: "/spool.v1.StationsService/PurgeOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeOrgStationsRequest): Buffer =>
+      Buffer.from(PurgeOrgStationsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeOrgStationsRequest => PurgeOrgStationsRequest.decode(value),
+    responseSerialize: (value: PurgeOrgStationsResponse): Buffer =>
+      Buffer.from(PurgeOrgStationsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeOrgStationsResponse => PurgeOrgStationsResponse.decode(value),
+  },
 } as const;
 
 export interface StationsServiceServer extends UntypedServiceImplementation {
@@ -6883,6 +7067,11 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
   updateLocation: handleUnaryCall<UpdateLocationRequest, UpdateLocationResponse>;
   /** FAILED_PRECONDITION while a station is in the location. */
   deleteLocation: handleUnaryCall<DeleteLocationRequest, DeleteLocationResponse>;
+  /**
+   * The stations service's share of deleting an organization: deletes up to a batch of its
+   * stations (their links close) with their printers, then its locations. Call again until `done`.
+   */
+  purgeOrg: handleUnaryCall<PurgeOrgStationsRequest, PurgeOrgStationsResponse>;
 }
 
 export interface StationsServiceClient extends Client {
@@ -7155,6 +7344,25 @@ export interface StationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteLocationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The stations service's share of deleting an organization: deletes up to a batch of its
+   * stations (their links close) with their printers, then its locations. Call again until `done`.
+   */
+  purgeOrg(
+    request: PurgeOrgStationsRequest,
+    callback: (error: ServiceError | null, response: PurgeOrgStationsResponse) => void,
+  ): ClientUnaryCall;
+  purgeOrg(
+    request: PurgeOrgStationsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeOrgStationsResponse) => void,
+  ): ClientUnaryCall;
+  purgeOrg(
+    request: PurgeOrgStationsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeOrgStationsResponse) => void,
   ): ClientUnaryCall;
 }
 

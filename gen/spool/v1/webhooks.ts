@@ -238,6 +238,17 @@ export interface ResendFailedResponse {
   resent: number;
 }
 
+export interface PurgeOrgWebhooksRequest {
+  orgId: string;
+}
+
+export interface PurgeOrgWebhooksResponse {
+  /** Rows deleted by this call. */
+  deleted: number;
+  /** Nothing of the organization is left. */
+  done: boolean;
+}
+
 function createBaseWebhookEndpoint(): WebhookEndpoint {
   return {
     id: "",
@@ -3310,6 +3321,164 @@ export const ResendFailedResponse: MessageFns<ResendFailedResponse> = {
   },
 };
 
+function createBasePurgeOrgWebhooksRequest(): PurgeOrgWebhooksRequest {
+  return { orgId: "" };
+}
+
+export const PurgeOrgWebhooksRequest: MessageFns<PurgeOrgWebhooksRequest> = {
+  encode(message: PurgeOrgWebhooksRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeOrgWebhooksRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeOrgWebhooksRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeOrgWebhooksRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+    };
+  },
+
+  toJSON(message: PurgeOrgWebhooksRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PurgeOrgWebhooksRequest>): PurgeOrgWebhooksRequest {
+    return PurgeOrgWebhooksRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PurgeOrgWebhooksRequest>): PurgeOrgWebhooksRequest {
+    const message = createBasePurgeOrgWebhooksRequest();
+    message.orgId = object.orgId ?? "";
+    return message;
+  },
+};
+
+function createBasePurgeOrgWebhooksResponse(): PurgeOrgWebhooksResponse {
+  return { deleted: 0, done: false };
+}
+
+export const PurgeOrgWebhooksResponse: MessageFns<PurgeOrgWebhooksResponse> = {
+  encode(message: PurgeOrgWebhooksResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.deleted !== 0) {
+      writer.uint32(8).uint32(message.deleted);
+    }
+    if (message.done !== false) {
+      writer.uint32(16).bool(message.done);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PurgeOrgWebhooksResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePurgeOrgWebhooksResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.deleted = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.done = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PurgeOrgWebhooksResponse {
+    return {
+      deleted: isSet(object.deleted) ? globalThis.Number(object.deleted) : 0,
+      done: isSet(object.done) ? globalThis.Boolean(object.done) : false,
+    };
+  },
+
+  toJSON(message: PurgeOrgWebhooksResponse): unknown {
+    const obj: any = {};
+    if (message.deleted !== 0) {
+      obj.deleted = Math.round(message.deleted);
+    }
+    if (message.done !== false) {
+      obj.done = message.done;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PurgeOrgWebhooksResponse>): PurgeOrgWebhooksResponse {
+    return PurgeOrgWebhooksResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PurgeOrgWebhooksResponse>): PurgeOrgWebhooksResponse {
+    const message = createBasePurgeOrgWebhooksResponse();
+    message.deleted = object.deleted ?? 0;
+    message.done = object.done ?? false;
+    return message;
+  },
+};
+
 /**
  * Webhooks owns the endpoints of each organization, their signing secrets (encrypted at rest), the
  * deliveries fanned out from `events.>` and the log of every attempt. A secret crosses this
@@ -3434,6 +3603,21 @@ export const WebhooksServiceService = {
     responseSerialize: (value: GetDeliveryResponse): Buffer => Buffer.from(GetDeliveryResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetDeliveryResponse => GetDeliveryResponse.decode(value),
   },
+  /**
+   * The webhooks service's share of deleting an organization: deletes up to a batch of its
+   * deliveries and their attempts, then its endpoints. Call again until `done`.
+   */
+  purgeOrg: {
+    path: "/spool.v1.WebhooksService/PurgeOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PurgeOrgWebhooksRequest): Buffer =>
+      Buffer.from(PurgeOrgWebhooksRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PurgeOrgWebhooksRequest => PurgeOrgWebhooksRequest.decode(value),
+    responseSerialize: (value: PurgeOrgWebhooksResponse): Buffer =>
+      Buffer.from(PurgeOrgWebhooksResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PurgeOrgWebhooksResponse => PurgeOrgWebhooksResponse.decode(value),
+  },
   /** Sends a delivery again now, with a fresh round of attempts and the same delivery id. */
   resendDelivery: {
     path: "/spool.v1.WebhooksService/ResendDelivery" as const,
@@ -3485,6 +3669,11 @@ export interface WebhooksServiceServer extends UntypedServiceImplementation {
   sendTest: handleUnaryCall<SendTestRequest, SendTestResponse>;
   listDeliveries: handleUnaryCall<ListDeliveriesRequest, ListDeliveriesResponse>;
   getDelivery: handleUnaryCall<GetDeliveryRequest, GetDeliveryResponse>;
+  /**
+   * The webhooks service's share of deleting an organization: deletes up to a batch of its
+   * deliveries and their attempts, then its endpoints. Call again until `done`.
+   */
+  purgeOrg: handleUnaryCall<PurgeOrgWebhooksRequest, PurgeOrgWebhooksResponse>;
   /** Sends a delivery again now, with a fresh round of attempts and the same delivery id. */
   resendDelivery: handleUnaryCall<ResendDeliveryRequest, ResendDeliveryResponse>;
   /** Resends every failed delivery of an endpoint created at or after `since`. */
@@ -3656,6 +3845,25 @@ export interface WebhooksServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetDeliveryResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The webhooks service's share of deleting an organization: deletes up to a batch of its
+   * deliveries and their attempts, then its endpoints. Call again until `done`.
+   */
+  purgeOrg(
+    request: PurgeOrgWebhooksRequest,
+    callback: (error: ServiceError | null, response: PurgeOrgWebhooksResponse) => void,
+  ): ClientUnaryCall;
+  purgeOrg(
+    request: PurgeOrgWebhooksRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PurgeOrgWebhooksResponse) => void,
+  ): ClientUnaryCall;
+  purgeOrg(
+    request: PurgeOrgWebhooksRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PurgeOrgWebhooksResponse) => void,
   ): ClientUnaryCall;
   /** Sends a delivery again now, with a fresh round of attempts and the same delivery id. */
   resendDelivery(

@@ -1,0 +1,68 @@
+/**
+ * Deleting an organization, from the operator API. Each service deletes its own share, in an order
+ * that leaves nothing half reachable:
+ *
+ * 1. accounts closes it: every API key revoked, every invitation withdrawn, every membership
+ *    ended, so no key or person reaches it any more (gateways drop them at once);
+ * 2. stations deletes its stations (their links close) and printers, then its locations, so no
+ *    job can be routed to it;
+ * 3. jobs deletes its jobs with their events and stored documents, its uploads, templates and
+ *    Idempotency-Keys;
+ * 4. webhooks deletes its endpoints, then their deliveries and attempts;
+ * 5. accounts deletes the organization itself.
+ *
+ * The services delete in batches, one call each, until each says it is done. Every step can be
+ * run again: should one fail, deleting again goes on where it stopped (the organization is the
+ * last thing to go, so it is still there to be named). The audit log keeps its entries.
+ */
+import type { Backends } from './clients.js';
+
+type Purge = (req: { orgId: string }) => Promise<{ deleted: number; done: boolean }>;
+
+/** Purge calls one request makes at most (each deletes up to 500 jobs or stations). */
+export const ORG_DELETION_CALLS = 200;
+/**
+ * Time one request spends at most before answering that more is left, well within an operator
+ * client's patience (`spool admin` waits 30 s by default).
+ */
+export const ORG_DELETION_BUDGET_MS = 10_000;
+
+export interface OrgDeletionOptions {
+  /** Called once nothing reaches the organization any more (its keys are revoked). */
+  closed?: () => void;
+  /** Purge calls to make at most before answering that more is left; the next call goes on. */
+  maxCalls?: number;
+  /** Milliseconds to spend at most, by `now`, before answering that more is left. */
+  budgetMs?: number;
+  now?: () => number;
+}
+
+/** Deletes what it can of the organization within the budget; `done` once it is gone. */
+export async function deleteOrg(
+  backends: Pick<Backends, 'accounts' | 'jobs' | 'stations' | 'webhooks'>,
+  orgId: string,
+  options: OrgDeletionOptions = {},
+): Promise<{ done: boolean; deleted: number }> {
+  const { accounts, jobs, stations, webhooks } = backends;
+  await accounts.closeOrg({ orgId });
+  options.closed?.();
+  let calls = options.maxCalls ?? ORG_DELETION_CALLS;
+  const now = options.now ?? (() => performance.now());
+  const until = now() + (options.budgetMs ?? ORG_DELETION_BUDGET_MS);
+  let deleted = 0;
+  const purges: Purge[] = [
+    (req) => stations.purgeOrg(req),
+    (req) => jobs.purgeOrg(req),
+    (req) => webhooks.purgeOrg(req),
+  ];
+  for (const purge of purges) {
+    for (let done = false; !done; ) {
+      if (calls-- <= 0 || now() > until) return { done: false, deleted };
+      const res = await purge({ orgId });
+      deleted += res.deleted;
+      done = res.done;
+    }
+  }
+  await accounts.deleteOrg({ orgId });
+  return { done: true, deleted };
+}
