@@ -121,8 +121,8 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
 
     async purgeOrg(req) {
       const orgId = org(req.orgId);
-      const { deleted, endpoints, done } = await store.purgeOrg(orgId, PURGE_BATCH);
-      if (endpoints > 0) await deps.onEndpointsChanged(orgId);
+      const { deleted, endpointsChanged, done } = await store.purgeOrg(orgId, PURGE_BATCH);
+      if (endpointsChanged) await deps.onEndpointsChanged(orgId);
       return { deleted, done };
     },
 

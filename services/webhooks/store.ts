@@ -849,33 +849,42 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
 
     /** Deletes the endpoint with its deliveries and attempts. */
     /**
-     * For the deletion of the organization: its endpoints (so the fan-out adds nothing more for
-     * it), then a batch of its deliveries with their attempts; `done` once none is left.
+     * For the deletion of the organization: its endpoints disabled (so the fan-out adds nothing
+     * more for it), a batch of their deliveries deleted with their attempts, and once none is left
+     * the endpoints (`done`). Deliveries are found by endpoint, as their indexes go.
      */
     async purgeOrg(
       orgId: string,
       limit: number,
-    ): Promise<{ deleted: number; endpoints: number; done: boolean }> {
+    ): Promise<{ deleted: number; endpointsChanged: boolean; done: boolean }> {
       return withTx(pool, async (tx) => {
-        const endpoints = await tx.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [
-          orgId,
-        ]);
+        const endpoints = await tx.query<{ id: string }>(
+          'SELECT id FROM webhook_endpoints WHERE org_id = $1',
+          [orgId],
+        );
+        const endpointIds = endpoints.rows.map((r) => r.id);
+        const disabled = await tx.query(
+          'UPDATE webhook_endpoints SET enabled = false WHERE org_id = $1 AND enabled',
+          [orgId],
+        );
         const deliveries = await tx.query<{ id: string }>(
-          `DELETE FROM webhook_deliveries WHERE org_id = $1
-             AND id IN (SELECT id FROM webhook_deliveries WHERE org_id = $1 LIMIT $2)
+          `DELETE FROM webhook_deliveries WHERE org_id = $1 AND id IN
+             (SELECT id FROM webhook_deliveries WHERE endpoint_id = ANY($2::UUID[]) LIMIT $3)
            RETURNING id`,
-          [orgId, limit],
+          [orgId, endpointIds, limit],
         );
         const ids = deliveries.rows.map((r) => r.id);
-        const done = ids.length < limit;
         const attempts = await tx.query(
-          done
-            ? 'DELETE FROM webhook_attempts WHERE org_id = $1'
-            : 'DELETE FROM webhook_attempts WHERE org_id = $1 AND delivery_id = ANY($2::UUID[])',
-          done ? [orgId] : [orgId, ids],
+          'DELETE FROM webhook_attempts WHERE org_id = $1 AND delivery_id = ANY($2::UUID[])',
+          [orgId, ids],
         );
-        const ended = endpoints.rowCount ?? 0;
-        return { deleted: ended + ids.length + (attempts.rowCount ?? 0), endpoints: ended, done };
+        const done = ids.length < limit;
+        if (done) await tx.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [orgId]);
+        return {
+          deleted: ids.length + (attempts.rowCount ?? 0) + (done ? endpointIds.length : 0),
+          endpointsChanged: (disabled.rowCount ?? 0) > 0 || (done && endpointIds.length > 0),
+          done,
+        };
       });
     },
 
