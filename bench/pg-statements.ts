@@ -11,6 +11,7 @@ import pg from 'pg';
 export const PG_STATEMENTS_SETTINGS = [
   'shared_preload_libraries=pg_stat_statements',
   'pg_stat_statements.max=1000',
+  'pg_stat_statements.track_planning=on',
 ];
 
 /** Creates the extension in the database the statements are read from. */
@@ -29,6 +30,8 @@ interface Row {
   db: string;
   calls: string;
   total_ms: number;
+  plan_ms: number;
+  plans: string;
   mean_ms: number;
   rows: string;
   query: string;
@@ -42,7 +45,8 @@ export async function writeStatements(databaseUrl: string, file: string, top = 4
     const { rows } = await client.query<Row>(
       `SELECT d.datname AS db, s.calls::text AS calls,
               s.total_exec_time + s.total_plan_time AS total_ms,
-              (s.total_exec_time + s.total_plan_time) / s.calls AS mean_ms,
+              s.total_plan_time AS plan_ms, s.plans::text AS plans,
+              (s.total_exec_time + s.total_plan_time) / GREATEST(s.calls, 1) AS mean_ms,
               s.rows::text AS rows, s.query
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
         ORDER BY total_ms DESC LIMIT $1`,
@@ -56,11 +60,11 @@ export async function writeStatements(databaseUrl: string, file: string, top = 4
     const lines = [
       `Statements by total time (execution and planning), ${sum.toFixed(0)} ms in all`,
       '',
-      '| Database | Calls | Total ms | % | Mean ms | Rows | Statement |',
-      '|---|---|---|---|---|---|---|',
+      '| Database | Calls | Total ms | % | Mean ms | Plans | Planning ms | Rows | Statement |',
+      '|---|---|---|---|---|---|---|---|---|',
       ...rows.map(
         (r) =>
-          `| ${r.db} | ${r.calls} | ${r.total_ms.toFixed(0)} | ${((100 * r.total_ms) / (sum || 1)).toFixed(1)} | ${r.mean_ms.toFixed(3)} | ${r.rows} | ${cell(r.query)} |`,
+          `| ${r.db} | ${r.calls} | ${r.total_ms.toFixed(0)} | ${((100 * r.total_ms) / (sum || 1)).toFixed(1)} | ${r.mean_ms.toFixed(3)} | ${r.plans} | ${r.plan_ms.toFixed(0)} | ${r.rows} | ${cell(r.query)} |`,
       ),
     ];
     await writeFile(file, `${lines.join('\n')}\n`);

@@ -166,8 +166,12 @@ export async function startServers(
     if (pgStatements) {
       await enableStatements(databaseUrl);
       stops.push(async () => {
-        await writeStatements(databaseUrl, resolve(pgStatements));
-        log(`PostgreSQL's statements written to ${pgStatements}`);
+        try {
+          await writeStatements(databaseUrl, resolve(pgStatements));
+          log(`PostgreSQL's statements written to ${pgStatements}`);
+        } catch (err) {
+          log(`could not write PostgreSQL's statements: ${(err as Error).message}`);
+        }
       });
     }
 
