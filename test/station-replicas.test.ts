@@ -5,7 +5,7 @@
  * that was alive all along, only taken for lost, records its stations online again at its links'
  * next re-read, and its links stay open.
  */
-import anyTest, { type TestFn } from 'ava';
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { createPool } from '../lib/db.js';
 import { createClient } from '../lib/grpc.js';
@@ -82,26 +82,36 @@ async function stationOnline(sys: TestSystem, orgId: string, id: string): Promis
   return res.body.station.online;
 }
 
+/**
+ * A station linked through another replica, which then loses the database, and then its agent
+ * too: the link's end is not recorded, nor is the replica heard from again.
+ */
+async function linkedToDyingReplica(
+  t: ExecutionContext<{ sys: TestSystem; orgId: string }>,
+  name: string,
+): Promise<{ id: string }> {
+  const { sys, orgId } = t.context;
+  const station = await createStation(sys.url, orgId, { name });
+  const database = await TcpRelay.start(Number(new URL(sys.db.url).port));
+  t.teardown(() => database.close());
+  const dying = await replica(t, database.port);
+  const link = await connectLink(dying.linkAddress, station.token, [printer('desk')]);
+  await eventually(
+    () => stationOnline(sys, orgId, station.id),
+    (online) => online,
+  );
+  database.cut();
+  dying.part.replica.stop();
+  link.close();
+  await link.ended;
+  return station;
+}
+
 test.serial(
   'the stations of a replica that died unheard are recorded offline by another after a minute',
   async (t) => {
     const { sys, events, orgId } = t.context;
-    const station = await createStation(sys.url, orgId, { name: 'Annex' });
-    const database = await TcpRelay.start(Number(new URL(sys.db.url).port));
-    t.teardown(() => database.close());
-    const dying = await replica(t, database.port);
-    const link = await connectLink(dying.linkAddress, station.token, [printer('desk')]);
-    await eventually(
-      () => stationOnline(sys, orgId, station.id),
-      (online) => online,
-    );
-
-    // The replica loses the database, then its agent goes too: the link's end is not recorded,
-    // nor is the replica heard from again.
-    database.cut();
-    dying.part.replica.stop();
-    link.close();
-    await link.ended;
+    const station = await linkedToDyingReplica(t, 'Annex');
     t.true(await stationOnline(sys, orgId, station.id), 'still online in the database');
 
     const watcher = sys.system.stations.replica;
@@ -159,19 +169,7 @@ test.serial(
   'of the live replicas, the one of the smallest id records a lost one’s links closed',
   async (t) => {
     const { sys, orgId } = t.context;
-    const station = await createStation(sys.url, orgId, { name: 'Annex B' });
-    const database = await TcpRelay.start(Number(new URL(sys.db.url).port));
-    t.teardown(() => database.close());
-    const dying = await replica(t, database.port);
-    const link = await connectLink(dying.linkAddress, station.token, [printer('desk')]);
-    await eventually(
-      () => stationOnline(sys, orgId, station.id),
-      (online) => online,
-    );
-    database.cut();
-    dying.part.replica.stop();
-    link.close();
-    await link.ended;
+    const station = await linkedToDyingReplica(t, 'Annex B');
 
     const live = [
       sys.system.stations.replica,
