@@ -33,6 +33,9 @@ function wholeDays(raw: string): number {
   return Number(raw);
 }
 
+/** The options of `spool admin` commands that name a resource by its id. */
+const ID_OPTIONS = new Set(['org', 'id', 'station', 'person', 'endpoint', 'delivery']);
+
 export function buildProgram(env: Env): Command {
   let flags: AdminFlags = {};
   async function admin(method: string, path: string, body?: unknown, empty?: unknown) {
@@ -140,9 +143,15 @@ export function buildProgram(env: Env): Command {
       const client = await adminClient(env, flags);
       const path = `/orgs/${encodeURIComponent(opts.org)}`;
       // A large organization takes more than one request; each goes on where the last stopped.
-      while (
-        ((await client.request('DELETE', path)) as { deleting?: boolean } | undefined)?.deleting
-      );
+      let deleted = 0;
+      for (;;) {
+        const answer = (await client.request('DELETE', path)) as
+          | { deleting?: boolean; deleted?: number }
+          | undefined;
+        if (!answer?.deleting) break;
+        deleted += answer.deleted ?? 0;
+        process.stderr.write(`deleted ${deleted} rows so far; going on\n`);
+      }
       process.stdout.write(`${JSON.stringify({ deleted: true, id: opts.org }, null, 2)}\n`);
     });
 
@@ -461,6 +470,14 @@ export function buildProgram(env: Env): Command {
     flags = f;
   });
   usageExits(adminCommand);
+  // An empty id would name a different route (`DELETE /orgs/` is not a deletion of anything).
+  adminCommand.hook('preAction', (_admin, action) => {
+    for (const [name, value] of Object.entries(action.opts())) {
+      if (ID_OPTIONS.has(name) && value === '') {
+        action.error(`error: --${name} must not be empty`, { exitCode: 2 });
+      }
+    }
+  });
   registerJobsCommands(program, env);
 
   return program;

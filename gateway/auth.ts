@@ -123,7 +123,9 @@ export function requireOperator(token: OperatorToken): Middleware<GatewayState> 
     }
     if (!isOperator(presented)) {
       throw unauthorized(
-        "wrong operator token: it is not this Spool's SPOOL_ADMIN_TOKEN (nor SPOOL_ADMIN_TOKEN_PREVIOUS, while one is set); a Spool run by spool dev prints its token and keeps it in .spool/admin-token",
+        /^svc_(live|test)_/.test(presented)
+          ? 'an API key is not an operator token: the operator API takes the operator token (SPOOL_ADMIN_TOKEN)'
+          : "wrong operator token: it is not this Spool's operator token (SPOOL_ADMIN_TOKEN; spool dev writes its own to .spool/admin-token)",
       );
     }
     await next();

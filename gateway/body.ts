@@ -67,8 +67,12 @@ export function validate<T extends TSchema>(schema: T, value: unknown): Static<T
     );
   }
   const expected = expectation(first.schema, first.type);
+  const alternatives = expected === undefined ? alternativesText(first.schema) : undefined;
   let message: string;
-  if (expected === undefined) {
+  if (alternatives !== undefined) {
+    // No alternative of the union is of the value's JSON type: say what each would take.
+    message = `${param} must be ${alternatives}, not ${jsonKind(first.value)}${description ? ` (${description})` : ''}`;
+  } else if (expected === undefined) {
     message = `${param} is invalid: ${description ?? first.message.toLowerCase()}`;
   } else {
     // The description says what a number means; leave it out where it only repeats the range, and
@@ -102,6 +106,27 @@ function alternativeFor(error: ValueError): TSchema | undefined {
   );
   return fitting.length === 1 ? fitting[0] : undefined;
 }
+
+/** What a union's alternatives take, `an integer at least 0 or null`; undefined for no union. */
+function alternativesText(schema: TSchema): string | undefined {
+  const anyOf = schema.anyOf as TSchema[] | undefined;
+  if (!anyOf || anyOf.length === 0) return undefined;
+  const texts = anyOf.map((variant) => {
+    if (variant.type === 'null') return 'null';
+    return expectation(variant, ValueErrorType.Union)?.text ?? TYPE_NAMES[variant.type as string];
+  });
+  return texts.every((t) => t !== undefined) ? texts.join(' or ') : undefined;
+}
+
+/** A JSON Schema type, as an error names it. */
+const TYPE_NAMES: Record<string, string> = {
+  object: 'an object',
+  array: 'an array',
+  string: 'a string',
+  boolean: 'true or false',
+  integer: 'an integer',
+  number: 'a number',
+};
 
 /** The errors that say a value is of the wrong JSON type, and the type it must be. */
 const KINDS: Partial<Record<ValueErrorType, string>> = {
@@ -141,7 +166,7 @@ function expectation(
       maxLength?: number;
     };
     const range =
-      max === undefined ? `at least ${min}` : min > 0 ? `from ${min} to ${max}` : `at most ${max}`;
+      max === undefined ? `at least ${min}` : min > 0 ? `${min} to ${max}` : `at most ${max}`;
     return { text: `a string of ${range} characters`, range };
   }
   const choices = (schema.anyOf as TSchema[] | undefined)?.map((s) => s.const);

@@ -147,8 +147,22 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Organizations',
     summary: 'Delete an organization and everything it has',
     description:
-      'First closes it: every API key is revoked (gateways refuse them at once), every invitation withdrawn and every membership ended. Then its stations (their agents are disconnected) and printers, locations, jobs with their documents, uploads, templates, webhook endpoints and deliveries are deleted, and last the organization itself; the audit log keeps its entries. It cannot be undone. A large organization may take more than one request: the answer is then `202 {deleting: true, deleted, message}`, and the same DELETE goes on where it stopped, until `204`.',
+      'First closes it: every API key is revoked (gateways refuse them at once), every invitation withdrawn and every membership ended. Then its stations (their agents are disconnected) and printers, locations, jobs with their documents, uploads, templates, webhook endpoints and deliveries are deleted, and last the organization itself; the audit log keeps its entries. It cannot be undone. A large organization may take more than one request: the answer is then `202`, and the same DELETE goes on where it stopped, until `204`.',
     success: { status: 204, description: 'the organization is gone' },
+    also: [
+      {
+        status: 202,
+        description: 'closed and partly deleted: send the same DELETE again to go on',
+        schema: Type.Object(
+          {
+            deleting: Type.Literal(true),
+            deleted: Type.Integer({ description: 'rows deleted by this request' }),
+            message: Type.String(),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    ],
     errors: ORG_ERRORS,
   },
   'POST /admin/v1/orgs/:org/keys': {

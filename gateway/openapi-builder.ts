@@ -57,6 +57,8 @@ export interface OperationSpec {
     /** For a 201: the template of its `Location` header, such as `/v1/orgs/{org}/jobs/{id}`. */
     location?: string;
   };
+  /** Other answers that are not errors (a `202` that says to send the request again). */
+  also?: ReadonlyArray<{ status: number; description: string; schema: Schema }>;
   query?: readonly QueryParameter[];
   /** Request headers the operation reads, besides authentication. */
   headers?: readonly QueryParameter[];
@@ -163,6 +165,13 @@ const ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   unavailable: 'the jobs service is unavailable; try again',
 };
 
+/** The examples that read otherwise on the operator's surface. */
+const OPERATOR_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  unauthorized: "wrong operator token: it is not this Spool's operator token (…)",
+  not_found: 'no such organization',
+  unavailable: 'the accounts service is unavailable; try again',
+};
+
 /** The error codes an operation can answer, from its surface, method, path and own list. */
 function errorCodes(method: Method, path: string, op: OperationSpec, surface: Surface) {
   const codes = new Set<ErrorCode>(['internal', ...(op.errors ?? [])]);
@@ -221,7 +230,10 @@ function errorResponses(codes: Set<ErrorCode>, method: Method, surface: Surface)
                 example: {
                   error: {
                     code: first,
-                    message: ERROR_MESSAGES[first] ?? first,
+                    message:
+                      (surface.auth === 'operator' ? OPERATOR_MESSAGES[first] : undefined) ??
+                      ERROR_MESSAGES[first] ??
+                      first,
                     request_id: '5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f',
                   },
                 },
@@ -274,7 +286,15 @@ function successResponse(method: Method, op: OperationSpec, surface: Surface) {
       success.binary.map((t) => [t, { schema: { type: 'string', contentMediaType: t } }]),
     );
   }
-  return { [String(success.status)]: response };
+  const others = (op.also ?? []).map((other) => [
+    String(other.status),
+    {
+      description: other.description,
+      headers: { 'Request-Id': headerRef('Request-Id') },
+      content: { 'application/json': { schema: other.schema } },
+    },
+  ]);
+  return { [String(success.status)]: response, ...Object.fromEntries(others) };
 }
 
 function describe(op: OperationSpec, surface: Surface): string | undefined {

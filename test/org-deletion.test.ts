@@ -4,6 +4,7 @@
  * every service, documents in the object store included; another organization loses nothing. A
  * large one takes more than one request, each going on where the last stopped.
  */
+import { randomUUID } from 'node:crypto';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import pg from 'pg';
 import { deleteOrg } from '../gateway/org-deletion.js';
@@ -266,9 +267,41 @@ test.serial('spool admin org delete asks for --yes, then deletes it', async (t) 
   const got = await call(sys.url, 'GET', `/admin/v1/orgs/${orgId}`, { token: OPERATOR_TOKEN });
   t.is(got.status, 200, 'nothing was deleted');
 
+  const empty = await runSpool(['admin', 'org', 'delete', '--org', '', '--yes'], env);
+  t.is(empty.code, 2);
+  t.regex(empty.stderr, /^error: --org must not be empty/);
+
   const sure = await runSpool(['admin', 'org', 'delete', '--org', orgId, '--yes'], env);
   t.is(sure.code, 0, sure.stderr);
   t.deepEqual(JSON.parse(sure.stdout), { deleted: true, id: orgId });
   const gone = await call(sys.url, 'GET', `/admin/v1/orgs/${orgId}`, { token: OPERATOR_TOKEN });
   t.is(gone.status, 404);
+});
+
+test.serial(
+  'the audit log takes a deleted organization as org, not any id a DELETE named',
+  async (t) => {
+    const { sys } = t.context;
+    const never = randomUUID();
+    const res = await call(sys.url, 'DELETE', `/admin/v1/orgs/${never}`, { token: OPERATOR_TOKEN });
+    t.is(res.status, 404);
+    const audit = await call<{ error: { param: string } }>(
+      sys.url,
+      'GET',
+      `/admin/v1/audit?org=${never}`,
+      { token: OPERATOR_TOKEN },
+    );
+    t.is(audit.status, 400);
+    t.is(audit.body.error.param, 'org');
+  },
+);
+
+test('the operator API document describes the 202 of a deletion cut short', async (t) => {
+  const { sys } = t.context;
+  const doc = await call<{
+    paths: Record<string, { delete?: { responses: Record<string, { description: string }> } }>;
+  }>(sys.url, 'GET', '/admin/v1/openapi.json', { token: OPERATOR_TOKEN });
+  const responses = doc.body.paths['/admin/v1/orgs/{org}']?.delete?.responses ?? {};
+  t.deepEqual(Object.keys(responses).sort(), ['202', '204', '401', '404', '500', '503']);
+  t.regex(responses['202']?.description ?? '', /send the same DELETE again/);
 });

@@ -181,25 +181,51 @@ test('job creation takes bodies up to MAX_DOCUMENT_BYTES in base64, other bodies
   t.is(admin.body.error.message, `the body is larger than ${BODY_LIMIT} bytes`);
 });
 
-test('a bad entry inside a field that may also be null is named, and a string too long says its limit', async (t) => {
+test('a bad entry inside a field that may also be null is named, a string too long says its limit, and public entries are checked', async (t) => {
   const { sys } = t.context;
   const cases: Array<[object, string, string]> = [
     [
       { pricing: { starter: 900, pro: -1 } },
       'pricing.pro',
-      'pricing.pro must be an integer at least 0',
+      'pricing.pro must be an integer from 0 to 1000000000',
     ],
     [
       { pricing: { pro: 'ten' } },
       'pricing.pro',
-      'pricing.pro is invalid: a price in whole cents, or null for none',
+      'pricing.pro must be an integer from 0 to 1000000000 or null, not a string (a price in whole cents, or null for none)',
     ],
+    [
+      { pricing: { pro: 1e20 } },
+      'pricing.pro',
+      'pricing.pro must be an integer from 0 to 1000000000',
+    ],
+    [{ pricing: { '': 5 } }, 'pricing', 'pricing names must not be empty'],
     [
       { downloads: { linux: { version: '1.2.0' } } },
       'downloads.linux.url',
       'downloads.linux.url is required',
     ],
+    [
+      { downloads: { linux: 'x' } },
+      'downloads.linux',
+      'downloads.linux must be an object or null, not a string',
+    ],
+    [
+      { downloads: { linux: { version: '1.2.0', url: 'javascript:alert(1)' } } },
+      'downloads.linux.url',
+      'downloads.linux.url must be an https:// or http:// URL, not javascript:',
+    ],
+    [
+      { downloads: { linux: { version: '1.2.0', url: 'not a url' } } },
+      'downloads.linux.url',
+      'downloads.linux.url must be an https:// or http:// URL',
+    ],
     [{ notice: 'x'.repeat(1001) }, 'notice', 'notice must be a string of at most 1000 characters'],
+    [
+      { notice: 5 },
+      'notice',
+      'notice must be a string or null, not a number (a notice on the public status page, or null for none)',
+    ],
   ];
   for (const [body, param, message] of cases) {
     const res = await call<ErrorBody>(sys.url, 'PATCH', '/admin/v1/settings', {
@@ -218,4 +244,55 @@ test('a bad entry inside a field that may also be null is named, and a string to
     },
   );
   t.is(settings.body.settings.pricing, null);
+});
+
+test('an empty location_id is refused, not taken for none; an empty name says its length', async (t) => {
+  const { sys, orgId } = t.context;
+  const stations = `/admin/v1/orgs/${orgId}/stations`;
+  const created = await call<ErrorBody>(sys.url, 'POST', stations, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Desk', location_id: '' },
+  });
+  t.is(created.status, 400);
+  t.like(created.body.error, {
+    param: 'location_id',
+    message: 'location_id must be the id of a location; null (or leaving it out) is none',
+  });
+  const unnamed = await call<ErrorBody>(sys.url, 'POST', stations, {
+    token: OPERATOR_TOKEN,
+    body: { name: '' },
+  });
+  t.like(unnamed.body.error, {
+    param: 'name',
+    message: 'name must be a string of 1 to 200 characters',
+  });
+
+  const hall = await call<{ location: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${orgId}/locations`,
+    { token: OPERATOR_TOKEN, body: { name: 'Hall' } },
+  );
+  const station = await call<{ station: { id: string } }>(sys.url, 'POST', stations, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Desk', location_id: hall.body.location.id },
+  });
+  const path = `${stations}/${station.body.station.id}`;
+  const emptied = await call<ErrorBody>(sys.url, 'PATCH', path, {
+    token: OPERATOR_TOKEN,
+    body: { location_id: '' },
+  });
+  t.is(emptied.status, 400);
+  t.is(emptied.body.error.param, 'location_id');
+  const after = await call<{ station: { location_id: string | null } }>(sys.url, 'GET', path, {
+    token: OPERATOR_TOKEN,
+  });
+  t.is(after.body.station.location_id, hall.body.location.id, 'still in its location');
+});
+
+test('an API key sent to the operator API is told it is not an operator token', async (t) => {
+  const { sys, secret } = t.context;
+  const res = await call<ErrorBody>(sys.url, 'GET', '/admin/v1/orgs', { token: secret });
+  t.is(res.status, 401);
+  t.regex(res.body.error.message, /^an API key is not an operator token: /);
 });

@@ -17,7 +17,7 @@ import { deletePrinter } from '../printer-deletion.js';
 import { listParams, rejectUnknownParams, single, timeParam } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
-import { CreateTemplateBody } from './admin.js';
+import { CreateTemplateBody, stationLocation } from './admin.js';
 import { jobListView, jobWithEventsView, listJobsRequest } from './jobs.js';
 import { webhookView } from './webhooks.js';
 
@@ -172,7 +172,7 @@ export function adminFleetRouter(deps: {
       orgId: org(ctx),
       stationId: id(ctx),
       name: req.name,
-      locationId: req.location_id === undefined ? undefined : (req.location_id ?? ''),
+      locationId: req.location_id === undefined ? undefined : stationLocation(req.location_id),
       region: req.region,
     });
     ctx.body = { station: stationView(station) };

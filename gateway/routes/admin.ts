@@ -119,6 +119,9 @@ export const CreateTemplateBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** The highest public price, in cents: ten million of the currency. */
+const MAX_PRICE_CENTS = 1_000_000_000;
+
 export const SettingsBody = Type.Object(
   {
     job_document_retention_days: Type.Optional(
@@ -140,7 +143,7 @@ export const SettingsBody = Type.Object(
         [
           Type.Record(
             Type.String({ maxLength: 100 }),
-            Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+            Type.Union([Type.Integer({ minimum: 0, maximum: MAX_PRICE_CENTS }), Type.Null()], {
               description: 'a price in whole cents, or null for none',
             }),
           ),
@@ -176,6 +179,51 @@ export const SettingsBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/**
+ * What the schema cannot say of the public status page's entries: a name is not empty, and a
+ * download's url is a web address (the public page hands it to any website that shows it).
+ */
+function checkPublicEntries(
+  pricing: Record<string, unknown> | null | undefined,
+  downloads: Record<string, { url: string } | null> | null | undefined,
+): void {
+  for (const [field, entries] of [
+    ['pricing', pricing],
+    ['downloads', downloads],
+  ] as const) {
+    if (entries && Object.hasOwn(entries, '')) {
+      throw invalid(`${field} names must not be empty`, field);
+    }
+  }
+  for (const [platform, release] of Object.entries(downloads ?? {})) {
+    if (!release) continue;
+    const param = `downloads.${platform}.url`;
+    let url: URL;
+    try {
+      url = new URL(release.url);
+    } catch {
+      throw invalid(`${param} must be an https:// or http:// URL`, param);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw invalid(`${param} must be an https:// or http:// URL, not ${url.protocol}`, param);
+    }
+  }
+}
+
+/**
+ * A station's `location_id` as the stations service takes it, `''` for none: an empty string in
+ * the body is refused rather than taken for none, which only `null` (or leaving it out) says.
+ */
+export function stationLocation(value: string | null | undefined): string {
+  if (value === '') {
+    throw invalid(
+      'location_id must be the id of a location; null (or leaving it out) is none',
+      'location_id',
+    );
+  }
+  return value ?? '';
+}
 
 export const CreateStationBody = Type.Object(
   {
@@ -421,7 +469,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     const { station, token } = await stations.createStation({
       orgId: ctx.params.org ?? '',
       name: req.name,
-      locationId: req.location_id ?? '',
+      locationId: stationLocation(req.location_id),
       region: req.region ?? '',
     });
     ctx.status = 201;
@@ -452,6 +500,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
 
   router.patch('/settings', async (ctx) => {
     const req = await changes(ctx, SettingsBody, deps.bodyLimit);
+    checkPublicEntries(req.pricing, req.downloads);
     const json = (value: unknown) =>
       value === undefined ? undefined : value === null ? '' : JSON.stringify(value);
     const { settings } = await accounts.updateSettings({

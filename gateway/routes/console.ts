@@ -37,7 +37,13 @@ import {
 } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { keyView, stationView } from '../views.js';
-import { ChangeRoleBody, CreateKeyBody, CreateStationBody, InviteBody } from './admin.js';
+import {
+  ChangeRoleBody,
+  CreateKeyBody,
+  CreateStationBody,
+  InviteBody,
+  stationLocation,
+} from './admin.js';
 
 type Ctx = Context & { state: GatewayState };
 
@@ -323,7 +329,7 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
     const { station, token } = await stations.createStation({
       orgId: orgOf(ctx),
       name: req.name,
-      locationId: req.location_id ?? '',
+      locationId: stationLocation(req.location_id),
       region: req.region ?? '',
     });
     ctx.status = 201;

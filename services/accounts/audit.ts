@@ -94,15 +94,16 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
     },
 
     /**
-     * Whether `orgId` names an organization (or one deleted, whose entries stay) and `personId` a
-     * person; an empty one is not asked (and answers true).
+     * Whether `orgId` names an organization (or one the operator deleted, whose entries stay) and
+     * `personId` a person; an empty one is not asked (and answers true).
      */
     async known(orgId: string, personId: string): Promise<{ org: boolean; person: boolean }> {
       const { rows } = await pool.query<{ org: boolean; person: boolean }>(
         // By key: the ids were checked to be UUIDs, and an empty one is not asked.
         `SELECT ($1::TEXT = ''
              OR EXISTS (SELECT 1 FROM orgs WHERE id = NULLIF($1, '')::UUID)
-             OR EXISTS (SELECT 1 FROM audit_log WHERE org_id = $1)) AS org,
+             OR EXISTS (SELECT 1 FROM audit_log WHERE org_id = $1 AND method = 'DELETE'
+               AND route = '/admin/v1/orgs/:org' AND status = 204)) AS org,
            ($2::TEXT = '' OR EXISTS (SELECT 1 FROM people WHERE id = NULLIF($2, '')::UUID))
              AS person`,
         [orgId, personId],
