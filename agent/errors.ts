@@ -17,7 +17,8 @@ export class TokenRefusedError extends Error {
       `the Spool server at ${server} refused the station token from ${tokenSource} ` +
         `(UNAUTHENTICATED${details ? `: ${details}` : ''}); the agent has stopped, since retrying ` +
         "cannot help: put the station's current token there (spool admin station rotate-token " +
-        'makes a new one), then start the agent again',
+        'makes a new one; a deleted station needs creating again, with its own token), then ' +
+        'start the agent again',
     );
     this.name = 'TokenRefusedError';
   }

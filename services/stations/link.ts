@@ -442,7 +442,10 @@ class Session {
       this.#deps.nc.subscribe(subjects.links(station.id), {
         callback: (_err, msg) => {
           if (msg.subject === subjects.linkRevoked(station.id)) {
-            this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
+            this.close(
+              GrpcStatus.UNAUTHENTICATED,
+              'the device token was revoked, or its station deleted',
+            );
           } else if (msg.subject === subjects.linkMoved(station.id)) {
             this.#moved();
           } else if (msg.string() !== this.#linkId) {
@@ -531,7 +534,10 @@ class Session {
    */
   tokenHolds(found: LinkStation | undefined): boolean {
     if (!found || found.revoked || found.id !== this.#station?.id) {
-      this.close(GrpcStatus.UNAUTHENTICATED, 'the device token was revoked');
+      this.close(
+        GrpcStatus.UNAUTHENTICATED,
+        'the device token was revoked, or its station deleted',
+      );
       return false;
     }
     if (found.region !== this.#station.region) {
