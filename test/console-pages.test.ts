@@ -470,6 +470,10 @@ test.serial(
       (n) => n === 2,
     );
     await log.screenshot({ path: join(tmpdir(), 'spool-console-delivery-log-page-2.png') });
+    // A state the log does not know, in a hand-edited link, shows every delivery.
+    await log.goto(`${org.sys.url}/console/webhooks/${created.body.endpoint.id}?state=bogus`);
+    await deliveries.nth(9).waitFor();
+    t.is(await log.getByLabel('State').inputValue(), '');
   },
 );
 

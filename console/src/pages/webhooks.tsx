@@ -192,6 +192,8 @@ export function EndpointPage(props: { id: string }): JSX.Element {
   );
 }
 
+const DELIVERY_STATES = ['pending', 'succeeded', 'failed'];
+
 /**
  * An endpoint: its settings, its actions and its delivery log with every attempt. With `logInUrl`
  * (the endpoint's own page), the log's state filter and page are in the URL, as the job list's
@@ -211,7 +213,9 @@ function EndpointPanel(props: {
   const [cursors, setCursors] = useState<string[]>([]);
   const [stateHere, setStateHere] = useState('');
   const search = useSearch();
-  const state = props.logInUrl ? (search.get('state') ?? '') : stateHere;
+  // A state the log does not know (a hand-edited link) shows every delivery.
+  const inLink = search.get('state') ?? '';
+  const state = props.logInUrl ? (DELIVERY_STATES.includes(inLink) ? inLink : '') : stateHere;
   const inUrl = urlPager(search, { state });
   const cursor = props.logInUrl ? inUrl.cursor : (cursors[cursors.length - 1] ?? '');
   const pager = props.logInUrl
@@ -399,9 +403,11 @@ function EndpointPanel(props: {
           State
           <select value={state} onChange={(e) => showState(e.currentTarget.value)}>
             <option value="">All</option>
-            <option value="pending">pending</option>
-            <option value="succeeded">succeeded</option>
-            <option value="failed">failed</option>
+            {DELIVERY_STATES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
           </select>
         </label>
       </div>
