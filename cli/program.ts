@@ -34,7 +34,16 @@ function wholeDays(raw: string): number {
 }
 
 /** The options of `spool admin` commands that name a resource by its id. */
-const ID_OPTIONS = new Set(['org', 'id', 'station', 'person', 'endpoint', 'delivery']);
+const ID_OPTIONS = new Set([
+  'org',
+  'id',
+  'station',
+  'location',
+  'printer',
+  'person',
+  'endpoint',
+  'delivery',
+]);
 
 export function buildProgram(env: Env): Command {
   let flags: AdminFlags = {};
@@ -118,7 +127,7 @@ export function buildProgram(env: Env): Command {
     .option('--org <org>', 'organization id (instead of the argument)')
     .action((id: string | undefined, opts: { org?: string }, command: Command) => {
       const org = opts.org ?? id;
-      if (org === undefined || (opts.org !== undefined && id !== undefined)) {
+      if (!org || (opts.org !== undefined && id !== undefined)) {
         command.error('error: give the organization id once, as --org ORG or as the argument', {
           exitCode: 2,
         });

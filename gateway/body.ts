@@ -167,7 +167,8 @@ function expectation(
     };
     const range =
       max === undefined ? `at least ${min}` : min > 0 ? `${min} to ${max}` : `at most ${max}`;
-    return { text: `a string of ${range} characters`, range };
+    const unit = max === undefined && min === 1 ? 'character' : 'characters';
+    return { text: `a string of ${range} ${unit}`, range };
   }
   const choices = (schema.anyOf as TSchema[] | undefined)?.map((s) => s.const);
   if (choices && choices.length > 0 && choices.every((c) => typeof c === 'string')) {

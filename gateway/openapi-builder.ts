@@ -169,7 +169,7 @@ const ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
 const OPERATOR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   unauthorized: "wrong operator token: it is not this Spool's operator token (…)",
   not_found: 'no such organization',
-  unavailable: 'the accounts service is unavailable; try again',
+  unavailable: 'the stations service is unavailable; try again',
 };
 
 /** The error codes an operation can answer, from its surface, method, path and own list. */

@@ -15,6 +15,7 @@
  * run again: should one fail, deleting again goes on where it stopped (the organization is the
  * last thing to go, so it is still there to be named). The audit log keeps its entries.
  */
+import type { SpoolError } from '../lib/errors.js';
 import type { Backends } from './clients.js';
 
 type Purge = (req: { orgId: string }) => Promise<{ deleted: number; done: boolean }>;
@@ -63,6 +64,11 @@ export async function deleteOrg(
       done = res.done;
     }
   }
-  await accounts.deleteOrg({ orgId });
+  try {
+    await accounts.deleteOrg({ orgId });
+  } catch (err) {
+    // Another DELETE of it, running alongside, deleted it first.
+    if ((err as SpoolError).code !== 'not_found') throw err;
+  }
   return { done: true, deleted };
 }

@@ -271,6 +271,11 @@ test.serial('spool admin org delete asks for --yes, then deletes it', async (t) 
   t.is(empty.code, 2);
   t.regex(empty.stderr, /^error: --org must not be empty/);
 
+  // Nor does an empty id read every organization.
+  const emptyGet = await runSpool(['admin', 'org', 'get', ''], env);
+  t.is(emptyGet.code, 2);
+  t.regex(emptyGet.stderr, /^error: give the organization id once/);
+
   const sure = await runSpool(['admin', 'org', 'delete', '--org', orgId, '--yes'], env);
   t.is(sure.code, 0, sure.stderr);
   t.deepEqual(JSON.parse(sure.stdout), { deleted: true, id: orgId });

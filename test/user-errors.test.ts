@@ -199,7 +199,12 @@ test('a bad entry inside a field that may also be null is named, a string too lo
       'pricing.pro',
       'pricing.pro must be an integer from 0 to 1000000000',
     ],
-    [{ pricing: { '': 5 } }, 'pricing', 'pricing names must not be empty'],
+    [{ pricing: { '': 5 } }, 'pricing', 'pricing names must be of 1 to 100 characters'],
+    [
+      { downloads: { ['x'.repeat(101)]: null } },
+      'downloads',
+      'downloads names must be of 1 to 100 characters',
+    ],
     [
       { downloads: { linux: { version: '1.2.0' } } },
       'downloads.linux.url',

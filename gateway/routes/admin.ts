@@ -192,8 +192,10 @@ function checkPublicEntries(
     ['pricing', pricing],
     ['downloads', downloads],
   ] as const) {
-    if (entries && Object.hasOwn(entries, '')) {
-      throw invalid(`${field} names must not be empty`, field);
+    for (const name of Object.keys(entries ?? {})) {
+      if (name === '' || name.length > 100) {
+        throw invalid(`${field} names must be of 1 to 100 characters`, field);
+      }
     }
   }
   for (const [platform, release] of Object.entries(downloads ?? {})) {

@@ -52,7 +52,7 @@ export const MAX_CREATIONS_PER_CALL = 256;
 export const MAX_STATIONS_PER_CALL = 1000;
 /** How much text a text preview shows. */
 export const TEXT_PREVIEW_BYTES = 64 * 1024;
-/** Jobs, and uploads, one `PurgeOrg` call deletes at most. */
+/** Jobs, uploads, and Idempotency-Keys, one `PurgeOrg` call deletes at most. */
 export const PURGE_BATCH = 500;
 /** Stored documents a `PurgeOrg` call deletes from the object store at once. */
 const PURGE_OBJECTS_AT_ONCE = 32;
@@ -570,14 +570,13 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
           objects.slice(i, i + PURGE_OBJECTS_AT_ONCE).map((name) => documents.delete(name)),
         );
       }
-      const done = jobs.length < PURGE_BATCH && uploads.length < PURGE_BATCH;
-      const deleted = await store.purgeOrgData(
+      return store.purgeOrgData(
         orgId,
         jobs.map((j) => j.id),
         uploads.map((u) => u.id),
-        done,
+        jobs.length < PURGE_BATCH && uploads.length < PURGE_BATCH,
+        PURGE_BATCH,
       );
-      return { deleted, done };
     },
   };
 }

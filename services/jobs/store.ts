@@ -821,15 +821,17 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
 
     /**
      * Deletes the jobs (with their events) and uploads named, once their objects are gone; with
-     * `last`, also the organization's templates, Idempotency-Keys and test-print counts. Answers
-     * the rows deleted.
+     * `last`, also the organization's templates and test-print counts, and up to `limit` of its
+     * Idempotency-Keys. Answers the rows deleted, and whether nothing of the organization is left
+     * (only ever with `last`).
      */
     async purgeOrgData(
       orgId: string,
       jobIds: string[],
       uploadIds: string[],
       last: boolean,
-    ): Promise<number> {
+      limit: number,
+    ): Promise<{ deleted: number; done: boolean }> {
       return withTx(pool, async (tx) => {
         const statements: Array<[string, unknown[]]> = [
           [
@@ -840,15 +842,23 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
           ['DELETE FROM uploads WHERE org_id = $1 AND id = ANY($2::UUID[])', [orgId, uploadIds]],
         ];
         if (last) {
-          for (const table of ['templates', 'idempotency_keys', 'test_print_counts']) {
-            statements.push([`DELETE FROM ${table} WHERE org_id = $1`, [orgId]]);
-          }
+          statements.push(
+            ['DELETE FROM templates WHERE org_id = $1', [orgId]],
+            ['DELETE FROM test_print_counts WHERE org_id = $1', [orgId]],
+          );
         }
         let deleted = 0;
         for (const [text, values] of statements) {
           deleted += (await tx.query(text, values)).rowCount ?? 0;
         }
-        return deleted;
+        if (!last) return { deleted, done: false };
+        const keys = await tx.query(
+          `DELETE FROM idempotency_keys WHERE org_id = $1
+             AND key IN (SELECT key FROM idempotency_keys WHERE org_id = $1 LIMIT $2)`,
+          [orgId, limit],
+        );
+        const n = keys.rowCount ?? 0;
+        return { deleted: deleted + n, done: n < limit };
       });
     },
 

@@ -5,11 +5,13 @@
  * it is alive in `station_replicas` each {@link REPLICA_BEAT_MS}, names itself in the link ids it
  * writes, and at each beat the live replica of the smallest id records closed, as their own
  * replica would have, the links of replicas not heard from for {@link REPLICA_LOST_MS}: the
- * stations go offline and `station.offline` is sent. A link that opened again meanwhile, anywhere, is left alone (the close is conditional on
- * the link id). A replica that was alive all along but could not reach the database for that long
- * finds its stations recorded offline at its links' next re-read, and records them online again
- * (`linksStillOpen`), saying it is alive in the same transaction. A replica never heard from is
- * not taken for lost. Times come from the injected clock; tests call {@link ReplicaWatch.beat}.
+ * stations go offline and `station.offline` is sent. A link that opened again meanwhile,
+ * anywhere, is left alone (the close is conditional on the link id). A replica that was alive all
+ * along but could not reach the database for that long finds its stations recorded offline at its
+ * links' next re-read, and records them online again (`linksStillOpen`), saying it is alive in
+ * the same transaction. A replica never heard from is not taken for lost. Should the sweeping
+ * replica keep saying it is alive while its sweeps fail, nobody else sweeps until it stops. Times
+ * come from the injected clock; tests call {@link ReplicaWatch.beat}.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';

@@ -847,7 +847,6 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       });
     },
 
-    /** Deletes the endpoint with its deliveries and attempts. */
     /**
      * For the deletion of the organization: its endpoints disabled (so the fan-out adds nothing
      * more for it), a batch of their deliveries deleted with their attempts, and once none is left
@@ -888,6 +887,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       });
     },
 
+    /** Deletes the endpoint with its deliveries and attempts. */
     async deleteEndpoint(orgId: string, endpointId: string): Promise<void> {
       await withTx(pool, async (tx) => {
         await endpointRow(tx, orgId, endpointId, true);

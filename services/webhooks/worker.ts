@@ -532,7 +532,9 @@ export class DeliveryWorker {
     }
     // A round that filled its room likely left more due; one that did not left none it could take:
     // only the endpoints it left out or passed over for their caps may still have some.
-    if (room > 0 && claimed.length < room) {
+    if (room > 0 && claimed.length >= room) {
+      this.#dueWaiting = true;
+    } else if (room > 0) {
       this.#dueWaiting = false;
       for (const [endpointId, orgId] of this.#dueEndpoints) {
         if (full.includes(endpointId) || fullOrgs.includes(orgId) || skipped.has(endpointId)) {
