@@ -336,7 +336,8 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     ctx.body = {
       deleting: true,
       deleted,
-      message: 'the organization is closed and partly deleted; send the same DELETE again to go on',
+      message:
+        "the organization's keys are revoked and it is partly deleted; send the same DELETE again to go on",
     };
   });
 
