@@ -152,7 +152,7 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     also: [
       {
         status: 202,
-        description: 'closed and partly deleted: send the same DELETE again to go on',
+        description: 'keys revoked and partly deleted: send the same DELETE again to go on',
         schema: Type.Object(
           {
             deleting: Type.Literal(true),
