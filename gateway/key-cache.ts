@@ -72,17 +72,18 @@ export class KeyCache {
 
   /** Forgets a key wherever it is cached. */
   evictKey(keyId: string): void {
-    this.#epoch++;
-    for (const [id, entry] of this.#entries) {
-      if (entry.value.key.id === keyId) this.#entries.delete(id);
-    }
+    this.#evictWhere((key) => key.id === keyId);
   }
 
   /** Forgets every key of an organization (one being deleted). */
   evictOrg(orgId: string): void {
+    this.#evictWhere((key) => key.orgId === orgId);
+  }
+
+  #evictWhere(matches: (key: ApiKey) => boolean): void {
     this.#epoch++;
     for (const [id, entry] of this.#entries) {
-      if (entry.value.key.orgId === orgId) this.#entries.delete(id);
+      if (matches(entry.value.key)) this.#entries.delete(id);
     }
   }
 

@@ -18,8 +18,6 @@
 import type { SpoolError } from '../lib/errors.js';
 import type { Backends } from './clients.js';
 
-type Purge = (req: { orgId: string }) => Promise<{ deleted: number; done: boolean }>;
-
 /** Purge calls one request makes at most (each deletes up to 500 jobs or stations). */
 export const ORG_DELETION_CALLS = 200;
 /**
@@ -51,15 +49,10 @@ export async function deleteOrg(
   const now = options.now ?? (() => performance.now());
   const until = now() + (options.budgetMs ?? ORG_DELETION_BUDGET_MS);
   let deleted = 0;
-  const purges: Purge[] = [
-    (req) => stations.purgeOrg(req),
-    (req) => jobs.purgeOrg(req),
-    (req) => webhooks.purgeOrg(req),
-  ];
-  for (const purge of purges) {
+  for (const service of [stations, jobs, webhooks]) {
     for (let done = false; !done; ) {
       if (calls-- <= 0 || now() > until) return { done: false, deleted };
-      const res = await purge({ orgId });
+      const res = await service.purgeOrg({ orgId });
       deleted += res.deleted;
       done = res.done;
     }

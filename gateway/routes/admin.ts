@@ -323,8 +323,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   // than one request: 202 says to send the same DELETE again, which goes on where this stopped.
   router.delete('/orgs/:org', async (ctx) => {
     const orgId = ctx.params.org ?? '';
-    // Unknown: 404, before anything is touched.
-    await accounts.getOrg({ orgId });
+    // An unknown one is a 404 from its first step, before anything is touched.
     const { done, deleted } = await deleteOrg(deps.backends, orgId, {
       closed: () => deps.keys.evictOrg(orgId),
     });
