@@ -1,5 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /**
  * The ports the kernel hands out for outgoing connections and for `listen(0)`. A port a test picks
@@ -22,6 +24,55 @@ const LOW = 10_000;
 const HIGH = ephemeralStart();
 const handedOut = new Set<number>();
 
+/**
+ * Ava runs test files in several worker processes, each drawing ports on its own. A port handed out
+ * is also claimed by a file named after it in this shared folder, holding the claimant's pid, so
+ * another worker cannot draw it while the child it was drawn for has not bound it yet. A claim
+ * whose process has exited is taken over.
+ */
+const CLAIMS = join(tmpdir(), 'spool-test-ports');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function claim(port: number): boolean {
+  const file = join(CLAIMS, String(port));
+  mkdirSync(CLAIMS, { recursive: true });
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const owner = Number(readFileSync(file, 'utf8'));
+    if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && alive(owner)))
+      return false;
+    try {
+      unlinkSync(file);
+    } catch {
+      // another worker took the stale claim over first
+    }
+  }
+  return false;
+}
+
+process.once('exit', () => {
+  for (const port of handedOut) {
+    try {
+      unlinkSync(join(CLAIMS, String(port)));
+    } catch {
+      // already gone
+    }
+  }
+});
+
 function canBind(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
@@ -33,16 +84,16 @@ function canBind(port: number): Promise<boolean> {
 
 /**
  * A port that was free a moment ago, for a child process to listen on. It is drawn at random below
- * the ephemeral range and never handed out twice by this process.
+ * the ephemeral range and never handed out twice while the process that drew it lives, by this
+ * process or any other test worker.
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
     if (handedOut.has(port)) continue;
-    if (await canBind(port)) {
-      handedOut.add(port);
-      return port;
-    }
+    if (!claim(port)) continue;
+    handedOut.add(port);
+    if (await canBind(port)) return port;
   }
   throw new Error('no free port found');
 }
