@@ -54,7 +54,11 @@ const listQuery: QueryParameter[] = [
 const answer = (field: string, schema: TSchema, extra: Record<string, TSchema> = {}) =>
   Type.Object({ [field]: schema, ...extra }, { additionalProperties: false });
 
-const ORG = { id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d', name: 'Acme Print' };
+const ORG = {
+  id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+  name: 'Acme Print',
+  deleting_since: null,
+};
 const STATION = {
   id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
   org_id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
@@ -147,7 +151,7 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Organizations',
     summary: 'Delete an organization and everything it has',
     description:
-      'First closes it: every API key is revoked (gateways refuse them at once), every invitation withdrawn and every membership ended. Then its stations (their agents are disconnected) and printers, locations, jobs with their documents, uploads, templates, webhook endpoints and deliveries are deleted, and last the organization itself; the audit log keeps its entries. It cannot be undone. A large organization may take more than one request: the answer is then `202`, and the same DELETE goes on where it stopped, until `204`.',
+      'First closes it: every API key is revoked (gateways refuse them at once), every invitation withdrawn and every membership ended. Then its stations (their agents are disconnected) and printers, locations, jobs with their documents, uploads, templates, webhook endpoints and deliveries are deleted, and last the organization itself; the audit log keeps its entries. It cannot be undone. A large organization may take more than one request: the answer is then `202`, and the same DELETE goes on where it stopped, until `204`. From the first request on, the organization reads `deleting_since`, and what would add to it or change it answers `409`.',
     success: { status: 204, description: 'the organization is gone' },
     also: [
       {

@@ -169,6 +169,8 @@ const ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
 const OPERATOR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   unauthorized: "wrong operator token: it is not this Spool's operator token (…)",
   not_found: 'no such organization',
+  conflict:
+    'organization 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d is being deleted: nothing can be added to it or changed; DELETE /admin/v1/orgs/9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d again finishes its deletion',
   unavailable: 'the stations service is unavailable; try again',
 };
 
@@ -180,6 +182,11 @@ function errorCodes(method: Method, path: string, op: OperationSpec, surface: Su
     // Every route refuses a query parameter it does not take.
     codes.add('forbidden').add('unknown_field');
     if (path.includes(':org')) codes.add('not_found');
+  }
+  // What would add to an organization being deleted, or change it, is refused.
+  const underOrg = path.startsWith('/admin/v1/orgs/:org/');
+  if (surface.auth === 'operator' && underOrg && (method === 'POST' || method === 'PATCH')) {
+    codes.add('conflict');
   }
   if (surface.rateLimited) codes.add('rate_limited');
   if (op.request && 'schema' in op.request) for (const c of JSON_BODY_ERRORS) codes.add(c);

@@ -11,12 +11,20 @@
  * 4. webhooks deletes its endpoints, then their deliveries and attempts;
  * 5. accounts deletes the organization itself.
  *
- * The services delete in batches, one call each, until each says it is done. Every step can be
+ * The services delete in batches, one call each, until each says it is done, and then each once
+ * more: a request already under way when the deletion began (a job whose document was still
+ * uploading, say) may have added a row after its service's share was deleted. Every step can be
  * run again: should one fail, deleting again goes on where it stopped (the organization is the
  * last thing to go, so it is still there to be named). The audit log keeps its entries.
+ *
+ * From the first step on, the organization is marked as being deleted: accounts refuses new keys,
+ * invitations and renames, and the operator API every other change to it
+ * ({@link refuseChangesWhileDeleting}), so that a deletion cut short leaves nothing that grows.
  */
-import type { SpoolError } from '../lib/errors.js';
+import type { Middleware } from 'koa';
+import { orgDeleting, type SpoolError } from '../lib/errors.js';
 import type { Backends } from './clients.js';
+import type { GatewayState } from './state.js';
 
 /** Purge calls one request makes at most (each deletes up to 500 jobs or stations). */
 export const ORG_DELETION_CALLS = 200;
@@ -49,7 +57,8 @@ export async function deleteOrg(
   const now = options.now ?? (() => performance.now());
   const until = now() + (options.budgetMs ?? ORG_DELETION_BUDGET_MS);
   let deleted = 0;
-  for (const service of [stations, jobs, webhooks]) {
+  // The second round finds what requests under way at the first step added behind the first.
+  for (const service of [stations, jobs, webhooks, stations, jobs, webhooks]) {
     for (let done = false; !done; ) {
       if (calls-- <= 0 || now() > until) return { done: false, deleted };
       const res = await service.purgeOrg({ orgId });
@@ -64,4 +73,26 @@ export async function deleteOrg(
     if ((err as SpoolError).code !== 'not_found') throw err;
   }
   return { done: true, deleted };
+}
+
+/** What adds to an organization or changes it; a DELETE under one being deleted only helps. */
+const CHANGES = new Set(['POST', 'PUT', 'PATCH']);
+const ORG_PATH = /^\/admin\/v1\/orgs\/([^/]+)\/./;
+
+/**
+ * The operator API's guard for organizations being deleted: what would add to one whose deletion
+ * began, or change it, answers 409. Runs after the operator's token is checked, so that nobody
+ * else learns of the organization.
+ */
+export function refuseChangesWhileDeleting(
+  accounts: Pick<Backends['accounts'], 'getOrg'>,
+): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const orgId = CHANGES.has(ctx.method) ? ORG_PATH.exec(ctx.path)?.[1] : undefined;
+    if (orgId !== undefined) {
+      const { org } = await accounts.getOrg({ orgId });
+      if (org?.deletingSince) throw orgDeleting(orgId);
+    }
+    await next();
+  };
 }

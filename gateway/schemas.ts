@@ -264,7 +264,15 @@ export const CONTENT_SCHEMAS = Object.fromEntries(
 
 /** An organization (`/admin/v1`). */
 export const OrgSchema = Type.Object(
-  { id: Id, name: Type.String(), created_at: NullableTime },
+  {
+    id: Id,
+    name: Type.String(),
+    created_at: NullableTime,
+    deleting_since: Type.Union([Time, Type.Null()], {
+      description:
+        'when its deletion began, for one a deletion left part-deleted (send the DELETE again); null otherwise',
+    }),
+  },
   { additionalProperties: false },
 );
 

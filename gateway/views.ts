@@ -7,7 +7,12 @@ import { rfc3339, rfc3339OrNull } from '../lib/time.js';
 
 export function orgView(org: Org | undefined) {
   if (!org) throw new Error('missing org in response');
-  return { id: org.id, name: org.name, created_at: rfc3339OrNull(org.createdAt) };
+  return {
+    id: org.id,
+    name: org.name,
+    created_at: rfc3339OrNull(org.createdAt),
+    deleting_since: rfc3339OrNull(org.deletingSince),
+  };
 }
 
 export function keyView(key: ApiKey | undefined) {

@@ -93,5 +93,11 @@ export const invalid = (message: string, param?: string) =>
 export const notFound = (message: string) => new SpoolError('not_found', message);
 export const conflict = (message: string, param?: string) =>
   new SpoolError('conflict', message, param === undefined ? {} : { param });
+/** What a change to an organization whose deletion began is told, wherever it is refused. */
+export const orgDeleting = (orgId: string) =>
+  conflict(
+    `organization ${orgId} is being deleted: nothing can be added to it or changed; ` +
+      `DELETE /admin/v1/orgs/${orgId} again finishes its deletion`,
+  );
 export const unauthorized = (message: string) => new SpoolError('unauthorized', message);
 export const forbidden = (message: string) => new SpoolError('forbidden', message);

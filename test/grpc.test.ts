@@ -39,7 +39,7 @@ const impl: AsyncServer<AccountsServiceServer> = {
   getOrg: async (req, call) => {
     if (req.orgId === 'slow') await new Promise((r) => setTimeout(r, 500));
     if (req.orgId === 'downstream') return downstream.getOrg({ orgId: 'x' }, { parent: call });
-    return { org: { id: req.orgId, name: 'n', createdAt: new Date(0) } };
+    return { org: { id: req.orgId, name: 'n', createdAt: new Date(0), deletingSince: undefined } };
   },
   createApiKey: notCalled,
   closeOrg: notCalled,

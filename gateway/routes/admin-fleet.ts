@@ -13,6 +13,7 @@ import { rfc3339OrNull } from '../../lib/time.js';
 import { type OperatorToken, requireOperator } from '../auth.js';
 import { changes } from '../body.js';
 import type { Backends } from '../clients.js';
+import { refuseChangesWhileDeleting } from '../org-deletion.js';
 import { deletePrinter } from '../printer-deletion.js';
 import { listParams, rejectUnknownParams, single, timeParam } from '../query.js';
 import type { GatewayState } from '../state.js';
@@ -108,6 +109,7 @@ export function adminFleetRouter(deps: {
   const { accounts, jobs, stations, webhooks } = deps.backends;
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
   router.use(requireOperator(deps.operatorToken));
+  router.use(refuseChangesWhileDeleting(accounts));
 
   const org = (ctx: Ctx) => ctx.params.org ?? '';
   const id = (ctx: Ctx) => ctx.params.id ?? '';

@@ -13,7 +13,7 @@ import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
 import type { KeyCache } from '../key-cache.js';
-import { deleteOrg } from '../org-deletion.js';
+import { deleteOrg, refuseChangesWhileDeleting } from '../org-deletion.js';
 import {
   invitationUrl,
   invitationView,
@@ -297,6 +297,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   // request it refuses is logged and measured under its route (`/admin/v1/orgs/:org/keys`, with
   // its `org`), not under the guard's own pattern.
   const operator = requireOperator(deps.operatorToken);
+  const open = refuseChangesWhileDeleting(accounts);
   router.use((ctx, next) => {
     // The router has matched the path already: the route is among its layers, by method.
     const route = ctx.matched?.findLast((layer) => layer.methods.includes(ctx.method));
@@ -304,7 +305,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
       ctx._matchedRoute = route.path;
       ctx.params = route.params(ctx.path, route.captures(ctx.path), ctx.params);
     }
-    return operator(ctx, next);
+    return operator(ctx, () => open(ctx, next));
   });
 
   router.post('/orgs', setLocation(ADMIN_CREATED.org), async (ctx) => {

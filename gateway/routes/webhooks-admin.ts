@@ -9,6 +9,7 @@ import type { Middleware } from 'koa';
 import { type OperatorToken, requireOperator } from '../auth.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
+import { refuseChangesWhileDeleting } from '../org-deletion.js';
 import type { GatewayState } from '../state.js';
 import { webhookHandlers } from './webhooks.js';
 
@@ -28,6 +29,7 @@ export function webhooksAdminRouter(deps: WebhooksAdminDeps): Router<GatewayStat
   const h = webhookHandlers(deps);
   const router = new Router<GatewayState>({ prefix: '/admin/v1' });
   router.use(requireOperator(deps.operatorToken));
+  router.use(refuseChangesWhileDeleting(deps.backends.accounts));
   // The webhooks service keeps no organizations: an endpoint list of an organization that does
   // not exist would read as "it has none", and a created endpoint would belong to nobody.
   const knownOrg: Middleware<GatewayState, { params: Record<string, string> }> = async (

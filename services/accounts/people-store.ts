@@ -19,7 +19,7 @@ import { conflict, forbidden, notFound } from '../../lib/errors.js';
 import { enqueue } from '../../lib/outbox.js';
 import { listOldestFirst } from '../../lib/paging.js';
 import { hasRole, type Role, roleMessage } from '../../lib/roles.js';
-import { OUTBOX_TABLE } from './store.js';
+import { OUTBOX_TABLE, requireOpenOrg } from './store.js';
 
 interface PersonRow {
   id: string;
@@ -212,6 +212,7 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
     /** Renames the organization; its members' sessions, which carry the name, are looked up anew. */
     async renameOrg(orgId: string, name: string) {
       return withTx(pool, async (tx) => {
+        await requireOpenOrg(tx, orgId);
         const { rows } = await tx.query<{ id: string; name: string; created_at: Date }>(
           'UPDATE orgs SET name = $2 WHERE id = $1 RETURNING id, name, created_at',
           [orgId, name],
@@ -223,14 +224,13 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
           [orgId],
         );
         for (const m of members.rows) await announce(tx, { person_id: m.person_id });
-        return { id: row.id, name: row.name, createdAt: row.created_at };
+        return { id: row.id, name: row.name, createdAt: row.created_at, deletingSince: undefined };
       });
     },
 
     async createInvitation(inv: NewInvitation): Promise<Invitation> {
       return withTx(pool, async (tx) => {
-        const org = await tx.query('SELECT 1 FROM orgs WHERE id = $1', [inv.orgId]);
-        if (org.rowCount === 0) throw notFound('no such organization');
+        await requireOpenOrg(tx, inv.orgId);
         const actorRole = await requireActor(tx, inv.orgId, inv.actorId, 'admin');
         if (inv.role === 'owner' && actorRole !== 'owner') {
           throw forbidden(`${roleMessage('owner', actorRole)}: only owners invite owners`);

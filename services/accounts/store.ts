@@ -7,8 +7,8 @@ import type pg from 'pg';
 import type { ApiKey, Org, Settings } from '../../gen/spool/v1/accounts.js';
 import { subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
-import { withTx } from '../../lib/db.js';
-import { notFound } from '../../lib/errors.js';
+import { type Queryable, withTx } from '../../lib/db.js';
+import { notFound, orgDeleting } from '../../lib/errors.js';
 import { enqueue } from '../../lib/outbox.js';
 import { listOldestFirst } from '../../lib/paging.js';
 import type { SessionRevokedMessage } from './people-store.js';
@@ -19,6 +19,24 @@ interface OrgRow {
   id: string;
   name: string;
   created_at: Date;
+  deleting_since: Date | null;
+}
+
+const ORG_COLUMNS = 'id, name, created_at, deleting_since';
+
+/**
+ * Refuses, inside the caller's transaction, a change to an organization that is unknown or whose
+ * deletion began: its keys, invitations and memberships could otherwise come back after the
+ * deletion's first step ended them.
+ */
+export async function requireOpenOrg(tx: Queryable, orgId: string): Promise<void> {
+  const { rows } = await tx.query<{ deleting_since: Date | null }>(
+    'SELECT deleting_since FROM orgs WHERE id = $1',
+    [orgId],
+  );
+  const row = rows[0];
+  if (!row) throw notFound('no such organization');
+  if (row.deleting_since) throw orgDeleting(orgId);
 }
 
 interface KeyRow {
@@ -39,7 +57,12 @@ const KEY_COLUMNS =
   'id, org_id, hint, name, live, scopes, allowed_ips, expires_at, created_at, revoked_at, last_used_at';
 
 function toOrg(row: OrgRow): Org {
-  return { id: row.id, name: row.name, createdAt: row.created_at };
+  return {
+    id: row.id,
+    name: row.name,
+    createdAt: row.created_at,
+    deletingSince: row.deleting_since ?? undefined,
+  };
 }
 
 function toKey(row: KeyRow): ApiKey {
@@ -144,7 +167,7 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
 
     async createOrg(name: string): Promise<Org> {
       const { rows } = await pool.query<OrgRow>(
-        'INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) RETURNING id, name, created_at',
+        `INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) RETURNING ${ORG_COLUMNS}`,
         [randomUUID(), name, clock.now()],
       );
       return toOrg(rows[0] as OrgRow);
@@ -155,7 +178,7 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
       const { items, nextCursor } = await listOldestFirst<OrgRow>(
         pool,
         {
-          select: 'SELECT id, name, created_at FROM orgs',
+          select: `SELECT ${ORG_COLUMNS} FROM orgs`,
           where: "($1::TEXT = '' OR strpos(lower(name), lower($1::TEXT)) > 0)",
           params: [query],
         },
@@ -166,18 +189,16 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
     },
 
     async getOrg(orgId: string): Promise<Org> {
-      const { rows } = await pool.query<OrgRow>(
-        'SELECT id, name, created_at FROM orgs WHERE id = $1',
-        [orgId],
-      );
+      const { rows } = await pool.query<OrgRow>(`SELECT ${ORG_COLUMNS} FROM orgs WHERE id = $1`, [
+        orgId,
+      ]);
       if (!rows[0]) throw notFound('no such organization');
       return toOrg(rows[0]);
     },
 
     async createKey(key: NewKey): Promise<ApiKey> {
       return withTx(pool, async (tx) => {
-        const org = await tx.query('SELECT 1 FROM orgs WHERE id = $1', [key.orgId]);
-        if (org.rowCount === 0) throw notFound('no such organization');
+        await requireOpenOrg(tx, key.orgId);
         const { rows } = await tx.query<KeyRow>(
           `INSERT INTO api_keys
              (id, org_id, key_hash, hint, name, live, scopes, allowed_ips, expires_at, created_at)
@@ -256,13 +277,17 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
     },
 
     /**
-     * The first step of deleting an organization: every key revoked, every invitation and
-     * membership gone, each announced so gateways drop cached keys and sessions at once. The
-     * organization stays, for the other services to delete their share; repeatable.
+     * The first step of deleting an organization: it is marked as being deleted, so that nothing
+     * can be added to it any more, and every key revoked, every invitation and membership gone,
+     * each announced so gateways drop cached keys and sessions at once. The organization stays,
+     * for the other services to delete their share; repeatable (the first time is kept).
      */
     async closeOrg(orgId: string): Promise<void> {
       await withTx(pool, async (tx) => {
-        const org = await tx.query('SELECT 1 FROM orgs WHERE id = $1', [orgId]);
+        const org = await tx.query(
+          'UPDATE orgs SET deleting_since = COALESCE(deleting_since, $2) WHERE id = $1',
+          [orgId, clock.now()],
+        );
         if (org.rowCount === 0) throw notFound('no such organization');
         const keys = await tx.query<{ id: string }>(
           `UPDATE api_keys SET revoked_at = $2 WHERE org_id = $1 AND revoked_at IS NULL

@@ -63,7 +63,11 @@ export interface UpdateSettingsResponse {
 export interface Org {
   id: string;
   name: string;
-  createdAt: Date | undefined;
+  createdAt:
+    | Date
+    | undefined;
+  /** Set once its deletion began; unset otherwise. */
+  deletingSince: Date | undefined;
 }
 
 export interface ApiKey {
@@ -985,7 +989,7 @@ export const UpdateSettingsResponse: MessageFns<UpdateSettingsResponse> = {
 };
 
 function createBaseOrg(): Org {
-  return { id: "", name: "", createdAt: undefined };
+  return { id: "", name: "", createdAt: undefined, deletingSince: undefined };
 }
 
 export const Org: MessageFns<Org> = {
@@ -998,6 +1002,9 @@ export const Org: MessageFns<Org> = {
     }
     if (message.createdAt !== undefined) {
       Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(26).fork()).join();
+    }
+    if (message.deletingSince !== undefined) {
+      Timestamp.encode(toTimestamp(message.deletingSince), writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1039,6 +1046,14 @@ export const Org: MessageFns<Org> = {
             message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.deletingSince = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1060,6 +1075,11 @@ export const Org: MessageFns<Org> = {
         : isSet(object.created_at)
         ? fromJsonTimestamp(object.created_at)
         : undefined,
+      deletingSince: isSet(object.deletingSince)
+        ? fromJsonTimestamp(object.deletingSince)
+        : isSet(object.deleting_since)
+        ? fromJsonTimestamp(object.deleting_since)
+        : undefined,
     };
   },
 
@@ -1074,6 +1094,9 @@ export const Org: MessageFns<Org> = {
     if (message.createdAt !== undefined) {
       obj.createdAt = message.createdAt.toISOString();
     }
+    if (message.deletingSince !== undefined) {
+      obj.deletingSince = message.deletingSince.toISOString();
+    }
     return obj;
   },
 
@@ -1085,6 +1108,7 @@ export const Org: MessageFns<Org> = {
     message.id = object.id ?? "";
     message.name = object.name ?? "";
     message.createdAt = object.createdAt ?? undefined;
+    message.deletingSince = object.deletingSince ?? undefined;
     return message;
   },
 };
