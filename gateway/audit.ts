@@ -125,9 +125,14 @@ export function auditMiddleware(deps: {
       const target = Object.fromEntries(
         Object.entries(params).filter(([k]) => k !== 'org' && !SECRET_PARAM.test(k)),
       );
-      // What a 201 created is named in its Location header (ids only).
+      // What a 201 created is named in its Location header (ids only), or, where it has no
+      // address of its own to give (the console's invitations), by its id in the answer.
       const created = status === 201 ? ctx.response.get('location') : '';
       if (created) target.created = created;
+      else if (status === 201) {
+        const id = createdId(ctx.body);
+        if (id) target.created = id;
+      }
       // What a change set: the names of its fields, never their values.
       const fields = ctx.state.bodyFields;
       if (ctx.method === 'PATCH' && fields && fields.length > 0) target.fields = fields.join(',');
@@ -159,4 +164,14 @@ export function auditMiddleware(deps: {
       }
     }
   };
+}
+
+/** The id of the one resource an answer of a creation holds, as `{invitation: {id, …}, …}`. */
+function createdId(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const ids = Object.values(body).flatMap((value) => {
+    const id = (value as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? [id] : [];
+  });
+  return ids.length === 1 ? ids[0] : undefined;
 }

@@ -259,6 +259,13 @@ test('console actions are in the audit log as the person and session that made t
     { body: { name: 'Console key', mode: 'test', scopes: ['jobs:read'] } },
   );
   t.is(key.status, 201);
+  // A console invitation has no address of its own to answer with: its entry names its id.
+  const invitation = await admin.call<{ invitation: { id: string } }>(
+    'POST',
+    `/console/v1/orgs/${org}/invitations`,
+    { body: { email: 'grace@example.com', role: 'viewer' } },
+  );
+  t.is(invitation.status, 201);
   // A signed-in session's action outside /console/v1 is recorded too.
   const missingJob = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
   const cancel = await admin.call('POST', `/v1/orgs/${org}/jobs/${missingJob}/cancel`);
@@ -269,6 +276,11 @@ test('console actions are in the audit log as the person and session that made t
   const keyEntry = byRoute('/console/v1/orgs/:org/keys');
   t.like(keyEntry, { method: 'POST', status: 201, actor: `person:${admin.personId}` });
   t.truthy(keyEntry?.session_id);
+  t.like(byRoute('/console/v1/orgs/:org/invitations'), {
+    method: 'POST',
+    status: 201,
+    target: { created: invitation.body.invitation.id },
+  });
   t.like(byRoute('/v1/orgs/:org/jobs/:id/cancel'), {
     status: 404,
     actor: `person:${admin.personId}`,
