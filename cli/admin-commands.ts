@@ -79,11 +79,19 @@ export function addAdminFleetCommands(
   paged(
     group('org', 'organizations')
       .command('list')
-      .description('list organizations, oldest first; --name keeps those whose name contains it')
-      .option('--name <text>', 'part of the name, any case'),
-  ).action((opts: Page & { name?: string }) =>
+      .description(
+        'list organizations, oldest first; --name keeps those whose name contains it, --deleting those part-deleted',
+      )
+      .option('--name <text>', 'part of the name, any case')
+      .option('--deleting', 'only organizations whose deletion began and did not finish'),
+  ).action((opts: Page & { name?: string; deleting?: boolean }) =>
     list(
-      `/orgs${query({ q: opts.name, limit: opts.limit, cursor: opts.cursor })}`,
+      `/orgs${query({
+        q: opts.name,
+        deleting: opts.deleting ? 'true' : undefined,
+        limit: opts.limit,
+        cursor: opts.cursor,
+      })}`,
       opts.format,
       ORG_COLUMNS,
     ),

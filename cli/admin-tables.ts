@@ -17,6 +17,7 @@ export const ORG_COLUMNS: Columns<Row> = [
   field('id'),
   field('name'),
   field('created', 'created_at'),
+  field('deleting since', 'deleting_since'),
 ];
 
 export const KEY_COLUMNS: Columns<Row> = [

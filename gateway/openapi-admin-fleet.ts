@@ -79,6 +79,12 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
         description: 'keep organizations whose name contains this, ignoring case',
         schema: { type: 'string', maxLength: 200 },
       },
+      {
+        name: 'deleting',
+        description:
+          'true: only organizations whose deletion began and did not finish (send their DELETE again)',
+        schema: { type: 'string', enum: ['true', 'false'] },
+      },
       ...listQuery,
     ],
     success: { status: 200, description: 'a page of organizations', schema: itemsOf(OrgSchema) },

@@ -256,6 +256,33 @@ test.serial('a deletion cut short goes on where it stopped', async (t) => {
   );
   t.is(got.status, 200);
   t.true(Date.parse(got.body.org.deleting_since ?? '') > 0, JSON.stringify(got.body));
+  // The operator finds it among the organizations left part-deleted, and only it.
+  const listed = await call<{ items: { id: string }[] }>(
+    sys.url,
+    'GET',
+    '/admin/v1/orgs?deleting=true&limit=200',
+    { token: OPERATOR_TOKEN },
+  );
+  t.deepEqual(
+    listed.body.items.map((o) => o.id),
+    [orgId],
+  );
+  const cli = await runSpool(['admin', 'org', 'list', '--deleting', '--format', 'json'], {
+    SPOOL_URL: sys.url,
+    SPOOL_ADMIN_TOKEN: OPERATOR_TOKEN,
+  });
+  t.is(cli.code, 0, cli.stderr);
+  t.true(cli.stdout.includes(orgId));
+  const bad = await call<{ error: { param: string } }>(
+    sys.url,
+    'GET',
+    '/admin/v1/orgs?deleting=yes',
+    {
+      token: OPERATOR_TOKEN,
+    },
+  );
+  t.is(bad.status, 400);
+  t.is(bad.body.error.param, 'deleting');
   const changes: Array<[string, string, unknown]> = [
     ['POST', '/keys', { mode: 'live', scopes: ['jobs:read'] }],
     ['POST', '/stations', { name: 'Late' }],

@@ -120,9 +120,14 @@ export function adminFleetRouter(deps: {
   };
 
   router.get('/orgs', async (ctx) => {
-    rejectUnknownParams(ctx.query, ['q', 'limit', 'cursor']);
+    rejectUnknownParams(ctx.query, ['q', 'deleting', 'limit', 'cursor']);
+    const deleting = single(ctx.query, 'deleting');
+    if (deleting !== undefined && deleting !== 'true' && deleting !== 'false') {
+      throw invalid('deleting must be true or false', 'deleting');
+    }
     const res = await accounts.listOrgs({
       query: single(ctx.query, 'q') ?? '',
+      deleting: deleting === 'true',
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(orgView), next_cursor: res.nextCursor };

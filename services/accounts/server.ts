@@ -69,7 +69,7 @@ export function createAccountsServer(deps: {
       const query = req.query.trim();
       if (query.length > MAX_NAME_LENGTH)
         throw invalid(`q must be at most ${MAX_NAME_LENGTH} characters`, 'q');
-      return store.listOrgs(query, pageLimit(req.limit), req.cursor);
+      return store.listOrgs(query, req.deleting, pageLimit(req.limit), req.cursor);
     },
 
     async createOrg(req) {

@@ -173,14 +173,18 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
       return toOrg(rows[0] as OrgRow);
     },
 
-    /** Organizations oldest first; a non-empty `query` keeps names containing it, ignoring case. */
-    async listOrgs(query: string, limit: number, cursor: string) {
+    /**
+     * Organizations oldest first; a non-empty `query` keeps names containing it, ignoring case,
+     * and `deleting` those a deletion left part-deleted.
+     */
+    async listOrgs(query: string, deleting: boolean, limit: number, cursor: string) {
       const { items, nextCursor } = await listOldestFirst<OrgRow>(
         pool,
         {
           select: `SELECT ${ORG_COLUMNS} FROM orgs`,
-          where: "($1::TEXT = '' OR strpos(lower(name), lower($1::TEXT)) > 0)",
-          params: [query],
+          where:
+            "($1::TEXT = '' OR strpos(lower(name), lower($1::TEXT)) > 0) AND (NOT $2 OR deleting_since IS NOT NULL)",
+          params: [query, deleting],
         },
         limit,
         cursor,

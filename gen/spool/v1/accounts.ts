@@ -112,6 +112,8 @@ export interface ListOrgsRequest {
   query: string;
   limit: number;
   cursor: string;
+  /** Only organizations whose deletion began and did not finish. */
+  deleting: boolean;
 }
 
 export interface ListOrgsResponse {
@@ -1607,7 +1609,7 @@ export const RecordKeyUsesResponse: MessageFns<RecordKeyUsesResponse> = {
 };
 
 function createBaseListOrgsRequest(): ListOrgsRequest {
-  return { query: "", limit: 0, cursor: "" };
+  return { query: "", limit: 0, cursor: "", deleting: false };
 }
 
 export const ListOrgsRequest: MessageFns<ListOrgsRequest> = {
@@ -1620,6 +1622,9 @@ export const ListOrgsRequest: MessageFns<ListOrgsRequest> = {
     }
     if (message.cursor !== "") {
       writer.uint32(26).string(message.cursor);
+    }
+    if (message.deleting !== false) {
+      writer.uint32(32).bool(message.deleting);
     }
     return writer;
   },
@@ -1661,6 +1666,14 @@ export const ListOrgsRequest: MessageFns<ListOrgsRequest> = {
             message.cursor = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.deleting = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1678,6 +1691,7 @@ export const ListOrgsRequest: MessageFns<ListOrgsRequest> = {
       query: isSet(object.query) ? globalThis.String(object.query) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+      deleting: isSet(object.deleting) ? globalThis.Boolean(object.deleting) : false,
     };
   },
 
@@ -1692,6 +1706,9 @@ export const ListOrgsRequest: MessageFns<ListOrgsRequest> = {
     if (message.cursor !== "") {
       obj.cursor = message.cursor;
     }
+    if (message.deleting !== false) {
+      obj.deleting = message.deleting;
+    }
     return obj;
   },
 
@@ -1703,6 +1720,7 @@ export const ListOrgsRequest: MessageFns<ListOrgsRequest> = {
     message.query = object.query ?? "";
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
+    message.deleting = object.deleting ?? false;
     return message;
   },
 };
