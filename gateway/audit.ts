@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import type { AuditEntry } from '../gen/spool/v1/accounts.js';
 import { isSpoolError } from '../lib/errors.js';
+import { isUuid } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { isTransient, unavailable } from '../lib/transient.js';
 import { bearer, type OperatorToken, operatorMatcher } from './auth.js';
@@ -145,7 +146,11 @@ export function auditMiddleware(deps: {
         ...started,
         ...who,
         // An organization just created is the one its entry is about.
-        orgId: params.org ?? /^\/admin\/v1\/orgs\/([0-9a-f-]{36})$/.exec(created)?.[1] ?? '',
+        // An id is recorded in small letters, as the `org` filter takes it, however it was spelled.
+        orgId:
+          (params.org && isUuid(params.org) ? params.org.toLowerCase() : params.org) ??
+          /^\/admin\/v1\/orgs\/([0-9a-f-]{36})$/.exec(created)?.[1] ??
+          '',
         route: typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : '',
         target,
         status,

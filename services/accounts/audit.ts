@@ -102,8 +102,7 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
         // By key: the ids were checked to be UUIDs, and an empty one is not asked.
         `SELECT ($1::TEXT = ''
              OR EXISTS (SELECT 1 FROM orgs WHERE id = NULLIF($1, '')::UUID)
-             OR EXISTS (SELECT 1 FROM audit_log WHERE org_id = $1 AND method = 'DELETE'
-               AND route = '/admin/v1/orgs/:org' AND status = 204)) AS org,
+             OR EXISTS (SELECT 1 FROM deleted_orgs WHERE id = NULLIF($1, '')::UUID)) AS org,
            ($2::TEXT = '' OR EXISTS (SELECT 1 FROM people WHERE id = NULLIF($2, '')::UUID))
              AS person`,
         [orgId, personId],

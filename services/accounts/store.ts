@@ -316,9 +316,17 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
       });
     },
 
-    /** The last step of deleting an organization, after {@link closeOrg}: it and its keys go. */
+    /**
+     * The last step of deleting an organization, after {@link closeOrg}: it and its keys go, and
+     * its id is kept in `deleted_orgs`, for its audit entries.
+     */
     async deleteOrg(orgId: string): Promise<void> {
       await withTx(pool, async (tx) => {
+        await tx.query(
+          `INSERT INTO deleted_orgs (id, deleted_at) SELECT id, $2 FROM orgs WHERE id = $1
+           ON CONFLICT (id) DO NOTHING`,
+          [orgId, clock.now()],
+        );
         await tx.query('DELETE FROM api_keys WHERE org_id = $1', [orgId]);
         await tx.query('DELETE FROM memberships WHERE org_id = $1', [orgId]);
         await tx.query('DELETE FROM invitations WHERE org_id = $1', [orgId]);
