@@ -145,8 +145,8 @@ export function auditMiddleware(deps: {
       const outcome: AuditEntry = {
         ...started,
         ...who,
-        // An organization just created is the one its entry is about.
-        // An id is recorded in small letters, as the `org` filter takes it, however it was spelled.
+        // The organization of the path, its id in small letters as the `org` filter takes it,
+        // however it was spelled; else one just created, which its entry is about.
         orgId:
           (params.org && isUuid(params.org) ? params.org.toLowerCase() : params.org) ??
           /^\/admin\/v1\/orgs\/([0-9a-f-]{36})$/.exec(created)?.[1] ??

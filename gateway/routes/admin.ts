@@ -323,7 +323,8 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   // Deleting an organization and everything it has (org-deletion.ts). A large one may take more
   // than one request: 202 says to send the same DELETE again, which goes on where this stopped.
   router.delete('/orgs/:org', async (ctx) => {
-    const orgId = ctx.params.org ?? '';
+    // In small letters, as the key cache holds it, however the path spelled it.
+    const orgId = (ctx.params.org ?? '').toLowerCase();
     // An unknown one is a 404 from its first step, before anything is touched.
     const { done, deleted } = await deleteOrg(deps.backends, orgId, {
       closed: () => deps.keys.evictOrg(orgId),
