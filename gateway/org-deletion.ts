@@ -18,7 +18,7 @@
  * last thing to go, so it is still there to be named). The audit log keeps its entries.
  *
  * From the first step on, the organization is marked as being deleted: accounts refuses new keys,
- * invitations and renames, and the operator API every other change to it
+ * invitations and renames, and the operator API whatever would add to it or change it
  * ({@link refuseChangesWhileDeleting}), so that a deletion cut short leaves nothing that grows.
  */
 import type { Middleware } from 'koa';
