@@ -6,6 +6,7 @@
  */
 import { open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isProcessAlive } from '../lib/processes.js';
 
 export const LOCK_FILE = 'agent.lock';
 
@@ -39,7 +40,7 @@ export async function lockStateDir(dir: string): Promise<StateLock> {
     if (
       Number.isInteger(owner) &&
       owner > 0 &&
-      isRunning(owner) &&
+      isProcessAlive(owner) &&
       (recordedStart === undefined || recordedStart === (await startTime(owner))) &&
       (owner !== process.pid || held.has(path))
     ) {
@@ -51,15 +52,6 @@ export async function lockStateDir(dir: string): Promise<StateLock> {
     await rm(path, { force: true });
   }
   throw new Error(`cannot lock the state directory ${dir}`);
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

@@ -31,6 +31,7 @@ import { type AgentStatus, readStatus, STATUS_HEARTBEAT_MS } from '../agent/stat
 import { type Env, LOG_LEVELS, optionalStr, port, readConfig, str } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { whatStopsPrinting } from '../lib/printer-status.js';
+import { isProcessAlive } from '../lib/processes.js';
 import { spoolVersion } from '../lib/version.js';
 
 const agentEnv = {
@@ -310,19 +311,10 @@ export function statusExit(report: StatusReport): number {
     : STATUS_EXIT.disconnected;
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export async function agentStatus(flags: AgentCommonFlags, env: Env): Promise<StatusReport> {
   const s = await settings(flags, env);
   const status = (await readStatus(s.stateDir)) ?? null;
-  const running = status !== null && status.stopped_at === undefined && isRunning(status.pid);
+  const running = status !== null && status.stopped_at === undefined && isProcessAlive(status.pid);
   const stale =
     running &&
     status !== null &&

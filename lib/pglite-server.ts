@@ -35,6 +35,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketHandler } from '@electric-sql/pglite-socket';
+import { isProcessAlive } from './processes.js';
 
 /** Where and how to serve the embedded database. */
 export interface PgliteServerOptions {
@@ -505,7 +506,7 @@ function lockDataDir(dataDir: string): () => void {
     }
     const holder = lockHolder(lockPath);
     // Our own pid in the file is a previous life of this container, not a live holder.
-    if (holder > 0 && holder !== process.pid && processIsAlive(holder)) {
+    if (holder > 0 && holder !== process.pid && isProcessAlive(holder)) {
       throw new Error(
         `PGlite data directory ${dataDir} is in use by process ${holder}; stop it, or delete ${lockPath} if that process is not Spool`,
       );
@@ -522,14 +523,5 @@ function lockHolder(lockPath: string): number {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw error;
-  }
-}
-
-function processIsAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isProcessAlive } from '../../lib/processes.js';
 
 /**
  * The ports the kernel hands out for outgoing connections and for `listen(0)`. A port a test picks
@@ -32,15 +33,6 @@ const handedOut = new Set<number>();
  */
 const CLAIMS = join(tmpdir(), 'spool-test-ports');
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function claim(port: number): boolean {
   const file = join(CLAIMS, String(port));
   mkdirSync(CLAIMS, { recursive: true });
@@ -52,7 +44,7 @@ function claim(port: number): boolean {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const owner = Number(readFileSync(file, 'utf8'));
-    if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && alive(owner)))
+    if (owner === process.pid || (Number.isInteger(owner) && owner > 0 && isProcessAlive(owner)))
       return false;
     try {
       unlinkSync(file);
