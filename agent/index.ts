@@ -163,7 +163,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     credentials: options.credentials,
     hello: () => {
       helloReports = printers.reports();
-      return { agentVersion, printers: helloReports };
+      return { agentVersion, printers: helloReports, held: runner.held() };
     },
     onWelcome: (welcome, server) => {
       const regions = { home: welcome.homeRegion, server: welcome.serverRegion };

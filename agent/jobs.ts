@@ -121,6 +121,13 @@ export class JobRunner {
     });
   }
 
+  /** The jobs the journal holds unfinished (received, or in the printer's queue), for the hello. */
+  held(): Array<{ jobId: string; attempt: number }> {
+    return [...this.#journal.entries()]
+      .filter((entry) => entry.state === 'received' || entry.state === 'printing')
+      .map((entry) => ({ jobId: entry.jobId, attempt: entry.attempt }));
+  }
+
   handle(message: ServerMessage): void {
     if (this.#stopping) return;
     this.#serially(() => this.#handle(message));

@@ -5,6 +5,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { pino } from 'pino';
 import { createCupsBackend, discoverCupsQueues } from '../agent/backends/cups.js';
@@ -230,6 +231,37 @@ test.serial(
       (await getJobInfo(cups.server, Number(inCups?.split('-').pop()))).state,
       JOB_STATE.canceled,
     );
+  },
+);
+
+test.serial(
+  'a job held in CUPS is named in the next link’s hello, and a withdrawal there still cancels it',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const queue = await cups.addQueue();
+    await cups.run('cupsdisable', [queue.name]);
+    const { link, conn } = await startAgent(t, cups, `office=cups:${queue.name}`);
+    t.deepEqual(conn.hello?.held, []);
+    conn.offer({ jobId: 'job-away', printerName: 'office', document: 'cancelled while away\n' });
+    await waitUntil(
+      async () => (await cups.jobs(queue.name, 'not-completed')).length === 1,
+      'CUPS has the job',
+    );
+    const [inCups] = await cups.jobs(queue.name, 'not-completed');
+    // The link is lost; the job is cancelled meanwhile, and the server learns on the next link
+    // that the agent still holds it.
+    conn.end(GrpcStatus.UNAVAILABLE, 'gone');
+    const next = await link.nextConnection();
+    t.deepEqual(next.hello?.held, [{ jobId: 'job-away', attempt: 1 }]);
+    next.withdraw('job-away');
+    const result = await next.result('job-away', 1, 20_000);
+    t.false(result.printed);
+    t.is(
+      (await getJobInfo(cups.server, Number(inCups?.split('-').pop()))).state,
+      JOB_STATE.canceled,
+    );
+    t.is((await cups.jobs(queue.name, 'not-completed')).length, 0);
   },
 );
 

@@ -229,6 +229,51 @@ test.serial(
   },
 );
 
+test.serial(
+  'a job cancelled while its agent was away is withdrawn when it links again; one still pending is offered',
+  async (t) => {
+    const { sys, orgId, key } = t.context;
+    const station = await createStation(sys.url, orgId);
+    const first = await connectLink(sys.linkAddress, station.token, [printer('back')]);
+    const printerId = first.welcome.printerIds.back as string;
+    const make = async () =>
+      (
+        await call<JobBody>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+          token: key,
+          body: { printer_id: printerId, content: { type: 'text', data: 'held' } },
+        })
+      ).body.job;
+    const doomed = await make();
+    const kept = await make();
+    const ids = [doomed.id, kept.id];
+    await first.until(() => ids.every((id) => first.jobs.some((j) => j.offer.jobId === id)));
+    for (const jobId of ids) first.send({ received: { jobId, attempt: 1 } });
+    for (const id of ids) await until(t, id, 'sent');
+    // The agent goes away holding both (a printer's queue has them), and one is cancelled: the
+    // withdrawal has no link to go to.
+    first.close();
+    await first.ended;
+    const cancelled = await call<JobBody>(
+      sys.url,
+      'POST',
+      `/v1/orgs/${orgId}/jobs/${doomed.id}/cancel`,
+      { token: key },
+    );
+    t.is(cancelled.body.job.status, 'cancelled');
+
+    const second = await connectLink(
+      sys.linkAddress,
+      station.token,
+      [printer('back')],
+      ids.map((jobId) => ({ jobId, attempt: 1 })),
+    );
+    t.teardown(() => second.close());
+    await second.until(() => second.withdrawn.some((w) => w.jobId === doomed.id));
+    t.true(second.jobs.some((j) => j.offer.jobId === kept.id));
+    t.false(second.withdrawn.some((w) => w.jobId === kept.id));
+  },
+);
+
 test.serial('a test key makes jobs with live: false', async (t) => {
   const { sys, orgId } = t.context;
   const testKey = (await createKey(sys.url, orgId, { mode: 'test', scopes: SCOPES })).secret;

@@ -171,6 +171,9 @@ function createRereads(deps: LinkDeps): Rereads {
 
   async function read(batch: Array<{ session: Session; fresh: boolean }>): Promise<void> {
     const live = batch.filter(({ session }) => session.linked);
+    // What each agent holds unfinished as the read begins: what is not pending once read was
+    // cancelled, retried or ended meanwhile. A job offered after this moment is not among them.
+    const unfinished = new Map(live.map(({ session }) => [session, session.unfinishedNow()]));
     const check = live.filter(({ fresh }) => !fresh).map(({ session }) => session);
     let holding = live.filter(({ fresh }) => fresh).map(({ session }) => session);
     if (check.length > 0) {
@@ -202,7 +205,9 @@ function createRereads(deps: LinkDeps): Rereads {
     });
     const pending = new Map(answer.stations.map((p) => [stationKey(p.orgId, p.stationId), p]));
     for (const s of holding) {
-      s.offerJobs(pending.get(stationKey(s.station.orgId, s.station.id))?.items ?? []);
+      const items = pending.get(stationKey(s.station.orgId, s.station.id))?.items ?? [];
+      s.offerJobs(items);
+      s.withdrawUnless(items, unfinished.get(s) ?? []);
     }
   }
 
@@ -344,6 +349,12 @@ class Session {
   #subscriptions: Subscription[] = [];
   /** Job attempts already offered on this link, so a job is not sent twice over one link. */
   readonly #offered = new Set<string>();
+  /**
+   * Job attempts the agent holds without a result yet, by key: those it named in its hello and
+   * those offered since. A withdrawal it may have missed (sent while it was away, or while NATS
+   * was) is sent again when a re-read finds one of them no longer pending.
+   */
+  readonly #unfinished = new Map<string, { jobId: string; attempt: number }>();
   /** Writes to the agent, in order: a job's offer and chunks never interleave with another's. */
   #out: Promise<void> = Promise.resolve();
   /** Incoming messages, handled one at a time in arrival order. */
@@ -547,6 +558,28 @@ class Session {
     return true;
   }
 
+  /** The job attempts the agent holds without a result, as of now. */
+  unfinishedNow(): Array<{ jobId: string; attempt: number }> {
+    return [...this.#unfinished.values()];
+  }
+
+  /**
+   * Withdraws the job attempts of `unfinished` (what the agent held as the re-read began) that
+   * are not among the station's pending `items`: they were cancelled, retried or ended while a
+   * withdrawal could not reach the agent. An agent drops a withdrawn job unless it has printed.
+   */
+  withdrawUnless(items: Job[], unfinished: Array<{ jobId: string; attempt: number }>): void {
+    if (this.#closed || unfinished.length === 0) return;
+    const pending = new Set(items.map((job) => attemptKey(job.id, job.attempt)));
+    for (const { jobId, attempt } of unfinished) {
+      const key = attemptKey(jobId, attempt);
+      if (pending.has(key) || !this.#unfinished.has(key)) continue;
+      this.#unfinished.delete(key);
+      this.#logger.info({ jobId, attempt }, 'withdrawing a job no longer pending');
+      this.#enqueueSend({ withdrawn: { jobId, attempt } });
+    }
+  }
+
   /** Offers the station's pending jobs that this link has not offered yet. */
   offerJobs(items: Job[]): void {
     if (this.#closed) return;
@@ -602,6 +635,7 @@ class Session {
       this.#offer(message.job, trace);
       return;
     }
+    this.#unfinished.delete(attemptKey(message.job_id, message.attempt));
     this.#enqueueSend({ withdrawn: { jobId: message.job_id, attempt: message.attempt } });
   }
 
@@ -621,6 +655,7 @@ class Session {
       );
       return;
     }
+    this.#unfinished.set(key, { jobId: job.id, attempt: job.attempt });
     this.#out = this.#out
       .then(() => this.#push(job, printerName, trace))
       .catch((err: unknown) => {
@@ -719,6 +754,9 @@ class Session {
         return;
       }
       this.#opened = true;
+      for (const { jobId, attempt } of msg.hello.held) {
+        this.#unfinished.set(attemptKey(jobId, attempt), { jobId, attempt });
+      }
       await this.#open(msg.hello.printers, msg.hello.agentVersion);
       return;
     }
@@ -790,6 +828,7 @@ class Session {
       { timeoutMs: REPORT_RETRY_MS, maxWaitMs: REPORT_RETRY_WAIT_MS },
     );
     const { jobId, attempt } = body;
+    if (result) this.#unfinished.delete(key);
     if (held) this.#enqueueSend({ accepted: { jobId, attempt, kind: 'received' } });
     this.#enqueueSend({ accepted: { jobId, attempt, kind } });
   }

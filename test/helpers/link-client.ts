@@ -54,6 +54,8 @@ export async function connectLink(
   address: string,
   token: string,
   printers: PrinterReport[],
+  /** The job attempts the hello says the agent holds unfinished. */
+  held: Array<{ jobId: string; attempt: number }> = [],
 ): Promise<LinkClient> {
   const client = new StationLinkClient(address, credentials.createInsecure());
   const metadata = new Metadata();
@@ -125,7 +127,7 @@ export async function connectLink(
       client.close();
     },
   });
-  link.send({ hello: { agentVersion: 'test', printers } });
+  link.send({ hello: { agentVersion: 'test', printers, held } });
   await Promise.race([
     until(() => state.welcome !== undefined),
     ended.then((err) => {

@@ -297,6 +297,16 @@ export interface PrinterReport {
 export interface AgentHello {
   agentVersion: string;
   printers: PrinterReport[];
+  /**
+   * The jobs the agent holds and has not finished (received, or in the printer's queue): one
+   * cancelled while the agent was away is withdrawn once its pending jobs are read.
+   */
+  held: HeldJob[];
+}
+
+export interface HeldJob {
+  jobId: string;
+  attempt: number;
 }
 
 export interface PrintersChanged {
@@ -4575,7 +4585,7 @@ export const PrinterReport: MessageFns<PrinterReport> = {
 };
 
 function createBaseAgentHello(): AgentHello {
-  return { agentVersion: "", printers: [] };
+  return { agentVersion: "", printers: [], held: [] };
 }
 
 export const AgentHello: MessageFns<AgentHello> = {
@@ -4585,6 +4595,9 @@ export const AgentHello: MessageFns<AgentHello> = {
     }
     for (const v of message.printers) {
       PrinterReport.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.held) {
+      HeldJob.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -4618,6 +4631,14 @@ export const AgentHello: MessageFns<AgentHello> = {
             message.printers.push(PrinterReport.decode(reader, reader.uint32()));
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.held.push(HeldJob.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4640,6 +4661,7 @@ export const AgentHello: MessageFns<AgentHello> = {
       printers: globalThis.Array.isArray(object?.printers)
         ? object.printers.map((e: any) => PrinterReport.fromJSON(e))
         : [],
+      held: globalThis.Array.isArray(object?.held) ? object.held.map((e: any) => HeldJob.fromJSON(e)) : [],
     };
   },
 
@@ -4651,6 +4673,9 @@ export const AgentHello: MessageFns<AgentHello> = {
     if (message.printers?.length) {
       obj.printers = message.printers.map((e) => PrinterReport.toJSON(e));
     }
+    if (message.held?.length) {
+      obj.held = message.held.map((e) => HeldJob.toJSON(e));
+    }
     return obj;
   },
 
@@ -4661,6 +4686,96 @@ export const AgentHello: MessageFns<AgentHello> = {
     const message = createBaseAgentHello();
     message.agentVersion = object.agentVersion ?? "";
     message.printers = object.printers?.map((e) => PrinterReport.fromPartial(e)) || [];
+    message.held = object.held?.map((e) => HeldJob.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseHeldJob(): HeldJob {
+  return { jobId: "", attempt: 0 };
+}
+
+export const HeldJob: MessageFns<HeldJob> = {
+  encode(message: HeldJob, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.jobId !== "") {
+      writer.uint32(10).string(message.jobId);
+    }
+    if (message.attempt !== 0) {
+      writer.uint32(16).uint32(message.attempt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HeldJob {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHeldJob();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.attempt = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HeldJob {
+    return {
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+      attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+    };
+  },
+
+  toJSON(message: HeldJob): unknown {
+    const obj: any = {};
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    if (message.attempt !== 0) {
+      obj.attempt = Math.round(message.attempt);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<HeldJob>): HeldJob {
+    return HeldJob.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<HeldJob>): HeldJob {
+    const message = createBaseHeldJob();
+    message.jobId = object.jobId ?? "";
+    message.attempt = object.attempt ?? 0;
     return message;
   },
 };
