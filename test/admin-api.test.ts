@@ -224,6 +224,20 @@ test('deleting a station fails its unfinished jobs, removes its printers and end
     () => job(false),
     (r) => r.status === 400,
   );
+  // Nor can its failed jobs be tried or printed again: they would wait for nothing, for ever.
+  for (const action of ['retry', 'reprint']) {
+    const again = await call<{ error: { code: string; message: string } }>(
+      sys.url,
+      'POST',
+      `/v1/orgs/${org}/jobs/${queued}/${action}`,
+      { token: secret },
+    );
+    t.is(again.status, 409, action);
+    t.is(
+      again.body.error.message,
+      "this job's printer was deleted (or its station): send a new job to another printer",
+    );
+  }
   t.truthy(await link.ended, 'the link is cut');
   await t.throwsAsync(connectLink(sys.linkAddress, station.token, [printer('desk')]));
   t.is((await op(t, 'DELETE', `/orgs/${org}/stations/${station.id}`)).status, 404);

@@ -18,7 +18,7 @@ import {
   PrintOptions,
   type StationsServiceClient,
 } from '../../gen/spool/v1/stations.js';
-import { invalid, notFound, SpoolError } from '../../lib/errors.js';
+import { conflict, invalid, notFound, SpoolError } from '../../lib/errors.js';
 import { type AsyncClient, type AsyncServer, toItemError } from '../../lib/grpc.js';
 import { isUuid, requireUuid } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
@@ -188,30 +188,40 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     return data;
   }
 
+  /** The organization's printer, from the cache or the stations service; undefined if none. */
+  async function printerOf(
+    orgId: string,
+    printerId: string,
+    call: ServerUnaryCall<unknown, unknown>,
+  ): Promise<Printer | undefined> {
+    try {
+      return await deps.printers.get(
+        orgId,
+        printerId,
+        async () =>
+          (await deps.stations.getPrinter({ orgId, printerId }, { parent: call })).printer,
+      );
+    } catch (err) {
+      if ((err as SpoolError).code === 'not_found') return undefined;
+      throw err;
+    }
+  }
+
+  /** Retry and reprint send a job to its printer again, which must still be there. */
+  async function requirePrinterOf(job: Job, call: ServerUnaryCall<unknown, unknown>) {
+    if (!(await printerOf(job.orgId, job.printerId, call))) {
+      throw conflict(
+        "this job's printer was deleted (or its station): send a new job to another printer",
+      );
+    }
+  }
+
   async function createFrom(
     req: Omit<NewJob, 'id' | 'stationId' | 'region' | 'contentType' | 'size' | 'sha256'>,
     content: { contentType: string; document: Buffer },
     call: ServerUnaryCall<unknown, unknown>,
   ) {
-    let printer: Printer | undefined;
-    try {
-      printer = await deps.printers.get(
-        req.orgId,
-        req.printerId,
-        async () =>
-          (
-            await deps.stations.getPrinter(
-              { orgId: req.orgId, printerId: req.printerId },
-              { parent: call },
-            )
-          ).printer,
-      );
-    } catch (err) {
-      if ((err as SpoolError).code === 'not_found') {
-        throw invalid('printer_id names no printer of this organization', 'printer_id');
-      }
-      throw err;
-    }
+    const printer = await printerOf(req.orgId, req.printerId, call);
     if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
     checkOptionsFor(req.options, printer);
     const id = randomUUID();
@@ -314,6 +324,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     async reprintJob(req, call) {
       const orgId = requireUuid(req.orgId, 'organization');
       const original = await store.withDocument(orgId, requireUuid(req.jobId, 'job'), 'reprint');
+      await requirePrinterOf(original, call);
       const document = await documentOf(original);
       const job = await createFrom(
         {
@@ -417,9 +428,11 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       return { job };
     },
 
-    async retryJob(req) {
+    async retryJob(req, call) {
       const orgId = requireUuid(req.orgId, 'organization');
-      const { job } = await store.apply(orgId, requireUuid(req.jobId, 'job'), 'retry', {
+      const jobId = requireUuid(req.jobId, 'job');
+      await requirePrinterOf((await store.get(orgId, jobId)).job, call);
+      const { job } = await store.apply(orgId, jobId, 'retry', {
         actor: req.actor,
       });
       return { job };
