@@ -80,6 +80,11 @@ export class JobRunner {
   readonly #queues = new Map<string, PrinterQueue>();
   /** Keys of the attempts queued or printing in this process. */
   readonly #active = new Set<string>();
+  /**
+   * Job attempts the printer's spooler gave back on a withdrawal: their print then ends in an
+   * error, which is the withdrawal's doing, not a printer's failure.
+   */
+  readonly #takenBack = new Set<string>();
   readonly #abort = new AbortController();
   #printerIds = new Map<string, string>();
   // Server messages are handled one after another, in the order they came.
@@ -351,9 +356,15 @@ export class JobRunner {
           waits = true;
           return 'not sent';
         }
+        if (this.#takenBack.delete(key)) {
+          await this.#journal.record(job.id, job.attempt, 'withdrawn');
+          log.info('job withdrawn: taken back from the printer; it did not print');
+          return 'done';
+        }
         failure = messageOf(error) || 'the printer failed';
         recordError(span, new Error(failure));
       }
+      this.#takenBack.delete(key);
       const metrics = spoolMetrics();
       metrics.agentPrintDuration.record((performance.now() - started) / 1000);
       metrics.agentPrints.add(1, { 'spool.print.outcome': failure ? 'failed' : 'printed' });
@@ -402,10 +413,12 @@ export class JobRunner {
     if (entry.state === 'printing' && entry.ref !== undefined) {
       // Still in the printer's own queue (CUPS holding it): take it back if it has not printed.
       const backend = this.#backendOf(entry.printer);
+      this.#takenBack.add(key);
       if (await backend?.cancel?.({ id: jobId, attempt, ref: entry.ref })) {
-        log.info('job withdrawn: taken back from the printer before it printed');
+        log.info('job withdrawn: taking it back from the printer before it prints');
         return;
       }
+      this.#takenBack.delete(key);
     }
     if (entry.state !== 'received') {
       log.info({ state: entry.state }, 'job withdrawn too late to drop; it is reported as it ends');
