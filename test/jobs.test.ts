@@ -274,6 +274,25 @@ test.serial(
   },
 );
 
+test.serial(
+  'a link that replaces another leaves its station online: one station.online, then one station.offline',
+  async (t) => {
+    const { sys, orgId, events } = t.context;
+    const station = await createStation(sys.url, orgId);
+    const about = (type: string) => (e: { type: string; data: Record<string, unknown> }) =>
+      e.type === type && e.data.station_id === station.id;
+    const first = await connectLink(sys.linkAddress, station.token, [printer('p')]);
+    await events.waitFor(about('station.online'));
+    // The agent came back before its old link was seen to end: the new link replaces it.
+    const second = await connectLink(sys.linkAddress, station.token, [printer('p')]);
+    t.truthy(await first.ended);
+    second.close();
+    await events.waitFor(about('station.offline'));
+    t.is(events.events.filter(about('station.online')).length, 1);
+    t.is(events.events.filter(about('station.offline')).length, 1);
+  },
+);
+
 test.serial('a test key makes jobs with live: false', async (t) => {
   const { sys, orgId } = t.context;
   const testKey = (await createKey(sys.url, orgId, { mode: 'test', scopes: SCOPES })).secret;

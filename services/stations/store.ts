@@ -43,6 +43,8 @@ interface LinkStationRow {
   region: string;
   revoked_at: Date | null;
   token_hash: Buffer;
+  /** Whether the station read online before this open. */
+  station_online: boolean;
   id: string | null;
   name: string | null;
   status: string | null;
@@ -358,7 +360,7 @@ export function createStationStore(
         const at = clock.now();
         const { rows } = await tx.query<LinkStationRow>(
           `SELECT s.id AS station_id, s.name AS station_name, s.org_id, s.region, s.revoked_at,
-             s.token_hash,
+             s.token_hash, s.online AS station_online,
              p.id, p.name, p.status, p.detail
            FROM stations s LEFT JOIN printers p ON p.org_id = s.org_id AND p.station_id = s.id
            WHERE s.token_hash = ANY($1::BYTEA[])`,
@@ -395,10 +397,15 @@ export function createStationStore(
              AS v (org_id, id, link_id, agent_version)
            WHERE stations.org_id = v.org_id AND stations.id = v.id`,
         );
-        const messages: OutboxMessage[] = valid.map(({ open, station }) => ({
-          ...eventMessage(station.orgId, 'station.online', { station_id: station.id }, at),
-          headers: open.trace as Record<string, string>,
-        }));
+        // A link that replaces another (the agent reconnected before its old link was seen to
+        // end) leaves the station online: `station.online` is for a station that was offline.
+        const wasOnline = new Set(rows.filter((r) => r.station_online).map((r) => r.station_id));
+        const messages: OutboxMessage[] = valid
+          .filter(({ station }) => !wasOnline.has(station.id))
+          .map(({ open, station }) => ({
+            ...eventMessage(station.orgId, 'station.online', { station_id: station.id }, at),
+            headers: open.trace as Record<string, string>,
+          }));
         const ids = await syncPrinters(
           tx,
           batch,
