@@ -344,7 +344,11 @@ export class JobRunner {
         );
       } catch (error) {
         if (this.#abort.signal.aborted) {
-          log.warn('the agent stopped while the job was printing; it will be reported interrupted');
+          // What became of it is known only at the restart: the backend is asked then (a job its
+          // spooler still holds is taken back and prints when offered again).
+          log.warn(
+            'the agent stopped while the job was with the printer; at the next start the printer is asked what became of it',
+          );
           recordError(span, new Error('interrupted: the agent stopped while printing'));
           return 'done';
         }

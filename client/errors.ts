@@ -215,7 +215,11 @@ export class WaitTimeoutError extends SpoolError {
   readonly job: Job | undefined;
 
   constructor(id: string, timeoutMs: number, job: Job | undefined) {
-    const waited = timeoutMs < 10_000 ? `${timeoutMs} ms` : `${Math.round(timeoutMs / 1000)} s`;
+    // Whole seconds read as seconds (the CLI's --timeout is in seconds), anything else in ms.
+    const waited =
+      timeoutMs % 1000 === 0 || timeoutMs >= 10_000
+        ? `${Math.round(timeoutMs / 1000)} s`
+        : `${timeoutMs} ms`;
     super(`job ${id} is still ${job?.status ?? 'unknown'} after ${waited}`);
     this.name = 'WaitTimeoutError';
     this.job = job;

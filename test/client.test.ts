@@ -285,6 +285,8 @@ test('waitForJob rejects with the job once it failed, and times out with the job
   });
   t.is(timedOut?.job?.status, 'queued');
   t.is(timedOut?.message, 'job w2 is still queued after 500 ms');
+  // Whole seconds, as the CLI's --timeout takes them, read as seconds.
+  t.is(new WaitTimeoutError('w3', 3000, undefined).message, 'job w3 is still unknown after 3 s');
   // A caller who stops waiting gets their own reason back.
   const stop = new AbortController();
   const waiting = spool.waitForJob('w2', { signal: stop.signal });
