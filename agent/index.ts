@@ -180,10 +180,8 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       if (reports !== helloReports) link.send({ printers: { printers: reports } });
     },
     onMessage: (message) => runner.handle(message),
-    onDown: () => {
-      status.linkDown();
-      logger.warn('station link down');
-    },
+    // The link logs the loss itself, with its reason and when it tries again.
+    onDown: () => status.linkDown(),
     onRetry: ({ server, code, details }) =>
       status.error(`station link to ${server}: ${code}${details ? `: ${details}` : ''}`),
   });
