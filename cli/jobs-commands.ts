@@ -409,7 +409,10 @@ export function registerJobsCommands(program: Command, env: Env): void {
               { header: 'id', value: (p: Printer) => p.id },
               { header: 'name', value: (p: Printer) => p.name },
               { header: 'status', value: (p: Printer) => p.status },
-              { header: 'online', value: (p: Printer) => p.station_online },
+              {
+                header: 'station online',
+                value: (p: Printer) => (p.station_online ? 'yes' : 'no'),
+              },
               { header: 'station', value: (p: Printer) => p.station_id },
               { header: 'detail', value: (p: Printer) => p.detail },
             ],

@@ -70,6 +70,10 @@ test.serial('a job that fails makes jobs create --wait exit 1 with the failed jo
     (p) => p !== undefined,
     20_000,
   );
+  // The table says yes or no, as the operator's does.
+  const table = await runSpool(['printers', 'list', '--format', 'table'], env);
+  t.regex(table.stdout, /STATION ONLINE/);
+  t.regex(table.stdout.split('\n').find((l) => l.includes(jammed.id)) ?? '', /\byes\b/);
   const cli = spawnSpool(
     ['jobs', 'create', '--printer', jammed.id, '--text', 'will jam', '--wait'],
     env,
