@@ -8,6 +8,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse, TomlError } from 'smol-toml';
 import { LOG_LEVELS } from '../lib/config.js';
+import { serverProblems } from './link.js';
 import { type PrinterSpec, parsePrinterSpec } from './printer-spec.js';
 
 /** Where the configuration is read from when neither `--config` nor SPOOL_AGENT_CONFIG says. */
@@ -146,6 +147,10 @@ export function parseAgentConfig(source: string, path: string): AgentFileConfig 
   } else {
     const s = string([], 'server', server);
     if (s !== undefined) out.server = s;
+  }
+  // Reported with the file's other problems, not only once they are fixed.
+  if (out.server !== undefined) {
+    for (const problem of serverProblems(out.server)) bad([], 'server', problem);
   }
 
   const token = string([], 'token', doc.token);

@@ -17,7 +17,7 @@ import { type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { TokenRefusedError } from './errors.js';
 import { JobRunner } from './jobs.js';
 import { INTERRUPTED_DETAIL, Journal, type JournalEntry } from './journal.js';
-import { isTargetUri, splitServers, startLink } from './link.js';
+import { serverProblems, startLink } from './link.js';
 import {
   type BackendSpec,
   type PrinterSpec,
@@ -88,7 +88,8 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
   if (!options.server) throw new Error('the agent needs the server address (HOST:PORT)');
-  checkServers(options.server);
+  const [problem] = serverProblems(options.server);
+  if (problem) throw new Error(problem);
   if (!options.token) throw new Error('the agent needs the station token (svc_dev_…)');
   if (options.printers.length === 0) {
     throw new Error('the agent needs at least one printer (NAME=BACKEND)');
@@ -270,26 +271,6 @@ function troubleNotes(logger: Logger): (reports: readonly PrinterReport[]) => vo
       }
     }
   };
-}
-
-/**
- * Refuses a server address that cannot be the station link's: a URL (the link is gRPC, not the
- * HTTP API), or a host without its port, which gRPC would take as port 443 and wait on forever.
- */
-function checkServers(server: string): void {
-  for (const address of splitServers(server)) {
-    if (isTargetUri(address)) continue;
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
-      throw new Error(
-        `server ${JSON.stringify(address)} is a URL: give the station link's HOST:PORT, without ${address.split('//')[0]}//`,
-      );
-    }
-    if (!/:\d{1,5}$/.test(address)) {
-      throw new Error(
-        `server ${JSON.stringify(address)} has no port: give HOST:PORT, the station port of Spool (spool dev's STATION_PORT, 7070 by default)`,
-      );
-    }
-  }
 }
 
 /**

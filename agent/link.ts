@@ -46,6 +46,27 @@ export function splitServers(server: string): string[] {
     .filter((s) => s !== '');
 }
 
+/**
+ * What makes a server address unusable as the station link's: a URL (the link is gRPC, not the
+ * HTTP API), or a host without its port, which gRPC would take as port 443 and wait on forever.
+ */
+export function serverProblems(server: string): string[] {
+  return splitServers(server).flatMap((address) => {
+    if (isTargetUri(address)) return [];
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
+      return [
+        `server ${JSON.stringify(address)} is a URL: give the station link's HOST:PORT, without ${address.split('//')[0]}//`,
+      ];
+    }
+    if (!/:\d{1,5}$/.test(address)) {
+      return [
+        `server ${JSON.stringify(address)} has no port: give HOST:PORT, the station port of Spool (spool dev's STATION_PORT, 7070 by default)`,
+      ];
+    }
+    return [];
+  });
+}
+
 export interface LinkOptions {
   /**
    * The stations service's link listener: `host:port`, or several separated by commas. The first

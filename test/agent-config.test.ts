@@ -127,6 +127,18 @@ test('token and token_file together, or an empty server, are refused', (t) => {
   );
 });
 
+test('a server given as a URL or without its port is named with the other problems', (t) => {
+  const found = problems('server = "http://spool.example.com"\ncolour = "blue"\n');
+  t.deepEqual(
+    found.map((p) => p.split(': ').slice(0, 2).join(': ')),
+    ['line 2: colour', 'line 1: server'],
+  );
+  t.true(found.some((p) => p.includes('is a URL: give the station link')));
+  const portless = problems('server = ["a.example.com:7070", "b.example.com"]\n');
+  t.is(portless.length, 1);
+  t.regex(portless[0] ?? '', /"b\.example\.com" has no port/);
+});
+
 test('the state directory is fixed, not the folder the agent started from', (t) => {
   t.is(defaultStateDir({ STATE_DIRECTORY: '/var/lib/spool-agent' }, 1000), '/var/lib/spool-agent');
   t.is(defaultStateDir({}, 0), '/var/lib/spool-agent');
