@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     new Command('spool-agent')
       .description('the Spool station agent (docs/agent.md)')
       .version(spoolVersion(), '-V, --version', 'print the version of the agent')
-      .showHelpAfterError(),
+      .showHelpAfterError('(add --help for the command’s options)'),
     process.env,
   );
   await program.parseAsync(process.argv);

@@ -60,7 +60,8 @@ export function buildProgram(env: Env): Command {
   const program = new Command('spool')
     .description('Spool, the print-job router')
     .version(spoolVersion(), '-V, --version', 'print the version of spool')
-    .showHelpAfterError();
+    // The error stays in sight: the command's whole help is one --help away.
+    .showHelpAfterError('(add --help for the command’s options)');
 
   program
     .command('dev')

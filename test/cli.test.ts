@@ -157,6 +157,9 @@ test('the README walk-through works against spool dev with its embedded database
   const unknownFlag = await runSpool(['admin', 'org', 'list', '--colour'], adminEnv);
   t.is(unknownFlag.code, 2);
   t.regex(unknownFlag.stderr, /unknown option '--colour'/);
+  // The error and a pointer to the help, not the whole help after it.
+  t.regex(unknownFlag.stderr, /\(add --help for the command’s options\)\n$/);
+  t.notRegex(unknownFlag.stderr, /Usage:/);
   const bad = await runSpool(
     ['admin', 'key', 'create', '--org', orgId, '--mode', 'live', '--scope', 'jobs:nope'],
     adminEnv,
