@@ -55,7 +55,8 @@ function positiveInt(value: string): number {
 
 const JOB_COLUMNS = [
   { header: 'id', value: (j: Job) => j.id },
-  { header: 'status', value: (j: Job) => j.status },
+  // As wide as the longest status (`scheduled`, `cancelled`), for `jobs watch`'s rows.
+  { header: 'status', value: (j: Job) => j.status, minWidth: 9 },
   { header: 'title', value: (j: Job) => j.title },
   { header: 'reference', value: (j: Job) => j.reference },
   { header: 'printer', value: (j: Job) => j.printer_id },

@@ -10,8 +10,15 @@ export const formatOption = () =>
     .choices(['json', 'table'])
     .default('json');
 
-/** The columns of a table: each a header and how a row gives its cell. */
-export type Columns<Row> = ReadonlyArray<{ header: string; value: (row: Row) => unknown }>;
+/**
+ * The columns of a table: each a header, how a row gives its cell, and optionally a width it has
+ * at least, so that rows printed one at a time (a job watched) line up.
+ */
+export type Columns<Row> = ReadonlyArray<{
+  header: string;
+  value: (row: Row) => unknown;
+  minWidth?: number;
+}>;
 
 /** Renders `rows` under `columns`; a missing or null cell prints as `-`, a list joined by commas. */
 export function renderTable<Row>(columns: Columns<Row>, rows: readonly Row[]): string {
@@ -23,7 +30,7 @@ export function renderTable<Row>(columns: Columns<Row>, rows: readonly Row[]): s
     }),
   );
   const widths = columns.map((c, i) =>
-    Math.max(c.header.length, ...cells.map((r) => (r[i] ?? '').length)),
+    Math.max(c.minWidth ?? 0, c.header.length, ...cells.map((r) => (r[i] ?? '').length)),
   );
   const line = (r: string[]) =>
     r
