@@ -76,7 +76,7 @@ export async function deleteOrg(
 }
 
 /** What adds to an organization or changes it; a DELETE under one being deleted only helps. */
-const CHANGES = new Set(['POST', 'PUT', 'PATCH']);
+const CHANGES = new Set(['POST', 'PATCH']);
 const ORG_PATH = /^\/admin\/v1\/orgs\/([^/]+)\/./;
 
 /**

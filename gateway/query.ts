@@ -11,6 +11,15 @@ export function single(query: ParsedUrlQuery, name: string): string | undefined 
   return raw;
 }
 
+/** A `true` or `false` parameter, false when absent; anything else is a 400 naming it. */
+export function booleanParam(query: ParsedUrlQuery, name: string): boolean {
+  const raw = single(query, name);
+  if (raw !== undefined && raw !== 'true' && raw !== 'false') {
+    throw invalid(`${name} must be true or false`, name);
+  }
+  return raw === 'true';
+}
+
 /** An RFC 3339 time parameter, or undefined when absent; anything else is a 400 naming it. */
 export function timeParam(raw: string | undefined, name: string): Date | undefined {
   if (raw === undefined) return undefined;

@@ -15,7 +15,7 @@ import { changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { refuseChangesWhileDeleting } from '../org-deletion.js';
 import { deletePrinter } from '../printer-deletion.js';
-import { listParams, rejectUnknownParams, single, timeParam } from '../query.js';
+import { booleanParam, listParams, rejectUnknownParams, single, timeParam } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
 import { CreateTemplateBody, stationLocation } from './admin.js';
@@ -121,13 +121,9 @@ export function adminFleetRouter(deps: {
 
   router.get('/orgs', async (ctx) => {
     rejectUnknownParams(ctx.query, ['q', 'deleting', 'limit', 'cursor']);
-    const deleting = single(ctx.query, 'deleting');
-    if (deleting !== undefined && deleting !== 'true' && deleting !== 'false') {
-      throw invalid('deleting must be true or false', 'deleting');
-    }
     const res = await accounts.listOrgs({
       query: single(ctx.query, 'q') ?? '',
-      deleting: deleting === 'true',
+      deleting: booleanParam(ctx.query, 'deleting'),
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(orgView), next_cursor: res.nextCursor };
@@ -137,12 +133,8 @@ export function adminFleetRouter(deps: {
   // call rather than one per organization.
   router.get('/stations', async (ctx) => {
     rejectUnknownParams(ctx.query, ['offline', 'limit', 'cursor']);
-    const offline = single(ctx.query, 'offline');
-    if (offline !== undefined && offline !== 'true' && offline !== 'false') {
-      throw invalid('offline must be true or false', 'offline');
-    }
     const res = await stations.listAllStations({
-      offline: offline === 'true',
+      offline: booleanParam(ctx.query, 'offline'),
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(stationView), next_cursor: res.nextCursor };

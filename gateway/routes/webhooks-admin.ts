@@ -31,7 +31,8 @@ export function webhooksAdminRouter(deps: WebhooksAdminDeps): Router<GatewayStat
   router.use(requireOperator(deps.operatorToken));
   router.use(refuseChangesWhileDeleting(deps.backends.accounts));
   // The webhooks service keeps no organizations: an endpoint list of an organization that does
-  // not exist would read as "it has none", and a created endpoint would belong to nobody.
+  // not exist would read as "it has none", and a created endpoint would belong to nobody. The
+  // guard of changes above looks the organization up for every POST; the list asks here.
   const knownOrg: Middleware<GatewayState, { params: Record<string, string> }> = async (
     ctx,
     next,
@@ -39,12 +40,7 @@ export function webhooksAdminRouter(deps: WebhooksAdminDeps): Router<GatewayStat
     await deps.backends.accounts.getOrg({ orgId: ctx.params.org ?? '' });
     await next();
   };
-  router.post(
-    '/orgs/:org/webhooks',
-    knownOrg,
-    setLocation(WEBHOOK_CREATED),
-    h.createWebhookEndpoint,
-  );
+  router.post('/orgs/:org/webhooks', setLocation(WEBHOOK_CREATED), h.createWebhookEndpoint);
   router.get('/orgs/:org/webhooks', knownOrg, h.listWebhookEndpoints);
   router.get('/orgs/:org/webhooks/:id', h.getWebhookEndpoint);
   router.patch('/orgs/:org/webhooks/:id', h.updateWebhookEndpoint);

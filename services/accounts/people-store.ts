@@ -217,8 +217,7 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
           'UPDATE orgs SET name = $2 WHERE id = $1 RETURNING id, name, created_at',
           [orgId, name],
         );
-        const row = rows[0];
-        if (!row) throw notFound('no such organization');
+        const row = rows[0] as { id: string; name: string; created_at: Date };
         const members = await tx.query<{ person_id: string }>(
           'SELECT person_id FROM memberships WHERE org_id = $1',
           [orgId],
