@@ -79,7 +79,6 @@ function deliveries(count: number, endpoints: number): ClaimedDelivery[] {
     secrets: ['secret'],
     attempt: 1,
     roundAttempt: 1,
-    attemptId: `a${i}`,
     claim: 'claim',
     startedAt: new Date(0),
     traceContext: {},

@@ -109,7 +109,6 @@ export interface ClaimedDelivery {
   /** The attempt's number over every round, and within the current round. */
   attempt: number;
   roundAttempt: number;
-  attemptId: string;
   claim: string;
   startedAt: Date;
   /** The trace context of the event's cause. */
@@ -240,6 +239,28 @@ function toAttempt(row: AttemptRow): WebhookAttempt {
   };
 }
 
+/**
+ * A delivery's attempts as its log shows them. An attempt in flight has no row of its own: the
+ * claim on the delivery stands for it (its number is the delivery's `attempts`, its start
+ * `last_attempt_at`) until its outcome is written, or until a later claim finds the claim lapsed
+ * and writes it `abandoned`.
+ */
+function withAttemptInFlight(row: DeliveryRow, attempts: AttemptRow[]): AttemptRow[] {
+  if (row.claim === null || row.attempts === 0) return attempts;
+  if (attempts.some((a) => a.number === row.attempts)) return attempts;
+  const inFlight: AttemptRow = {
+    delivery_id: row.id,
+    number: row.attempts,
+    started_at: row.last_attempt_at ?? row.created_at,
+    outcome: 'in_flight',
+    status_code: 0,
+    error: '',
+    duration_ms: 0,
+    response_body: '',
+  };
+  return [...attempts, inFlight];
+}
+
 function toDelivery(row: DeliveryRow, attempts: AttemptRow[], payload = ''): WebhookDelivery {
   return {
     id: row.id,
@@ -257,7 +278,7 @@ function toDelivery(row: DeliveryRow, attempts: AttemptRow[], payload = ''): Web
     createdAt: row.created_at,
     finishedAt: row.finished_at ?? undefined,
     payload,
-    attempts: attempts.map(toAttempt),
+    attempts: withAttemptInFlight(row, attempts).map(toAttempt),
   };
 }
 
@@ -382,9 +403,10 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
    * that no other worker holds (SKIP LOCKED) and reads their endpoints with them; the worker picks
    * among them; rows it may not send (endpoint disabled, no attempts left in the round) are ended
    * in one statement; the picked rows get `next_attempt_at` pushed to the lease's end with the
-   * claim's id, and their attempts are written as `in_flight`, before anything is sent. A row
-   * whose earlier claim lapsed (its worker died) has that attempt closed as `abandoned`; it counts
-   * as an attempt made. Its last statement carries the transaction's COMMIT.
+   * claim's id and their attempt counted, before anything is sent (the claim stands for the
+   * attempt in flight; its own row is written with its outcome). A row whose earlier claim lapsed
+   * (its worker died) has that attempt written as `abandoned`; it counts as an attempt made. Its
+   * last statement carries the transaction's COMMIT.
    */
   async function claimIn(tx: pg.PoolClient, input: ClaimInput): Promise<ClaimedDelivery[]> {
     const { now } = input;
@@ -420,10 +442,15 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
 
     const lapsed = rows.filter((r) => r.claim !== null);
     if (lapsed.length > 0) {
+      // Its number is the delivery's count of attempts; an outcome written meanwhile stays.
       await tx.query(
-        `UPDATE webhook_attempts SET outcome = 'abandoned',
-           error = 'no outcome recorded: the worker sending it stopped; it may have arrived'
-         WHERE delivery_id = ANY($1::UUID[]) AND outcome = 'in_flight'`,
+        `INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome, error)
+         SELECT gen_random_uuid(), d.org_id, d.id, d.attempts,
+           COALESCE(d.last_attempt_at, d.created_at), 'abandoned',
+           'no outcome recorded: the worker sending it stopped; it may have arrived'
+         FROM webhook_deliveries AS d
+         WHERE d.id = ANY($1::UUID[]) AND d.attempts > 0
+         ON CONFLICT (delivery_id, number) DO NOTHING`,
         [lapsed.map((r) => r.id)],
       );
     }
@@ -456,7 +483,7 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       return [];
     }
 
-    // The claim and its attempts' rows in one statement, sent with the COMMIT.
+    // The claim, sent with the COMMIT.
     const claim = randomUUID();
     const [{ rows: claimed }] = await Promise.all([
       queryThenCommit<{
@@ -468,22 +495,14 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
         attempts: number;
         round_attempts: number;
         trace_context: TraceCarrier;
-        attempt_id: string;
       }>(
         tx,
-        `WITH d AS (
-         UPDATE webhook_deliveries SET attempts = attempts + 1,
+        `UPDATE webhook_deliveries SET attempts = attempts + 1,
            round_attempts = round_attempts + 1, claim = $2, next_attempt_at = $3,
            last_attempt_at = $4
          WHERE id = ANY($1::UUID[])
          RETURNING id, org_id, endpoint_id, event_type, body, attempts, round_attempts,
-           trace_context
-       ), a AS (
-         INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome)
-         SELECT gen_random_uuid(), org_id, id, attempts, $4, 'in_flight' FROM d
-         RETURNING id, delivery_id
-       )
-       SELECT d.*, a.id AS attempt_id FROM d JOIN a ON a.delivery_id = d.id`,
+           trace_context`,
         [sending.map((r) => r.id), claim, input.leaseUntil, now],
       ),
       ended,
@@ -503,7 +522,6 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
         secrets,
         attempt: row.attempts,
         roundAttempt: row.round_attempts,
-        attemptId: row.attempt_id,
         claim,
         startedAt: now,
         traceContext: row.trace_context,
@@ -549,16 +567,25 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     commitWithLast: boolean,
   ): Promise<Settled> {
     const { now } = input;
-    // The outcomes' writes and the read of their endpoints go out together, in one round trip.
+    // The outcomes' writes and the read of their endpoints go out together, in one round trip. An
+    // attempt's row is written once, with its outcome; a later claim may have found the claim
+    // lapsed and written it `abandoned`, which the outcome, now known, replaces.
     const attemptsWritten = tx.query(
-      `UPDATE webhook_attempts AS a SET outcome = v.outcome, status_code = v.status_code,
-         error = v.error, duration_ms = v.duration_ms, response_body = v.response_body
-       FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[], $4::INT[], $5::TEXT[], $6::INT[], $7::TEXT[])
-         AS v (org_id, id, outcome, status_code, error, duration_ms, response_body)
-       WHERE a.org_id = v.org_id AND a.id = v.id`,
+      `INSERT INTO webhook_attempts
+         (id, org_id, delivery_id, number, started_at, outcome, status_code, error, duration_ms,
+          response_body)
+       SELECT gen_random_uuid(), v.* FROM unnest($1::UUID[], $2::UUID[], $3::INT[],
+           $4::TIMESTAMPTZ[], $5::TEXT[], $6::INT[], $7::TEXT[], $8::INT[], $9::TEXT[])
+         AS v (org_id, delivery_id, number, started_at, outcome, status_code, error, duration_ms,
+           response_body)
+       ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = excluded.outcome,
+         status_code = excluded.status_code, error = excluded.error,
+         duration_ms = excluded.duration_ms, response_body = excluded.response_body`,
       columns(outcomes, ({ claimed: c, result }) => [
         c.orgId,
-        c.attemptId,
+        c.id,
+        c.attempt,
+        c.startedAt,
         result.succeeded ? 'succeeded' : 'failed',
         result.statusCode,
         result.error,
@@ -977,9 +1004,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
      * many events in one transaction: one read of the endpoints, one statement. The unique (event,
      * endpoint) index makes a redelivered event add nothing. A body over the size cap is recorded
      * as a failed delivery that says why, and never sent. With a worker's `handover`, the
-     * deliveries it picks are added already claimed for it, their first attempts written as
-     * `in_flight`, as a round's claim would leave them: the worker sends them without a round
-     * claiming them.
+     * deliveries it picks are added already claimed for it, their first attempts counted, as a
+     * round's claim would leave them: the worker sends them without a round claiming them.
      */
     async fanOut(
       events: Array<{ event: SpoolEvent; trace: TraceCarrier }>,
@@ -1019,37 +1045,28 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
           id: string;
           event_id: string;
           state: string;
-          attempt_id: string | null;
+          claim: string | null;
         }>(
           tx,
-          `WITH d AS (
-             INSERT INTO webhook_deliveries
-               (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
-                created_at, notice, finished_at, trace_context, attempts, round_attempts, claim,
-                last_attempt_at)
-             SELECT d.id, e.org_id, d.endpoint_id, e.event_id, e.event_type, e.body, e.state,
-               CASE WHEN d.claimed THEN $14::TIMESTAMPTZ ELSE e.next_attempt_at END, $12::TIMESTAMPTZ,
-               e.notice,
-               e.finished_at, e.trace_context::JSONB, d.claimed::INT, d.claimed::INT,
-               CASE WHEN d.claimed THEN $13::UUID END, CASE WHEN d.claimed THEN $12::TIMESTAMPTZ END
-             FROM unnest($1::INT[], $2::UUID[], $3::UUID[], $15::BOOL[])
-               AS d (event, endpoint_id, id, claimed)
-             JOIN unnest($4::UUID[], $5::UUID[], $6::TEXT[], $7::BYTEA[], $8::TEXT[],
-                 $9::TIMESTAMPTZ[], $10::TEXT[], $11::TIMESTAMPTZ[], $16::TEXT[])
-               WITH ORDINALITY
-               AS e (org_id, event_id, event_type, body, state, next_attempt_at, notice,
-                 finished_at, trace_context, n)
-               ON e.n = d.event
-             ON CONFLICT (event_id, endpoint_id) DO NOTHING
-             RETURNING id, org_id, event_id, state, claim
-           ), a AS (
-             INSERT INTO webhook_attempts (id, org_id, delivery_id, number, started_at, outcome)
-             SELECT gen_random_uuid(), org_id, id, 1, $12::TIMESTAMPTZ, 'in_flight' FROM d
-             WHERE claim IS NOT NULL
-             RETURNING id, delivery_id
-           )
-           SELECT d.id, d.event_id, d.state, a.id AS attempt_id
-           FROM d LEFT JOIN a ON a.delivery_id = d.id`,
+          `INSERT INTO webhook_deliveries
+             (id, org_id, endpoint_id, event_id, event_type, body, state, next_attempt_at,
+              created_at, notice, finished_at, trace_context, attempts, round_attempts, claim,
+              last_attempt_at)
+           SELECT d.id, e.org_id, d.endpoint_id, e.event_id, e.event_type, e.body, e.state,
+             CASE WHEN d.claimed THEN $14::TIMESTAMPTZ ELSE e.next_attempt_at END, $12::TIMESTAMPTZ,
+             e.notice,
+             e.finished_at, e.trace_context::JSONB, d.claimed::INT, d.claimed::INT,
+             CASE WHEN d.claimed THEN $13::UUID END, CASE WHEN d.claimed THEN $12::TIMESTAMPTZ END
+           FROM unnest($1::INT[], $2::UUID[], $3::UUID[], $15::BOOL[])
+             AS d (event, endpoint_id, id, claimed)
+           JOIN unnest($4::UUID[], $5::UUID[], $6::TEXT[], $7::BYTEA[], $8::TEXT[],
+               $9::TIMESTAMPTZ[], $10::TEXT[], $11::TIMESTAMPTZ[], $16::TEXT[])
+             WITH ORDINALITY
+             AS e (org_id, event_id, event_type, body, state, next_attempt_at, notice,
+               finished_at, trace_context, n)
+             ON e.n = d.event
+           ON CONFLICT (event_id, endpoint_id) DO NOTHING
+           RETURNING id, event_id, state, claim`,
           [
             ...columns(wanted, (w) => [w.event + 1, w.endpoint.id, w.id]),
             ...columns(events, ({ event }, i) => {
@@ -1077,17 +1094,16 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
         );
         const added = new Map<string, number>();
         const inserted = new Set<string>();
-        const attemptOf = new Map<string, string>();
+        const claimedNow = new Set<string>();
         for (const r of rows) {
           inserted.add(r.id);
           if (r.state === 'pending') added.set(r.event_id, (added.get(r.event_id) ?? 0) + 1);
-          if (r.attempt_id) attemptOf.set(r.id, r.attempt_id);
+          if (r.claim !== null) claimedNow.add(r.id);
         }
         const claimed: ClaimedDelivery[] = [];
         const queued: FannedOut['queued'] = [];
         for (const w of wanted) {
-          const attemptId = attemptOf.get(w.id);
-          if (attemptId === undefined || !handover) {
+          if (!claimedNow.has(w.id) || !handover) {
             if (!tooLarge[w.event] && inserted.has(w.id))
               queued.push({ endpointId: w.endpoint.id, orgId: w.endpoint.org_id });
             continue;
@@ -1103,7 +1119,6 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
             secrets: signingSecrets(w.endpoint, w.endpoint.id, now),
             attempt: 1,
             roundAttempt: 1,
-            attemptId,
             claim: handover.claim,
             startedAt: now,
             traceContext: trace,
