@@ -4,7 +4,8 @@
  * Rate: deliveries received ÷ (first delivery → last). Paired run by run with the undici + HMAC
  * ceiling sending the same kind of body to the same receivers with the same limits (Spool's
  * defaults). CPU per delivery: `spool dev`'s from the burst's first POST to the last arrival,
- * the burst's job creations included, over the deliveries that arrived.
+ * the burst's job creations included, over the deliveries that arrived. A burst of 100 jobs, not
+ * measured, warms the path up first and sizes the first measured burst.
  */
 
 import { WEBHOOK_DEFAULTS } from '../../services/webhooks/defaults.js';
@@ -44,8 +45,14 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     duplicates: [] as number[],
     missing: [] as number[],
   };
-  // The first run's burst is a guess; later ones last about a run's length at the rate seen.
-  let jobs = 100;
+  // Each burst lasts about a run's length at the rate of the one before.
+  const sized = (rate: number) =>
+    Math.min(1_000, Math.max(50, Math.round((rate * (runMs / 1000)) / ENDPOINTS_PER_ORG)));
+  ctx.log('fan-out: warming up');
+  await checks.quiesce();
+  const warm = await burst(ctx, orgs, 100);
+  let jobs = sized(warm.rate);
+  await checks.quiesce();
   for (let run = 1; run <= ctx.options.repeats; run++) {
     const ceiling = await ctx.ceilings.call('undiciHmacRate', {
       urls,
@@ -57,20 +64,9 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     await checks.quiesce();
     const cpu = startCpuMeter(ctx.servers.spoolPid);
     const machineCpu = startMachineCpuMeter(devParts(ctx.servers));
-    const burst = await load.call('burst', { target: orgs.fanout, count: jobs, concurrency: 16 });
-    const ok = burst.jobs.filter((j) => j.id).length;
-    const expected = ok * ENDPOINTS_PER_ORG;
-    const arrivals = await load.call('collect', {
-      path: PATHS.fanout,
-      count: expected,
-      timeoutMs: SETTLE_MS,
-    });
+    const { ok, expected, arrivals, rate } = await burst(ctx, orgs, jobs);
     const cpuMs = cpu.perItemMs(arrivals.length);
     const split = machineCpu.perItem(arrivals.length);
-    const times = arrivals.map((a) => a.at).sort((a, b) => a - b);
-    const first = times[0] ?? 0;
-    const last = times[times.length - 1] ?? 0;
-    const rate = arrivals.length / Math.max(0.001, (last - first) / 1000);
     const unique = new Set(arrivals.map((a) => a.deliveryId)).size;
     rows.ceiling.push(ceiling.rate);
     rows.rate.push(rate);
@@ -84,7 +80,7 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
       `fan-out ${run}: ${rate.toFixed(0)} deliveries/s, ${cpuMs.toFixed(3)} ms of Spool CPU each (${arrivals.length} of ${expected} for ${ok} jobs, ` +
         `${arrivals.length - unique} duplicates; ${splitText(split)}); undici + HMAC ${ceiling.rate.toFixed(0)} req/s`,
     );
-    jobs = Math.min(1_000, Math.max(50, Math.round((rate * (runMs / 1000)) / ENDPOINTS_PER_ORG)));
+    jobs = sized(rate);
     await checks.quiesce();
   }
   const complete = rows.missing.every((m) => m === 0);
@@ -117,4 +113,21 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
     rates: rows.ceiling.map((rate) => 0.5 * rate),
   });
   return { figures: [f, cpuFigure, machineFigure], details: rows };
+}
+
+/** Posts `count` jobs to the fan-out organization and waits for their deliveries to arrive. */
+async function burst(ctx: Context, orgs: Orgs, count: number) {
+  const posted = await ctx.load.call('burst', { target: orgs.fanout, count, concurrency: 16 });
+  const ok = posted.jobs.filter((j) => j.id).length;
+  const expected = ok * ENDPOINTS_PER_ORG;
+  const arrivals = await ctx.load.call('collect', {
+    path: PATHS.fanout,
+    count: expected,
+    timeoutMs: SETTLE_MS,
+  });
+  const times = arrivals.map((a) => a.at).sort((a, b) => a - b);
+  const first = times[0] ?? 0;
+  const last = times[times.length - 1] ?? 0;
+  const rate = arrivals.length / Math.max(0.001, (last - first) / 1000);
+  return { ok, expected, arrivals, rate };
 }
