@@ -47,8 +47,8 @@ function event(orgId: string, clock: ManualClock): SpoolEvent {
   };
 }
 
-/** A round's claim of everything due, as a worker with room makes it. */
-function claimAll(clock: ManualClock): ClaimInput {
+/** A round's claim of everything due of the organization, as a worker with room makes it. */
+function claimAll(clock: ManualClock, orgId: string): ClaimInput {
   const now = clock.now();
   return {
     now,
@@ -56,7 +56,7 @@ function claimAll(clock: ManualClock): ClaimInput {
     limit: 10,
     exclude: [],
     excludeOrgs: [],
-    pick: (candidates) => candidates.map((c) => c.id),
+    pick: (candidates) => candidates.filter((c) => c.orgId === orgId).map((c) => c.id),
     maxAttempts: 8,
     expectWork: true,
   };
@@ -90,67 +90,109 @@ async function attemptsLogged(
   }));
 }
 
-test('an attempt in flight, abandoned by a lapsed claim, then recorded late: each number logged once with what happened', async (t) => {
-  const clock = new ManualClock();
-  const store = createWebhookStore(t.context.pool, clock, createSecretBox(randomBytes(32)));
-  const orgId = randomUUID();
-  const endpoint = await store.createEndpoint({
-    orgId,
-    url: 'https://receiver.invalid/hooks',
-    events: ['job.created'],
-    description: '',
-    secret: generateSecret(),
-  });
+test.serial(
+  'an attempt in flight, abandoned by a lapsed claim, then recorded late: each number logged once with what happened',
+  async (t) => {
+    const clock = new ManualClock();
+    const store = createWebhookStore(t.context.pool, clock, createSecretBox(randomBytes(32)));
+    const orgId = randomUUID();
+    const endpoint = await store.createEndpoint({
+      orgId,
+      url: 'https://receiver.invalid/hooks',
+      events: ['job.created'],
+      description: '',
+      secret: generateSecret(),
+    });
 
-  // The fan-out hands the delivery over claimed: its first attempt is on the wire.
-  const now = clock.now();
-  const fanned = await store.fanOut([{ event: event(orgId, clock), trace: {} }], 1 << 20, {
-    now,
-    leaseUntil: new Date(now.getTime() + LEASE_MS),
-    claim: randomUUID(),
-    pick: (candidates) => candidates.map((c) => c.id),
-  });
-  const first = fanned.claimed[0] as ClaimedDelivery;
-  t.is(fanned.claimed.length, 1);
-  t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
-    { number: 1, outcome: 'in_flight', statusCode: 0 },
-  ]);
+    // The fan-out hands the delivery over claimed: its first attempt is on the wire.
+    const now = clock.now();
+    const fanned = await store.fanOut([{ event: event(orgId, clock), trace: {} }], 1 << 20, {
+      now,
+      leaseUntil: new Date(now.getTime() + LEASE_MS),
+      claim: randomUUID(),
+      pick: (candidates) => candidates.map((c) => c.id),
+    });
+    const first = fanned.claimed[0] as ClaimedDelivery;
+    t.is(fanned.claimed.length, 1);
+    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+      { number: 1, outcome: 'in_flight', statusCode: 0 },
+    ]);
 
-  // Its worker says nothing for longer than the lease: the next claim logs it abandoned.
-  clock.advance(LEASE_MS + 1);
-  const record = { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER };
-  const round = await store.recordAndClaim([], record, claimAll(clock));
-  const second = round.claimed[0] as ClaimedDelivery;
-  t.is(round.claimed.length, 1);
-  t.is(second.attempt, 2);
-  t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
-    { number: 1, outcome: 'abandoned', statusCode: 0 },
-    { number: 2, outcome: 'in_flight', statusCode: 0 },
-  ]);
+    // Its worker says nothing for longer than the lease: the next claim logs it abandoned.
+    clock.advance(LEASE_MS + 1);
+    const record = { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER };
+    const round = await store.recordAndClaim([], record, claimAll(clock, orgId));
+    const second = round.claimed[0] as ClaimedDelivery;
+    t.is(round.claimed.length, 1);
+    t.is(second.attempt, 2);
+    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+      { number: 1, outcome: 'abandoned', statusCode: 0 },
+      { number: 2, outcome: 'in_flight', statusCode: 0 },
+    ]);
 
-  // The first worker was only slow: its outcome replaces the abandoned one, and the delivery
-  // stays with the claim that holds it now.
-  const late = await store.recordAndClaim(
-    [{ claimed: first, result: answered(200), retryAt: undefined }],
-    { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
-    undefined,
-  );
-  t.deepEqual(late.recorded, ['lost']);
-  t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
-    { number: 1, outcome: 'succeeded', statusCode: 200 },
-    { number: 2, outcome: 'in_flight', statusCode: 0 },
-  ]);
+    // The first worker was only slow: its outcome replaces the abandoned one, and the delivery
+    // stays with the claim that holds it now.
+    const late = await store.recordAndClaim(
+      [{ claimed: first, result: answered(200), retryAt: undefined }],
+      { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
+      undefined,
+    );
+    t.deepEqual(late.recorded, ['lost']);
+    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+      { number: 1, outcome: 'succeeded', statusCode: 200 },
+      { number: 2, outcome: 'in_flight', statusCode: 0 },
+    ]);
 
-  // The second attempt fails and is retried later.
-  const retryAt = new Date(clock.now().getTime() + 30_000);
-  const failed = await store.recordAndClaim(
-    [{ claimed: second, result: answered(503), retryAt }],
-    { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
-    undefined,
-  );
-  t.deepEqual(failed.recorded, ['retry']);
-  t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
-    { number: 1, outcome: 'succeeded', statusCode: 200 },
-    { number: 2, outcome: 'failed', statusCode: 503 },
-  ]);
-});
+    // The second attempt fails and is retried later.
+    const retryAt = new Date(clock.now().getTime() + 30_000);
+    const failed = await store.recordAndClaim(
+      [{ claimed: second, result: answered(503), retryAt }],
+      { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
+      undefined,
+    );
+    t.deepEqual(failed.recorded, ['retry']);
+    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+      { number: 1, outcome: 'succeeded', statusCode: 200 },
+      { number: 2, outcome: 'failed', statusCode: 503 },
+    ]);
+  },
+);
+
+test.serial(
+  'an outcome that comes in after its endpoint was deleted leaves nothing of the delivery behind',
+  async (t) => {
+    const clock = new ManualClock();
+    const store = createWebhookStore(t.context.pool, clock, createSecretBox(randomBytes(32)));
+    const orgId = randomUUID();
+    const endpoint = await store.createEndpoint({
+      orgId,
+      url: 'https://receiver.invalid/hooks',
+      events: ['job.created'],
+      description: '',
+      secret: generateSecret(),
+    });
+    const now = clock.now();
+    const fanned = await store.fanOut([{ event: event(orgId, clock), trace: {} }], 1 << 20, {
+      now,
+      leaseUntil: new Date(now.getTime() + LEASE_MS),
+      claim: randomUUID(),
+      pick: (candidates) => candidates.map((c) => c.id),
+    });
+    const sent = fanned.claimed[0] as ClaimedDelivery;
+
+    // Deleted while its attempt is on the wire; the answer comes in afterwards.
+    await store.deleteEndpoint(orgId, endpoint.id);
+    const late = await store.recordAndClaim(
+      [{ claimed: sent, result: answered(200), retryAt: undefined }],
+      { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
+      undefined,
+    );
+    t.deepEqual(late.recorded, ['lost']);
+    const { rows } = await t.context.pool.query<{ n: string }>(
+      `SELECT (SELECT count(*) FROM webhook_attempts WHERE org_id = $1)
+       + (SELECT count(*) FROM webhook_deliveries WHERE org_id = $1) AS n`,
+      [orgId],
+    );
+    t.is(Number(rows[0]?.n), 0, 'no row of the deleted endpoint’s delivery is left');
+  },
+);

@@ -569,7 +569,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
     const { now } = input;
     // The outcomes' writes and the read of their endpoints go out together, in one round trip. An
     // attempt's row is written once, with its outcome; a later claim may have found the claim
-    // lapsed and written it `abandoned`, which the outcome, now known, replaces.
+    // lapsed and written it `abandoned`, which the outcome, now known, replaces. A delivery
+    // deleted meanwhile (with its endpoint, or its organization) gets no row.
     const attemptsWritten = tx.query(
       `INSERT INTO webhook_attempts
          (id, org_id, delivery_id, number, started_at, outcome, status_code, error, duration_ms,
@@ -578,6 +579,8 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
            $4::TIMESTAMPTZ[], $5::TEXT[], $6::INT[], $7::TEXT[], $8::INT[], $9::TEXT[])
          AS v (org_id, delivery_id, number, started_at, outcome, status_code, error, duration_ms,
            response_body)
+       WHERE EXISTS (SELECT 1 FROM webhook_deliveries AS d
+         WHERE d.org_id = v.org_id AND d.id = v.delivery_id)
        ON CONFLICT (delivery_id, number) DO UPDATE SET outcome = excluded.outcome,
          status_code = excluded.status_code, error = excluded.error,
          duration_ms = excluded.duration_ms, response_body = excluded.response_body`,
