@@ -62,3 +62,21 @@ test.serial(
     t.is(new Set(fastReceiver.requests.map((q) => q.delivery)).size, events.length, 'none twice');
   },
 );
+
+test.serial(
+  'attempts waiting for a slot to an endpoint that is deleted are not sent; the one on the wire is',
+  async (t) => {
+    const { sys, nc } = t.context;
+    const worker = sys.system.webhooks.worker;
+    const slow = await gatedEndpoint(t);
+    await publishJobEvents(nc, slow.orgId, 5);
+    await heldInStream(nc, 0);
+    // The receiver holds the first request; the next waits in the worker for its slot, and the
+    // rest wait in the database.
+    await slow.receiver.until((r) => r.length === 1);
+    await slow.hooks.remove(slow.endpoint.id);
+    slow.open();
+    await worker.runDue();
+    t.is(slow.receiver.requests.length, 1, 'only the attempt already on the wire reached it');
+  },
+);

@@ -140,6 +140,11 @@ export function followEndpointChanges(
   nc: NatsConnection,
   index: EndpointIndex,
   logger: Logger,
+  /**
+   * Told of each organization whose endpoints changed, through any replica; a change made through
+   * this one is announced once what it returns has settled.
+   */
+  onChanged: (orgId: string) => Promise<void> | void = () => {},
 ): { changed(orgId: string): Promise<void>; stop(): void } {
   // A callback runs as the message is read, before any message read after it is handled.
   const sub = nc.subscribe(subjects.anyWebhookEndpointsChanged, {
@@ -150,14 +155,19 @@ export function followEndpointChanges(
         return;
       }
       const orgId = msg.subject.split('.')[1];
-      if (orgId) index.invalidate(orgId);
-      else index.clear();
+      if (orgId) {
+        index.invalidate(orgId);
+        void onChanged(orgId);
+      } else {
+        index.clear();
+      }
     },
   });
   const stopWatching = onConnectionLost(nc, () => index.clear());
   return {
     async changed(orgId) {
       index.invalidate(orgId);
+      await onChanged(orgId);
       try {
         nc.publish(subjects.webhookEndpointsChanged(orgId));
         let timer: NodeJS.Timeout | undefined;

@@ -101,8 +101,16 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     load: (orgId) => store.enabledEndpointEvents(orgId),
     clock: deps.clock,
   });
-  const endpointChanges = followEndpointChanges(deps.nc, index, logger);
-  const worker = new DeliveryWorker({
+  // Attempts waiting for a slot to an endpoint deleted through this replica are dropped before
+  // the deletion is answered; through another, once its notice arrives.
+  const endpointChanges = followEndpointChanges(deps.nc, index, logger, (orgId) =>
+    worker
+      .endpointsChanged(orgId, () => store.endpointIds(orgId))
+      .catch((err: unknown) =>
+        logger.warn({ err, orgId }, 'could not check the attempts waiting for changed endpoints'),
+      ),
+  );
+  const worker: DeliveryWorker = new DeliveryWorker({
     store,
     sender,
     clock: deps.clock,

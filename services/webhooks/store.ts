@@ -993,6 +993,15 @@ export function createWebhookStore(pool: pg.Pool, clock: Clock, box: SecretBox) 
       });
     },
 
+    /** The ids of the organization's endpoints, enabled or not. */
+    async endpointIds(orgId: string): Promise<Set<string>> {
+      const { rows } = await pool.query<{ id: string }>(
+        'SELECT id FROM webhook_endpoints WHERE org_id = $1',
+        [orgId],
+      );
+      return new Set(rows.map((r) => r.id));
+    },
+
     /** The event types each enabled endpoint of the organization chose: the fan-out's index. */
     async enabledEndpointEvents(orgId: string): Promise<string[][]> {
       const { rows } = await pool.query<{ events: string[] }>(

@@ -411,6 +411,37 @@ export class DeliveryWorker {
     return { handover, settle };
   }
 
+  /**
+   * The organization's endpoints changed: the attempts waiting here for a slot to an endpoint
+   * deleted since (its deliveries with it) are dropped rather than sent. Those already on the wire
+   * cannot be called back. `endpointsNow` reads the organization's endpoints; an endpoint created
+   * while it reads has nothing waiting here, so only endpoints that had are looked for.
+   */
+  async endpointsChanged(
+    orgId: string,
+    endpointsNow: () => Promise<ReadonlySet<string>>,
+  ): Promise<void> {
+    const waiting = new Set(this.#ready.filter((c) => c.orgId === orgId).map((c) => c.endpointId));
+    if (waiting.size === 0) return;
+    const current = await endpointsNow();
+    const gone = new Set([...waiting].filter((id) => !current.has(id)));
+    if (gone.size === 0) return;
+    const dropped = this.#ready.filter((c) => c.orgId === orgId && gone.has(c.endpointId));
+    if (dropped.length === 0) return;
+    this.#ready = this.#ready.filter((c) => !(c.orgId === orgId && gone.has(c.endpointId)));
+    for (const c of dropped) {
+      this.#readyOf.remove(c);
+      this.#unrecorded--;
+    }
+    for (const resolve of this.#settled.splice(0)) resolve();
+    this.#options.logger.info(
+      { org_id: orgId, endpoints: [...gone], attempts: dropped.length },
+      'webhook attempts waiting for deleted endpoints dropped',
+    );
+    this.#admitWaiting();
+    this.kick();
+  }
+
   /** Takes back what a hand-over promised to the endpoints listed (one entry per delivery). */
   #unpromise(targets: readonly Target[]): void {
     for (const t of targets) {
