@@ -35,15 +35,18 @@ export interface AgentFileConfig {
 }
 
 /** A configuration file that cannot be used; the message names each bad line and key. */
+/** `head: problem`, or `head:` and the problems as a list under it. */
+export function problemList(head: string, problems: readonly string[]): string {
+  return problems.length === 1
+    ? `${head}: ${problems[0]}`
+    : `${head}:\n${problems.map((p) => `  - ${p}`).join('\n')}`;
+}
+
 export class AgentConfigError extends Error {
   readonly problems: string[];
 
   constructor(path: string, problems: string[]) {
-    super(
-      problems.length === 1
-        ? `${path}: ${problems[0]}`
-        : `${path}:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
-    );
+    super(problemList(path, problems));
     this.name = 'AgentConfigError';
     this.problems = problems;
   }

@@ -19,10 +19,12 @@ import {
   defaultStateDir,
   type LogLevel,
   loadAgentConfig,
+  problemList,
   TOKEN_CREDENTIAL,
 } from '../agent/config.js';
 import type { Agent } from '../agent/index.js';
 import { JOURNAL_FILE } from '../agent/journal.js';
+import { serverProblems } from '../agent/link.js';
 import { prettyDestination } from '../agent/log-format.js';
 import { ALL_CUPS_QUEUES, type PrinterSpec, parsePrinterSpec } from '../agent/printer-spec.js';
 import { PrinterSet } from '../agent/printers.js';
@@ -177,23 +179,31 @@ function agentLogger(s: Settings): Logger {
 export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void> {
   const s = await settings(flags, env);
   const logger = agentLogger(s);
+  await refuseOldStateDir(flags, s);
+  // What is missing or wrong is said all at once, not one problem a start.
+  const problems: string[] = [];
   const server = flags.server ?? s.file?.server;
   if (!server) {
-    throw new Error(
+    problems.push(
       'give the server address: server = "HOST:PORT" in the configuration file, or --server',
     );
+  } else if (flags.server !== undefined) {
+    // The file's own server was checked with the rest of the file.
+    problems.push(...serverProblems(flags.server));
   }
-  await refuseOldStateDir(flags, s);
   const device = await deviceToken(flags, s, logger);
   if (!device) {
-    throw new Error(
+    problems.push(
       'give the station token: token_file (or token) in the configuration file, or SPOOL_DEVICE_TOKEN',
     );
   }
   if (s.printers.length === 0) {
-    throw new Error(
+    problems.push(
       'give at least one printer: a [printers] table in the configuration file, or --printer NAME=BACKEND',
     );
+  }
+  if (!server || !device || problems.length > 0) {
+    throw new Error(problemList('the agent cannot start', problems));
   }
   const tls = flags.tls || flags.ca !== undefined || s.file?.tls?.enabled === true;
   const caFile = flags.ca ?? s.file?.tls?.ca;

@@ -233,6 +233,23 @@ test('a bad configuration file stops the agent before it starts, naming the line
   t.regex(result.stderr, new RegExp(`${config}: line 3: printers.desk: invalid printer`));
 });
 
+test('an agent started without a token or printers, and with a port-less --server, is told all three at once', async (t) => {
+  const dir = await tempDir('spool-agent-config-');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  // A configuration file that sets nothing, so no file on the machine is read.
+  const config = join(dir, 'agent.toml');
+  await writeFile(config, '');
+  const result = await runSpool(
+    ['agent', '--server', 'spool.example.com', '--state-dir', join(dir, 'state')],
+    { SPOOL_AGENT_CONFIG: config },
+  );
+  t.is(result.code, 1);
+  t.regex(result.stderr, /the agent cannot start:\n/);
+  t.regex(result.stderr, /\n {2}- server "spool\.example\.com" has no port: give HOST:PORT/);
+  t.regex(result.stderr, /\n {2}- give the station token: token_file \(or token\)/);
+  t.regex(result.stderr, /\n {2}- give at least one printer: a \[printers\] table/);
+});
+
 test('systemd accepts the unit, and rates its exposure low', async (t) => {
   const analyze = await runProcess('/bin/sh', ['-c', 'command -v systemd-analyze'], {
     PATH: process.env.PATH ?? '',
