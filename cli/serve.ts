@@ -8,7 +8,13 @@ import { createGateway } from '../gateway/index.js';
 import { AccountsServiceClient } from '../gen/spool/v1/accounts.js';
 import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
-import { type BusLayout, connectBus, ensureStreams, type NatsConnection } from '../lib/bus.js';
+import {
+  type BusLayout,
+  closeBus,
+  connectBus,
+  ensureStreams,
+  type NatsConnection,
+} from '../lib/bus.js';
 import { systemClock } from '../lib/clock.js';
 import { type Env, readConfig } from '../lib/config.js';
 import { createPool, type Pool } from '../lib/db.js';
@@ -154,7 +160,7 @@ async function serveService(
     await part.beforeShutdown?.();
     await grpc.shutdown(config.shutdownGraceMs);
     await part.stop();
-    await nc.drain();
+    await closeBus(nc);
     await pool.end();
     metricsServer?.server.close();
     await telemetry().shutdown();
@@ -231,7 +237,7 @@ async function serveGateway(env: Env): Promise<void> {
     metricsServer?.server.close();
     closeBackends(backends);
     for (const client of Object.values(health)) client.close();
-    await nc.drain();
+    await closeBus(nc);
     await telemetry().shutdown();
   });
 }

@@ -14,6 +14,7 @@ import { JobsServiceClient } from '../gen/spool/v1/jobs.js';
 import { StationsServiceClient } from '../gen/spool/v1/stations.js';
 import {
   type BusLayout,
+  closeBus,
   connectBus,
   ensureStreams,
   type NatsConnection,
@@ -74,6 +75,8 @@ export interface SystemOptions {
   sweepIntervalMs?: number;
   /** How often the stations replica says it is alive; tests call its beat and set this high. */
   replicaBeatMs?: number;
+  /** How long a station link tries a report NATS refuses before it asks about other replicas. */
+  reportRetryMs?: number;
   settingsTtlMs?: number;
   /** Public requests a client address may make a minute (default 30). */
   publicRateLimit?: number;
@@ -184,6 +187,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     clock,
     jobs: jobsClient,
     ...(options.replicaBeatMs === undefined ? {} : { replicaBeatMs: options.replicaBeatMs }),
+    ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
   });
   const webhooks = await createWebhooks({
     pool,
@@ -264,7 +268,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
           await gateway.close(1_000);
           closeBackends(backends);
           health.close();
-          await gatewayNc.drain();
+          await closeBus(gatewayNc);
         },
       };
       replicas.add(replica);
@@ -283,7 +287,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
       jobsClient.close();
       stationsClient.close();
       accountsClient.close();
-      await nc.drain();
+      await closeBus(nc);
       await pool.end();
     },
   };

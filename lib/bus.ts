@@ -158,6 +158,20 @@ export function onConnectionLost(nc: NatsConnection, lost: (back: boolean) => vo
   };
 }
 
+/**
+ * Ends a connection at shutdown: drains it (what was published reaches the server, subscriptions
+ * end after their messages in hand), or, when NATS is away and there is nothing to drain to,
+ * closes it, so that stopping during an outage does not fail.
+ */
+export async function closeBus(nc: NatsConnection): Promise<void> {
+  if (nc.isClosed()) return;
+  try {
+    await nc.drain();
+  } catch {
+    await nc.close();
+  }
+}
+
 /** Connections made by {@link connectBus}: whether each is up, as its status events last said. */
 const connectionUp = new WeakMap<NatsConnection, { up: boolean }>();
 

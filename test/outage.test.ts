@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import pg from 'pg';
 import { SCOPES } from '../lib/credentials.js';
+import { createLogger } from '../lib/logger.js';
 import { isTransient, retryTransient } from '../lib/transient.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import { healthStatus } from './helpers/replicas.js';
@@ -11,6 +12,7 @@ import {
   createOrg,
   createStation,
   eventually,
+  OPERATOR_TOKEN,
   startTestSystem,
 } from './helpers/system.js';
 
@@ -125,6 +127,66 @@ test('while NATS is away the gateway is not ready, the services not serving and 
   await eventually(ready, (status) => status === 200, 15_000);
   await eventually(serving, (status) => status === 'SERVING', 15_000);
   t.is(await delivery(), 'operational');
+});
+
+test('a station link whose reports NATS cannot store stays open while no stations replica can store them, and ends once another can', async (t) => {
+  const lines: Array<{ msg: string }> = [];
+  const logger = createLogger(
+    { level: 'info', name: 'outage' },
+    { write: (l) => lines.push(JSON.parse(l)) },
+  );
+  const sys = await startTestSystem({ reportRetryMs: 200, logger });
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const station = await createStation(sys.url, orgId);
+  const link = await connectLink(sys.linkAddress, station.token, [printer('front')]);
+  t.teardown(() => link.close());
+  let ended = false;
+  void link.ended.then(() => {
+    ended = true;
+  });
+  const logged = (msg: RegExp) => lines.filter((l) => msg.test(l.msg)).length;
+  const waiting = /^NATS does not store the station's reports, for no stations replica/;
+
+  // NATS goes away for every replica (this one is the only one): the report waits, the link stays.
+  sys.nats.kill();
+  const first = randomUUID();
+  link.send({ result: { jobId: first, attempt: 1, printed: true, detail: '' } });
+  await eventually(
+    async () => logged(waiting),
+    (n) => n === 1,
+    30_000,
+  );
+  t.false(ended, 'the link stayed open');
+  await sys.nats.restart();
+  await link.until(
+    () => link.accepted.some((a) => a.jobId === first && a.kind === 'result'),
+    30_000,
+  );
+  t.false(ended, 'the link stayed open');
+  const online = await call<{ station: { online: boolean } }>(
+    sys.url,
+    'GET',
+    `/admin/v1/orgs/${orgId}/stations/${station.id}`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.true(online.body.station.online, 'the station never read offline');
+
+  // Another replica, alive, can store reports: a report NATS refuses ends the link, for the agent
+  // to link there.
+  const db = new pg.Client({ connectionString: sys.db.url });
+  await db.connect();
+  t.teardown(() => db.end());
+  await db.query(
+    'INSERT INTO station_replicas (id, seen_at, takes_reports) VALUES ($1, $2, true)',
+    [randomUUID(), sys.clock.now()],
+  );
+  sys.nats.kill();
+  link.send({ result: { jobId: randomUUID(), attempt: 1, printed: true, detail: '' } });
+  const err = await link.ended;
+  t.is(err?.code, 14, 'UNAVAILABLE: the agent links again');
+  t.is(logged(waiting), 1);
+  await sys.nats.restart();
 });
 
 test('errors of a database or NATS that is away are transient; a bug is not', (t) => {

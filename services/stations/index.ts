@@ -22,7 +22,7 @@ import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { StreamPublisher } from '../../lib/stream-publisher.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
-import { ReplicaWatch } from './replicas.js';
+import { ReplicaWatch, ReportsHealth } from './replicas.js';
 import { createStationsServer } from './server.js';
 import { createStationStore, OUTBOX_TABLE } from './store.js';
 
@@ -57,6 +57,8 @@ export interface StationsDeps {
   receivedHoldMs?: number;
   /** How often the replica says it is alive (default `REPLICA_BEAT_MS`). */
   replicaBeatMs?: number;
+  /** How long a link tries a report NATS refuses before it asks about other replicas. */
+  reportRetryMs?: number;
 }
 
 export interface StationsPart {
@@ -77,10 +79,12 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const store = createStationStore(deps.pool, deps.clock, (rows) => relay.send(rows));
   const publisher = new StreamPublisher(deps.nc);
+  const reports = new ReportsHealth(deps.nc);
   const replica = new ReplicaWatch({
     store,
     clock: deps.clock,
     logger,
+    takesReports: () => reports.ok,
     ...(deps.replicaBeatMs === undefined ? {} : { beatMs: deps.replicaBeatMs }),
   });
   const links = createLinkRegistry({
@@ -93,6 +97,12 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     jobs: deps.jobs,
     logger,
     ...(deps.receivedHoldMs === undefined ? {} : { receivedHoldMs: deps.receivedHoldMs }),
+    reports: {
+      stored: () => reports.stored(),
+      refused: () => reports.refused(),
+      elsewhere: () => replica.anotherTakesReports(),
+    },
+    ...(deps.reportRetryMs === undefined ? {} : { reportRetryMs: deps.reportRetryMs }),
   });
   relay.start();
   replica.start();
@@ -125,6 +135,7 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     relay,
     async stop() {
       replica.stop();
+      reports.stop();
       links.closeAll();
       await relay.stop();
       publisher.close();

@@ -39,7 +39,7 @@ import {
   traceCarrier,
   tracing,
 } from '../../lib/tracing.js';
-import { retryTransient } from '../../lib/transient.js';
+import { isTransient, retryTransient } from '../../lib/transient.js';
 import type { StationReport } from '../jobs/reports.js';
 import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
 import type { LinkStation, StationStore } from './store.js';
@@ -68,8 +68,12 @@ const HELLO_TIMEOUT_MS = 10_000;
  */
 export const RECEIVED_HOLD_MS = 10;
 
-/** How long a report is tried again while its stream cannot take it, before the link closes. */
-const REPORT_RETRY_MS = 30_000;
+/**
+ * How long a report is tried again while its stream cannot take it before the link closes, for
+ * its agent to link again to a replica that can; while no other replica can either, the link
+ * stays open and the report is tried again for this long once more, and so on.
+ */
+export const REPORT_RETRY_MS = 30_000;
 
 /**
  * The longest wait between two tries of a report: a stream whose leader went away elects another
@@ -119,6 +123,18 @@ export interface LinkDeps {
    * `RECEIVED_HOLD_MS`; 0 sends each at once).
    */
   receivedHoldMs?: number;
+  /**
+   * Told whether each report was stored, and asked, when one could not be for `reportRetryMs`,
+   * whether another replica could store it: the link then ends, for its agent to link there. By
+   * default, the link ends.
+   */
+  reports?: {
+    stored(): void;
+    refused(): void;
+    elsewhere(): Promise<boolean>;
+  };
+  /** Default {@link REPORT_RETRY_MS}. */
+  reportRetryMs?: number;
 }
 
 type Call = ServerDuplexStream<AgentMessage, ServerMessage>;
@@ -375,6 +391,8 @@ class Session {
   /** Failed re-reads in a row, and the timer of the next try. */
   #resyncFailures = 0;
   #resyncRetry: NodeJS.Timeout | undefined;
+  /** A report waits for NATS, which no replica reaches: said once in the log, until one is stored. */
+  #reportsWaiting = false;
 
   constructor(call: Call, deps: LinkDeps, rereads: Rereads, onClosed: () => void) {
     this.#call = call;
@@ -809,28 +827,64 @@ class Session {
       clearTimeout(held.timer);
       this.#heldReceived.delete(key);
     }
-    // A stream electing a new leader (a NATS server went away) refuses publishes for a few
-    // seconds: the report is published again (the same message id, stored once) rather than the
-    // link closed, so the station's reports are accepted as soon as the stream takes them.
-    await retryTransient(
-      () => {
-        if (this.#closed) throw new Error('link closed');
-        return context.with(contextFrom(body.traceContext), () =>
-          this.#report({
-            kind,
-            job_id: body.jobId,
-            attempt: body.attempt,
-            ...(result ? { printed: result.printed, detail: result.detail } : {}),
-            ...(held ? { received: true } : {}),
-          }),
-        );
-      },
-      { timeoutMs: REPORT_RETRY_MS, maxWaitMs: REPORT_RETRY_WAIT_MS },
+    await this.#storeReport(() =>
+      context.with(contextFrom(body.traceContext), () =>
+        this.#report({
+          kind,
+          job_id: body.jobId,
+          attempt: body.attempt,
+          ...(result ? { printed: result.printed, detail: result.detail } : {}),
+          ...(held ? { received: true } : {}),
+        }),
+      ),
     );
     const { jobId, attempt } = body;
     if (result) this.#unfinished.delete(key);
     if (held) this.#enqueueSend({ accepted: { jobId, attempt, kind: 'received' } });
     this.#enqueueSend({ accepted: { jobId, attempt, kind } });
+  }
+
+  /**
+   * Publishes a report until JetStream stores it. A stream electing a new leader (a NATS server
+   * went away) refuses publishes for a few seconds: the report is published again (the same
+   * message id, stored once) rather than the link closed, so the station's reports are accepted
+   * as soon as the stream takes them. After `reportRetryMs` of refusals the link ends (the agent
+   * sends the report again on its next link) if another replica can store reports; if none can,
+   * NATS is away for all of them, and ending links would only take stations offline and back, so
+   * the report is tried on.
+   */
+  async #storeReport(publish: () => Promise<void>): Promise<void> {
+    const { reports } = this.#deps;
+    const timeoutMs = this.#deps.reportRetryMs ?? REPORT_RETRY_MS;
+    for (;;) {
+      try {
+        await retryTransient(
+          () => {
+            if (this.#closed) throw new Error('link closed');
+            return publish();
+          },
+          { timeoutMs, maxWaitMs: REPORT_RETRY_WAIT_MS },
+        );
+        reports?.stored();
+        if (this.#reportsWaiting) {
+          this.#reportsWaiting = false;
+          this.#logger.info("NATS stores the station's reports again");
+        }
+        return;
+      } catch (err) {
+        if (this.#closed || !isTransient(err)) throw err;
+        reports?.refused();
+        const elsewhere = reports ? await reports.elsewhere().catch(() => false) : true;
+        if (elsewhere) throw err;
+        if (!this.#reportsWaiting) {
+          this.#reportsWaiting = true;
+          this.#logger.warn(
+            { err },
+            "NATS does not store the station's reports, for no stations replica: the link stays open and they wait",
+          );
+        }
+      }
+    }
   }
 
   /** Publishes a report, continuing the active trace, and waits for JetStream to store it. */

@@ -12,9 +12,15 @@
  * the same transaction. A replica never heard from is not taken for lost. Should the sweeping
  * replica keep saying it is alive while its sweeps fail, nobody else sweeps until it stops. Times
  * come from the injected clock; tests call {@link ReplicaWatch.beat}.
+ *
+ * Each beat also says whether the replica can store its stations' reports in NATS now
+ * ({@link ReportsHealth}). A link whose report cannot be stored for a while ends, so that its agent
+ * links again, to a replica that can, only while another replica says it can: in a NATS outage
+ * that every replica shares, ending links would take stations offline and back for nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { type NatsConnection, natsConnected, onConnectionLost } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { OpenLink, StationStore } from './store.js';
@@ -37,8 +43,14 @@ const SWEEP_LIMIT = 1000;
 export interface ReplicaWatchOptions {
   store: Pick<
     StationStore,
-    'replicaSeen' | 'forgetReplicas' | 'linksOfLostReplicas' | 'linkClosed'
+    | 'replicaSeen'
+    | 'forgetReplicas'
+    | 'linksOfLostReplicas'
+    | 'linkClosed'
+    | 'anotherReplicaTakesReports'
   >;
+  /** Whether this replica can store its stations' reports now; yes unless given. */
+  takesReports?: () => boolean;
   clock: Clock;
   logger: Logger;
   /** Defaults to {@link REPLICA_BEAT_MS}; tests that call `beat` themselves make it long. */
@@ -56,6 +68,16 @@ export class ReplicaWatch {
 
   constructor(options: ReplicaWatchOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Whether another replica, alive, could store its stations' reports at its last beat: a link
+   * whose reports this one cannot store then ends, for its agent to link again.
+   */
+  anotherTakesReports(): Promise<boolean> {
+    const { store, clock } = this.#options;
+    const since = new Date(clock.now().getTime() - REPLICA_LOST_MS);
+    return store.anotherReplicaTakesReports(this.id, since);
   }
 
   /** A new link id of this replica's. */
@@ -94,7 +116,7 @@ export class ReplicaWatch {
     const { store, clock, logger } = this.#options;
     const now = clock.now();
     try {
-      await store.replicaSeen(this.id, now);
+      await store.replicaSeen(this.id, now, this.#options.takesReports?.() ?? true);
       await store.forgetReplicas(new Date(now.getTime() - REPLICA_FORGET_MS));
       const lost = await store.linksOfLostReplicas(
         this.id,
@@ -119,4 +141,37 @@ export class ReplicaWatch {
 /** The replicas the links were on. */
 function replicasOf(links: OpenLink[]): string[] {
   return [...new Set(links.map((l) => l.linkId.split(':')[0] as string))];
+}
+
+/**
+ * Whether this replica can store its stations' reports in NATS now: its connection is up, and the
+ * last report it tried to publish was stored (or the connection came back since it was not).
+ */
+export class ReportsHealth {
+  readonly #nc: NatsConnection;
+  #refused = false;
+  readonly #unwatch: () => void;
+
+  constructor(nc: NatsConnection) {
+    this.#nc = nc;
+    this.#unwatch = onConnectionLost(nc, (back) => {
+      if (back) this.#refused = false;
+    });
+  }
+
+  get ok(): boolean {
+    return natsConnected(this.#nc) && !this.#refused;
+  }
+
+  stored(): void {
+    this.#refused = false;
+  }
+
+  refused(): void {
+    this.#refused = true;
+  }
+
+  stop(): void {
+    this.#unwatch();
+  }
 }

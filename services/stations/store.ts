@@ -791,12 +791,26 @@ export function createStationStore(
     stationsByTokenHashes,
 
     /** Records that stations replica `id` is alive at `at`. */
-    async replicaSeen(id: string, at: Date): Promise<void> {
+    async replicaSeen(id: string, at: Date, takesReports = true): Promise<void> {
       await pool.query(
-        `INSERT INTO station_replicas (id, seen_at) VALUES ($1, $2)
-         ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`,
-        [id, at],
+        `INSERT INTO station_replicas (id, seen_at, takes_reports) VALUES ($1, $2, $3)
+         ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at,
+           takes_reports = excluded.takes_reports`,
+        [id, at, takesReports],
       );
+    },
+
+    /**
+     * Whether a replica other than `self`, heard from since `since`, could store its stations'
+     * reports at its last beat.
+     */
+    async anotherReplicaTakesReports(self: string, since: Date): Promise<boolean> {
+      const { rows } = await pool.query<{ found: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM station_replicas
+           WHERE id <> $1 AND seen_at >= $2 AND takes_reports) AS found`,
+        [self, since],
+      );
+      return rows[0]?.found === true;
     },
 
     /** Forgets the replicas not seen since `before`. */

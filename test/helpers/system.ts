@@ -48,6 +48,8 @@ export async function startTestSystem(
     logger?: Logger;
     /** Deadline of each call between the services (GRPC_DEADLINE_MS). */
     grpcDeadlineMs?: number;
+    /** How long a station link tries a report NATS refuses before it asks about other replicas. */
+    reportRetryMs?: number;
     /** The operator token(s) the gateway takes; OPERATOR_TOKEN unless given. */
     operatorToken?: OperatorToken;
   } = {},
@@ -73,6 +75,7 @@ export async function startTestSystem(
     ...(options.secureCookies === undefined ? {} : { secureCookies: options.secureCookies }),
     ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
     ...(options.grpcDeadlineMs === undefined ? {} : { grpcDeadlineMs: options.grpcDeadlineMs }),
+    ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
     webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.maxDocumentBytes === undefined
