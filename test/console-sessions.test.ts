@@ -148,6 +148,69 @@ test('sign-in attempts are limited per client address, whatever the accounts tri
   sys.clock.advance(15 * MINUTE);
 });
 
+test('accepting an invitation with an existing account’s password is limited as sign-in is, and counts toward it', async (t) => {
+  const { sys, orgId } = t.context;
+  await member(sys.url, orgId, 'viewer', 'guessed@example.com');
+  // Another organization's admin invites that email, and guesses its password through the link.
+  const elsewhere = await createOrg(sys.url, 'Elsewhere');
+  const invited = await invite(sys.url, elsewhere, 'guessed@example.com', 'viewer');
+  for (let i = 0; i < 10; i++) {
+    const res = await new Browser(sys.url).accept(invited.url, `a guessed password ${i}`);
+    const body = res.body as unknown as ErrorBody;
+    t.is(res.status, 401);
+    t.is(
+      body.error.message,
+      'wrong password: guessed@example.com has an account, and accepting needs its password',
+    );
+  }
+  // The eleventh try waits, the right password too, and so does signing in.
+  const limited = await new Browser(sys.url).accept(invited.url, PASSWORD);
+  t.is(limited.status, 429, 'even the right password waits');
+  t.is((limited.body as unknown as ErrorBody).error.code, 'rate_limited');
+  const retryAfter = Number(limited.headers.get('retry-after'));
+  t.true(retryAfter > 0 && retryAfter <= 15 * 60, String(retryAfter));
+  t.is((await new Browser(sys.url).signIn('guessed@example.com', PASSWORD)).status, 429);
+
+  sys.clock.advance(retryAfter * 1000);
+  const accepted = await new Browser(sys.url).accept(invited.url, PASSWORD);
+  t.is(accepted.status, 200);
+  t.deepEqual(
+    accepted.body.orgs.map((o) => o.name),
+    ['Acme Print', 'Elsewhere'],
+  );
+});
+
+test('failed accepts from one client address count toward its limit', async (t) => {
+  const { sys, orgId } = t.context;
+  const from = { 'x-forwarded-for': '203.0.113.99' };
+  for (let i = 0; i < 5; i++) {
+    await member(sys.url, orgId, 'viewer', `target-${i}@example.com`);
+    const invited = await invite(
+      sys.url,
+      await createOrg(sys.url, `Prober ${i}`),
+      `target-${i}@example.com`,
+      'viewer',
+    );
+    for (let j = 0; j < 10; j++) {
+      const res = await new Browser(sys.url).call(
+        'POST',
+        `/console/v1/invitations/${tokenOf(invited.url)}/accept`,
+        {
+          body: { password: `a guessed password ${j}` },
+          headers: from,
+        },
+      );
+      t.is(res.status, 401);
+    }
+  }
+  const limited = await new Browser(sys.url).call<ErrorBody>('POST', '/console/v1/sign-in', {
+    body: { email: 'target-0@example.com', password: PASSWORD },
+    headers: from,
+  });
+  t.is(limited.status, 429);
+  sys.clock.advance(15 * MINUTE);
+});
+
 test('a state-changing request with the cookie needs the CSRF token and a same-site Origin', async (t) => {
   const { sys, orgId } = t.context;
   const admin = await member(sys.url, orgId, 'admin');

@@ -188,6 +188,7 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
       tokenHash,
       displayName: req.display_name ?? '',
       password: req.password,
+      clientIp: ctx.ip,
     });
     signedInAnswer(ctx, res);
   });

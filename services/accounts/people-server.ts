@@ -133,6 +133,32 @@ export function createPeopleServer(deps: {
   const settings = { ...SESSION_DEFAULTS, ...deps.settings };
   const announced = () => deps.onAnnounced?.();
 
+  /**
+   * The sign-in limits (docs/console-api.md): refuses, `429 rate_limited` with the wait, while the
+   * account or the client address had too many failures in the window; else answers the subjects
+   * a failure now counts against, the account's first.
+   */
+  async function refuseWhileLimited(email: string, clientIp: string): Promise<string[]> {
+    const subjects = [`email:${email}`, ...(clientIp ? [`ip:${clientIp}`] : [])];
+    const waits = await Promise.all([
+      store.retryAfter(subjects[0] as string, settings.accountFailures, settings.failureWindowMs),
+      clientIp
+        ? store.retryAfter(subjects[1] as string, settings.ipFailures, settings.failureWindowMs)
+        : 0,
+    ]);
+    const wait = Math.max(...waits);
+    if (wait > 0) {
+      throw new SpoolError(
+        'rate_limited',
+        `too many failed sign-ins: try again in ${wait} seconds`,
+        {
+          retryAfter: wait,
+        },
+      );
+    }
+    return subjects;
+  }
+
   return {
     async renameOrg(req) {
       const name = req.name.trim();
@@ -199,11 +225,15 @@ export function createPeopleServer(deps: {
       const existing = await store.findPersonByEmail(invitation.email);
       let who: { existingId: string } | { displayName: string; passwordHash: string };
       if (existing) {
+        // The account's password, guessed here, counts as a sign-in does, in the same limits.
+        const subjects = await refuseWhileLimited(invitation.email, req.clientIp);
         if (!(await verifyPassword(password, existing.password_hash))) {
+          await store.recordFailure(subjects, settings.failureWindowMs);
           throw unauthorized(
-            'an account with this email exists: enter its password to accept the invitation',
+            `wrong password: ${invitation.email} has an account, and accepting needs its password`,
           );
         }
+        await store.clearFailures(subjects[0] as string);
         who = { existingId: existing.id };
       } else {
         const displayName = req.displayName.trim();
@@ -223,21 +253,7 @@ export function createPeopleServer(deps: {
 
     async signIn(req) {
       const email = req.email.trim().toLowerCase().slice(0, MAX_EMAIL_LENGTH);
-      const subjects = [`email:${email}`, ...(req.clientIp ? [`ip:${req.clientIp}`] : [])];
-      const waits = await Promise.all([
-        store.retryAfter(subjects[0] as string, settings.accountFailures, settings.failureWindowMs),
-        req.clientIp
-          ? store.retryAfter(subjects[1] as string, settings.ipFailures, settings.failureWindowMs)
-          : 0,
-      ]);
-      const wait = Math.max(...waits);
-      if (wait > 0) {
-        throw new SpoolError(
-          'rate_limited',
-          `too many failed sign-ins: try again in ${wait} seconds`,
-          { retryAfter: wait },
-        );
-      }
+      const subjects = await refuseWhileLimited(email, req.clientIp);
       const person =
         req.password.length <= PASSWORD_MAX_LENGTH
           ? await store.findPersonByEmail(email)
@@ -251,7 +267,7 @@ export function createPeopleServer(deps: {
         await store.recordFailure(subjects, settings.failureWindowMs);
         throw unauthorized(WRONG);
       }
-      await store.clearFailures(`email:${email}`);
+      await store.clearFailures(subjects[0] as string);
       const session = generateCredential('session');
       const sessionId = await store.createSession(person.id, hashCredential(session));
       return {

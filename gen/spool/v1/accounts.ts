@@ -359,7 +359,10 @@ export interface AcceptInvitationRequest {
   tokenHash: Buffer;
   /** Used for a new person; a person who exists keeps theirs. */
   displayName: string;
+  /** For a person who exists, checked as sign-in checks it, within the same limits. */
   password: string;
+  /** The client's address, for the per-address limit. */
+  clientIp: string;
 }
 
 export interface SignInRequest {
@@ -5369,7 +5372,7 @@ export const RevokeInvitationResponse: MessageFns<RevokeInvitationResponse> = {
 };
 
 function createBaseAcceptInvitationRequest(): AcceptInvitationRequest {
-  return { tokenHash: Buffer.alloc(0), displayName: "", password: "" };
+  return { tokenHash: Buffer.alloc(0), displayName: "", password: "", clientIp: "" };
 }
 
 export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
@@ -5382,6 +5385,9 @@ export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
     }
     if (message.password !== "") {
       writer.uint32(26).string(message.password);
+    }
+    if (message.clientIp !== "") {
+      writer.uint32(34).string(message.clientIp);
     }
     return writer;
   },
@@ -5423,6 +5429,14 @@ export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
             message.password = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.clientIp = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5448,6 +5462,11 @@ export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
         ? globalThis.String(object.display_name)
         : "",
       password: isSet(object.password) ? globalThis.String(object.password) : "",
+      clientIp: isSet(object.clientIp)
+        ? globalThis.String(object.clientIp)
+        : isSet(object.client_ip)
+        ? globalThis.String(object.client_ip)
+        : "",
     };
   },
 
@@ -5462,6 +5481,9 @@ export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
     if (message.password !== "") {
       obj.password = message.password;
     }
+    if (message.clientIp !== "") {
+      obj.clientIp = message.clientIp;
+    }
     return obj;
   },
 
@@ -5473,6 +5495,7 @@ export const AcceptInvitationRequest: MessageFns<AcceptInvitationRequest> = {
     message.tokenHash = object.tokenHash ?? Buffer.alloc(0);
     message.displayName = object.displayName ?? "";
     message.password = object.password ?? "";
+    message.clientIp = object.clientIp ?? "";
     return message;
   },
 };
@@ -7067,6 +7090,7 @@ export const AccountsServiceService = {
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
    * uses up the invitation and opens a session.
+   * For an email that has an account, its password, limited as sign-in is (RESOURCE_EXHAUSTED).
    */
   acceptInvitation: {
     path: "/spool.v1.AccountsService/AcceptInvitation" as const,
@@ -7201,6 +7225,7 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
    * uses up the invitation and opens a session.
+   * For an email that has an account, its password, limited as sign-in is (RESOURCE_EXHAUSTED).
    */
   acceptInvitation: handleUnaryCall<AcceptInvitationRequest, SignedIn>;
   /** Rate-limited per account and per client address (RESOURCE_EXHAUSTED with a retry delay). */
@@ -7555,6 +7580,7 @@ export interface AccountsServiceClient extends Client {
   /**
    * Creates the person (or, for an existing email, checks their password), adds the membership,
    * uses up the invitation and opens a session.
+   * For an email that has an account, its password, limited as sign-in is (RESOURCE_EXHAUSTED).
    */
   acceptInvitation(
     request: AcceptInvitationRequest,
