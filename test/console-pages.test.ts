@@ -617,3 +617,65 @@ test.serial(
     t.is(await page.getByRole('button', { name: 'Create key' }).count(), 0);
   },
 );
+
+test.serial(
+  'signing out while Spool cannot be reached says the person is still signed in',
+  async (t) => {
+    const page = await ownerPage();
+    await page.route('**/console/v1/sign-out', (route) => route.abort());
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByText(/You are still signed in: Spool could not be reached/).waitFor();
+    t.is(await page.getByRole('button', { name: 'Sign in' }).count(), 0);
+    // The session still works, as the page says; once Spool answers, signing out ends it.
+    t.is(await page.evaluate(async () => (await fetch('/console/v1/session')).status), 200);
+    await page.unroute('**/console/v1/sign-out');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    t.is(await page.evaluate(async () => (await fetch('/console/v1/session')).status), 401);
+  },
+);
+
+test.serial(
+  'a tab whose live stream is refused reads the session again: signed out in another tab, it shows the sign-in page',
+  async (t) => {
+    const first = await ownerPage('/jobs');
+    const second = await first.context().newPage();
+    await second.goto(`${org.sys.url}/console/jobs`);
+    await second.getByRole('heading', { name: 'Jobs', level: 1 }).waitFor();
+    await second.getByText('Live', { exact: true }).waitFor();
+
+    await first.getByRole('button', { name: 'Sign out' }).click();
+    await first.getByRole('button', { name: 'Sign in' }).waitFor();
+    // Nothing is clicked in the second tab: its stream ends, is refused, and it follows.
+    await second.getByRole('button', { name: 'Sign in' }).waitFor({ timeout: 20_000 });
+    await second.getByText('Your session ended; sign in again.').waitFor();
+    t.pass();
+  },
+);
+
+test.serial(
+  'a person removed from the organization while its jobs page is open is shown that, not the old list',
+  async (t) => {
+    const email = 'removed@example.com';
+    const removed = await member(org.sys.url, org.orgId, 'viewer', email);
+    const admin = await member(org.sys.url, org.orgId, 'admin');
+    await queuedJob('Seen by the removed viewer');
+    const page = await newPage();
+    await page.goto(`${org.sys.url}/console/`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('(viewer)').waitFor();
+    await page.goto(`${org.sys.url}/console/jobs`);
+    await page.getByText('Seen by the removed viewer').first().waitFor();
+    await page.getByText('Live', { exact: true }).waitFor();
+
+    const gone = await admin.call(
+      'DELETE',
+      `/console/v1/orgs/${org.orgId}/people/${removed.personId}`,
+    );
+    t.is(gone.status, 204);
+    await page.getByRole('heading', { name: 'No organization' }).waitFor({ timeout: 20_000 });
+    t.is(await page.getByText('Seen by the removed viewer').count(), 0);
+  },
+);

@@ -12,14 +12,14 @@ import {
   setForbiddenHandler,
   setUnauthorizedHandler,
 } from './api.js';
-import { connectLive, useLiveState } from './live.js';
+import { connectLive, setStreamRefusedHandler, useLiveState } from './live.js';
 import { AcceptInvitation, SignIn } from './pages/auth.js';
 import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
 import { JobPage, JobsPage } from './pages/jobs.js';
 import { KeysPage } from './pages/keys.js';
 import { PeoplePage, SettingsPage } from './pages/people.js';
 import { EndpointPage, WebhooksPage } from './pages/webhooks.js';
-import { Link, navigate, usePath, visitCount } from './router.js';
+import { Link, navigate, reloadPage, usePath, visitCount } from './router.js';
 import { AppContext, type AppState, ErrorText, messageOf } from './ui.js';
 
 const NAV: { href: string; label: string }[] = [
@@ -79,6 +79,7 @@ function LiveIndicator(): JSX.Element {
 function Shell(props: { app: AppState; path: string }): JSX.Element {
   const { app, path } = props;
   const [menuOpen, setMenuOpen] = useState(false);
+  const [signOutError, setSignOutError] = useState('');
   const section = `/${path.split('/')[1] ?? ''}`;
   useEffect(() => setMenuOpen(false), [path]);
   return (
@@ -116,11 +117,23 @@ function Shell(props: { app: AppState; path: string }): JSX.Element {
           <span>
             {app.session.person.display_name} <span class="muted small">({app.org.role})</span>
           </span>
-          <button type="button" class="secondary" onClick={() => void app.signOut()}>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              setSignOutError('');
+              app.signOut().catch((err) => setSignOutError(messageOf(err)));
+            }}
+          >
             Sign out
           </button>
         </div>
       </header>
+      {signOutError ? (
+        <div class="signout-error">
+          <ErrorText error={`You are still signed in: ${signOutError} Try again.`} />
+        </div>
+      ) : null}
       <div class="layout">
         <nav id="nav" class={menuOpen ? 'nav open' : 'nav'} aria-label="Console">
           <ul>
@@ -163,16 +176,17 @@ function App(): JSX.Element {
       });
     });
     // A role changed by someone else (or a membership ended) shows when the session is read
-    // again: after a refusal, and whenever the tab comes back into view.
-    const reread = () => {
-      get<Session>('/console/v1/session')
-        .then((s) => {
-          setCsrfToken(s.csrf_token);
-          setSession((current) => (current ? s : current));
-        })
-        .catch(() => undefined);
-    };
+    // again: after a refusal, the live stream's included, and whenever the tab comes back into
+    // view. A session that ended answers 401, which the handler above takes to the sign-in page.
+    const rereadSession = () =>
+      get<Session>('/console/v1/session').then((s) => {
+        setCsrfToken(s.csrf_token);
+        setSession((current) => (current ? s : current));
+      });
+    const reread = () => void rereadSession().catch(() => undefined);
     setForbiddenHandler(reread);
+    // The page shown may be of an organization the person was removed from: it is read again.
+    setStreamRefusedHandler(() => rereadSession().then(reloadPage));
     const onVisible = () => {
       if (document.visibilityState === 'visible') reread();
     };
@@ -257,8 +271,10 @@ function App(): JSX.Element {
     async signOut() {
       try {
         await post('/console/v1/sign-out');
-      } catch {
-        // Signed out already, or Spool is away: the cookie is the server's to clear.
+      } catch (err) {
+        // Signed out already (401) is done; otherwise the session may still be valid, and only
+        // the server can clear its cookie: the person must know and try again.
+        if (!(err instanceof ApiError && err.status === 401)) throw err;
       }
       connectLive(null);
       setCsrfToken('');

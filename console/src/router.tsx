@@ -16,6 +16,12 @@ export function visitCount(): number {
   return visits;
 }
 
+/** Shows the page shown anew, reading what it shows again, where the person is on it. */
+export function reloadPage(): void {
+  visits += 1;
+  window.dispatchEvent(new Event('spool:navigate'));
+}
+
 export function navigate(to: string, replace = false): void {
   visits += 1;
   const url = BASE + to;
