@@ -23,6 +23,7 @@ import {
   eventually,
   OPERATOR_TOKEN,
 } from './helpers/system.js';
+import { webhookAdmin } from './helpers/webhooks.js';
 
 const OWNER = 'owner@example.com';
 
@@ -677,5 +678,36 @@ test.serial(
     t.is(gone.status, 204);
     await page.getByRole('heading', { name: 'No organization' }).waitFor({ timeout: 20_000 });
     t.is(await page.getByText('Seen by the removed viewer').count(), 0);
+  },
+);
+
+test.serial(
+  'on a phone, a delivery’s attempts are cards, each headed with its number, its error in sight',
+  async (t) => {
+    const created = await call<{ endpoint: { id: string } }>(
+      org.sys.url,
+      'POST',
+      `/v1/orgs/${org.orgId}/webhooks`,
+      { token: org.key, body: { url: 'http://127.0.0.1:9/refused', events: ['job.created'] } },
+    );
+    const endpointId = created.body.endpoint.id;
+    await queuedJob('Refused delivery');
+    const hooks = webhookAdmin(org.sys.url, OPERATOR_TOKEN, org.orgId);
+    const [delivery] = await eventually(
+      () => hooks.deliveries(endpointId),
+      (items) => items[0]?.attempts[0]?.outcome === 'failed',
+    );
+    const error = delivery?.attempts[0]?.error ?? '';
+    t.not(error, '');
+
+    const phone = await ownerPage(`/webhooks/${endpointId}`, 390, 844);
+    const attempts = phone.getByRole('table', { name: /^Attempts of job\.created/ });
+    const cell = attempts.getByRole('cell', { name: error });
+    await cell.waitFor();
+    const box = await cell.boundingBox();
+    t.truthy(box);
+    t.true((box?.x ?? -1) >= 0 && (box?.x ?? 0) + (box?.width ?? 0) <= 390, JSON.stringify(box));
+    await attempts.getByRole('rowheader', { name: 'Attempt 1' }).waitFor();
+    t.true(await attempts.getByText('Attempt 1').isVisible());
   },
 );

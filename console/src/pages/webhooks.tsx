@@ -444,7 +444,7 @@ function EndpointPanel(props: {
             </div>
             {d.attempts.length > 0 ? (
               <div class="table-scroll">
-                <table class="attempts" aria-label={`Attempts of ${d.event_type} ${d.id}`}>
+                <table class="attempts stack" aria-label={`Attempts of ${d.event_type} ${d.id}`}>
                   <thead>
                     <tr>
                       <th scope="col">#</th>
@@ -458,16 +458,23 @@ function EndpointPanel(props: {
                   <tbody>
                     {d.attempts.map((a) => (
                       <tr key={a.number}>
-                        <td>{a.number}</td>
-                        <td>
+                        <th scope="row">
+                          <span class="visually-hidden attempt-word">Attempt </span>
+                          {a.number}
+                        </th>
+                        <td data-label="At">
                           <Time at={a.at} />
                         </td>
-                        <td>
+                        <td data-label="Outcome">
                           <Status status={a.outcome} />
                         </td>
-                        <td>{a.status_code ?? '—'}</td>
-                        <td>{a.duration_ms == null ? '—' : `${a.duration_ms} ms`}</td>
-                        <td class="small">{a.error || ''}</td>
+                        <td data-label="HTTP">{a.status_code ?? '—'}</td>
+                        <td data-label="Time">
+                          {a.duration_ms == null ? '—' : `${a.duration_ms} ms`}
+                        </td>
+                        <td data-label="Error" class="small wrap-anywhere">
+                          {a.error || '—'}
+                        </td>
                       </tr>
                     ))}
                   </tbody>
