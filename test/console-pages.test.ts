@@ -711,3 +711,23 @@ test.serial(
     t.true(await attempts.getByText('Attempt 1').isVisible());
   },
 );
+
+test.serial(
+  'an invitation refused after another was made leaves only its error, not the earlier link',
+  async (t) => {
+    const page = await ownerPage('/people');
+    await page.getByRole('heading', { name: 'People', level: 1 }).waitFor();
+    await page.getByLabel('Email').fill('linked@example.com');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByLabel('Invitation link').waitFor();
+    // The owner is a member already: refused, 409.
+    await page.getByLabel('Email').fill(OWNER);
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /already/ })
+      .waitFor();
+    t.is(await page.getByLabel('Invitation link').count(), 0);
+    t.is(await page.getByText('linked@example.com', { exact: true }).count(), 1, 'listed pending');
+  },
+);

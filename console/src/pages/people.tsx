@@ -36,6 +36,8 @@ export function PeoplePage(): JSX.Element {
   const [role, setRole] = useState<Role>('developer');
   const [link, setLink] = useState<{ email: string; url: string } | null>(null);
   const invite = useAction(async () => {
+    // The last invitation's link goes: under this one's error it would read as this one's.
+    setLink(null);
     const res = await post<{ invitation: Invitation; url: string }>(`${base}/invitations`, {
       email,
       role,
