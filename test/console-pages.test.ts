@@ -731,3 +731,43 @@ test.serial(
     t.is(await page.getByText('linked@example.com', { exact: true }).count(), 1, 'listed pending');
   },
 );
+
+test.serial('a job whose printer was deleted names it as a deleted printer', async (t) => {
+  const station = await createStation(org.sys.url, org.orgId, { name: 'Gone room' });
+  const link = await connectLink(org.sys.linkAddress, station.token, [printer('gone')]);
+  const listed = await eventually(
+    () => printersOf(),
+    (printers) => printers.some((p) => p.name === 'gone'),
+  );
+  link.close();
+  const printerId = listed.find((p) => p.name === 'gone')?.id as string;
+  const created = await call<{ job: { id: string } }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/jobs`,
+    {
+      token: org.key,
+      body: {
+        printer_id: printerId,
+        title: 'Before it went',
+        content: { type: 'text', data: 'x' },
+      },
+    },
+  );
+  t.is(created.status, 201);
+  const admin = await member(org.sys.url, org.orgId, 'admin');
+  const deleted = await admin.call('DELETE', `/console/v1/orgs/${org.orgId}/printers/${printerId}`);
+  t.is(deleted.status, 204);
+
+  const page = await ownerPage(`/jobs/${created.body.job.id}`);
+  await page
+    .getByText(`deleted printer ${printerId.slice(0, 8)}`)
+    .first()
+    .waitFor();
+  await page.goto(`${org.sys.url}/console/jobs?printer_id=${printerId}`);
+  await page
+    .getByRole('main')
+    .getByText(`deleted printer ${printerId.slice(0, 8)}`)
+    .first()
+    .waitFor();
+});

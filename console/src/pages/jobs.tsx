@@ -88,18 +88,27 @@ let listSearch = '';
 
 function useNames(orgId: string) {
   const printers = useResource(
-    () => get<{ printers: Printer[] }>(`/v1/orgs/${enc(orgId)}/printers?limit=200`),
+    () =>
+      get<{ printers: Printer[]; next_cursor?: string }>(
+        `/v1/orgs/${enc(orgId)}/printers?limit=200`,
+      ),
     [orgId],
   );
   const stations = useResource(
     () => get<{ items: Station[] }>(`/console/v1/orgs/${enc(orgId)}/stations`),
     [orgId],
   );
+  // An id missing from a whole list is of a printer (or station) deleted since; from a list cut
+  // short, or not read yet, it may be one further on, and only its short id is shown.
   return {
     printers: printers.data?.printers ?? [],
     stations: stations.data?.items ?? [],
-    printer: (id: string) => printers.data?.printers.find((p) => p.id === id)?.name ?? short(id),
-    station: (id: string) => stations.data?.items.find((s) => s.id === id)?.name ?? short(id),
+    printer: (id: string) =>
+      printers.data?.printers.find((p) => p.id === id)?.name ??
+      (printers.data && !printers.data.next_cursor ? `deleted printer ${short(id)}` : short(id)),
+    station: (id: string) =>
+      stations.data?.items.find((s) => s.id === id)?.name ??
+      (stations.data ? `deleted station ${short(id)}` : short(id)),
   };
 }
 
