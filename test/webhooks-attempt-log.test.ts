@@ -13,6 +13,7 @@ import { migrate } from '../lib/migrate.js';
 import { createSecretBox, generateSecret } from '../services/webhooks/crypto.js';
 import { migrations } from '../services/webhooks/index.js';
 import {
+  type AttemptOutcomeInput,
   type AttemptRecord,
   type ClaimedDelivery,
   type ClaimInput,
@@ -90,31 +91,53 @@ async function attemptsLogged(
   }));
 }
 
+/** Records one attempt's outcome in a round that claims nothing. */
+function recordOnly(store: WebhookStore, clock: ManualClock, outcome: AttemptOutcomeInput) {
+  return store.recordAndClaim(
+    [outcome],
+    { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
+    undefined,
+  );
+}
+
+/**
+ * A store of its own on a fresh organization with one endpoint, and one event's delivery the
+ * fan-out handed over claimed, as to a worker about to send it.
+ */
+async function handedOver(pool: Pool) {
+  const clock = new ManualClock();
+  const store = createWebhookStore(pool, clock, createSecretBox(randomBytes(32)));
+  const orgId = randomUUID();
+  const endpoint = await store.createEndpoint({
+    orgId,
+    url: 'https://receiver.invalid/hooks',
+    events: ['job.created'],
+    description: '',
+    secret: generateSecret(),
+  });
+  const now = clock.now();
+  const fanned = await store.fanOut([{ event: event(orgId, clock), trace: {} }], 1 << 20, {
+    now,
+    leaseUntil: new Date(now.getTime() + LEASE_MS),
+    claim: randomUUID(),
+    pick: (candidates) => candidates.map((c) => c.id),
+  });
+  if (fanned.claimed.length !== 1) throw new Error(`handed over ${fanned.claimed.length}`);
+  return {
+    clock,
+    store,
+    orgId,
+    endpointId: endpoint.id,
+    claimed: fanned.claimed[0] as ClaimedDelivery,
+  };
+}
+
 test.serial(
   'an attempt in flight, abandoned by a lapsed claim, then recorded late: each number logged once with what happened',
   async (t) => {
-    const clock = new ManualClock();
-    const store = createWebhookStore(t.context.pool, clock, createSecretBox(randomBytes(32)));
-    const orgId = randomUUID();
-    const endpoint = await store.createEndpoint({
-      orgId,
-      url: 'https://receiver.invalid/hooks',
-      events: ['job.created'],
-      description: '',
-      secret: generateSecret(),
-    });
-
     // The fan-out hands the delivery over claimed: its first attempt is on the wire.
-    const now = clock.now();
-    const fanned = await store.fanOut([{ event: event(orgId, clock), trace: {} }], 1 << 20, {
-      now,
-      leaseUntil: new Date(now.getTime() + LEASE_MS),
-      claim: randomUUID(),
-      pick: (candidates) => candidates.map((c) => c.id),
-    });
-    const first = fanned.claimed[0] as ClaimedDelivery;
-    t.is(fanned.claimed.length, 1);
-    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+    const { clock, store, orgId, endpointId, claimed: first } = await handedOver(t.context.pool);
+    t.deepEqual(await attemptsLogged(store, orgId, endpointId), [
       { number: 1, outcome: 'in_flight', statusCode: 0 },
     ]);
 
@@ -125,33 +148,33 @@ test.serial(
     const second = round.claimed[0] as ClaimedDelivery;
     t.is(round.claimed.length, 1);
     t.is(second.attempt, 2);
-    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+    t.deepEqual(await attemptsLogged(store, orgId, endpointId), [
       { number: 1, outcome: 'abandoned', statusCode: 0 },
       { number: 2, outcome: 'in_flight', statusCode: 0 },
     ]);
 
     // The first worker was only slow: its outcome replaces the abandoned one, and the delivery
     // stays with the claim that holds it now.
-    const late = await store.recordAndClaim(
-      [{ claimed: first, result: answered(200), retryAt: undefined }],
-      { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
-      undefined,
-    );
+    const late = await recordOnly(store, clock, {
+      claimed: first,
+      result: answered(200),
+      retryAt: undefined,
+    });
     t.deepEqual(late.recorded, ['lost']);
-    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+    t.deepEqual(await attemptsLogged(store, orgId, endpointId), [
       { number: 1, outcome: 'succeeded', statusCode: 200 },
       { number: 2, outcome: 'in_flight', statusCode: 0 },
     ]);
 
     // The second attempt fails and is retried later.
     const retryAt = new Date(clock.now().getTime() + 30_000);
-    const failed = await store.recordAndClaim(
-      [{ claimed: second, result: answered(503), retryAt }],
-      { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
-      undefined,
-    );
+    const failed = await recordOnly(store, clock, {
+      claimed: second,
+      result: answered(503),
+      retryAt,
+    });
     t.deepEqual(failed.recorded, ['retry']);
-    t.deepEqual(await attemptsLogged(store, orgId, endpoint.id), [
+    t.deepEqual(await attemptsLogged(store, orgId, endpointId), [
       { number: 1, outcome: 'succeeded', statusCode: 200 },
       { number: 2, outcome: 'failed', statusCode: 503 },
     ]);
@@ -161,32 +184,15 @@ test.serial(
 test.serial(
   'an outcome that comes in after its endpoint was deleted leaves nothing of the delivery behind',
   async (t) => {
-    const clock = new ManualClock();
-    const store = createWebhookStore(t.context.pool, clock, createSecretBox(randomBytes(32)));
-    const orgId = randomUUID();
-    const endpoint = await store.createEndpoint({
-      orgId,
-      url: 'https://receiver.invalid/hooks',
-      events: ['job.created'],
-      description: '',
-      secret: generateSecret(),
-    });
-    const now = clock.now();
-    const fanned = await store.fanOut([{ event: event(orgId, clock), trace: {} }], 1 << 20, {
-      now,
-      leaseUntil: new Date(now.getTime() + LEASE_MS),
-      claim: randomUUID(),
-      pick: (candidates) => candidates.map((c) => c.id),
-    });
-    const sent = fanned.claimed[0] as ClaimedDelivery;
+    const { clock, store, orgId, endpointId, claimed: sent } = await handedOver(t.context.pool);
 
     // Deleted while its attempt is on the wire; the answer comes in afterwards.
-    await store.deleteEndpoint(orgId, endpoint.id);
-    const late = await store.recordAndClaim(
-      [{ claimed: sent, result: answered(200), retryAt: undefined }],
-      { now: clock.now(), failingDisableMs: Number.MAX_SAFE_INTEGER },
-      undefined,
-    );
+    await store.deleteEndpoint(orgId, endpointId);
+    const late = await recordOnly(store, clock, {
+      claimed: sent,
+      result: answered(200),
+      retryAt: undefined,
+    });
     t.deepEqual(late.recorded, ['lost']);
     const { rows } = await t.context.pool.query<{ n: string }>(
       `SELECT (SELECT count(*) FROM webhook_attempts WHERE org_id = $1)
