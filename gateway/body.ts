@@ -246,13 +246,17 @@ export async function changes<T extends TObject>(
   schema: T,
   limit: number,
 ): Promise<Static<T>> {
-  const value = await body(ctx, schema, limit);
+  const raw = await readJson(ctx, limit);
+  // Named in the change's audit entry, refused or not, never with their values, but for a true
+  // or false one, which says what was done (an endpoint enabled or disabled) and can hold nothing
+  // secret. Only the schema's own names: a refused body's other keys are the caller's text.
+  if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
+    (ctx.state as GatewayState).bodyFields = Object.entries(raw)
+      .filter(([k]) => Object.hasOwn(schema.properties, k))
+      .map(([k, v]) => (typeof v === 'boolean' ? `${k}=${v}` : k));
+  }
+  const value = validate(schema, raw);
   const fields = Object.keys(value as object);
-  // Named in the change's audit entry, never with their values, but for a true or false one,
-  // which says what was done (an endpoint enabled or disabled) and can hold nothing secret.
-  (ctx.state as GatewayState).bodyFields = Object.entries(value as object).map(([k, v]) =>
-    typeof v === 'boolean' ? `${k}=${v}` : k,
-  );
   if (fields.length === 0) {
     throw new SpoolError(
       'invalid',

@@ -205,12 +205,22 @@ test('disabling and enabling an endpoint read apart: a true or false field is na
     body: { description: 'the shop' },
   });
   t.is(renamed.status, 200);
+  // A refused change names what it tried to set too, of the fields there are.
+  const refused = await call(sys.url, 'PATCH', path, {
+    token: OPERATOR_TOKEN,
+    body: { url: 'not a url', colour: 'blue' },
+  });
+  t.is(refused.status, 400);
   const patches = (await audit(sys, `?org=${org}`)).items
     .filter((e) => e.method === 'PATCH')
-    .map((e) => e.target.fields)
+    .map((e) => `${e.target.fields} ${e.status}`)
     .sort();
   // One instant of the test clock: compared as a set.
-  t.deepEqual(patches, ['description', 'enabled=false', 'enabled=true'], 'never a text value');
+  t.deepEqual(
+    patches,
+    ['description 200', 'enabled=false 200', 'enabled=true 200', 'url 400'],
+    'never a text value',
+  );
 });
 
 test.serial('the audit log keeps to a time window: since, until, or both', async (t) => {
