@@ -602,7 +602,8 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
       service,
     );
   }
-  // The gateway's http port, with no /metrics on it, is for the ingress controller alone.
+  // The gateway's http port, with no /metrics on it, is for the ingress controller, and for the
+  // release's own pods: its helm test pod checks the gateway from inside the namespace.
   const gateway = find(production, 'NetworkPolicy', 'spool-gateway').spec as {
     ingress: NetworkPolicyRule[];
   };
@@ -611,7 +612,17 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
     .flatMap((rule) => rule.from ?? []);
   t.deepEqual(fromHttp, [
     { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
+    {
+      podSelector: {
+        matchLabels: { 'app.kubernetes.io/name': 'spool', 'app.kubernetes.io/instance': 'spool' },
+      },
+    },
   ]);
+  const testPod = find(production, 'Pod', 'spool-test');
+  t.like(testPod.metadata.labels, {
+    'app.kubernetes.io/name': 'spool',
+    'app.kubernetes.io/instance': 'spool',
+  });
 });
 
 test('the Ingress routes only /v1, /admin/v1 and /console to the gateway', async (t) => {
@@ -692,6 +703,12 @@ test('the production-like values add an Ingress, autoscalers, NetworkPolicies, a
     { name: 'nats-creds', mountPath: '/etc/spool/nats', readOnly: true },
   );
   t.like(find(objects, 'PodDisruptionBudget', 'spool-accounts').spec, { minAvailable: 2 });
+  // The document limit reaches the gateway, which refuses larger bodies, as well as the jobs
+  // service; a plain number in the values is written whole (not 3.3554432e+07).
+  for (const name of ['spool-gateway', 'spool-jobs']) {
+    const vars = env(only(podSpec(find(objects, 'Deployment', name)).containers, 'container'));
+    t.is(vars.get('MAX_DOCUMENT_BYTES')?.value, '33554432', name);
+  }
 });
 
 test('a region of a multi-region installation: every component knows its region, the regions and the stream replicas', async (t) => {

@@ -166,7 +166,13 @@ Environment variables from a name: value map, in name order.
 {{- define "spool.envMap" -}}
 {{- range $name, $value := . }}
 - name: {{ $name }}
+{{- /* YAML numbers arrive as floats, whose text is 3.3554432e+07 from 1e6 up: a whole number
+   is written as one. */}}
+{{- if and (kindIs "float64" $value) (eq $value (float64 (int64 $value))) }}
+  value: {{ int64 $value | toString | quote }}
+{{- else }}
   value: {{ $value | toString | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
