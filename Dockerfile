@@ -22,6 +22,10 @@ RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+# poppler's pdftoppm renders a PDF job's preview (GET …/jobs/{id}/preview) in the jobs service.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends poppler-utils \
+  && rm -rf /var/lib/apt/lists/*
 # A fixed numeric user, so that Kubernetes can check runAsNonRoot (the chart runs as 10001 too).
 RUN groupadd --system --gid 10001 spool \
   && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

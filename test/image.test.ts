@@ -81,6 +81,10 @@ test('the Dockerfile builds in stages and runs spool as a non-root user', async 
   t.is(user, `${chart.securityContext.runAsUser}:${chart.securityContext.runAsGroup}`);
   const entrypoint = runtime.filter((i) => i.keyword === 'ENTRYPOINT').at(-1)?.args;
   t.deepEqual(JSON.parse(entrypoint ?? 'null'), ['node', '/app/bin/spool.js']);
+  t.true(
+    runtime.some((i) => i.keyword === 'RUN' && /apt-get install\b.*\bpoppler-utils\b/.test(i.args)),
+    "the jobs service's PDF previews need poppler's pdftoppm",
+  );
 });
 
 test('the image holds every source folder spool loads, and the build context leaves the rest out', async (t) => {

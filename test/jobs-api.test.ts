@@ -224,6 +224,35 @@ test.serial(
 );
 
 test.serial(
+  'without pdftoppm a PDF preview answers 500 saying previews are not available, not a 503 to retry',
+  async (t) => {
+    const { sys } = t.context;
+    const job = (
+      await newJob(t, {
+        content: { type: 'pdf_base64', data: minimalPdf('No poppler').toString('base64') },
+      })
+    ).body.job;
+    // The services run in this process: a PATH without poppler is a jobs service without it.
+    const path = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    try {
+      const res = await fetch(`${sys.url}/v1/orgs/${t.context.orgId}/jobs/${job.id}/preview`, {
+        headers: { authorization: `Bearer ${t.context.key}` },
+      });
+      t.is(res.status, 500);
+      t.is(res.headers.get('retry-after'), null);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      t.like(body.error, {
+        code: 'internal',
+        message: 'PDF previews are not available on this server',
+      });
+    } finally {
+      process.env.PATH = path;
+    }
+  },
+);
+
+test.serial(
   'content and preview answer the document; after retention they answer 410 and the job stays',
   async (t) => {
     const { sys, link } = t.context;

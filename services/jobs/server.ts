@@ -87,8 +87,13 @@ async function readObject(documents: ObjectStore, name: string): Promise<Buffer>
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
-/** Renders the first page of a PDF as a PNG with poppler's pdftoppm. */
-async function pdfFirstPage(pdf: Buffer): Promise<Buffer> {
+/**
+ * Renders the first page of a PDF as a PNG with poppler's pdftoppm. Without pdftoppm on the PATH
+ * no preview can be made, now or later: a 500 saying so, and an error in the log naming the
+ * package. Any other failure (a PDF pdftoppm cannot read, or cannot render within 20 s) is a 503,
+ * with the reason in the log.
+ */
+async function pdfFirstPage(pdf: Buffer, logger: Logger, jobId: string): Promise<Buffer> {
   const dir = await mkdtemp(join(tmpdir(), 'spool-preview-'));
   try {
     await writeFile(join(dir, 'in.pdf'), pdf);
@@ -102,6 +107,15 @@ async function pdfFirstPage(pdf: Buffer): Promise<Buffer> {
     );
     return await readFile(join(dir, 'page.png'));
   } catch (err) {
+    const { code, syscall } = err as NodeJS.ErrnoException;
+    if (code === 'ENOENT' && syscall?.startsWith('spawn')) {
+      logger.error(
+        { err },
+        "no PDF preview can be made: pdftoppm is not on this jobs service's PATH (install poppler-utils)",
+      );
+      throw new SpoolError('internal', 'PDF previews are not available on this server');
+    }
+    logger.warn({ err, job_id: jobId }, 'a PDF preview could not be made');
     throw new SpoolError('unavailable', 'the preview could not be made', { cause: err });
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -379,7 +393,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       );
       const data = await documentOf(job);
       if (job.contentType === 'application/pdf')
-        return { contentType: 'image/png', data: await pdfFirstPage(data) };
+        return { contentType: 'image/png', data: await pdfFirstPage(data, deps.logger, job.id) };
       if (job.contentType === 'text/plain') {
         return {
           contentType: 'text/plain; charset=utf-8',
