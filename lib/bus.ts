@@ -192,16 +192,26 @@ export async function connectBus(options: {
   credsFile?: string | undefined;
 }): Promise<NatsConnection> {
   const creds = options.credsFile ? await readFile(options.credsFile) : undefined;
-  const nc = await connect({
-    servers: options.url.split(','),
-    name: options.name,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
-    // nats.js otherwise builds two Errors with stack traces for every request and publish
-    // acknowledgement, in case it fails: several per cent of a busy process's CPU.
-    noAsyncTraces: true,
-    ...(creds ? { authenticator: credsAuthenticator(new Uint8Array(creds)) } : {}),
-  });
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers: options.url.split(','),
+      name: options.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      // nats.js otherwise builds two Errors with stack traces for every request and publish
+      // acknowledgement, in case it fails: several per cent of a busy process's CPU.
+      noAsyncTraces: true,
+      ...(creds ? { authenticator: credsAuthenticator(new Uint8Array(creds)) } : {}),
+    });
+  } catch (err) {
+    // The first connection is the one that can fail (later ones are retried for ever): say which
+    // server it was, as nats.js's own message ("connection refused") does not.
+    throw new Error(
+      `cannot connect to NATS at ${withoutCredentials(options.url)} (NATS_URL): ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
   const state = { up: true };
   connectionUp.set(nc, state);
   void (async () => {
@@ -214,6 +224,11 @@ export async function connectBus(options: {
     }
   })();
   return nc;
+}
+
+/** NATS server URLs, comma separated, without any user and password they carry. */
+function withoutCredentials(urls: string): string {
+  return urls.replace(/\/\/[^/@,]*@/g, '//');
 }
 
 /**
@@ -230,17 +245,38 @@ export async function ensureStreams(
     const config = { ...stream, duplicate_window: nanos(DUPLICATE_WINDOW_MS) };
     await retryTransient(async () => {
       try {
-        await jsm.streams.info(stream.name);
-        await jsm.streams.update(stream.name, config);
+        try {
+          await jsm.streams.info(stream.name);
+          await jsm.streams.update(stream.name, config);
+        } catch (err) {
+          const missing =
+            err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+          if (!missing) throw err;
+          await jsm.streams.add(config);
+        }
       } catch (err) {
-        const missing =
-          err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
-        if (!missing) throw err;
-        await jsm.streams.add(config);
+        throw replicasRefused(err, stream.num_replicas ?? 1) ?? err;
       }
     });
   }
   return jsm;
+}
+
+/**
+ * A single NATS server refusing more than one replica of a stream (a 500, which would otherwise be
+ * tried again for a minute as the cluster still forming), as an error that says what to set.
+ */
+function replicasRefused(err: unknown, replicas: number): Error | undefined {
+  if (
+    !(err instanceof Error) ||
+    !/replicas > 1 not supported in non-clustered mode/.test(err.message)
+  ) {
+    return undefined;
+  }
+  // No `cause`: the server's 500 under it would make it read as transient, and be tried again.
+  return new Error(
+    `the NATS server is not clustered and keeps one copy of a stream, but NATS_REPLICAS asks for ${replicas}: set NATS_REPLICAS=1 (the chart's nats.replicas) or run a NATS cluster`,
+  );
 }
 
 /** The replica count and placement of an installation-wide object store or KV bucket. */
