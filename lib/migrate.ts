@@ -37,17 +37,42 @@ export function splitStatements(sql: string): string[] {
   return statements;
 }
 
+/**
+ * What PostgreSQL answers a `CREATE … IF NOT EXISTS` (or `ADD COLUMN IF NOT EXISTS`) racing the
+ * same statement of another migration run, as when every region's release migrates one database
+ * at once: the loser's catalog insert collides (23505 on pg_type or pg_class, 42P07, 42710,
+ * 42701), or, on CockroachDB, its transaction must restart (40001). Run again once the winner has
+ * committed, the statement finds the object there and does nothing.
+ */
+const RACE_CODES = new Set(['23505', '42P07', '42710', '42701', '40001']);
+
+async function runRacing(pool: pg.Pool, statement: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await pool.query(statement);
+      return;
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (attempt >= 5 || typeof code !== 'string' || !RACE_CODES.has(code)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 200 * attempt));
+    }
+  }
+}
+
 export async function migrate(
   pool: pg.Pool,
   sets: MigrationSet[],
   logger?: Logger,
 ): Promise<string[]> {
-  await pool.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+  await runRacing(
+    pool,
+    `CREATE TABLE IF NOT EXISTS schema_migrations (
     service TEXT NOT NULL,
     name TEXT NOT NULL,
     applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (service, name)
-  )`);
+  )`,
+  );
   const applied: string[] = [];
   for (const set of sets) {
     const done = new Set(
@@ -62,7 +87,7 @@ export async function migrate(
     for (const file of files) {
       if (done.has(file)) continue;
       const sql = await readFile(join(set.dir, file), 'utf8');
-      for (const statement of splitStatements(sql)) await pool.query(statement);
+      for (const statement of splitStatements(sql)) await runRacing(pool, statement);
       await pool.query(
         'INSERT INTO schema_migrations (service, name) VALUES ($1, $2) ON CONFLICT DO NOTHING',
         [set.service, file],

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { ALL_MIGRATIONS } from '../cli/system.js';
 import { createPool, type Pool, queryThenCommit, type TxClient, withTx } from '../lib/db.js';
 import { migrate, splitStatements } from '../lib/migrate.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
@@ -187,4 +188,28 @@ test('migration files split into one statement per trailing semicolon', (t) => {
     'SELECT 1',
     'SELECT 2',
   ]);
+});
+
+test('two runs of every migration at once on a fresh database both succeed, each applied once', async (t) => {
+  // As when every region's release runs its migration hook against one database.
+  for (let round = 0; round < 3; round++) {
+    const db = await createTestDatabase();
+    const first = createPool({ url: db.url, max: 2 });
+    const second = createPool({ url: db.url, max: 2 });
+    try {
+      const runs = await Promise.all([first, second].map((pool) => migrate(pool, ALL_MIGRATIONS)));
+      const { rows } = await first.query<{ n: string }>(
+        'SELECT count(*) AS n FROM schema_migrations',
+      );
+      const recorded = Number(rows[0]?.n);
+      t.true(recorded > ALL_MIGRATIONS.length, `${recorded} migrations recorded`);
+      // Between them the two runs applied every migration.
+      t.is(new Set(runs.flat()).size, recorded);
+      // And a third finds nothing to do.
+      t.deepEqual(await migrate(first, ALL_MIGRATIONS), []);
+    } finally {
+      await Promise.all([first.end(), second.end()]);
+      await db.drop();
+    }
+  }
 });
