@@ -525,7 +525,7 @@ test('without serviceMonitor.enabled there is no ServiceMonitor (the CRD may be 
   );
 });
 
-test("metrics.port 0 turns every component's metrics off, and a port another one uses is refused", async (t) => {
+test("metrics.port 0 turns every component's metrics off, and a port another one uses is refused, as are the stations' two ports alike", async (t) => {
   const objects = await render([
     '--set',
     'metrics.port=0',
@@ -576,6 +576,20 @@ test("metrics.port 0 turns every component's metrics off, and a port another one
   const http = await helm(['template', 'spool', CHART_DIR, '--set', 'metrics.port=8080']);
   t.not(http.code, 0);
   t.regex(http.stderr, /metrics\.port 8080 is also gateway\.port/);
+  // The stations service's two listeners are refused on one port too, metrics on or off.
+  for (const metrics of ['9464', '0']) {
+    const clash = await helm([
+      'template',
+      'spool',
+      CHART_DIR,
+      '--set',
+      'stations.grpcPort=7070',
+      '--set',
+      `metrics.port=${metrics}`,
+    ]);
+    t.not(clash.code, 0);
+    t.regex(clash.stderr, /stations\.grpcPort 7070 is also stations\.link\.port/);
+  }
 });
 
 test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or from networkPolicy.metricsFrom', async (t) => {
@@ -753,6 +767,38 @@ test('a wrong value fails at install with the schema naming it', async (t) => {
 
   const noUrl = await helm(['template', 'spool', CHART_DIR, '--set', 'secrets.create=true']);
   t.regex(noUrl.stderr, /at '\/secrets\/values\/databaseUrl'/);
+
+  // A resource quantity Kubernetes would refuse is refused here, naming it.
+  const memory = await helm([
+    'template',
+    'spool',
+    CHART_DIR,
+    '--set',
+    'gateway.resources.limits.memory=1GB',
+  ]);
+  t.regex(memory.stderr, /at '\/gateway\/resources\/limits\/memory': '1GB' does not match pattern/);
+  const scaling = await helm([
+    'template',
+    'spool',
+    CHART_DIR,
+    '--set',
+    'jobs.autoscaling.enabled=true',
+    '--set',
+    'jobs.autoscaling.minReplicas=5',
+    '--set',
+    'jobs.autoscaling.maxReplicas=2',
+  ]);
+  t.regex(scaling.stderr, /jobs\.autoscaling\.minReplicas 5 is more than its maxReplicas 2/);
+  for (const quantity of ['512Mi', '500m', '1.5', '2G']) {
+    const ok = await helm([
+      'template',
+      'spool',
+      CHART_DIR,
+      '--set',
+      `gateway.resources.requests.cpu=${quantity}`,
+    ]);
+    t.is(ok.code, 0, `${quantity}: ${ok.stderr}`);
+  }
 });
 
 test('a termination grace period shorter than the drain is refused with the time needed', async (t) => {

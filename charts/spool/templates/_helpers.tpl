@@ -132,6 +132,11 @@ when it is one of the component's other ports. Call with (dict "root" $ "compone
 {{- if and (eq .component "stations") (eq $port (int $values.link.port)) }}
 {{- fail (printf "metrics.port %d is also stations.link.port; give them different ports" $port) }}
 {{- end }}
+{{- end }}
+{{- if and (eq .component "stations") (eq (int $values.grpcPort) (int $values.link.port)) }}
+{{- fail (printf "stations.grpcPort %d is also stations.link.port; give them different ports" (int $values.grpcPort)) }}
+{{- end }}
+{{- if gt $port 0 }}
 {{- $port }}
 {{- else }}
 {{- 0 }}
