@@ -27,9 +27,10 @@ import {
 import { createHealthClient } from '../lib/health-client.js';
 import { watchHealth } from '../lib/health-watch.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { migrate } from '../lib/migrate.js';
+import { migrate, pendingMigrations } from '../lib/migrate.js';
 import { serverKeysFrom } from '../lib/sealing.js';
 import { serveMetrics, telemetry } from '../lib/telemetry.js';
+import { isTransient } from '../lib/transient.js';
 import { spoolVersion } from '../lib/version.js';
 import { createAccounts } from '../services/accounts/index.js';
 import { createJobs } from '../services/jobs/index.js';
@@ -79,6 +80,28 @@ export async function runMigrate(env: Env): Promise<void> {
   }
 }
 
+/**
+ * Refuses to start on a database whose schema is behind this version (never migrated, or an
+ * upgrade whose migration did not run): every query would fail with "relation does not exist"
+ * while health said SERVING. A database that cannot be reached now is not checked: the service
+ * starts and waits for it, as in any outage.
+ */
+async function requireSchema(pool: Pool, logger: Logger): Promise<void> {
+  let pending: string[];
+  try {
+    pending = await pendingMigrations(pool, ALL_MIGRATIONS);
+  } catch (err) {
+    if (!isTransient(err)) throw err;
+    logger.warn({ err }, 'the database cannot be reached; its schema is not checked');
+    return;
+  }
+  if (pending.length > 0) {
+    throw new Error(
+      `the database's schema is behind this version of Spool (${pending.length} migrations not applied, ${pending[0]} first): run spool migrate (the chart's migration Job) against DATABASE_URL, then start again`,
+    );
+  }
+}
+
 /** What every service's process shares: configuration read, the connections made. */
 interface ServiceConfig {
   logLevel: string;
@@ -124,6 +147,7 @@ async function serveService(
   ]);
   const logger = createLogger({ name, level: config.logLevel });
   const pool = createPool({ url: config.databaseUrl, applicationName: `spool-${name}` });
+  await requireSchema(pool, logger);
   const nc = await connectBus({
     url: config.natsUrl,
     credsFile: config.natsCreds,

@@ -98,3 +98,28 @@ export async function migrate(
   }
   return applied;
 }
+
+/**
+ * The migrations of `sets` not applied to the database yet, as `service/file`; every one of them
+ * when it has no `schema_migrations` table (it was never migrated).
+ */
+export async function pendingMigrations(pool: pg.Pool, sets: MigrationSet[]): Promise<string[]> {
+  let done: Set<string>;
+  try {
+    const { rows } = await pool.query<{ service: string; name: string }>(
+      'SELECT service, name FROM schema_migrations',
+    );
+    done = new Set(rows.map((r) => `${r.service}/${r.name}`));
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== '42P01') throw err;
+    done = new Set();
+  }
+  const pending: string[] = [];
+  for (const set of sets) {
+    const files = (await readdir(set.dir)).filter((f) => f.endsWith('.sql')).sort();
+    for (const file of files) {
+      if (!done.has(`${set.service}/${file}`)) pending.push(`${set.service}/${file}`);
+    }
+  }
+  return pending;
+}

@@ -8,6 +8,7 @@ import { buildProgram } from '../cli/program.js';
 import { spoolVersion } from '../lib/version.js';
 import { CLUSTER_OPERATOR_TOKEN, startCluster } from './helpers/cluster.js';
 import { freePort } from './helpers/ports.js';
+import { createTestDatabase } from './helpers/postgres.js';
 import { runSpool, spawnSpool } from './helpers/spool.js';
 import { eventually } from './helpers/system.js';
 
@@ -229,6 +230,24 @@ test('spool serve with missing configuration names every missing variable and ex
   for (const name of ['NATS_URL', 'ACCOUNTS_ADDR', 'JOBS_ADDR', 'SPOOL_ADMIN_TOKEN', 'PORT']) {
     t.true(res.stderr.includes(name), `${name} missing from: ${res.stderr}`);
   }
+});
+
+test('spool serve on a database that was never migrated says to run spool migrate, and exits 1', async (t) => {
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  const res = await runSpool(['serve', 'accounts'], {
+    DATABASE_URL: db.url,
+    // Never reached: the schema is checked first.
+    NATS_URL: `nats://127.0.0.1:${await freePort()}`,
+    GRPC_PORT: String(await freePort()),
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'warn',
+  });
+  t.is(res.code, 1);
+  t.regex(
+    res.stderr,
+    /the database's schema is behind this version of Spool \(\d+ migrations not applied, accounts\/001_[a-z_]+\.sql first\): run spool migrate/,
+  );
 });
 
 test('spool --version prints the version of package.json', async (t) => {
