@@ -25,9 +25,21 @@ export class PortInUseError extends Error {
 
 /**
  * Listens on each port for a moment and lets go, throwing `PortInUseError` for the first that
- * cannot be had. Port 0 (any free port) always can.
+ * cannot be had. Port 0 (any free port) always can. One port given to two listeners is refused
+ * first, naming both variables: each is free until the first of the two binds it.
  */
 export async function checkPortsFree(listeners: PlannedListener[]): Promise<void> {
+  const seen = new Map<number, PlannedListener>();
+  for (const listener of listeners) {
+    if (listener.port === 0) continue;
+    const other = seen.get(listener.port);
+    if (other) {
+      throw new Error(
+        `port ${listener.port} is given twice, as ${other.variable} and ${listener.variable}: give them different ports`,
+      );
+    }
+    seen.set(listener.port, listener);
+  }
   for (const listener of listeners) {
     if (listener.port === 0) continue;
     await new Promise<void>((resolve, reject) => {

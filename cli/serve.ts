@@ -46,7 +46,7 @@ import {
   stationsConfig,
   webhooksConfig,
 } from './config.js';
-import { checkPortsFree } from './ports.js';
+import { checkPortsFree, type PlannedListener } from './ports.js';
 import { ALL_MIGRATIONS } from './system.js';
 
 /** Runs `stop` once on SIGTERM or SIGINT, then exits. */
@@ -139,11 +139,14 @@ async function serveService(
     logger: Logger;
     layout: BusLayout;
   }) => Promise<ServicePart>,
+  /** The service's other listeners (the stations' link), checked with its own. */
+  listeners: PlannedListener[] = [],
 ): Promise<void> {
   const layout = busLayoutOf(config);
   await checkPortsFree([
     { host: config.grpcHost, port: config.grpcPort, variable: 'GRPC_PORT' },
     { host: config.grpcHost, port: config.metricsPort, variable: 'METRICS_PORT' },
+    ...listeners,
   ]);
   const logger = createLogger({ name, level: config.logLevel });
   const pool = createPool({ url: config.databaseUrl, applicationName: `spool-${name}` });
@@ -305,36 +308,43 @@ async function serveJobs(env: Env): Promise<void> {
 async function serveStations(env: Env): Promise<void> {
   const config = readConfig(env, stationsConfig);
   const jobs = createClient(JobsServiceClient, { service: 'jobs', address: config.jobsAddr });
-  await checkPortsFree([
-    { host: config.stationHost, port: config.stationPort, variable: 'STATION_PORT' },
-  ]);
-  await serveService('stations', config, async ({ pool, nc, logger, layout }) => {
-    const stations = await createStations({
-      pool,
-      nc,
-      layout,
-      logger,
-      clock: systemClock,
-      jobs,
-    });
-    let link: GrpcServerHandle | undefined;
-    return {
-      grpc: stations.grpc,
-      async afterStart() {
-        link = await startLinkServer(stations, config.stationHost, config.stationPort);
-        return { stationPort: link.port };
-      },
-      async beforeShutdown() {
-        // Agents reconnect to another replica; their jobs stay queued meanwhile.
-        stations.links.closeAll();
-        await link?.shutdown(1_000);
-      },
-      async stop() {
-        await stations.stop();
-        jobs.close();
-      },
-    };
-  });
+  const linkListener = {
+    host: config.stationHost,
+    port: config.stationPort,
+    variable: 'STATION_PORT',
+  };
+  await serveService(
+    'stations',
+    config,
+    async ({ pool, nc, logger, layout }) => {
+      const stations = await createStations({
+        pool,
+        nc,
+        layout,
+        logger,
+        clock: systemClock,
+        jobs,
+      });
+      let link: GrpcServerHandle | undefined;
+      return {
+        grpc: stations.grpc,
+        async afterStart() {
+          link = await startLinkServer(stations, config.stationHost, config.stationPort);
+          return { stationPort: link.port };
+        },
+        async beforeShutdown() {
+          // Agents reconnect to another replica; their jobs stay queued meanwhile.
+          stations.links.closeAll();
+          await link?.shutdown(1_000);
+        },
+        async stop() {
+          await stations.stop();
+          jobs.close();
+        },
+      };
+    },
+    [linkListener],
+  );
 }
 
 /** The webhooks service's settings from its variables (`spool serve webhooks` and `spool dev`). */

@@ -250,6 +250,25 @@ test('spool serve on a database that was never migrated says to run spool migrat
   );
 });
 
+test('spool serve stations with its gRPC and link ports the same refuses both, naming them', async (t) => {
+  const port = String(await freePort());
+  const res = await runSpool(['serve', 'stations'], {
+    GRPC_PORT: port,
+    STATION_PORT: port,
+    METRICS_PORT: '0',
+    DATABASE_URL: 'postgres://spool@127.0.0.1:1/spool',
+    NATS_URL: 'nats://127.0.0.1:1',
+    JOBS_ADDR: '127.0.0.1:1',
+  });
+  t.is(res.code, 1);
+  t.true(
+    res.stderr.includes(
+      `port ${port} is given twice, as GRPC_PORT and STATION_PORT: give them different ports`,
+    ),
+    res.stderr,
+  );
+});
+
 test('spool --version prints the version of package.json', async (t) => {
   const res = await runSpool(['--version'], {});
   t.is(res.code, 0, res.stderr);
