@@ -91,7 +91,13 @@ async function requireSchema(pool: Pool, logger: Logger): Promise<void> {
   try {
     pending = await pendingMigrations(pool, ALL_MIGRATIONS);
   } catch (err) {
-    if (!isTransient(err)) throw err;
+    if (!isTransient(err)) {
+      // A certificate the database's TLS is not trusted with, a password refused: name which
+      // server it is, as the driver's own message does not.
+      throw new Error(`cannot use the database (DATABASE_URL): ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
     logger.warn({ err }, 'the database cannot be reached; its schema is not checked');
     return;
   }

@@ -250,6 +250,25 @@ test('spool serve on a database that was never migrated says to run spool migrat
   );
 });
 
+test('spool serve on a database that refuses it names DATABASE_URL', async (t) => {
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  const url = new URL(db.url);
+  url.username = 'nobody_here';
+  const res = await runSpool(['serve', 'accounts'], {
+    DATABASE_URL: url.toString(),
+    NATS_URL: `nats://127.0.0.1:${await freePort()}`,
+    GRPC_PORT: '0',
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'warn',
+  });
+  t.is(res.code, 1);
+  t.regex(
+    res.stderr,
+    /cannot use the database \(DATABASE_URL\): role "nobody_here" does not exist/,
+  );
+});
+
 test('spool serve stations with its gRPC and link ports the same refuses both, naming them', async (t) => {
   const port = String(await freePort());
   const res = await runSpool(['serve', 'stations'], {
