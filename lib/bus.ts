@@ -243,23 +243,29 @@ export async function ensureStreams(
   const jsm = await retryTransient(() => jetstreamManager(nc));
   for (const stream of streamsOf(layout)) {
     const config = { ...stream, duplicate_window: nanos(DUPLICATE_WINDOW_MS) };
-    await retryTransient(async () => {
-      try {
-        try {
-          await jsm.streams.info(stream.name);
-          await jsm.streams.update(stream.name, config);
-        } catch (err) {
-          const missing =
-            err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
-          if (!missing) throw err;
-          await jsm.streams.add(config);
-        }
-      } catch (err) {
+    await retryTransient(() =>
+      upsertStream(jsm, config).catch((err: unknown) => {
         throw replicasRefused(err, stream.num_replicas ?? 1) ?? err;
-      }
-    });
+      }),
+    );
   }
   return jsm;
+}
+
+/** Brings a stream's configuration up to date, or creates it. */
+async function upsertStream(
+  jsm: JetStreamManager,
+  config: Parameters<JetStreamManager['streams']['add']>[0],
+): Promise<void> {
+  try {
+    await jsm.streams.info(config.name);
+    await jsm.streams.update(config.name, config);
+  } catch (err) {
+    const missing =
+      err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+    if (!missing) throw err;
+    await jsm.streams.add(config);
+  }
 }
 
 /**

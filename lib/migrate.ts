@@ -83,8 +83,7 @@ export async function migrate(
         )
       ).rows.map((r) => r.name),
     );
-    const files = (await readdir(set.dir)).filter((f) => f.endsWith('.sql')).sort();
-    for (const file of files) {
+    for (const file of await migrationFiles(set)) {
       if (done.has(file)) continue;
       const sql = await readFile(join(set.dir, file), 'utf8');
       for (const statement of splitStatements(sql)) await runRacing(pool, statement);
@@ -116,10 +115,14 @@ export async function pendingMigrations(pool: pg.Pool, sets: MigrationSet[]): Pr
   }
   const pending: string[] = [];
   for (const set of sets) {
-    const files = (await readdir(set.dir)).filter((f) => f.endsWith('.sql')).sort();
-    for (const file of files) {
+    for (const file of await migrationFiles(set)) {
       if (!done.has(`${set.service}/${file}`)) pending.push(`${set.service}/${file}`);
     }
   }
   return pending;
+}
+
+/** A set's migration files, in the order they apply. */
+async function migrationFiles(set: MigrationSet): Promise<string[]> {
+  return (await readdir(set.dir)).filter((f) => f.endsWith('.sql')).sort();
 }

@@ -73,7 +73,7 @@ export const RECEIVED_HOLD_MS = 10;
  * its agent to link again to a replica that can; while no other replica can either, the link
  * stays open and the report is tried again for this long once more, and so on.
  */
-export const REPORT_RETRY_MS = 30_000;
+const REPORT_RETRY_MS = 30_000;
 
 /**
  * The longest wait between two tries of a report: a stream whose leader went away elects another

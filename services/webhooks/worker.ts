@@ -421,25 +421,39 @@ export class DeliveryWorker {
     orgId: string,
     endpointsNow: () => Promise<ReadonlySet<string>>,
   ): Promise<void> {
+    if (this.#readyOf.ofOrg(orgId) === 0) return;
     const waiting = new Set(this.#ready.filter((c) => c.orgId === orgId).map((c) => c.endpointId));
-    if (waiting.size === 0) return;
     const current = await endpointsNow();
     const gone = new Set([...waiting].filter((id) => !current.has(id)));
     if (gone.size === 0) return;
-    const dropped = this.#ready.filter((c) => c.orgId === orgId && gone.has(c.endpointId));
-    if (dropped.length === 0) return;
-    this.#ready = this.#ready.filter((c) => !(c.orgId === orgId && gone.has(c.endpointId)));
-    for (const c of dropped) {
-      this.#readyOf.remove(c);
-      this.#unrecorded--;
+    const kept: ClaimedDelivery[] = [];
+    let dropped = 0;
+    for (const c of this.#ready) {
+      if (c.orgId === orgId && gone.has(c.endpointId)) {
+        this.#readyOf.remove(c);
+        dropped++;
+      } else {
+        kept.push(c);
+      }
     }
-    for (const resolve of this.#settled.splice(0)) resolve();
+    if (dropped === 0) return;
+    this.#ready = kept;
     this.#options.logger.info(
-      { org_id: orgId, endpoints: [...gone], attempts: dropped.length },
+      { org_id: orgId, endpoints: [...gone], attempts: dropped },
       'webhook attempts waiting for deleted endpoints dropped',
     );
-    this.#admitWaiting();
+    this.#noLongerUnrecorded(dropped);
     this.kick();
+  }
+
+  /**
+   * `n` attempts no longer wait to be recorded (recorded, given up on, or dropped unsent): their
+   * room is free, and `runDue` looks again.
+   */
+  #noLongerUnrecorded(n: number): void {
+    this.#unrecorded -= n;
+    for (const resolve of this.#settled.splice(0)) resolve();
+    this.#admitWaiting();
   }
 
   /** Takes back what a hand-over promised to the endpoints listed (one entry per delivery). */
@@ -618,9 +632,7 @@ export class DeliveryWorker {
     const release = () => {
       if (released) return;
       released = true;
-      this.#unrecorded--;
-      for (const resolve of this.#settled.splice(0)) resolve();
-      this.#admitWaiting();
+      this.#noLongerUnrecorded(1);
     };
     const send = this.#attempt(c, { onSent, release }).finally(() => {
       onSent();
