@@ -39,6 +39,8 @@ export function watchHealth(options: {
       options.health.setStatus(name, ok ? 'SERVING' : 'NOT_SERVING');
     }
   };
+  // At once too: a service started while its database is away must not say SERVING until then.
+  void check();
   const timer = setInterval(() => void check(), options.intervalMs ?? 5_000);
   timer.unref();
   return () => clearInterval(timer);
