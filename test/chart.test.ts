@@ -755,7 +755,7 @@ test('a region of a multi-region installation: every component knows its region,
   t.regex(stray.stderr, /region "ap-south" is not one of regions \(eu-west, us-east\)/);
 });
 
-test('a wrong value fails at install with the schema naming it', async (t) => {
+test('a wrong value fails at install with the schema or a template naming it', async (t) => {
   const file = await valuesFile(t, 'gateway:\n  replicas: "two"\n');
   const res = await helm(['template', 'spool', CHART_DIR, '-f', file]);
   t.not(res.code, 0);
@@ -789,6 +789,27 @@ test('a wrong value fails at install with the schema naming it', async (t) => {
     'jobs.autoscaling.maxReplicas=2',
   ]);
   t.regex(scaling.stderr, /jobs\.autoscaling\.minReplicas 5 is more than its maxReplicas 2/);
+  // A disruption budget no eviction can meet would hang every node drain.
+  for (const [set, said] of [
+    [
+      'jobs.pdb.minAvailable=2',
+      /jobs\.pdb\.minAvailable 2 leaves no pod to evict of the 2 running/,
+    ],
+    ['webhooks.pdb.minAvailable=100%', /webhooks\.pdb\.minAvailable 100% leaves no pod to evict/],
+    ['gateway.pdb.maxUnavailable=0', /gateway\.pdb\.maxUnavailable 0 lets no pod be evicted/],
+  ] as const) {
+    const stuck = await helm(['template', 'spool', CHART_DIR, '--set', set]);
+    t.is(stuck.code, 1, set);
+    t.regex(stuck.stderr, said);
+  }
+  const scaled = await helm([
+    'template',
+    'spool',
+    CHART_DIR,
+    ...['--set', 'jobs.autoscaling.enabled=true', '--set', 'jobs.autoscaling.minReplicas=4'],
+    ...['--set', 'jobs.pdb.minAvailable=3'],
+  ]);
+  t.is(scaled.code, 0, scaled.stderr);
   for (const quantity of ['512Mi', '500m', '1.5', '2G']) {
     const ok = await helm([
       'template',
