@@ -246,10 +246,9 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
     },
 
     /**
-     * Revokes a key and, in the same transaction, queues the message that tells every gateway to
-     * forget it. Revoking a revoked key changes nothing and answers the key as it is.
+     * Records when keys were last used; a time older than the one kept changes nothing. One
+     * statement, which the database retries itself; a gateway keeps what failed for its next flush.
      */
-    /** Records when keys were last used; a time older than the one kept changes nothing. */
     async recordKeyUses(uses: Array<{ orgId: string; keyId: string; at: Date }>): Promise<void> {
       if (uses.length === 0) return;
       await pool.query(
@@ -263,6 +262,10 @@ export function createAccountsStore(pool: pg.Pool, clock: Clock) {
       );
     },
 
+    /**
+     * Revokes a key and, in the same transaction, queues the message that tells every gateway to
+     * forget it. Revoking a revoked key changes nothing and answers the key as it is.
+     */
     async revokeKey(orgId: string, keyId: string): Promise<ApiKey> {
       return withTx(pool, async (tx) => {
         const { rows } = await tx.query<KeyRow>(
