@@ -68,6 +68,7 @@ export async function startReportReader(deps: {
       const how = {
         actor: `station:${report.station_id}`,
         attempt: report.attempt,
+        stationId: report.station_id,
         ...(report.region ? { region: report.region } : {}),
       };
       const apply = (trigger: Trigger, detail?: string) =>

@@ -13,6 +13,7 @@ import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
+import { isUuid } from '../../lib/ids.js';
 import { jobJson } from '../../lib/job-view.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
@@ -211,6 +212,19 @@ export interface JobFilters {
 }
 
 /** The outcome of a report or action: the job as it now is, and whether it changed. */
+/** Who or what moves a job, and what the move is to take as given. */
+export interface How {
+  /** `api_key:<id>`, `person:<id>`, `station:<id>`, `system` or `operator`, as its event says. */
+  actor: string;
+  detail?: string;
+  /** A station's report: the attempt it is about; a report of another attempt changes nothing. */
+  attempt?: number;
+  /** A station's report: its home region, where the job now is. */
+  region?: string;
+  /** A station's report: the station sending it; a report of another station changes nothing. */
+  stationId?: string;
+}
+
 export interface Applied {
   job: Job;
   changed: boolean;
@@ -332,16 +346,14 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
    * the trigger does not apply (a late or repeated report), a conflict when the API asked for a
    * change the job's status does not allow.
    */
-  function plan(
-    row: JobRow,
-    trigger: Trigger,
-    how: { actor: string; detail?: string; attempt?: number; region?: string },
-    now: Date,
-  ): Change {
+  function plan(row: JobRow, trigger: Trigger, how: How, now: Date): Change {
     const current = toJob(row);
     const unchanged: Change = { job: current, changed: false, before: row, after: row, outbox: [] };
     const fromApi = trigger === 'cancel' || trigger === 'retry';
     if (how.attempt !== undefined && how.attempt !== current.attempt) return unchanged;
+    // Only the station the job went to reports on it: another (of the same organization) cannot
+    // mark it printed or failed.
+    if (how.stationId !== undefined && how.stationId !== row.station_id) return unchanged;
     const t = transition(row.status, trigger);
     if (!t) {
       if (!fromApi) return unchanged;
@@ -494,7 +506,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
     orgId: string;
     jobId: string;
     trigger: Trigger;
-    how: { actor: string; detail?: string; attempt?: number; region?: string };
+    how: How;
   }
 
   /**
@@ -679,12 +691,9 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
      * Moves a job by `trigger` (an API action or a station's report), committed with the other
      * transitions arriving at the same time.
      */
-    async apply(
-      orgId: string,
-      jobId: string,
-      trigger: Trigger,
-      how: { actor: string; detail?: string; attempt?: number; region?: string },
-    ): Promise<Applied> {
+    async apply(orgId: string, jobId: string, trigger: Trigger, how: How): Promise<Applied> {
+      // Not one for the group: an id that is no UUID would fail the whole group's statement.
+      if (!isUuid(orgId) || !isUuid(jobId)) throw notFound('no such job');
       const { job, changed } = await transitions.submit({ orgId, jobId, trigger, how });
       return { job, changed };
     },

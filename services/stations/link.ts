@@ -42,6 +42,14 @@ import {
 import { isTransient, retryTransient } from '../../lib/transient.js';
 import type { StationReport } from '../jobs/reports.js';
 import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
+import {
+  AgentInputError,
+  checkHello,
+  checkJobRef,
+  checkPrinters,
+  cleanText,
+  MAX_DETAIL,
+} from './agent-input.js';
 import type { LinkStation, StationStore } from './store.js';
 
 /**
@@ -432,6 +440,15 @@ class Session {
   /** Runs `step` after the steps before it; one that fails closes the link. */
   #inTurn(step: () => Promise<void>): void {
     this.#in = this.#in.then(step).catch((err: unknown) => {
+      if (err instanceof AgentInputError) {
+        // Sent again on the next link, it would be refused again: the agent must change.
+        this.#logger.warn(
+          { station_id: this.#station?.id, peer: this.#call.getPeer(), reason: err.message },
+          'station link refused: the agent sent what no agent of Spool sends',
+        );
+        this.close(GrpcStatus.INVALID_ARGUMENT, err.message);
+        return;
+      }
       this.#logger.warn({ err }, 'station message not handled; closing the link');
       this.close(GrpcStatus.UNAVAILABLE, 'try again');
     });
@@ -772,20 +789,22 @@ class Session {
         return;
       }
       this.#opened = true;
-      for (const { jobId, attempt } of msg.hello.held) {
+      const hello = checkHello(msg.hello);
+      for (const { jobId, attempt } of hello.held) {
         this.#unfinished.set(attemptKey(jobId, attempt), { jobId, attempt });
       }
-      await this.#open(msg.hello.printers, msg.hello.agentVersion);
+      await this.#open(hello.printers, hello.agentVersion);
       return;
     }
     const station = this.#station;
     if (!station) return;
     if (msg.printers) {
+      const printers = checkPrinters(msg.printers.printers);
       const offering = new Set(
         Object.values(this.#printerIds).filter((id) => !this.#heldPrinters.has(id)),
       );
-      this.#printerIds = await this.#deps.store.printersChanged(station, msg.printers.printers);
-      this.#heldPrinters = heldPrinters(msg.printers.printers, this.#printerIds);
+      this.#printerIds = await this.#deps.store.printersChanged(station, printers);
+      this.#heldPrinters = heldPrinters(printers, this.#printerIds);
       // Jobs for a printer the agent reports again (or anew), or able to print again, waited
       // here; offer them now.
       const released = Object.values(this.#printerIds).some(
@@ -794,6 +813,7 @@ class Session {
       if (released) void this.resync();
     } else if (msg.received) {
       const body = msg.received;
+      checkJobRef('received', body.jobId, body.attempt);
       const key = attemptKey(body.jobId, body.attempt);
       if (this.#receivedHoldMs <= 0 || this.#heldReceived.has(key)) {
         await this.#acceptReport('received', body);
@@ -808,7 +828,12 @@ class Session {
       );
       this.#heldReceived.set(key, { body, timer });
     } else if (msg.result) {
-      await this.#acceptReport('result', msg.result);
+      const { result } = msg;
+      checkJobRef('result', result.jobId, result.attempt);
+      await this.#acceptReport('result', {
+        ...result,
+        detail: cleanText(result.detail, MAX_DETAIL),
+      });
     }
   }
 
@@ -897,7 +922,9 @@ class Session {
       region: station.region,
     };
     const subject = subjects.reports(station.region, station.orgId, station.id);
-    const msgID = `${report.job_id}.${report.attempt}.${report.kind}`;
+    // The station's id in it too: another station naming the same job cannot have this
+    // report dropped as a duplicate of its own.
+    const msgID = `${station.id}.${report.job_id}.${report.attempt}.${report.kind}`;
     const publish = () => {
       const headers = natsHeaders();
       injectHeaders(headers);
