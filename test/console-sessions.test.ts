@@ -122,6 +122,23 @@ test('sign-in attempts are limited per account: 429 with Retry-After, until the 
   t.is((await new Browser(sys.url).signIn('limited@example.com', PASSWORD)).status, 200);
 });
 
+test('sign-in attempts sent at once are limited as if sent one after another', async (t) => {
+  const { sys, orgId } = t.context;
+  await member(sys.url, orgId, 'viewer', 'burst@example.com');
+  const answers = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      new Browser(sys.url).call<ErrorBody>('POST', '/console/v1/sign-in', {
+        body: { email: 'burst@example.com', password: `wrong password ${i}` },
+        headers: { 'x-forwarded-for': '203.0.113.99' },
+      }),
+    ),
+  );
+  const statuses = answers.map((a) => a.status);
+  const wrong = statuses.filter((s) => s === 401).length;
+  t.true(wrong >= 1 && wrong <= 10, statuses.join(' '));
+  t.is(statuses.filter((s) => s === 429).length, 30 - wrong, statuses.join(' '));
+});
+
 test('sign-in attempts are limited per client address, whatever the accounts tried', async (t) => {
   const { sys, orgId } = t.context;
   await member(sys.url, orgId, 'viewer', 'from-anywhere@example.com');

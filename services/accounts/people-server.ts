@@ -134,29 +134,37 @@ export function createPeopleServer(deps: {
   const announced = () => deps.onAnnounced?.();
 
   /**
-   * The sign-in limits (docs/console-api.md): refuses, `429 rate_limited` with the wait, while the
-   * account or the client address had too many failures in the window; else answers the subjects
-   * a failure now counts against, the account's first.
+   * The sign-in limits (docs/console-api.md): the attempt counts against the account and the
+   * client address before its password is checked (so that attempts sent at once cannot all pass
+   * the limit), and is refused, `429 rate_limited` with the wait, when either is then over its
+   * limit. Else it stays counted as a failure unless `succeeded()` takes it back, which also
+   * clears the account's failures.
    */
-  async function refuseWhileLimited(email: string, clientIp: string): Promise<string[]> {
-    const subjects = [`email:${email}`, ...(clientIp ? [`ip:${clientIp}`] : [])];
-    const waits = await Promise.all([
-      store.retryAfter(subjects[0] as string, settings.accountFailures, settings.failureWindowMs),
-      clientIp
-        ? store.retryAfter(subjects[1] as string, settings.ipFailures, settings.failureWindowMs)
-        : 0,
-    ]);
-    const wait = Math.max(...waits);
-    if (wait > 0) {
+  async function startAttempt(
+    email: string,
+    clientIp: string,
+  ): Promise<{ succeeded(): Promise<void> }> {
+    const account = `email:${email}`;
+    const reserved = await store.reserveAttempt(
+      [
+        { subject: account, limit: settings.accountFailures },
+        ...(clientIp ? [{ subject: `ip:${clientIp}`, limit: settings.ipFailures }] : []),
+      ],
+      settings.failureWindowMs,
+    );
+    if ('wait' in reserved) {
       throw new SpoolError(
         'rate_limited',
-        `too many failed sign-ins: try again in ${wait} seconds`,
-        {
-          retryAfter: wait,
-        },
+        `too many failed sign-ins: try again in ${reserved.wait} seconds`,
+        { retryAfter: reserved.wait },
       );
     }
-    return subjects;
+    return {
+      async succeeded() {
+        await store.releaseAttempt(reserved.ids);
+        await store.clearFailures(account);
+      },
+    };
   }
 
   return {
@@ -226,14 +234,13 @@ export function createPeopleServer(deps: {
       let who: { existingId: string } | { displayName: string; passwordHash: string };
       if (existing) {
         // The account's password, guessed here, counts as a sign-in does, in the same limits.
-        const subjects = await refuseWhileLimited(invitation.email, req.clientIp);
+        const attempt = await startAttempt(invitation.email, req.clientIp);
         if (!(await verifyPassword(password, existing.password_hash))) {
-          await store.recordFailure(subjects, settings.failureWindowMs);
           throw unauthorized(
             `wrong password: ${invitation.email} has an account, and accepting needs its password`,
           );
         }
-        await store.clearFailures(subjects[0] as string);
+        await attempt.succeeded();
         who = { existingId: existing.id };
       } else {
         const displayName = req.displayName.trim();
@@ -253,7 +260,7 @@ export function createPeopleServer(deps: {
 
     async signIn(req) {
       const email = req.email.trim().toLowerCase().slice(0, MAX_EMAIL_LENGTH);
-      const subjects = await refuseWhileLimited(email, req.clientIp);
+      const attempt = await startAttempt(email, req.clientIp);
       const person =
         req.password.length <= PASSWORD_MAX_LENGTH
           ? await store.findPersonByEmail(email)
@@ -263,11 +270,8 @@ export function createPeopleServer(deps: {
         req.password.slice(0, PASSWORD_MAX_LENGTH),
         person?.password_hash ?? (await decoyHash()),
       );
-      if (!person || !ok) {
-        await store.recordFailure(subjects, settings.failureWindowMs);
-        throw unauthorized(WRONG);
-      }
-      await store.clearFailures(subjects[0] as string);
+      if (!person || !ok) throw unauthorized(WRONG);
+      await attempt.succeeded();
       const session = generateCredential('session');
       const sessionId = await store.createSession(person.id, hashCredential(session));
       return {

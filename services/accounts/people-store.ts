@@ -545,36 +545,63 @@ export function createPeopleStore(pool: pg.Pool, clock: Clock) {
     },
 
     /**
-     * Seconds until the subject may try again when it has `limit` failures inside the window; 0
-     * when it may try now.
+     * Counts a sign-in attempt against each subject before its password is checked, so that
+     * attempts sent at once cannot all pass a limit that each alone would see unmet: every one
+     * counts first, and the one that sees its subject over `limit` is refused. Answers the rows
+     * added, which stay as the attempt's failure unless {@link releaseAttempt} takes them back;
+     * or, for a refused attempt (which does not count), the seconds until it may try again.
      */
-    async retryAfter(subject: string, limit: number, windowMs: number): Promise<number> {
-      const now = clock.now().getTime();
-      const { rows } = await pool.query<{ at: Date }>(
-        `SELECT at FROM sign_in_failures WHERE subject = $1 AND at > $2
-         ORDER BY at DESC LIMIT $3`,
-        [subject, new Date(now - windowMs), limit],
+    async reserveAttempt(
+      limits: Array<{ subject: string; limit: number }>,
+      windowMs: number,
+    ): Promise<{ ids: string[] } | { wait: number }> {
+      const now = clock.now();
+      const since = new Date(now.getTime() - windowMs);
+      const ids = limits.map(() => randomUUID());
+      await pool.query(
+        `INSERT INTO sign_in_failures (id, subject, at)
+         SELECT v.id, v.subject, $3 FROM unnest($1::UUID[], $2::TEXT[]) AS v (id, subject)`,
+        [ids, limits.map((l) => l.subject), now],
       );
-      if (rows.length < limit) return 0;
-      const oldest = (rows[rows.length - 1] as { at: Date }).at.getTime();
-      return Math.max(1, Math.ceil((oldest + windowMs - now) / 1000));
+      const counts = await Promise.all(
+        limits.map(async ({ subject, limit }) => {
+          const { rows } = await pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM (SELECT 1 FROM sign_in_failures
+               WHERE subject = $1 AND at > $2 LIMIT $3) AS recent`,
+            [subject, since, limit + 1],
+          );
+          return Number(rows[0]?.n ?? 0);
+        }),
+      );
+      if (limits.every((l, i) => (counts[i] ?? 0) <= l.limit)) {
+        // Failures older than the window count for nothing any more; each attempt clears a few.
+        await pool.query(
+          `DELETE FROM sign_in_failures WHERE id IN (
+             SELECT id FROM sign_in_failures WHERE at <= $1 ORDER BY at LIMIT 100)`,
+          [since],
+        );
+        return { ids };
+      }
+      await pool.query('DELETE FROM sign_in_failures WHERE id = ANY($1::UUID[])', [ids]);
+      const waits = await Promise.all(
+        limits.map(async ({ subject, limit }) => {
+          // The limit-th newest failure: once it leaves the window, one more attempt may go.
+          const { rows } = await pool.query<{ at: Date }>(
+            `SELECT at FROM sign_in_failures WHERE subject = $1 AND at > $2
+             ORDER BY at DESC LIMIT $3`,
+            [subject, since, limit],
+          );
+          const oldest = rows.length < limit ? undefined : rows[rows.length - 1];
+          return oldest ? Math.ceil((oldest.at.getTime() + windowMs - now.getTime()) / 1000) : 0;
+        }),
+      );
+      // Over the limit with attempts still running, whose rows may be gone by now: a second.
+      return { wait: Math.max(1, ...waits) };
     },
 
-    async recordFailure(subjects: string[], windowMs: number): Promise<void> {
-      const now = clock.now();
-      for (const subject of subjects) {
-        await pool.query('INSERT INTO sign_in_failures (id, subject, at) VALUES ($1, $2, $3)', [
-          randomUUID(),
-          subject,
-          now,
-        ]);
-      }
-      // Failures older than the window count for nothing any more; each failure clears a few.
-      await pool.query(
-        `DELETE FROM sign_in_failures WHERE id IN (
-           SELECT id FROM sign_in_failures WHERE at <= $1 ORDER BY at LIMIT 100)`,
-        [new Date(now.getTime() - windowMs)],
-      );
+    /** Takes back the rows of an attempt that succeeded. */
+    async releaseAttempt(ids: string[]): Promise<void> {
+      await pool.query('DELETE FROM sign_in_failures WHERE id = ANY($1::UUID[])', [ids]);
     },
 
     async clearFailures(subject: string): Promise<void> {
