@@ -113,10 +113,7 @@ const gatewayOnly = {
     min: 1024,
     max: 256 * 1024 * 1024,
   }),
-  trustProxy: bool('TRUST_PROXY', {
-    description: 'take the client address from X-Forwarded-For',
-    default: false,
-  }),
+  trustProxy: proxyHops(),
   grpcDeadlineMs: int('GRPC_DEADLINE_MS', {
     description: 'deadline of each call to a service',
     default: 5_000,
@@ -162,6 +159,29 @@ const documents = {
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** A comma list of durations such as `30s,2m,10m`, in milliseconds. */
+/**
+ * TRUST_PROXY: how many proxies of the operator's stand in front of the gateway, each adding to
+ * `X-Forwarded-For` the address it was reached from: `false` (none: the connection's address is
+ * the client's), `true` (one, an ingress controller) or their number. The client address is the
+ * one the outermost of them saw; what a client wrote into the header itself, further left, is not
+ * believed.
+ */
+function proxyHops(): Variable<number> {
+  const description = 'proxies of yours in front of the gateway adding to X-Forwarded-For';
+  return {
+    name: 'TRUST_PROXY',
+    description,
+    fallback: () => 0,
+    parse(raw) {
+      const v = raw.trim().toLowerCase();
+      if (['true', 'yes', 'on'].includes(v)) return 1;
+      if (['false', 'no', 'off'].includes(v)) return 0;
+      if (/^\d{1,2}$/.test(v) && Number(v) <= 10) return Number(v);
+      throw new Error('must be false, true (one proxy) or the number of proxies, 0 to 10');
+    },
+  };
+}
+
 function durations(name: string, description: string, fallback: string): Variable<number[]> {
   const parse = (raw: string) =>
     raw.split(',').map((part) => {

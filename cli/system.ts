@@ -68,7 +68,8 @@ export interface SystemOptions {
   poolMax?: number;
   bodyLimit?: number;
   maxDocumentBytes?: number;
-  trustProxy?: boolean;
+  /** Proxies in front adding to X-Forwarded-For (TRUST_PROXY); 0: none. */
+  trustProxy?: number;
   grpcDeadlineMs?: number;
   keyCacheTtlMs?: number;
   /** How often the jobs sweeper runs; tests call it directly and set this high. */
@@ -242,7 +243,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
         operatorToken: options.operatorToken,
         bodyLimit: options.bodyLimit ?? 1024 * 1024,
         maxDocumentBytes,
-        trustProxy: options.trustProxy ?? false,
+        trustProxy: options.trustProxy ?? 0,
         health: { accounts: health, jobs: health, stations: health, webhooks: health },
         ...(options.publicRateLimit === undefined
           ? {}

@@ -41,8 +41,11 @@ export interface AppDeps {
   bodyLimit: number;
   /** Largest document a job may carry, in bytes. */
   maxDocumentBytes: number;
-  /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
-  trustProxy: boolean;
+  /**
+   * Proxies of the operator's in front adding to X-Forwarded-For (TRUST_PROXY): the client address
+   * is the one the outermost saw. 0: the connection's address.
+   */
+  trustProxy: number;
   /** The public status page's checker. */
   status: { check(): Promise<PublicStatus> };
   /** The rate limit of the public endpoints (per client address, shared by replicas). */
@@ -58,7 +61,12 @@ export interface AppDeps {
 }
 
 export function createApp(deps: AppDeps): Koa<GatewayState> {
-  const app = new Koa<GatewayState>({ proxy: deps.trustProxy });
+  // Only the last `trustProxy` entries of X-Forwarded-For were written by the operator's proxies;
+  // the client's address is the first of them, whatever the client put before.
+  const app = new Koa<GatewayState>({
+    proxy: deps.trustProxy > 0,
+    maxIpsCount: deps.trustProxy,
+  });
   app.silent = true;
 
   app.use(telemetryMiddleware());

@@ -36,7 +36,8 @@ export interface GatewayOptions {
   operatorToken: OperatorToken;
   bodyLimit: number;
   maxDocumentBytes: number;
-  trustProxy: boolean;
+  /** Proxies in front adding to X-Forwarded-For (TRUST_PROXY); 0: none. */
+  trustProxy: number;
   keyCacheTtlMs?: number;
   /** Health clients of the services, for the public status. */
   health: StatusSources['health'];

@@ -23,7 +23,7 @@ const HOUR = 60 * MINUTE;
 
 test.before(async (t) => {
   // Sign-in limits per client address are tested with X-Forwarded-For.
-  const sys = await startTestSystem({ trustProxy: true });
+  const sys = await startTestSystem({ trustProxy: 1 });
   t.context = { sys, orgId: await createOrg(sys.url, 'Acme Print') };
 });
 

@@ -32,7 +32,7 @@ test.before(async (t) => {
   const previous = await generateServerKeyPair();
   const current = await generateServerKeyPair();
   const sys = await startTestSystem({
-    trustProxy: true,
+    trustProxy: 1,
     keyRateLimit: 40,
     serverKeys: serverKeysFrom(current.privateKey, previous.privateKey),
   });
@@ -168,6 +168,22 @@ test.serial(
     t.is((await get(sys.url, nextIp())).status, 200, 'another address is not limited');
     sys.clock.advance(60_000);
     t.is((await get(sys.url, address)).status, 200, 'a new minute, a new allowance');
+  },
+);
+
+test.serial(
+  'behind one proxy, an address a client writes into X-Forwarded-For itself does not escape its limit',
+  async (t) => {
+    const { sys } = t.context;
+    // The proxy appends the address it was reached from; the client wrote a new one before it.
+    const client = nextIp();
+    const get = (i: number) =>
+      call(sys.url, 'GET', '/v1/public/pricing', {
+        headers: { 'x-forwarded-for': `198.18.${i >> 8}.${i & 255}, ${client}` },
+      });
+    for (let i = 0; i < 30; i++) t.is((await get(i)).status, 200, `request ${i + 1}`);
+    t.is((await get(30)).status, 429);
+    sys.clock.advance(60_000);
   },
 );
 

@@ -36,7 +36,7 @@ export async function startTestSystem(
     maxDocumentBytes?: number;
     /** Webhook settings; test receivers are on loopback, so insecure targets are allowed. */
     webhooks?: Partial<WebhooksSettings>;
-    trustProxy?: boolean;
+    trustProxy?: number;
     serverKeys?: ServerKeys;
     keyRateLimit?: number;
     eventStreams?: Partial<EventStreamOptions>;
