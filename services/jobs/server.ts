@@ -3,12 +3,7 @@
  * object store first), answers job queries, applies the API's actions through the state machine,
  * and keeps uploads, templates and Idempotency-Key records.
  */
-import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { ServerUnaryCall } from '@grpc/grpc-js';
 import type { ObjectStore } from '@nats-io/obj';
 import { context, trace } from '@opentelemetry/api';
@@ -30,6 +25,7 @@ import type { Fetcher } from './fetch.js';
 import type { Claim, IdempotencyStore } from './idempotency.js';
 import { isJobStatus, JOB_STATUSES } from './machine.js';
 import { checkOptionsFor, checkPages } from './options.js';
+import { createPdfPreviews, type PreviewLimits } from './previews.js';
 import type { PrinterCache } from './printer-cache.js';
 import { waitingDetail } from './printer-waits.js';
 import {
@@ -39,8 +35,6 @@ import {
   type NewJob,
   uploadName,
 } from './store.js';
-
-const run = promisify(execFile);
 
 export const MAX_TEXT_LENGTH = 1000;
 /** The longest a job may wait undelivered, and the furthest it may be scheduled. */
@@ -72,6 +66,8 @@ export interface JobsServerDeps {
   /** The printers jobs are created for, as last read from the stations service. */
   printers: PrinterCache;
   logger: Logger;
+  /** How many PDF previews are made at once, wait, and are kept (previews.ts). */
+  previews?: PreviewLimits;
 }
 
 export interface ServerKeys {
@@ -87,41 +83,6 @@ async function readObject(documents: ObjectStore, name: string): Promise<Buffer>
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
-/**
- * Renders the first page of a PDF as a PNG with poppler's pdftoppm. Without pdftoppm on the PATH
- * no preview can be made, now or later: a 500 saying so, and an error in the log naming the
- * package. Any other failure (a PDF pdftoppm cannot read, or cannot render within 20 s) is a 503,
- * with the reason in the log.
- */
-async function pdfFirstPage(pdf: Buffer, logger: Logger, jobId: string): Promise<Buffer> {
-  const dir = await mkdtemp(join(tmpdir(), 'spool-preview-'));
-  try {
-    await writeFile(join(dir, 'in.pdf'), pdf);
-    await run(
-      'pdftoppm',
-      ['-png', '-f', '1', '-l', '1', '-singlefile', '-scale-to', '1024', 'in.pdf', 'page'],
-      {
-        cwd: dir,
-        timeout: 20_000,
-      },
-    );
-    return await readFile(join(dir, 'page.png'));
-  } catch (err) {
-    const { code, syscall } = err as NodeJS.ErrnoException;
-    if (code === 'ENOENT' && syscall?.startsWith('spawn')) {
-      logger.error(
-        { err },
-        "no PDF preview can be made: pdftoppm is not on this jobs service's PATH (install poppler-utils)",
-      );
-      throw new SpoolError('internal', 'PDF previews are not available on this server');
-    }
-    logger.warn({ err, job_id: jobId }, 'a PDF preview could not be made');
-    throw new SpoolError('unavailable', 'the preview could not be made', { cause: err });
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
 /** The claim a creating request carries, for its job's transaction to complete. */
 function claimOf(c: { key: string; claim: string } | undefined): { idempotency?: Claim } {
   if (!c?.key) return {};
@@ -131,6 +92,7 @@ function claimOf(c: { key: string; claim: string } | undefined): { idempotency?:
 
 export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceServer> {
   const { store, documents } = deps;
+  const previews = createPdfPreviews(deps.logger, deps.previews);
 
   function checkSize(size: number, param: string): void {
     if (size > deps.maxDocumentBytes) {
@@ -391,13 +353,14 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
         requireUuid(req.jobId, 'job'),
         'serve',
       );
-      const data = await documentOf(job);
-      if (job.contentType === 'application/pdf')
-        return { contentType: 'image/png', data: await pdfFirstPage(data, deps.logger, job.id) };
+      if (job.contentType === 'application/pdf') {
+        const png = await previews.firstPage(job.id, () => documentOf(job));
+        return { contentType: 'image/png', data: png };
+      }
       if (job.contentType === 'text/plain') {
         return {
           contentType: 'text/plain; charset=utf-8',
-          data: data.subarray(0, TEXT_PREVIEW_BYTES),
+          data: (await documentOf(job)).subarray(0, TEXT_PREVIEW_BYTES),
         };
       }
       throw notFound('raw documents have no preview; GET …/content has the bytes');
