@@ -158,7 +158,7 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'rotateWebhookSecret',
     tag,
     summary: 'A new signing secret, used from the next delivery on',
-    description: `For \`grace_seconds\` (24 hours by default) deliveries carry a second signature made with the old secret; 0 ends it at once. ${SECRET_NOTE}`,
+    description: `\`Service-Signature\` is made with the new secret from the next delivery on. For \`grace_seconds\` (24 hours by default) the Standard Webhooks header \`webhook-signature\` carries a second signature made with the old secret; 0 ends it at once. ${SECRET_NOTE}`,
     request: { schema: RotateWebhookBody, required: false },
     success: {
       status: 200,

@@ -352,7 +352,7 @@ export interface paths {
         put?: never;
         /**
          * A new signing secret, used from the next delivery on
-         * @description For `grace_seconds` (24 hours by default) deliveries carry a second signature made with the old secret; 0 ends it at once. The signing secret (`whsec_…`) is in this answer only. A retry with the same `Idempotency-Key` answers the same endpoint without the secret, which is never kept outside the webhooks service’s encryption; rotate it to get a new one.
+         * @description `Service-Signature` is made with the new secret from the next delivery on. For `grace_seconds` (24 hours by default) the Standard Webhooks header `webhook-signature` carries a second signature made with the old secret; 0 ends it at once. The signing secret (`whsec_…`) is in this answer only. A retry with the same `Idempotency-Key` answers the same endpoint without the secret, which is never kept outside the webhooks service’s encryption; rotate it to get a new one.
          *
          *     Needs the `webhooks:write` scope.
          */

@@ -1,10 +1,12 @@
 /**
  * The signatures on a delivery. Spec §6 fixes `Service-Signature: t=<unix>,v1=<hex>` where the hex
- * is HMAC-SHA256 keyed with the whole secret text over `t + "." + body` (Stripe's scheme). Spool
- * also sends the Standard Webhooks headers, whose signature is keyed with the secret's decoded
- * bytes and covers the delivery id as well: `v1,<base64 HMAC-SHA256 of "id.t.body">`. Both are
- * computed when an attempt is sent, with every secret that currently signs (the current one first,
- * and during a rotation's grace period the previous one), so a receiver holding either verifies.
+ * is HMAC-SHA256 keyed with the whole secret text over `t + "." + body` (Stripe's scheme), made
+ * with the current secret: "the new secret is used from the next delivery", and a receiver reading
+ * the header's fields into a map must find that one. Spool also sends the Standard Webhooks
+ * headers, whose signature is keyed with the secret's decoded bytes and covers the delivery id as
+ * well: `v1,<base64 HMAC-SHA256 of "id.t.body">`, one entry per secret that signs (the current
+ * one first, and during a rotation's grace period the previous one), which that scheme's
+ * receivers try in turn. All are computed when an attempt is sent.
  */
 import { createHmac } from 'node:crypto';
 import { SECRET_PREFIX } from './crypto.js';
@@ -46,10 +48,10 @@ export interface SignatureInput {
 export function signatureHeaders(input: SignatureInput): Record<string, string> {
   const { deliveryId, timestamp, body, secrets } = input;
   if (secrets.length === 0) throw new Error('a delivery needs at least one secret to sign with');
-  const v1 = secrets.map((s) => `v1=${serviceSignature(s, timestamp, body)}`);
+  const current = secrets[0] as string;
   const standard = secrets.map((s) => `v1,${standardSignature(s, deliveryId, timestamp, body)}`);
   return {
-    'service-signature': `t=${timestamp},${v1.join(',')}`,
+    'service-signature': `t=${timestamp},v1=${serviceSignature(current, timestamp, body)}`,
     'webhook-id': deliveryId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': standard.join(' '),

@@ -291,7 +291,7 @@ function EndpointPanel(props: {
   const askRotate = async () => {
     const ok = await confirm.ask({
       title: `Rotate the signing secret of ${ep?.url ?? 'this endpoint'}?`,
-      body: 'Spool makes a new secret, shown once, and signs with it from the next attempt on. For a grace period (24 hours unless Spool is set otherwise) attempts also carry a signature with the current secret, so that your receiver can switch.',
+      body: 'Spool makes a new secret, shown once, and signs Service-Signature with it from the next attempt on. For a grace period (24 hours unless Spool is set otherwise) the Standard Webhooks header webhook-signature also carries a signature with the current secret, so that a receiver checking that one can switch.',
       confirm: 'Rotate secret',
     });
     if (ok) await act.run('rotate');
