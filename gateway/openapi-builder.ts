@@ -119,7 +119,7 @@ const HEADERS = {
     schema: { type: 'integer', minimum: 0 },
   },
   'RateLimit-Reset': {
-    description: 'seconds until the window resets',
+    description: 'seconds until one more request would be allowed',
     schema: { type: 'integer', minimum: 0 },
   },
   'Idempotent-Replayed': {

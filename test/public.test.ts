@@ -172,6 +172,28 @@ test.serial(
 );
 
 test.serial(
+  'the limit holds over any minute: 30 requests at the end of one minute of the clock leave none for the start of the next',
+  async (t) => {
+    const { sys } = t.context;
+    const address = nextIp();
+    const get = () =>
+      call(sys.url, 'GET', '/v1/public/pricing', { headers: { 'x-forwarded-for': address } });
+    const minute = Math.ceil(sys.clock.now().getTime() / 60_000) * 60_000;
+    sys.clock.set(new Date(minute - 1_000));
+    for (let i = 0; i < 30; i++) t.is((await get()).status, 200, `request ${i + 1}`);
+    sys.clock.advance(2_000);
+    const refused = await get();
+    t.is(refused.status, 429, 'a new minute of the clock, but not a minute since');
+    t.is(refused.headers.get('retry-after'), '58');
+    sys.clock.advance(58_000);
+    const again = await get();
+    t.is(again.status, 200, 'a minute after the first of them');
+    t.is(again.headers.get('ratelimit-remaining'), '29', 'all 30 came at the same moment');
+    sys.clock.advance(60_000);
+  },
+);
+
+test.serial(
   'behind one proxy, an address a client writes into X-Forwarded-For itself does not escape its limit',
   async (t) => {
     const { sys } = t.context;

@@ -865,7 +865,7 @@ export interface components {
         "RateLimit-Limit": number;
         /** @description requests left in the current window */
         "RateLimit-Remaining": number;
-        /** @description seconds until the window resets */
+        /** @description seconds until one more request would be allowed */
         "RateLimit-Reset": number;
         /** @description true when this is the stored answer to an earlier request with the same Idempotency-Key */
         "Idempotent-Replayed": "true";
