@@ -177,7 +177,7 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
     description: 'A disabled endpoint answers 409 conflict.',
     request: empty,
     success: {
-      status: 200,
+      status: 202,
       description: 'the ping, queued for delivery',
       schema: WebhookDeliveryAnswer,
       example: { delivery: { ...DELIVERY_EXAMPLE, state: 'pending', attempt_count: 0 } },
@@ -212,7 +212,7 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
       'A fresh round of up to 8 attempts; attempt numbers keep counting. A disabled endpoint answers 409 conflict.',
     request: empty,
     success: {
-      status: 200,
+      status: 202,
       description: 'the delivery, queued again',
       schema: WebhookDeliveryAnswer,
       example: { delivery: { ...DELIVERY_EXAMPLE, state: 'pending' } },
@@ -227,7 +227,7 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
       'Each delivery of the endpoint that ended `failed` at or after `since` gets a fresh round of attempts, as a resend does: after the endpoint was down, or disabled and enabled again. A disabled endpoint answers 409 conflict.',
     request: { schema: ResendFailedBody },
     success: {
-      status: 200,
+      status: 202,
       description: 'how many were queued again',
       schema: {
         type: 'object',

@@ -247,7 +247,6 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
             status: 'queued',
             detail: '',
             actor: `api_key:${ID.key}`,
-            region: null,
           },
         ],
       },

@@ -108,10 +108,8 @@ export const EventSchema = Type.Object(
     status: oneOfStrings(JOB_STATUSES),
     detail: Type.String(),
     actor: Type.String({
-      description: 'api_key:<id>, person:<id> (a signed-in session), station:<id>, system or admin',
-    }),
-    region: Type.Union([Type.String(), Type.Null()], {
-      description: 'for a change a station reported, the region it is homed in; null otherwise',
+      description:
+        'api_key:<id>, person:<id> (a signed-in session), station:<id>, system, or admin (an operator deleting its printer or station)',
     }),
   },
   { additionalProperties: false },

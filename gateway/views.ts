@@ -90,7 +90,6 @@ export function eventView(event: JobEvent) {
     status: event.status,
     detail: event.detail,
     actor: event.actor,
-    region: event.region || null,
   };
 }
 

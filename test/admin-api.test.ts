@@ -276,14 +276,16 @@ test('printers are listed per organization and station, got, and deleted whateve
     body: { printer_id: b.id, content: { type: 'text', data: 'hello' } },
   });
   t.is((await op(t, 'DELETE', `/orgs/${org}/printers/${b.id}`)).status, 204);
-  const failed = await call<{ job: { status: string; status_detail: string } }>(
-    sys.url,
-    'GET',
-    `/v1/orgs/${org}/jobs/${job.body.job.id}`,
-    { token: secret },
-  );
+  const failed = await call<{
+    job: { status: string; status_detail: string };
+    events: Array<Record<string, unknown>>;
+  }>(sys.url, 'GET', `/v1/orgs/${org}/jobs/${job.body.job.id}`, { token: secret });
   t.is(failed.body.job.status, 'failed');
   t.is(failed.body.job.status_detail, 'printer "b" was deleted');
+  // DESIGN §4's actor for the operator; and each event is spec §4's {at, status, detail, actor}.
+  const last = failed.body.events.at(-1);
+  t.like(last, { status: 'failed', actor: 'admin', detail: 'printer "b" was deleted' });
+  t.deepEqual(Object.keys(last ?? {}).sort(), ['actor', 'at', 'detail', 'status']);
   t.is((await op(t, 'GET', `/orgs/${org}/printers/${b.id}`)).status, 404);
   await eventually(
     () =>

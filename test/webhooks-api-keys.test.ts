@@ -104,7 +104,7 @@ for (const mode of ['live', 'test']) {
     );
 
     const ping = await api<{ delivery: DeliveryView }>('POST', `/${endpoint.id}/test`);
-    t.is(ping.status, 200);
+    t.is(ping.status, 202, 'queued (DESIGN §5)');
     t.like(ping.body.delivery, { endpoint_id: endpoint.id, event_type: 'ping' });
     const deliveryId = ping.body.delivery.id;
     await receiver.until((r) => r.some((q) => q.delivery === deliveryId));
@@ -136,7 +136,7 @@ for (const mode of ['live', 'test']) {
       'POST',
       `/${endpoint.id}/deliveries/${deliveryId}/resend`,
     );
-    t.is(resent.status, 200);
+    t.is(resent.status, 202, 'queued again (DESIGN §5)');
     t.is(resent.body.delivery.id, deliveryId);
     await receiver.until(() => receiver.forDelivery(deliveryId).length === 2);
     const again = receiver.forDelivery(deliveryId)[1] as Received;
@@ -200,7 +200,7 @@ test('a key sends again what failed while its endpoint was down and disabled', a
   await eventually(log, (items) => items[0]?.state === 'failed');
   await api('PATCH', `/${endpoint.id}`, { enabled: true, url: receiver.url });
   const resent = await api<{ resent: number }>('POST', `/${endpoint.id}/resend-failed`, { since });
-  t.is(resent.status, 200);
+  t.is(resent.status, 202);
   t.deepEqual(resent.body, { resent: 1 });
   await receiver.until((r) => r.some((q) => q.delivery === ping.body.delivery.id));
   const delivered = await eventually(log, (items) => items[0]?.state === 'succeeded');

@@ -758,10 +758,8 @@ export interface components {
             at: string;
             status: "scheduled" | "held" | "queued" | "sent" | "printed" | "failed" | "cancelled";
             detail: string;
-            /** @description api_key:<id>, person:<id> (a signed-in session), station:<id>, system or admin */
+            /** @description api_key:<id>, person:<id> (a signed-in session), station:<id>, system, or admin (an operator deleting its printer or station) */
             actor: string;
-            /** @description for a change a station reported, the region it is homed in; null otherwise */
-            region: string | null;
         };
         JobAnswer: {
             job: components["schemas"]["Job"];
@@ -1639,8 +1637,7 @@ export interface operations {
                      *           "at": "2026-05-01T12:00:00Z",
                      *           "status": "queued",
                      *           "detail": "",
-                     *           "actor": "api_key:4c3b2a19-0f8e-4d7c-b6a5-948372615a4b",
-                     *           "region": null
+                     *           "actor": "api_key:4c3b2a19-0f8e-4d7c-b6a5-948372615a4b"
                      *         }
                      *       ]
                      *     }
@@ -5715,7 +5712,7 @@ export interface operations {
         };
         responses: {
             /** @description the ping, queued for delivery */
-            200: {
+            202: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -6299,7 +6296,7 @@ export interface operations {
         };
         responses: {
             /** @description the delivery, queued again */
-            200: {
+            202: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -6630,7 +6627,7 @@ export interface operations {
         };
         responses: {
             /** @description how many were queued again */
-            200: {
+            202: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

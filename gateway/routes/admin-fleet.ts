@@ -70,8 +70,8 @@ export const UpdateTemplateBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** The actor recorded on jobs an operator's deletion fails. */
-const OPERATOR = 'operator';
+/** The actor recorded on jobs an operator's deletion fails (DESIGN §4). */
+const ADMIN_ACTOR = 'admin';
 
 export function auditView(entry: AuditEntry) {
   return {
@@ -186,7 +186,7 @@ export function adminFleetRouter(deps: {
       stationId: station?.id ?? '',
       printerIds: [],
       detail: 'its station was deleted',
-      actor: OPERATOR,
+      actor: ADMIN_ACTOR,
     });
     await stations.deleteStation({ orgId: org(ctx), stationId: id(ctx) });
     ctx.status = 204;
@@ -210,7 +210,7 @@ export function adminFleetRouter(deps: {
   });
 
   router.delete('/orgs/:org/printers/:id', async (ctx) => {
-    await deletePrinter({ jobs, stations }, org(ctx), id(ctx), OPERATOR);
+    await deletePrinter({ jobs, stations }, org(ctx), id(ctx), ADMIN_ACTOR);
     ctx.status = 204;
   });
 

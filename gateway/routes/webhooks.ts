@@ -206,7 +206,7 @@ export const WebhookSecretAnswer = Type.Object(
   { additionalProperties: false },
 );
 
-/** `{delivery}`: the answers of test and resend. */
+/** `{delivery}`: the answers of test and resend, `202`: the delivery is queued, not yet sent. */
 export const WebhookDeliveryAnswer = Type.Object(
   { delivery: WebhookDeliverySchema },
   { additionalProperties: false },
@@ -307,7 +307,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
       rejectUnknownParams(ctx.query, []);
       await body(ctx, Empty, deps.bodyLimit);
       const { delivery } = await webhooks.sendTest(ids(ctx));
-      ctx.status = 200;
+      ctx.status = 202;
       ctx.body = { delivery: deliveryView(delivery) };
     },
 
@@ -340,7 +340,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
         ...ids(ctx),
         deliveryId: param(ctx, 'delivery'),
       });
-      ctx.status = 200;
+      ctx.status = 202;
       ctx.body = { delivery: deliveryView(delivery) };
     },
 
@@ -350,7 +350,7 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
       const since = parseRfc3339(req.since);
       if (!since) throw invalid('since must be an RFC 3339 time', 'since');
       const { resent } = await webhooks.resendFailed({ ...ids(ctx), since });
-      ctx.status = 200;
+      ctx.status = 202;
       ctx.body = { resent };
     },
   };

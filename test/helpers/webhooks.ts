@@ -113,7 +113,7 @@ export function webhookAdmin(base: string, token: string, orgId: string): Webhoo
         ),
       ),
     ping: async (id) =>
-      (await expect(200, raw<{ delivery: DeliveryView }>('POST', `/${id}/test`))).delivery,
+      (await expect(202, raw<{ delivery: DeliveryView }>('POST', `/${id}/test`))).delivery,
     deliveries: async (id, query = '') =>
       (
         await expect(
@@ -127,12 +127,12 @@ export function webhookAdmin(base: string, token: string, orgId: string): Webhoo
     resend: async (id, deliveryId) =>
       (
         await expect(
-          200,
+          202,
           raw<{ delivery: DeliveryView }>('POST', `/${id}/deliveries/${deliveryId}/resend`),
         )
       ).delivery,
     resendFailed: async (id, since) =>
-      (await expect(200, raw<{ resent: number }>('POST', `/${id}/resend-failed`, { since })))
+      (await expect(202, raw<{ resent: number }>('POST', `/${id}/resend-failed`, { since })))
         .resent,
     remove: async (id) => {
       await expect(204, raw('DELETE', `/${id}`));

@@ -372,6 +372,7 @@ export function JobPage(props: { id: string }): JSX.Element {
       const who = people.data?.items.find((m) => m.person_id === id);
       return `by ${who ? who.display_name : `person ${short(id)}`}`;
     }
+    if (actor === 'admin') return 'by the operator';
     return `by ${actor}`;
   };
   const confirm = useConfirm();
