@@ -544,6 +544,52 @@ test.serial(
   },
 );
 
+test.serial(
+  'a failed test-key job retried prints again and counts toward the 200; a held one released does not',
+  async (t) => {
+    const { sys } = t.context;
+    const orgId = await createOrg(sys.url, 'Retrying tester');
+    const testKey = (await createKey(sys.url, orgId, { mode: 'test', scopes: SCOPES })).secret;
+    const station = await createStation(sys.url, orgId);
+    const link = await connectLink(sys.linkAddress, station.token, [printer('p')]);
+    t.teardown(() => link.close());
+    const printerId = link.welcome.printerIds.p as string;
+    const post = (body: Record<string, unknown> = {}) =>
+      call<JobAnswer>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+        token: testKey,
+        body: { printer_id: printerId, content: { type: 'text', data: 'x' }, ...body },
+      });
+    const retry = (id: string) =>
+      call<JobAnswer>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs/${id}/retry`, {
+        token: testKey,
+        body: {},
+      });
+    sys.clock.set(new Date(Date.UTC(2031, 0, 1, 12)));
+    const failing = (await post()).body.job.id;
+    await link.until(() => link.jobs.some((j) => j.offer.jobId === failing));
+    link.send({ result: { jobId: failing, attempt: 1, printed: false, detail: 'jam' } });
+    await eventually(
+      () =>
+        call<JobAnswer>(sys.url, 'GET', `/v1/orgs/${orgId}/jobs/${failing}`, { token: testKey }),
+      (r) => r.body.job.status === 'failed',
+    );
+    const held = (await post({ hold: true })).body.job.id;
+    for (let i = 0; i < 198; i++) {
+      const res = await post();
+      if (res.status !== 201) t.fail(`test job ${i + 3} answered ${res.status}`);
+    }
+    t.is((await retry(held)).status, 200, 'released, a held job prints for the first time');
+    const refused = await retry(failing);
+    t.is(refused.status, 429);
+    t.regex(refused.body.error.message, /daily test limit of 200/);
+    t.is(refused.headers.get('retry-after'), String(12 * 60 * 60));
+    sys.clock.advance(DAY);
+    const retried = await retry(failing);
+    t.is(retried.status, 200);
+    t.like(retried.body.job, { status: 'queued', attempt: 2 });
+  },
+);
+
 test('a job from pdf_uri or raw_uri prints what the URL serves; redirects, errors and oversize are refused', async (t) => {
   const { createServer } = await import('node:http');
   const pdf = minimalPdf('From a URL');

@@ -98,7 +98,7 @@ function secondsToMidnightUtc(now: Date): number {
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
 }
 
-function testLimitReached(now: Date): SpoolError {
+export function testLimitReached(now: Date): SpoolError {
   return new SpoolError(
     'rate_limited',
     `the daily test limit of ${DAILY_TEST_LIMIT} test-key prints for this organization is reached; it resets at 00:00 UTC`,

@@ -408,11 +408,21 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     async retryJob(req, call) {
       const orgId = requireUuid(req.orgId, 'organization');
       const jobId = requireUuid(req.jobId, 'job');
-      await requirePrinterOf((await store.get(orgId, jobId)).job, call);
-      const { job } = await store.apply(orgId, jobId, 'retry', {
-        actor: req.actor,
-      });
-      return { job };
+      const { job: current } = await store.get(orgId, jobId);
+      await requirePrinterOf(current, call);
+      // A failed test job retried prints again: one more of the day's test prints (spec §8).
+      // A held one was counted when it was created.
+      const day =
+        !current.live && current.status === 'failed'
+          ? await store.countTestPrint(orgId)
+          : undefined;
+      try {
+        const { job } = await store.apply(orgId, jobId, 'retry', { actor: req.actor });
+        return { job };
+      } catch (err) {
+        if (day) await store.uncountTestPrint(orgId, day);
+        throw err;
+      }
     },
 
     async pendingJobs(req) {

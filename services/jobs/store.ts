@@ -20,7 +20,12 @@ import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbo
 import { decodeCursor, listOldestFirst, page } from '../../lib/paging.js';
 import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
-import { createJobCreator, JOB_EVENT_TYPES } from './creation.js';
+import {
+  createJobCreator,
+  DAILY_TEST_LIMIT,
+  JOB_EVENT_TYPES,
+  testLimitReached,
+} from './creation.js';
 import type { Claim } from './idempotency.js';
 import {
   FINISHED_STATUSES,
@@ -696,6 +701,33 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       if (!isUuid(orgId) || !isUuid(jobId)) throw notFound('no such job');
       const { job, changed } = await transitions.submit({ orgId, jobId, trigger, how });
       return { job, changed };
+    },
+
+    /**
+     * Counts one more test-key print of the organization today (a failed test job retried prints
+     * again), refusing it, `429 rate_limited` until 00:00 UTC, when the day's are used up.
+     * Answers the day counted, for {@link uncountTestPrint} should the retry not happen.
+     */
+    async countTestPrint(orgId: string): Promise<string> {
+      const now = clock.now();
+      const day = now.toISOString().slice(0, 10);
+      const { rowCount } = await pool.query(
+        `INSERT INTO test_print_counts (org_id, day, n) VALUES ($1, $2, 1)
+         ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + 1
+           WHERE test_print_counts.n < $3
+         RETURNING n`,
+        [orgId, day, DAILY_TEST_LIMIT],
+      );
+      if (rowCount === 0) throw testLimitReached(now);
+      return day;
+    },
+
+    /** Takes back a test-key print counted for a retry that was refused. */
+    async uncountTestPrint(orgId: string, day: string): Promise<void> {
+      await pool.query(
+        'UPDATE test_print_counts SET n = n - 1 WHERE org_id = $1 AND day = $2 AND n > 0',
+        [orgId, day],
+      );
     },
 
     /** Queues scheduled jobs whose time has come. */
