@@ -69,6 +69,8 @@ export class PayloadTooLargeError extends SpoolApiError {}
 export class UnsupportedMediaTypeError extends SpoolApiError {}
 /** 429 `rate_limited`: `retryAfter` says when to try again. */
 export class RateLimitedError extends SpoolApiError {}
+/** 431 `headers_too_large`: the URL, query or headers are over the server's limit. */
+export class HeadersTooLargeError extends SpoolApiError {}
 /** 500 `internal`: a fault in Spool; `requestId` finds it in Spool's logs. */
 export class InternalError extends SpoolApiError {}
 /** 503 `unavailable`: a part of Spool is down or restarting; retrying the same call is safe. */
@@ -88,6 +90,7 @@ export const API_ERROR_CLASSES = {
   payload_too_large: PayloadTooLargeError,
   unsupported_media_type: UnsupportedMediaTypeError,
   rate_limited: RateLimitedError,
+  headers_too_large: HeadersTooLargeError,
   internal: InternalError,
   unavailable: UnavailableError,
 } as const satisfies Record<ApiErrorCode, typeof SpoolApiError>;

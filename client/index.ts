@@ -10,6 +10,7 @@ export {
   ConflictError,
   ContentDeletedError,
   ForbiddenError,
+  HeadersTooLargeError,
   InternalError,
   InvalidError,
   isSpoolApiError,

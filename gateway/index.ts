@@ -17,6 +17,7 @@ import type { Logger } from '../lib/logger.js';
 import { createApp } from './app.js';
 import type { OperatorToken } from './auth.js';
 import type { Backends } from './clients.js';
+import { answerClientError } from './errors.js';
 import { createEventStreams, type EventStreamOptions, type EventStreams } from './event-stream.js';
 import { followRevocations, KeyCache } from './key-cache.js';
 import { KeyUses } from './key-uses.js';
@@ -187,6 +188,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     return handle(req, res);
   });
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
 
   return {
     server,

@@ -19,6 +19,7 @@ export const ERROR_CATALOGUE = {
   payload_too_large: { http: 413, grpc: GrpcStatus.OUT_OF_RANGE },
   unsupported_media_type: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
   rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },
+  headers_too_large: { http: 431, grpc: GrpcStatus.INVALID_ARGUMENT },
   internal: { http: 500, grpc: GrpcStatus.INTERNAL },
   unavailable: { http: 503, grpc: GrpcStatus.UNAVAILABLE },
 } as const;

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import anyTest, { type TestFn } from 'ava';
 import {
   call,
@@ -300,4 +301,31 @@ test('an API key sent to the operator API is told it is not an operator token', 
   const res = await call<ErrorBody>(sys.url, 'GET', '/admin/v1/orgs', { token: secret });
   t.is(res.status, 401);
   t.regex(res.body.error.message, /^an API key is not an operator token: /);
+});
+
+test('what Node’s parser refuses (headers over its limit, a request that is not HTTP) is answered in the envelope too', async (t) => {
+  const { sys, orgId, secret } = t.context;
+  const long = await fetch(`${sys.url}/v1/orgs/${orgId}/jobs?reference=${'r'.repeat(20_000)}`, {
+    headers: { authorization: `Bearer ${secret}`, 'x-padding': 'p'.repeat(60_000) },
+  });
+  t.is(long.status, 431);
+  t.is(long.headers.get('content-type'), 'application/json; charset=utf-8');
+  const body = (await long.json()) as ErrorBody;
+  t.is(body.error.code, 'headers_too_large');
+  t.regex(body.error.message, /too large/);
+  t.is(body.error.request_id, long.headers.get('request-id') ?? '');
+
+  const { port, hostname } = new URL(sys.url);
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+    let got = '';
+    socket.on('data', (d) => {
+      got += d.toString();
+    });
+    socket.on('end', () => resolve(got));
+    socket.on('error', reject);
+  });
+  t.regex(answer, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  const json = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as ErrorBody;
+  t.like(json.error, { code: 'invalid', message: 'the request is not valid HTTP/1.1' });
 });

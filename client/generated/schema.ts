@@ -557,7 +557,7 @@ export interface components {
     schemas: {
         Error: {
             error: {
-                code: "invalid" | "unknown_field" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "content_deleted" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal" | "unavailable";
+                code: "invalid" | "unknown_field" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "content_deleted" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal" | "unavailable";
                 message: string;
                 /** @description the field or parameter at fault */
                 param?: string;
