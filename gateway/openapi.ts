@@ -465,7 +465,7 @@ export const PUBLIC_OPERATIONS: Record<string, OperationSpec> = {
         { additionalProperties: false },
       ),
     },
-    errors: ['unavailable'],
+    errors: ['unknown_field', 'unavailable'],
   },
   'GET /v1/public/status': {
     operationId: 'getStatus',
@@ -488,6 +488,7 @@ export const PUBLIC_OPERATIONS: Record<string, OperationSpec> = {
         { additionalProperties: false },
       ),
     },
+    errors: ['unknown_field'],
   },
   'GET /v1/public/pricing': {
     operationId: 'getPricing',
@@ -496,7 +497,7 @@ export const PUBLIC_OPERATIONS: Record<string, OperationSpec> = {
     description: PUBLIC_DESCRIPTION,
     surface: PUBLIC_SURFACE,
     success: { status: 200, description: 'the prices', schema: published('the prices') },
-    errors: ['unavailable'],
+    errors: ['unknown_field', 'unavailable'],
   },
   'GET /v1/public/downloads': {
     operationId: 'getDownloads',
@@ -509,7 +510,7 @@ export const PUBLIC_OPERATIONS: Record<string, OperationSpec> = {
       description: 'the releases',
       schema: published('the releases'),
     },
-    errors: ['unavailable'],
+    errors: ['unknown_field', 'unavailable'],
   },
 };
 

@@ -209,6 +209,24 @@ test.serial(
   },
 );
 
+test.serial(
+  'a public endpoint given a query parameter answers 400 unknown_field naming it',
+  async (t) => {
+    const { sys } = t.context;
+    for (const path of ['/server-key', '/status?x=1', '/pricing', '/downloads']) {
+      const url = path.includes('?') ? path : `${path}?cache=1`;
+      const res = await call<{ error: { code: string; param: string } }>(
+        sys.url,
+        'GET',
+        `/v1/public${url}`,
+        { headers: { 'x-forwarded-for': nextIp() } },
+      );
+      t.is(res.status, 400, url);
+      t.like(res.body.error, { code: 'unknown_field', param: url.endsWith('x=1') ? 'x' : 'cache' });
+    }
+  },
+);
+
 test.serial('pricing and downloads are null until an administrator publishes them', async (t) => {
   const { sys } = t.context;
   const from = { 'x-forwarded-for': nextIp() };

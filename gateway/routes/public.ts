@@ -7,6 +7,7 @@
 import { Router } from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Backends } from '../clients.js';
+import { rejectUnknownParams } from '../query.js';
 import type { GatewayState } from '../state.js';
 import type { PublicStatus } from '../status.js';
 
@@ -47,6 +48,11 @@ export function publicRouter(deps: PublicDeps): Router<GatewayState> {
   });
   // A preflight costs the client nothing of its limit.
   router.use((ctx, next) => (ctx.method === 'OPTIONS' ? next() : deps.limit(ctx, next)));
+  // None takes a query parameter: one given is refused, as on every other `/v1` path.
+  router.use((ctx, next) => {
+    if (ctx.method !== 'OPTIONS') rejectUnknownParams(ctx.query, []);
+    return next();
+  });
   for (const path of PATHS) {
     router.options(path, (ctx) => {
       ctx.set('Access-Control-Allow-Methods', 'GET');
