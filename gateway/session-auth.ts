@@ -13,7 +13,7 @@ import type { Clock } from '../lib/clock.js';
 import { credentialKind, hashCredential } from '../lib/credentials.js';
 import { forbidden, notFound, SpoolError, unauthorized } from '../lib/errors.js';
 import { type Role, scopesOfRole } from '../lib/roles.js';
-import { type KeyAuthOptions, requireKey } from './auth.js';
+import { bearer, type KeyAuthOptions, requireKey } from './auth.js';
 import type { CachedSession, SessionCache } from './session-cache.js';
 import type { AuthenticatedSession, GatewayState } from './state.js';
 
@@ -165,14 +165,27 @@ export function requireKeyOrSession(
   sessions: SessionOptions | undefined,
 ): Middleware<GatewayState> {
   const byKey = requireKey(keyOptions);
+  const notASession = () =>
+    new SpoolError('invalid', 'this endpoint takes an API key, not a signed-in session');
   return async (ctx, next) => {
+    const token = bearer(ctx.get('authorization'));
+    if (sessions && keyOptions.sessionIsInvalid && token && credentialKind(token) === 'session') {
+      // Only a session that is signed in is a session; an ended or made-up one is nobody: 401.
+      try {
+        await sessions.cache.get(hashCredential(token));
+      } catch (err) {
+        if (err instanceof SpoolError && err.code === 'unauthorized') {
+          throw unauthorized('not signed in: the session has ended or was signed out');
+        }
+        throw err;
+      }
+      throw notASession();
+    }
     if (!sessions || ctx.get('authorization') !== '' || sessionCookie(ctx) === undefined) {
       return byKey(ctx, next);
     }
-    if (keyOptions.sessionIsInvalid) {
-      throw new SpoolError('invalid', 'this endpoint takes an API key, not a signed-in session');
-    }
     const session = await authenticateSession(ctx, sessions);
+    if (keyOptions.sessionIsInvalid) throw notASession();
     const orgId = (ctx as unknown as { params?: Record<string, string> }).params?.org ?? '';
     const role = roleIn(session, orgId);
     const membership = session.memberships.find((m) => m.orgId === orgId);

@@ -278,12 +278,24 @@ test('a state-changing request with the cookie needs the CSRF token and a same-s
   t.is(viaTls.status, 201);
 });
 
-test('GET /v1/key with a session answers 400 invalid; a session reads /v1 with its role', async (t) => {
+test('GET /v1/key with a session answers 400 invalid, with an ended or made-up one 401; a session reads /v1 with its role', async (t) => {
   const { sys, orgId } = t.context;
   const viewer = await member(sys.url, orgId, 'viewer');
   const key = await viewer.call<ErrorBody>('GET', '/v1/key');
   t.is(key.status, 400);
   t.is(key.body.error.code, 'invalid');
+  const asBearer = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: viewer.cookie });
+  t.is(asBearer.status, 400, 'the session as a bearer token');
+  // A session nobody is signed in with is no session: 401, as with no credential at all.
+  const madeUp = `svc_sess_${'A'.repeat(43)}`;
+  for (const headers of [
+    { cookie: `spool_session=${madeUp}` },
+    { authorization: `Bearer ${madeUp}` },
+  ]) {
+    const nobody = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { headers });
+    t.is(nobody.status, 401, JSON.stringify(headers));
+    t.is(nobody.body.error.code, 'unauthorized');
+  }
   const jobs = await viewer.call('GET', `/v1/orgs/${orgId}/jobs`);
   t.is(jobs.status, 200);
   const printers = await viewer.call('GET', `/v1/orgs/${orgId}/printers`);
