@@ -122,7 +122,8 @@ export function checkPublicUrl(raw: string, allowInsecure: boolean, param = 'url
   }
   if (url.hash !== '') throw invalid(`${param} must not have a fragment`, param);
   if (!allowInsecure) {
-    const host = unbracket(url.hostname).toLowerCase();
+    // A name may end with the root's dot (`localhost.`): the same name.
+    const host = unbracket(url.hostname).toLowerCase().replace(/\.$/, '');
     const local = host === 'localhost' || host.endsWith('.localhost');
     if (local || (ipaddr.isValid(host) && !isPublicAddress(host))) {
       throw invalid(`${param} must point to a public address, not ${url.hostname}`, param);

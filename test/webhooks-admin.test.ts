@@ -283,6 +283,7 @@ test('the SSRF guard refuses non-public addresses when saving and when connectin
     'https://127.0.0.1/',
     'https://localhost:8443/',
     'https://api.localhost/',
+    'https://localhost./x',
     'https://10.0.0.8/',
     'https://172.16.3.4/',
     'https://192.168.1.10/',
