@@ -288,10 +288,11 @@ test('GET /v1/key with a session answers 400 invalid, with an ended or made-up o
   t.is(asBearer.status, 400, 'the session as a bearer token');
   // A session nobody is signed in with is no session: 401, as with no credential at all.
   const madeUp = `svc_sess_${'A'.repeat(43)}`;
-  for (const headers of [
+  const asCookieOrBearer: Array<Record<string, string>> = [
     { cookie: `spool_session=${madeUp}` },
     { authorization: `Bearer ${madeUp}` },
-  ]) {
+  ];
+  for (const headers of asCookieOrBearer) {
     const nobody = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { headers });
     t.is(nobody.status, 401, JSON.stringify(headers));
     t.is(nobody.body.error.code, 'unauthorized');
