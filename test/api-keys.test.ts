@@ -101,13 +101,14 @@ test('a key used from outside its allowed IP ranges answers 403, inside answers 
   t.is((await call(sys.url, 'GET', '/v1/key', { token: inside.secret })).status, 200);
 });
 
-test('a console session on GET /v1/key answers 400 invalid; a device token answers 401', async (t) => {
+test('on GET /v1/key a session nobody signed in with answers 401, as a device token does', async (t) => {
   const { sys } = t.context;
+  // A signed-in session answers 400 invalid (spec §4 rule 1): console-sessions.test.ts.
   const session = await call<ErrorBody>(sys.url, 'GET', '/v1/key', {
     token: generateCredential('session'),
   });
-  t.is(session.status, 400);
-  t.is(session.body.error.code, 'invalid');
+  t.is(session.status, 401);
+  t.is(session.body.error.code, 'unauthorized');
   const device = await call<ErrorBody>(sys.url, 'GET', '/v1/key', {
     token: generateCredential('device'),
   });
