@@ -156,6 +156,40 @@ test.serial("another organization's stream hears none of these events", async (t
   t.is((JSON.parse(await foreign.body()) as ErrorBody).error.code, 'not_found');
 });
 
+test.serial(
+  'one key holds at most 20 streams open at once; the 21st answers 429, and a closed one frees its place',
+  async (t) => {
+    const { org } = t.context;
+    const { secret } = await createKey(org.sys.url, org.orgId, { scopes: ['jobs:read'] });
+    const streams = await Promise.all(
+      Array.from({ length: 20 }, () => openStream(streamUrl(t), { token: secret })),
+    );
+    t.teardown(() => {
+      for (const s of streams) s.close();
+    });
+    t.true(streams.every((s) => s.status === 200));
+    const refused = await openStream(streamUrl(t), { token: secret });
+    t.is(refused.status, 429);
+    const body = JSON.parse(await refused.body()) as ErrorBody;
+    t.is(body.error.code, 'rate_limited');
+    t.regex(body.error.message, /at most 20 event streams of one key/);
+    t.is(refused.headers['retry-after'], '5');
+    // Another key of the organization is not held back by this one's.
+    const other = await openStream(streamUrl(t), { token: org.key });
+    t.is(other.status, 200);
+    other.close();
+    streams.pop()?.close();
+    const again = await eventually(
+      () => openStream(streamUrl(t), { token: secret }),
+      (s) => {
+        if (s.status !== 200) s.close();
+        return s.status === 200;
+      },
+    );
+    again.close();
+  },
+);
+
 test.serial('a key without jobs:read is refused with 403', async (t) => {
   const { org } = t.context;
   const key = (await createKey(org.sys.url, org.orgId, { scopes: ['printers:read'] })).secret;

@@ -73,6 +73,32 @@ export function parseTypes(text: string | undefined): ReadonlySet<string> | unde
   return new Set(types);
 }
 
+/**
+ * Streams one key or signed-in person, and one organization, may hold open at once on a gateway
+ * replica. A stream holds a connection for as long as the client likes; without a bound, one key
+ * could take every file descriptor of a replica, one request a stream.
+ */
+export const MAX_STREAMS_PER_CREDENTIAL = 20;
+export const MAX_STREAMS_PER_ORG = 100;
+
+/** Counts open streams by a name; `take` refuses past `max`, the release comes with the close. */
+class OpenCounts {
+  readonly #counts = new Map<string, number>();
+
+  take(name: string, max: number): boolean {
+    const n = this.#counts.get(name) ?? 0;
+    if (n >= max) return false;
+    this.#counts.set(name, n + 1);
+    return true;
+  }
+
+  release(name: string): void {
+    const n = (this.#counts.get(name) ?? 1) - 1;
+    if (n <= 0) this.#counts.delete(name);
+    else this.#counts.set(name, n);
+  }
+}
+
 export function streamHandlers(deps: {
   events: EventStreams;
   cache: KeyAuthOptions['cache'];
@@ -84,6 +110,7 @@ export function streamHandlers(deps: {
     requireOwnOrg,
     requireScope(STREAM_SCOPE),
   ];
+  const open = new OpenCounts();
   return {
     'GET /v1/orgs/:org/stream': async (ctx) => {
       rejectUnknownParams(ctx.query, ['types']);
@@ -105,6 +132,28 @@ export function streamHandlers(deps: {
           retryAfter: 1,
         });
       }
+      const orgId = orgOf(ctx);
+      const credential = `credential:${ctx.state.key?.id ?? ''}`;
+      const org = `org:${orgId}`;
+      if (!open.take(credential, MAX_STREAMS_PER_CREDENTIAL)) {
+        throw new SpoolError(
+          'rate_limited',
+          `at most ${MAX_STREAMS_PER_CREDENTIAL} event streams of one key or signed-in person are open at once; close one`,
+          { retryAfter: 5 },
+        );
+      }
+      if (!open.take(org, MAX_STREAMS_PER_ORG)) {
+        open.release(credential);
+        throw new SpoolError(
+          'rate_limited',
+          `at most ${MAX_STREAMS_PER_ORG} event streams of one organization are open at once; close one`,
+          { retryAfter: 5 },
+        );
+      }
+      ctx.res.once('close', () => {
+        open.release(credential);
+        open.release(org);
+      });
       // From here the answer is the stream's: Koa writes nothing more.
       ctx.respond = false;
       const res = ctx.res;
@@ -118,7 +167,7 @@ export function streamHandlers(deps: {
       ctx.req.socket.setNoDelay(true);
       ctx.req.socket.setTimeout(0);
       await deps.events.open({
-        orgId: orgOf(ctx),
+        orgId,
         res,
         types,
         lastEventId,
