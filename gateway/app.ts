@@ -60,6 +60,22 @@ export interface AppDeps {
   sessions: SessionOptions;
 }
 
+/** The paths whose answers are a credential's own: never kept by a cache. */
+const PRIVATE_PATHS = /^\/(v1\/orgs\/|v1\/key$|admin\/v1\/|console\/v1\/)/;
+
+/**
+ * Headers on every answer: no browser reads one as another type than it says, and an answer to a
+ * key, a session or the operator token is stored by no cache (a proxy's, a browser's disk).
+ */
+const hardeningHeaders: Middleware<GatewayState> = async (ctx, next) => {
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  await next();
+  // A stream's headers went out already (Koa then sets nothing); one that set its own keeps it.
+  if (PRIVATE_PATHS.test(ctx.path) && !ctx.response.get('Cache-Control')) {
+    ctx.set('Cache-Control', 'no-store');
+  }
+};
+
 export function createApp(deps: AppDeps): Koa<GatewayState> {
   // Only the last `trustProxy` entries of X-Forwarded-For were written by the operator's proxies;
   // the client's address is the first of them, whatever the client put before.
@@ -76,6 +92,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     await next();
   });
   app.use(accessLogMiddleware(deps.logger));
+  app.use(hardeningHeaders);
   app.use(errorMiddleware(deps.logger));
   app.use(auditMiddleware(deps));
 

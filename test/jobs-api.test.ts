@@ -264,6 +264,11 @@ test.serial(
     });
     t.is(content.status, 200);
     t.is(content.headers.get('content-type'), 'application/pdf');
+    // An integrator's bytes are saved, never run at the API's origin, and kept by no cache.
+    t.is(content.headers.get('content-disposition'), `attachment; filename="${job.id}.pdf"`);
+    t.is(content.headers.get('content-security-policy'), "sandbox; default-src 'none'");
+    t.is(content.headers.get('x-content-type-options'), 'nosniff');
+    t.is(content.headers.get('cache-control'), 'no-store');
     t.deepEqual(Buffer.from(await content.arrayBuffer()), pdf);
     const preview = await fetch(`${sys.url}/v1/orgs/${t.context.orgId}/jobs/${job.id}/preview`, {
       headers: { authorization: `Bearer ${t.context.key}` },

@@ -21,6 +21,13 @@ import type { GatewayState } from '../state.js';
 import { eventView, jobView, templateView, uploadView } from '../views.js';
 import { actorOf, orgOf, param } from './context.js';
 
+/** The file name extension a job's saved content gets, by its type. */
+const EXTENSIONS: Record<string, string> = {
+  'application/pdf': 'pdf',
+  'text/plain': 'txt',
+  'application/octet-stream': 'bin',
+};
+
 const Text = (max: number, description: string) => Type.String({ maxLength: max, description });
 
 export const CONTENT_KINDS = [
@@ -373,6 +380,10 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
       rejectUnknownParams(ctx.query, []);
       const res = await jobs.getJobContent({ orgId: orgOf(ctx), jobId: param(ctx, 'id') });
       ctx.type = res.contentType;
+      // An integrator's bytes: saved, not shown at the API's origin, and run as nothing if shown.
+      const extension = EXTENSIONS[res.contentType] ?? 'bin';
+      ctx.set('Content-Disposition', `attachment; filename="${param(ctx, 'id')}.${extension}"`);
+      ctx.set('Content-Security-Policy', "sandbox; default-src 'none'");
       ctx.body = Buffer.from(res.data);
     },
 
@@ -380,6 +391,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
       rejectUnknownParams(ctx.query, []);
       const res = await jobs.getJobPreview({ orgId: orgOf(ctx), jobId: param(ctx, 'id') });
       ctx.type = res.contentType;
+      ctx.set('Content-Security-Policy', "sandbox; default-src 'none'");
       ctx.body = Buffer.from(res.data);
     },
 
