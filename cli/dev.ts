@@ -4,7 +4,7 @@
  * the code path is the same `pg` one as in production) and a child `nats-server`, both keeping their
  * data in `SPOOL_DATA_DIR` (`.spool/`).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConfigError, type Env, readConfig } from '../lib/config.js';
 import { generateCredential } from '../lib/credentials.js';
@@ -80,6 +80,9 @@ export async function runDev(env: Env): Promise<void> {
   const logger = createLogger({ name: 'spool-dev', level: config.logLevel });
   const dataDir = resolve(config.dataDir);
   await mkdir(dataDir, { recursive: true });
+  // The database, NATS store, server key and operator token: this user's alone, whatever the
+  // umask made of the files inside.
+  await chmod(dataDir, 0o700);
   const stops: Array<() => Promise<void>> = [];
 
   let databaseUrl = config.databaseUrl;

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,8 +17,10 @@ import { eventually } from './helpers/system.js';
 type Answer = Record<string, any>;
 
 test('the README walk-through works against spool dev with its embedded database and NATS', async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'spool-dev-'));
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const parent = await mkdtemp(join(tmpdir(), 'spool-dev-'));
+  t.teardown(() => rm(parent, { recursive: true, force: true }));
+  // Made by spool dev itself, as .spool is.
+  const dataDir = join(parent, '.spool');
   const port = await freePort();
   const stationPort = await freePort();
   const metricsPort = await freePort();
@@ -34,6 +36,7 @@ test('the README walk-through works against spool dev with its embedded database
   await dev.waitFor(/Spool is running at/, 60_000);
 
   const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
+  t.is((await stat(dataDir)).mode & 0o777, 0o700, 'the data directory is the user’s alone');
   t.true(dev.output().includes(token), 'spool dev prints the operator token');
   const adminEnv = { SPOOL_URL: `http://127.0.0.1:${port}`, SPOOL_DATA_DIR: dataDir };
 
