@@ -156,6 +156,16 @@ const documents = {
   }),
 };
 
+/** UPLOAD_QUOTA_BYTES, read by the jobs service alone. */
+function uploadQuota(): Variable<number> {
+  return int('UPLOAD_QUOTA_BYTES', {
+    description: "bytes of one organization's uploads kept at once (until used up by retention)",
+    default: 1024 * 1024 * 1024,
+    min: 1024 * 1024,
+    max: 1024 * 1024 * 1024 * 1024,
+  });
+}
+
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** A comma list of durations such as `30s,2m,10m`, in milliseconds. */
@@ -285,6 +295,7 @@ export const jobsConfig = {
   ...grpcServer,
   ...documents,
   ...sealing,
+  uploadQuotaBytes: uploadQuota(),
   stationsAddr: address('STATIONS_ADDR', { description: 'host:port of the stations service' }),
   accountsAddr: address('ACCOUNTS_ADDR', { description: 'host:port of the accounts service' }),
   fetchAllowInsecure: bool('SPOOL_FETCH_ALLOW_INSECURE', {
@@ -357,6 +368,7 @@ export const devConfig = {
   ...httpMetrics,
   ...documents,
   ...sealing,
+  uploadQuotaBytes: uploadQuota(),
   host: str('HOST', { description: 'address the HTTP server binds', default: '127.0.0.1' }),
   port: port('PORT', { description: 'HTTP port', default: 8080 }),
   stationPort: port('STATION_PORT', { description: 'station link port', default: 7070 }),

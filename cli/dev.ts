@@ -125,6 +125,7 @@ export async function runDev(env: Env): Promise<void> {
     poolMax,
     bodyLimit: config.bodyLimit,
     maxDocumentBytes: config.maxDocumentBytes,
+    uploadQuotaBytes: config.uploadQuotaBytes,
     linkHost: config.host,
     linkPort: config.stationPort,
     trustProxy: config.trustProxy,

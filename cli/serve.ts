@@ -295,6 +295,7 @@ async function serveJobs(env: Env): Promise<void> {
       stations,
       accounts,
       maxDocumentBytes: config.maxDocumentBytes,
+      uploadQuotaBytes: config.uploadQuotaBytes,
       ...(config.serverPrivateKey
         ? { serverKeys: serverKeysFrom(config.serverPrivateKey, config.serverPreviousKeys) }
         : {}),

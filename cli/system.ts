@@ -68,6 +68,8 @@ export interface SystemOptions {
   poolMax?: number;
   bodyLimit?: number;
   maxDocumentBytes?: number;
+  /** Bytes of one organization's uploads kept at once (UPLOAD_QUOTA_BYTES). */
+  uploadQuotaBytes?: number;
   /** Proxies in front adding to X-Forwarded-For (TRUST_PROXY); 0: none. */
   trustProxy?: number;
   grpcDeadlineMs?: number;
@@ -175,6 +177,9 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     stations: stationsClient,
     accounts: accountsClient,
     maxDocumentBytes,
+    ...(options.uploadQuotaBytes === undefined
+      ? {}
+      : { uploadQuotaBytes: options.uploadQuotaBytes }),
     ...(options.serverKeys ? { serverKeys: options.serverKeys } : {}),
     fetchAllowInsecure: options.fetchAllowInsecure ?? false,
     ...(options.sweepIntervalMs === undefined ? {} : { sweepIntervalMs: options.sweepIntervalMs }),

@@ -13,9 +13,14 @@ const test = anyTest as TestFn<{ sys: TestSystem; orgId: string; secret: string 
 
 const BODY_LIMIT = 16 * 1024;
 const MAX_DOCUMENT = 32 * 1024;
+const UPLOAD_QUOTA = 64 * 1024;
 
 test.before(async (t) => {
-  const sys = await startTestSystem({ bodyLimit: BODY_LIMIT, maxDocumentBytes: MAX_DOCUMENT });
+  const sys = await startTestSystem({
+    bodyLimit: BODY_LIMIT,
+    maxDocumentBytes: MAX_DOCUMENT,
+    uploadQuotaBytes: UPLOAD_QUOTA,
+  });
   const orgId = await createOrg(sys.url);
   const { secret } = await createKey(sys.url, orgId, {
     mode: 'test',
@@ -328,4 +333,31 @@ test('what Node’s parser refuses (headers over its limit, a request that is no
   t.regex(answer, /^HTTP\/1\.1 400 Bad Request\r\n/);
   const json = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as ErrorBody;
   t.like(json.error, { code: 'invalid', message: 'the request is not valid HTTP/1.1' });
+});
+
+test('an organization’s uploads are kept up to its quota: one more answers 413 saying what they hold; another organization still uploads', async (t) => {
+  const { sys } = t.context;
+  const upload = async (orgId: string, secret: string) => {
+    const res = await fetch(`${sys.url}/v1/orgs/${orgId}/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'text/plain' },
+      body: 'x'.repeat(30 * 1024),
+    });
+    return { status: res.status, body: (await res.json()) as ErrorBody };
+  };
+  const key = async (orgId: string) =>
+    (await createKey(sys.url, orgId, { mode: 'test', scopes: ['jobs:write'] })).secret;
+  const full = await createOrg(sys.url, 'Uploader');
+  const fullKey = await key(full);
+  t.is((await upload(full, fullKey)).status, 201);
+  t.is((await upload(full, fullKey)).status, 201);
+  const refused = await upload(full, fullKey);
+  t.is(refused.status, 413);
+  t.is(refused.body.error.code, 'payload_too_large');
+  t.regex(
+    refused.body.error.message,
+    /uploads hold 61440 bytes, and this one \(30720\) would pass its 65536/,
+  );
+  const other = await createOrg(sys.url, 'Other uploader');
+  t.is((await upload(other, await key(other))).status, 201);
 });

@@ -23,6 +23,9 @@ import { createJobsServer, type ServerKeys } from './server.js';
 import { createJobStore, OUTBOX_TABLE } from './store.js';
 import { Sweeper } from './sweeper.js';
 
+/** Bytes of one organization's uploads kept at once, unless UPLOAD_QUOTA_BYTES says otherwise. */
+export const DEFAULT_UPLOAD_QUOTA_BYTES = 1024 * 1024 * 1024;
+
 export const migrations: MigrationSet = {
   service: 'jobs',
   dir: fileURLToPath(new URL('./migrations', import.meta.url)),
@@ -39,6 +42,8 @@ export interface JobsDeps {
   /** For the retention settings. */
   accounts: AsyncClient<AccountsServiceClient>;
   maxDocumentBytes: number;
+  /** Bytes of one organization's uploads kept at once (default 1 GiB). */
+  uploadQuotaBytes?: number;
   /** The key pair for sealed content; without it sealed content answers 503. */
   serverKeys?: ServerKeys;
   /** Let `pdf_uri`/`raw_uri` reach http:// and non-public addresses (spool dev only). */
@@ -83,6 +88,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     documents,
     stations: deps.stations,
     maxDocumentBytes: deps.maxDocumentBytes,
+    uploadQuotaBytes: deps.uploadQuotaBytes ?? DEFAULT_UPLOAD_QUOTA_BYTES,
     clock: deps.clock,
     ...(deps.serverKeys ? { serverKeys: deps.serverKeys } : {}),
     printers,

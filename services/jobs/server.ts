@@ -58,6 +58,8 @@ export interface JobsServerDeps {
   stations: AsyncClient<StationsServiceClient>;
   /** Largest document accepted, in bytes. */
   maxDocumentBytes: number;
+  /** Bytes of one organization's uploads kept at once. */
+  uploadQuotaBytes: number;
   clock: { now(): Date };
   /** The server key pair for sealed content; undefined when sealing is not configured. */
   serverKeys?: ServerKeys;
@@ -457,15 +459,26 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
       checkSize(req.data.length, 'body');
       const data = Buffer.from(req.data);
       checkDocument(req.contentType, data, 'body');
-      const id = randomUUID();
-      await documents.putBlob({ name: uploadName(id), description: req.contentType }, data);
-      const upload = await store.createUpload({
-        id,
-        orgId,
-        contentType: req.contentType,
-        size: data.length,
-        sha256: createHash('sha256').update(data).digest('hex'),
-      });
+      // Its row first, within the organization's quota; the bytes once it is counted.
+      const upload = await store.createUpload(
+        {
+          id: randomUUID(),
+          orgId,
+          contentType: req.contentType,
+          size: data.length,
+          sha256: createHash('sha256').update(data).digest('hex'),
+        },
+        deps.uploadQuotaBytes,
+      );
+      try {
+        await documents.putBlob(
+          { name: uploadName(upload.id), description: req.contentType },
+          data,
+        );
+      } catch (err) {
+        await store.dropUpload(orgId, upload.id).catch(() => {});
+        throw err;
+      }
       return { upload };
     },
 

@@ -911,13 +911,46 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
       );
     },
 
-    async createUpload(upload: Omit<Upload, 'createdAt'>): Promise<Upload> {
-      const { rows } = await pool.query<UploadRow>(
-        `INSERT INTO uploads (id, org_id, content_type, size, sha256, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${UPLOAD_COLUMNS}`,
-        [upload.id, upload.orgId, upload.contentType, upload.size, upload.sha256, clock.now()],
+    /**
+     * Records an upload, if the organization's uploads not yet past retention leave room for it in
+     * `quotaBytes`; else `413 payload_too_large` saying how much they hold. Uploads recorded at
+     * the same moment may each see the other's room.
+     */
+    async createUpload(upload: Omit<Upload, 'createdAt'>, quotaBytes: number): Promise<Upload> {
+      const { rows } = await pool.query<UploadRow & { held: string }>(
+        `WITH held AS (
+           SELECT COALESCE(sum(size), 0) AS bytes FROM uploads
+           WHERE org_id = $2::UUID AND deleted_at IS NULL
+         ), added AS (
+           INSERT INTO uploads (id, org_id, content_type, size, sha256, created_at)
+           SELECT $1::UUID, $2::UUID, $3::TEXT, $4::INT8, $5::TEXT, $6::TIMESTAMPTZ
+           FROM held WHERE held.bytes + $4::INT8 <= $7::INT8
+           RETURNING ${UPLOAD_COLUMNS}
+         )
+         SELECT added.*, held.bytes AS held FROM held LEFT JOIN added ON true`,
+        [
+          upload.id,
+          upload.orgId,
+          upload.contentType,
+          upload.size,
+          upload.sha256,
+          clock.now(),
+          quotaBytes,
+        ],
       );
-      return toUpload(rows[0] as UploadRow);
+      const row = rows[0] as UploadRow & { held: string };
+      if (!row.id) {
+        throw new SpoolError(
+          'payload_too_large',
+          `the organization's uploads hold ${row.held} bytes, and this one (${upload.size}) would pass its ${quotaBytes}: use them in jobs and let them pass retention, or send the document with the job`,
+        );
+      }
+      return toUpload(row);
+    },
+
+    /** Removes the row of an upload whose bytes could not be stored. */
+    async dropUpload(orgId: string, id: string): Promise<void> {
+      await pool.query('DELETE FROM uploads WHERE org_id = $1 AND id = $2', [orgId, id]);
     },
 
     /** An upload of the organization; 410 once it is past retention. */

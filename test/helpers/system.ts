@@ -34,6 +34,8 @@ export async function startTestSystem(
     clock?: Clock;
     bodyLimit?: number;
     maxDocumentBytes?: number;
+    /** Bytes of one organization's uploads kept at once (UPLOAD_QUOTA_BYTES). */
+    uploadQuotaBytes?: number;
     /** Webhook settings; test receivers are on loopback, so insecure targets are allowed. */
     webhooks?: Partial<WebhooksSettings>;
     trustProxy?: number;
@@ -78,6 +80,9 @@ export async function startTestSystem(
     ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
     webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+    ...(options.uploadQuotaBytes === undefined
+      ? {}
+      : { uploadQuotaBytes: options.uploadQuotaBytes }),
     ...(options.maxDocumentBytes === undefined
       ? {}
       : { maxDocumentBytes: options.maxDocumentBytes }),
