@@ -52,6 +52,8 @@ export interface AppDeps {
   publicLimit: Middleware<GatewayState>;
   /** The rate limit of authenticated requests (per key). */
   keyLimit: Middleware<GatewayState>;
+  /** The rate limit of the console's API (per signed-in session). */
+  sessionLimit: Middleware<GatewayState>;
   /** Whether this replica should receive traffic; false while starting or draining. */
   ready(): Promise<boolean>;
   /** The event streams of `GET /v1/orgs/{org}/stream`. */

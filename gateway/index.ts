@@ -159,10 +159,20 @@ export function createGateway(options: GatewayOptions): Gateway {
     identify: (ctx) => ctx.state.key?.id,
     logger,
   });
+  // The console's API, per signed-in session, as `/v1` is per key.
+  const sessionLimit = rateLimit({
+    counter: localCounter(),
+    limit: options.keyRateLimit ?? 6_000,
+    windowMs: 60_000,
+    clock: options.clock,
+    identify: (ctx) => (ctx.state.session ? `session_${ctx.state.session.id}` : undefined),
+    logger,
+  });
   const app = createApp({
     status,
     publicLimit,
     keyLimit,
+    sessionLimit,
     backends: options.backends,
     cache,
     clock: options.clock,

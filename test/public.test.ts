@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import { SCOPES } from '../lib/credentials.js';
 import { generateServerKeyPair, SEALING_ALGORITHM, seal, serverKeysFrom } from '../lib/sealing.js';
+import { member } from './helpers/console.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
 import { minimalPdf } from './helpers/pdf.js';
 import { runSpool } from './helpers/spool.js';
@@ -316,5 +317,25 @@ test.serial(
     t.is(refused.body.error.code, 'rate_limited');
     t.truthy(refused.headers.get('retry-after'));
     t.is((await call(sys.url, 'GET', '/v1/key', { token: calm })).status, 200);
+  },
+);
+
+test.serial(
+  'a signed-in session over the per-minute limit is refused on the console’s API too, another session is not',
+  async (t) => {
+    const { sys, orgId } = t.context;
+    const busy = await member(sys.url, orgId, 'viewer');
+    const calm = await member(sys.url, orgId, 'viewer');
+    const overview = `/console/v1/orgs/${orgId}/overview`;
+    for (let i = 0; i < 40; i++) {
+      const res = await busy.call('GET', overview);
+      if (res.status !== 200) t.fail(`request ${i + 1} answered ${res.status}`);
+    }
+    const refused = await busy.call<{ error: { code: string } }>('GET', overview);
+    t.is(refused.status, 429);
+    t.is(refused.body.error.code, 'rate_limited');
+    t.truthy(refused.headers.get('retry-after'));
+    t.is((await calm.call('GET', overview)).status, 200);
+    sys.clock.advance(60_000);
   },
 );

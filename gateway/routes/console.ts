@@ -91,6 +91,8 @@ export interface ConsoleDeps {
   /** This gateway's API keys: a key revoked through it is forgotten at once, here. */
   keys: KeyCache;
   sessions: SessionOptions;
+  /** The rate limit of a signed-in session's requests (KEY_RATE_LIMIT a minute, per replica). */
+  sessionLimit: Middleware<GatewayState>;
   bodyLimit: number;
   /** The base of links the gateway hands out (PUBLIC_URL); else the request's origin. */
   publicUrl?: string | undefined;
@@ -102,7 +104,7 @@ export function consoleRouter(deps: ConsoleDeps): Router<GatewayState> {
 
   const signedIn: Middleware<GatewayState> = async (ctx, next) => {
     await authenticateSession(ctx, deps.sessions);
-    await next();
+    await deps.sessionLimit(ctx, next);
   };
 
   /** The person must be a member of the path's organization with at least `needed`. */
