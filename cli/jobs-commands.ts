@@ -283,26 +283,26 @@ export function registerJobsCommands(program: Command, env: Env): void {
         }) => {
           const spool = client();
           const limit = opts.limit ?? 50;
-          const query = {
-            limit: Math.min(limit, 200),
+          const filters = {
             ...(opts.status === undefined ? {} : { status: opts.status }),
             ...(opts.printer === undefined ? {} : { printer_id: opts.printer }),
             ...(opts.reference === undefined ? {} : { reference: opts.reference }),
-            ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }),
           };
-          // Pages are walked until --limit jobs are in hand; next_cursor continues after them.
+          // Pages of at most 200 are read until --limit jobs are in hand, each asking only for
+          // what is still wanted, so that the last page's next_cursor continues right after them.
           const items: Job[] = [];
           let answer = { items, next_cursor: '', counts: {} as Record<string, number> };
-          for await (const page of spool.jobs.pages(query)) {
-            const room = limit - items.length;
-            items.push(...page.items.slice(0, room));
+          let cursor = opts.cursor ?? '';
+          do {
+            const page = await spool.jobs.list({
+              ...filters,
+              limit: Math.min(limit - items.length, 200),
+              ...(cursor ? { cursor } : {}),
+            });
+            items.push(...page.items);
             answer = { items, next_cursor: page.next_cursor, counts: page.counts };
-            if (items.length >= limit) {
-              // A page cut short cannot be continued by cursor; say where the next page starts.
-              if (page.items.length > room) answer.next_cursor = '';
-              break;
-            }
-          }
+            cursor = page.next_cursor;
+          } while (cursor !== '' && items.length < limit);
           writePage(opts.format, answer, JOB_COLUMNS);
           return EXIT.ok;
         },

@@ -6,7 +6,7 @@ import test from 'ava';
 import { connectLink, printer } from './helpers/link-client.js';
 import { type PrintingOrg, startPrintingOrg } from './helpers/printing-org.js';
 import { runSpool, spawnSpool } from './helpers/spool.js';
-import { createStation, eventually } from './helpers/system.js';
+import { call, createStation, eventually } from './helpers/system.js';
 
 let org: PrintingOrg;
 let env: Record<string, string>;
@@ -99,6 +99,37 @@ test('an API error exits 1 with the error envelope on stderr, and a file that ca
   const missing = await runSpool(['jobs', 'create', '--printer', org.printerId, 'gone.pdf'], env);
   t.is(missing.code, 1);
   t.regex(missing.stderr, /^spool: cannot read gone\.pdf: there is no such file$/m);
+});
+
+test('jobs list --limit over a page of 200 keeps a cursor that continues right after the jobs it printed', async (t) => {
+  // Held, so that they wait and print nothing; their reference keeps them apart from the others.
+  const post = () =>
+    call(org.sys.url, 'POST', `/v1/orgs/${org.orgId}/jobs`, {
+      token: org.key,
+      body: {
+        printer_id: org.printerId,
+        reference: 'paged',
+        hold: true,
+        content: { type: 'text', data: 'x' },
+      },
+    });
+  for (let i = 0; i < 205; i++) {
+    const res = await post();
+    if (res.status !== 201) t.fail(`job ${i + 1} answered ${res.status}`);
+  }
+  const first = await runSpool(['jobs', 'list', '--reference', 'paged', '--limit', '202'], env);
+  t.is(first.code, 0, first.stderr);
+  const page = JSON.parse(first.stdout) as { items: Array<{ id: string }>; next_cursor: string };
+  t.is(page.items.length, 202);
+  t.not(page.next_cursor, '', 'more jobs follow');
+  const rest = await runSpool(
+    ['jobs', 'list', '--reference', 'paged', '--limit', '202', '--cursor', page.next_cursor],
+    env,
+  );
+  const after = JSON.parse(rest.stdout) as { items: Array<{ id: string }>; next_cursor: string };
+  t.is(after.items.length, 3);
+  t.is(after.next_cursor, '');
+  t.is(new Set([...page.items, ...after.items].map((j) => j.id)).size, 205);
 });
 
 test('--url beats SPOOL_URL, and a URL that is not one exits 2 naming its source', async (t) => {
