@@ -171,7 +171,11 @@ function expectation(
     return { text: `a string of ${range} ${unit}`, range };
   }
   const choices = (schema.anyOf as TSchema[] | undefined)?.map((s) => s.const);
-  if (choices && choices.length > 0 && choices.every((c) => typeof c === 'string')) {
+  if (
+    choices &&
+    choices.length > 0 &&
+    choices.every((c) => typeof c === 'string' || typeof c === 'number')
+  ) {
     return { text: `one of: ${choices.join(', ')}`, choice: true };
   }
   if (schema.type !== 'integer' && schema.type !== 'number') return undefined;

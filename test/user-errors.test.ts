@@ -361,3 +361,24 @@ test('an organization’s uploads are kept up to its quota: one more answers 413
   const other = await createOrg(sys.url, 'Other uploader');
   t.is((await upload(other, await key(other))).status, 201);
 });
+
+test('a number that must be one of a few is named with them', async (t) => {
+  const { sys, orgId, secret } = t.context;
+  for (const rotate of [45, '90']) {
+    const res = await call<ErrorBody>(sys.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
+      token: secret,
+      body: {
+        printer_id: '6f1f1c52-94b3-4d43-9b0c-3d0e7e9c1a11',
+        content: { type: 'text', data: 'x' },
+        options: { rotate },
+      },
+    });
+    t.is(res.status, 400);
+    t.is(res.body.error.param, 'options.rotate');
+    t.regex(
+      res.body.error.message,
+      /^options\.rotate must be one of: 0, 90, 180, 270/,
+      String(rotate),
+    );
+  }
+});
