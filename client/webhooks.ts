@@ -98,8 +98,9 @@ export function parseSignatureHeader(header: string): { timestamp: number; signa
 
 /**
  * Verifies a delivery with the five steps of spec §6 and returns its event. `header` is the
- * `Service-Signature` header; `secret` is the endpoint's `whsec_…` secret, or several (during a
- * rotation a receiver may hold the new and the old). Throws {@link WebhookVerificationError}.
+ * `Service-Signature` header; `secret` is the endpoint's `whsec_…` secret, or several (after a
+ * rotation, the new one, which signs from the next delivery on, and the old one for deliveries
+ * already on their way). Throws {@link WebhookVerificationError}.
  */
 export function verifyWebhook<T = Record<string, unknown>>(
   rawBody: string | Buffer | Uint8Array,
