@@ -40,6 +40,7 @@ export {
   PrintersResource,
   Spool,
   type SpoolOptions,
+  UploadsResource,
 } from './spool.js';
 export {
   createTransport,
@@ -51,6 +52,7 @@ export type {
   CreateJobRequest,
   ErrorEnvelope,
   Job,
+  JobDocument,
   JobEvent,
   JobPage,
   JobStatus,
@@ -65,6 +67,8 @@ export type {
   PrinterPage,
   paths,
   ReprintRequest,
+  Upload,
+  UploadType,
 } from './types.js';
 export {
   FINISHED_STATUSES,

@@ -10,6 +10,7 @@ import { createTransport, IDEMPOTENCY_HEADER, type RetryOptions } from './transp
 import type {
   CreateJobRequest,
   Job,
+  JobDocument,
   JobPage,
   JobWithEvents,
   KeyInfo,
@@ -21,6 +22,8 @@ import type {
   Printer,
   PrinterPage,
   ReprintRequest,
+  Upload,
+  UploadType,
 } from './types.js';
 import {
   type JobSource,
@@ -109,6 +112,8 @@ export class Spool {
   readonly api: Client<paths>;
   /** Jobs: create, list, page through, get, cancel, retry, reprint, watch. */
   readonly jobs: JobsResource;
+  /** Documents uploaded ahead of the jobs that print them. */
+  readonly uploads: UploadsResource;
   /** The organization's printers. */
   readonly printers: PrintersResource;
   /** The organization's locations. */
@@ -128,6 +133,7 @@ export class Spool {
     });
     if (options.org !== undefined) this.#org = Promise.resolve(options.org);
     this.jobs = new JobsResource(this);
+    this.uploads = new UploadsResource(this);
     this.printers = new PrintersResource(this);
     this.locations = new LocationsResource(this);
     this.jobSource = pollingSource(
@@ -264,6 +270,38 @@ export class JobsResource {
   }
 
   /**
+   * `GET …/jobs/{id}/content`: the job's document, as it was sent; `ContentDeletedError` (410)
+   * past retention, `ForbiddenError` (403) for sealed content.
+   */
+  content(id: string, options: CallOptions = {}): Promise<JobDocument> {
+    return this.#document(id, 'content', options);
+  }
+
+  /**
+   * `GET …/jobs/{id}/preview`: a PNG of a PDF's first page, or the start of a text document;
+   * `NotFoundError` for a raw one.
+   */
+  preview(id: string, options: CallOptions = {}): Promise<JobDocument> {
+    return this.#document(id, 'preview', options);
+  }
+
+  async #document(id: string, what: 'content' | 'preview', options: CallOptions) {
+    const org = await this.#spool.org();
+    const path = `/v1/orgs/{org}/jobs/{id}/${what}` as const;
+    const answer = await this.#spool.api.GET(path, {
+      params: { path: { org, id } },
+      // Bytes, not JSON: a failed answer's envelope is still read as JSON.
+      parseAs: 'arrayBuffer',
+      signal: options.signal,
+    });
+    const data = await this.#spool.unwrap(Promise.resolve(answer));
+    return {
+      contentType: answer.response.headers.get('content-type') ?? 'application/octet-stream',
+      data: new Uint8Array(data as ArrayBuffer),
+    };
+  }
+
+  /**
    * Yields job `id` as it is, then again at each change of its status or `status_detail`, and ends
    * once it is printed, failed or cancelled:
    * `for await (const job of spool.jobs.watch(id)) console.log(job.status)`.
@@ -276,6 +314,38 @@ export class JobsResource {
     } finally {
       stop.abort();
     }
+  }
+}
+
+/** `spool.uploads`. */
+export class UploadsResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /**
+   * `POST /v1/orgs/{org}/uploads`: stores a document's bytes (sent as they are, not as JSON) for
+   * jobs to print with `{type: 'upload', upload_id}`; answers the upload.
+   */
+  async create(
+    data: Uint8Array | ArrayBuffer | Blob | string,
+    contentType: UploadType,
+    options: CallOptions = {},
+  ): Promise<Upload> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/uploads', {
+        params: { path: { org } },
+        // The generated type says string; any body fetch takes goes, untouched.
+        body: data as unknown as string,
+        bodySerializer: (body: unknown) => body as string,
+        headers: { 'Content-Type': contentType },
+        signal: options.signal,
+      }),
+    );
+    return answer.upload;
   }
 }
 

@@ -61,3 +61,14 @@ export type LocationPage = AnswerOf<'/v1/orgs/{org}/locations', 'get', 200>;
 export type Location = LocationPage['locations'][number];
 /** The error envelope of every failed call: `{error: {code, message, param?, request_id}}`. */
 export type ErrorEnvelope = AnswerOf<'/v1/key', 'get', 401>;
+/** An upload, as `POST /v1/orgs/{org}/uploads` answers it. */
+export type Upload = AnswerOf<'/v1/orgs/{org}/uploads', 'post', 201>['upload'];
+/** The types of document an upload takes. */
+export type UploadType = 'application/pdf' | 'application/octet-stream' | 'text/plain';
+
+/** A document's bytes as the API answers them (a job's content, its preview). */
+export interface JobDocument {
+  /** The `Content-Type` of the answer, as `application/pdf` or `image/png`. */
+  contentType: string;
+  data: Uint8Array;
+}

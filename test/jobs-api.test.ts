@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
+import { NotFoundError, Spool } from '../client/index.js';
 import { connectBus } from '../lib/bus.js';
 import { SCOPES } from '../lib/credentials.js';
 import { createPool } from '../lib/db.js';
@@ -594,6 +595,32 @@ test.serial(
     t.like(retried.body.job, { status: 'queued', attempt: 2 });
   },
 );
+
+test('the client uploads a document’s bytes as they are, and reads a job’s content and preview back as bytes', async (t) => {
+  const { sys, orgId, key, printerId } = t.context;
+  const spool = new Spool({ apiKey: key, baseUrl: sys.url, org: orgId });
+  const pdf = minimalPdf('Uploaded by the client');
+  const upload = await spool.uploads.create(pdf, 'application/pdf');
+  t.is(upload.size, pdf.length, 'sent as bytes, not as a JSON string');
+  const job = await spool.jobs.create({
+    printer_id: printerId,
+    content: { type: 'upload', upload_id: upload.id },
+  });
+  const content = await spool.jobs.content(job.id);
+  t.is(content.contentType, 'application/pdf');
+  t.deepEqual(Buffer.from(content.data), pdf);
+  const preview = await spool.jobs.preview(job.id);
+  t.is(preview.contentType, 'image/png');
+  t.is(Buffer.from(preview.data).subarray(1, 4).toString(), 'PNG');
+
+  const text = await spool.uploads.create('Dear customer', 'text/plain');
+  t.is(text.size, 13);
+  const raw = await spool.jobs.create({
+    printer_id: printerId,
+    content: { type: 'raw_base64', data: Buffer.from('^XA^XZ').toString('base64') },
+  });
+  await t.throwsAsync(spool.jobs.preview(raw.id), { instanceOf: NotFoundError });
+});
 
 test('a job from pdf_uri or raw_uri prints what the URL serves; redirects, errors and oversize are refused', async (t) => {
   const { createServer } = await import('node:http');
