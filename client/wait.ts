@@ -1,8 +1,9 @@
 /**
- * Following a job until it finishes. A {@link JobSource} says how changes are learned; today that
- * is polling `GET …/jobs/{id}` with backoff ({@link pollingSource}). DESIGN §5's event stream
- * (`GET /v1/orgs/{org}/stream`) will be a second source yielding the same jobs from `job.*`
- * events, so `waitForJob` and `watch` stay as they are when it comes.
+ * Following a job until it finishes. A {@link JobSource} says how changes are learned; the
+ * client's is polling `GET …/jobs/{id}` with backoff ({@link pollingSource}). The event stream
+ * (`GET /v1/orgs/{org}/stream`, read through `spool.api` with `parseAs: 'stream'`) could be
+ * another source yielding the same jobs from `job.*` events, behind the same interface, so that
+ * `waitForJob` and `watch` would stay as they are.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { JobNotPrintedError, WaitTimeoutError } from './errors.js';
