@@ -264,6 +264,9 @@ export function registerJobsCommands(program: Command, env: Env): void {
     .option('--status <status>', 'only these statuses, a comma list (queued,sent)')
     .option('--printer <id>', 'only jobs for this printer')
     .option('--reference <ref>', 'only jobs with this reference')
+    .option('--station <id>', 'only jobs for printers of this station')
+    .option('--created-after <time>', 'only jobs created after this RFC 3339 time')
+    .option('--created-before <time>', 'only jobs created before this RFC 3339 time')
     .option(
       '--limit <n>',
       'at most this many jobs (1-200 a page; more are paged through)',
@@ -277,16 +280,23 @@ export function registerJobsCommands(program: Command, env: Env): void {
           status?: string;
           printer?: string;
           reference?: string;
+          station?: string;
+          createdAfter?: string;
+          createdBefore?: string;
           limit?: number;
           cursor?: string;
           format: Format;
         }) => {
           const spool = client();
           const limit = opts.limit ?? 50;
+          // The server checks each (a bad one answers 400 naming it, exit 1).
           const filters = {
             ...(opts.status === undefined ? {} : { status: opts.status }),
             ...(opts.printer === undefined ? {} : { printer_id: opts.printer }),
             ...(opts.reference === undefined ? {} : { reference: opts.reference }),
+            ...(opts.station === undefined ? {} : { station_id: opts.station }),
+            ...(opts.createdAfter === undefined ? {} : { created_after: opts.createdAfter }),
+            ...(opts.createdBefore === undefined ? {} : { created_before: opts.createdBefore }),
           };
           // Pages of at most 200 are read until --limit jobs are in hand, each asking only for
           // what is still wanted, so that the last page's next_cursor continues right after them.

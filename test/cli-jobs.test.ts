@@ -130,6 +130,21 @@ test('jobs list --limit over a page of 200 keeps a cursor that continues right a
   t.is(after.items.length, 3);
   t.is(after.next_cursor, '');
   t.is(new Set([...page.items, ...after.items].map((j) => j.id)).size, 205);
+
+  // The API's other filters, as spool admin job list has them.
+  const count = async (...args: string[]) => {
+    const res = await runSpool(['jobs', 'list', '--reference', 'paged', ...args], env);
+    t.is(res.code, 0, res.stderr);
+    return (JSON.parse(res.stdout) as { items: unknown[] }).items.length;
+  };
+  const station = (page.items[0] as unknown as { station_id: string }).station_id;
+  t.is(await count('--station', station, '--limit', '5'), 5);
+  t.is(await count('--station', '6f1f1c52-94b3-4d43-9b0c-3d0e7e9c1a11'), 0);
+  t.is(await count('--created-after', '2999-01-01T00:00:00Z'), 0);
+  t.is(await count('--created-before', '2999-01-01T00:00:00Z', '--limit', '5'), 5);
+  const bad = await runSpool(['jobs', 'list', '--created-after', 'yesterday'], env);
+  t.is(bad.code, 1);
+  t.regex(bad.stderr, /created_after/);
 });
 
 test('--url beats SPOOL_URL, and a URL that is not one exits 2 naming its source', async (t) => {
