@@ -4,10 +4,16 @@
  * publishes each revocation (through its outbox) on `accounts.<org>.key.revoked`, and every replica
  * evicts the key when it hears of it. Entries also expire after `ttlMs`, and the whole cache is
  * dropped whenever the NATS connection was interrupted, since a revocation may have been missed.
+ *
+ * A credential the accounts service refused (unknown, revoked, expired) is remembered for as long,
+ * so that made-up keys sent by the thousand cost the accounts service and the database one look-up
+ * each per `ttlMs`, not one per request. Nothing turns a refused key into a valid one: a new key
+ * is a new random credential.
  */
 import type { ApiKey } from '../gen/spool/v1/accounts.js';
 import { type NatsConnection, onConnectionLost, subjects } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
+import { SpoolError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { KeyUses } from './key-uses.js';
 
@@ -39,6 +45,8 @@ export class KeyCache {
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #entries = new Map<string, Entry>();
+  /** Refused credentials by hash, with when they were refused. */
+  readonly #refused = new Map<string, { error: SpoolError; storedAt: number }>();
   readonly #inflight = new Map<string, Promise<CachedKey>>();
   /** Bumped by every invalidation; a lookup begun in an older epoch is not cached. */
   #epoch = 0;
@@ -57,14 +65,25 @@ export class KeyCache {
     const hit = this.#entries.get(id);
     if (hit && now - hit.storedAt < this.#ttlMs) return hit.value;
     if (hit) this.#entries.delete(id);
+    const refused = this.#refused.get(id);
+    if (refused && now - refused.storedAt < this.#ttlMs) throw refused.error;
+    if (refused) this.#refused.delete(id);
     const pending = this.#inflight.get(id);
     if (pending) return pending;
     const epoch = this.#epoch;
     const lookup = this.#load(hash)
-      .then((value) => {
-        if (epoch === this.#epoch) this.#store(id, value, now);
-        return value;
-      })
+      .then(
+        (value) => {
+          if (epoch === this.#epoch) this.#store(this.#entries, id, { value, storedAt: now });
+          return value;
+        },
+        (err: unknown) => {
+          if (err instanceof SpoolError && err.code === 'unauthorized') {
+            this.#store(this.#refused, id, { error: err, storedAt: now });
+          }
+          throw err;
+        },
+      )
       .finally(() => this.#inflight.delete(id));
     this.#inflight.set(id, lookup);
     return lookup;
@@ -96,13 +115,13 @@ export class KeyCache {
     return this.#entries.size;
   }
 
-  #store(id: string, value: CachedKey, now: number): void {
-    if (this.#entries.size >= this.#maxEntries) {
+  #store<T>(map: Map<string, T>, id: string, entry: T): void {
+    if (map.size >= this.#maxEntries) {
       // Maps iterate in insertion order: drop the oldest entry.
-      const oldest = this.#entries.keys().next();
-      if (!oldest.done) this.#entries.delete(oldest.value);
+      const oldest = map.keys().next();
+      if (!oldest.done) map.delete(oldest.value);
     }
-    this.#entries.set(id, { value, storedAt: now });
+    map.set(id, entry);
   }
 }
 
