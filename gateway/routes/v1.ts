@@ -136,7 +136,16 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
       deps.keyLimit,
     ];
     if (route.scope) chain.push(requireScope(route.scope));
-    if (route.method === 'POST') chain.push(idempotency(deps.backends.jobs, deps.jobBodyLimit));
+    if (route.method === 'POST') {
+      // The body is read here, for its fingerprint: no larger than the route itself takes.
+      const limit =
+        route.path === '/v1/orgs/:org/jobs'
+          ? deps.jobBodyLimit
+          : route.path === '/v1/orgs/:org/uploads'
+            ? deps.maxDocumentBytes
+            : deps.bodyLimit;
+      chain.push(idempotency(deps.backends.jobs, limit));
+    }
     const handler = handlers[`${route.method} ${route.path}`];
     if (!handler) throw new Error(`no handler for ${route.method} ${route.path}`);
     chain.push(handler);
