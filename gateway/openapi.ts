@@ -296,7 +296,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Jobs',
     summary: 'An image of the first page of a PDF, or the text of a text job',
     description:
-      'Answers 410 content_deleted after retention, and 403 forbidden for sealed content, which is never served back; raw documents have no preview (404).',
+      'Answers 410 content_deleted after retention, and 403 forbidden for sealed content, which is never served back; raw documents, and PDFs that cannot be rendered, have no preview (404). Each jobs replica makes two previews at once and keeps eight waiting: beyond, or when one takes over 20 s, 503 with Retry-After.',
     success: { status: 200, binary: ['image/png', 'text/plain'], description: 'the preview' },
     errors: ['invalid', 'unknown_field', 'content_deleted'],
   },

@@ -59,3 +59,12 @@ test('a job’s picture is rendered once: kept afterwards, shared by requests at
   t.is(await previews.firstPage('job', doc.load), a);
   t.is(doc.loads, 1);
 });
+
+test('a PDF pdftoppm cannot read has no preview (404), not a 503 that would be retried for ever', async (t) => {
+  const previews = createPdfPreviews(logger);
+  const broken = Buffer.from('%PDF-1.4\nthis is no PDF after its first line\n%%EOF\n');
+  const refused = await t.throwsAsync(previews.firstPage('broken', async () => broken));
+  t.true(refused instanceof SpoolError);
+  t.is((refused as SpoolError).code, 'not_found');
+  t.regex(refused?.message ?? '', /this PDF has no preview/);
+});

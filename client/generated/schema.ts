@@ -250,7 +250,7 @@ export interface paths {
         };
         /**
          * An image of the first page of a PDF, or the text of a text job
-         * @description Answers 410 content_deleted after retention, and 403 forbidden for sealed content, which is never served back; raw documents have no preview (404).
+         * @description Answers 410 content_deleted after retention, and 403 forbidden for sealed content, which is never served back; raw documents, and PDFs that cannot be rendered, have no preview (404). Each jobs replica makes two previews at once and keeps eight waiting: beyond, or when one takes over 20 s, 503 with Retry-After.
          *
          *     Needs the `jobs:read` scope.
          */

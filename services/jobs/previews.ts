@@ -91,8 +91,9 @@ export function createPdfPreviews(logger: Logger, limits: PreviewLimits = {}): P
 
 /**
  * Renders the first page of a PDF as a PNG. Without pdftoppm on the PATH no preview can be made,
- * now or later: a 500 saying so, and an error in the log naming the package. Any other failure (a
- * PDF pdftoppm cannot read, or cannot render in time) is a 503, with the reason in the log.
+ * now or later: a 500 saying so, and an error in the log naming the package. A PDF pdftoppm
+ * cannot read has no preview (404, as a raw document); one it cannot render in time is a 503 to
+ * retry. Either way the reason is in the log.
  */
 async function pdfFirstPage(
   pdf: Buffer,
@@ -119,7 +120,16 @@ async function pdfFirstPage(
       throw new SpoolError('internal', 'PDF previews are not available on this server');
     }
     logger.warn({ err, job_id: jobId }, 'a PDF preview could not be made');
-    throw new SpoolError('unavailable', 'the preview could not be made', { cause: err });
+    // Killed at the timeout: a busy machine may do better later. Refused by pdftoppm: a PDF it
+    // cannot read never will be, so saying to retry would only be retried.
+    if ((err as { killed?: boolean }).killed) {
+      throw new SpoolError('unavailable', 'the preview took too long to make; try again', {
+        cause: err,
+      });
+    }
+    throw new SpoolError('not_found', 'this PDF has no preview: it could not be rendered', {
+      cause: err,
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
