@@ -142,6 +142,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     publicUrl: deps.sessions.publicUrl,
   });
   const v1 = v1Router({
+    operatorToken: deps.operatorToken,
     sessions: deps.sessions,
     cache: deps.cache,
     clock: deps.clock,

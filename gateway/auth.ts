@@ -23,6 +23,8 @@ export interface KeyAuthOptions {
   clock: Clock;
   /** GET /v1/key answers a console session with 400 rather than 401 (spec §4 rule 1). */
   sessionIsInvalid?: boolean;
+  /** Whether a credential is the operator token, so that its refusal can say what it is. */
+  isOperator?: (presented: string) => boolean;
 }
 
 /** Requires a valid API key and leaves it on `ctx.state.key`. */
@@ -43,6 +45,11 @@ export function requireKey(options: KeyAuthOptions): Middleware<GatewayState> {
       throw unauthorized('device tokens are for the station link, not the API');
     }
     if (kind !== 'live' && kind !== 'test') {
+      if (options.isOperator?.(token)) {
+        throw unauthorized(
+          'this is the operator token, which the key-based API does not take: send an API key (svc_live_… or svc_test_…), or use the operator API, /admin/v1',
+        );
+      }
       throw unauthorized(
         'the API key is not valid: a key is svc_live_ or svc_test_ and 43 letters and digits; check that it was copied whole',
       );

@@ -160,6 +160,10 @@ test('a malformed key and an unknown one both answer that the key is not valid, 
   const unknown = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: whole });
   t.is(unknown.status, 401);
   t.is(unknown.body.error.message, 'the API key is not valid: unknown, revoked or expired');
+  // The operator token sent as a key is told what it is.
+  const operator = await call<ErrorBody>(sys.url, 'GET', '/v1/key', { token: OPERATOR_TOKEN });
+  t.is(operator.status, 401);
+  t.regex(operator.body.error.message, /^this is the operator token, .*\/admin\/v1/);
 });
 
 test('every route answers 400 naming a query parameter it does not take', async (t) => {

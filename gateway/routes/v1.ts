@@ -7,7 +7,7 @@ import type { Middleware } from 'koa';
 import type { Clock } from '../../lib/clock.js';
 import type { Scope } from '../../lib/credentials.js';
 import { SpoolError } from '../../lib/errors.js';
-import { requireOwnOrg, requireScope } from '../auth.js';
+import { type OperatorToken, operatorMatcher, requireOwnOrg, requireScope } from '../auth.js';
 import type { Backends } from '../clients.js';
 import type { EventStreams } from '../event-stream.js';
 import { type Created, setLocation } from '../http-manners.js';
@@ -98,6 +98,8 @@ export interface V1Deps {
   maxDocumentBytes: number;
   /** This process's event streams (`GET /v1/orgs/{org}/stream`). */
   events: EventStreams;
+  /** The operator token(s), only to tell one sent as an API key what it is. */
+  operatorToken?: OperatorToken;
 }
 
 const keyHandlers: Record<string, Middleware<GatewayState>> = {
@@ -117,6 +119,7 @@ const keyHandlers: Record<string, Middleware<GatewayState>> = {
 
 export function v1Router(deps: V1Deps): Router<GatewayState> {
   const router = new Router<GatewayState>();
+  const isOperator = deps.operatorToken ? operatorMatcher(deps.operatorToken) : undefined;
   const handlers: Partial<Record<string, Middleware<GatewayState>>> = {
     ...keyHandlers,
     ...jobHandlers(deps),
@@ -129,7 +132,12 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
       // First, so that a 201 replayed for an Idempotency-Key names its resource too.
       ...(route.created ? [setLocation(route.created)] : []),
       requireKeyOrSession(
-        { cache: deps.cache, clock: deps.clock, sessionIsInvalid: route.path === '/v1/key' },
+        {
+          cache: deps.cache,
+          clock: deps.clock,
+          sessionIsInvalid: route.path === '/v1/key',
+          ...(isOperator ? { isOperator } : {}),
+        },
         deps.sessions,
       ),
       requireOwnOrg,
