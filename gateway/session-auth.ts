@@ -109,6 +109,21 @@ function toState(credential: string, s: CachedSession): AuthenticatedSession {
   };
 }
 
+/** The signed-in session `credential` is, or 401 when it has ended or was never one. */
+async function signedInSession(
+  credential: string,
+  options: SessionOptions,
+): Promise<CachedSession> {
+  try {
+    return await options.cache.get(hashCredential(credential));
+  } catch (err) {
+    if (err instanceof SpoolError && err.code === 'unauthorized') {
+      throw unauthorized('not signed in: the session has ended or was signed out; sign in again');
+    }
+    throw err;
+  }
+}
+
 /**
  * The request's session from its cookie, or 401; for a state-changing method, also the CSRF
  * token and the Origin, or 403. Leaves the session on `ctx.state.session`.
@@ -121,16 +136,7 @@ export async function authenticateSession(
   if (credential === undefined || credentialKind(credential) !== 'session') {
     throw unauthorized('not signed in: sign in at /console/');
   }
-  let cached: CachedSession;
-  try {
-    cached = await options.cache.get(hashCredential(credential));
-  } catch (err) {
-    if (err instanceof SpoolError && err.code === 'unauthorized') {
-      throw unauthorized('not signed in: the session has ended or was signed out; sign in again');
-    }
-    throw err;
-  }
-  const session = toState(credential, cached);
+  const session = toState(credential, await signedInSession(credential, options));
   if (!SAFE_METHODS.has(ctx.method)) {
     checkOrigin(ctx, options);
     const presented = ctx.get('x-csrf-token');
@@ -171,14 +177,7 @@ export function requireKeyOrSession(
     const token = bearer(ctx.get('authorization'));
     if (sessions && keyOptions.sessionIsInvalid && token && credentialKind(token) === 'session') {
       // Only a session that is signed in is a session; an ended or made-up one is nobody: 401.
-      try {
-        await sessions.cache.get(hashCredential(token));
-      } catch (err) {
-        if (err instanceof SpoolError && err.code === 'unauthorized') {
-          throw unauthorized('not signed in: the session has ended or was signed out');
-        }
-        throw err;
-      }
+      await signedInSession(token, sessions);
       throw notASession();
     }
     if (!sessions || ctx.get('authorization') !== '' || sessionCookie(ctx) === undefined) {

@@ -98,6 +98,11 @@ function secondsToMidnightUtc(now: Date): number {
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
 }
 
+/** The UTC day of `now`, as the test prints of a day are counted: `2026-11-27`. */
+export function utcDay(now: Date): string {
+  return now.toISOString().slice(0, 10);
+}
+
 export function testLimitReached(now: Date): SpoolError {
   return new SpoolError(
     'rate_limited',
@@ -170,7 +175,7 @@ export function createJobCreator(deps: {
    */
   async function writeGroup(tx: pg.PoolClient, group: Pending[], commitBehind: boolean) {
     const now = clock.now();
-    const day = now.toISOString().slice(0, 10);
+    const day = utcDay(now);
     const batch = new WriteBatch();
     const rows = group.map((p) => rowOf(p.job, now, p.trace));
     const jobs = rows.map((row) => parts.toJob(row));

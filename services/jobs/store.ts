@@ -25,6 +25,7 @@ import {
   DAILY_TEST_LIMIT,
   JOB_EVENT_TYPES,
   testLimitReached,
+  utcDay,
 } from './creation.js';
 import type { Claim } from './idempotency.js';
 import {
@@ -714,7 +715,7 @@ export function createJobStore(pool: pg.Pool, clock: Clock, options: JobStoreOpt
      */
     async countTestPrint(orgId: string): Promise<string> {
       const now = clock.now();
-      const day = now.toISOString().slice(0, 10);
+      const day = utcDay(now);
       const { rowCount } = await pool.query(
         `INSERT INTO test_print_counts (org_id, day, n) VALUES ($1, $2, 1)
          ON CONFLICT (org_id, day) DO UPDATE SET n = test_print_counts.n + 1
