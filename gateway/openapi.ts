@@ -5,7 +5,7 @@
  * Schema); the tests check every answer they receive against it.
  */
 import { Type } from '@sinclair/typebox';
-import { JOB_STATUSES } from '../services/jobs/machine.js';
+import { JOB_STATUSES } from '../lib/contracts/job-status.js';
 import {
   buildDocument,
   DEFAULT_SERVER,

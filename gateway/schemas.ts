@@ -4,10 +4,10 @@
  * views.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
+import { JOB_STATUSES } from '../lib/contracts/job-status.js';
 import { SCOPES } from '../lib/credentials.js';
 import { ERROR_CATALOGUE } from '../lib/errors.js';
 import { LINK_PRINTER_STATUSES } from '../lib/printer-status.js';
-import { JOB_STATUSES } from '../services/jobs/machine.js';
 import { CONTENT_KINDS, ContentBody } from './routes/jobs.js';
 
 /** A printer's status: what the station link reports (docs/station-link.md), or `removed`. */

@@ -9,10 +9,10 @@ import type {
   ListJobsResponse,
 } from '../../gen/spool/v1/jobs.js';
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
+import { JOB_STATUSES } from '../../lib/contracts/job-status.js';
 import { invalid, SpoolError } from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import { parseRfc3339 } from '../../lib/time.js';
-import { JOB_STATUSES } from '../../services/jobs/machine.js';
 import { body, readRaw } from '../body.js';
 import type { Backends } from '../clients.js';
 import { JobCreations } from '../job-creations.js';

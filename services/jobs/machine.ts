@@ -3,23 +3,10 @@
  * here; the jobs service, the tests and docs/jobs.md all read this table, and no transition is
  * decided anywhere else.
  */
+import type { JobStatus } from '../../lib/contracts/job-status.js';
 import type { EventType } from '../../lib/events.js';
 
-export const JOB_STATUSES = [
-  'scheduled',
-  'held',
-  'queued',
-  'sent',
-  'printed',
-  'failed',
-  'cancelled',
-] as const;
-
-export type JobStatus = (typeof JOB_STATUSES)[number];
-
-export function isJobStatus(value: string): value is JobStatus {
-  return (JOB_STATUSES as readonly string[]).includes(value);
-}
+export { isJobStatus, JOB_STATUSES, type JobStatus } from '../../lib/contracts/job-status.js';
 
 /** What makes a job move. */
 export type Trigger =

@@ -5,6 +5,7 @@
  */
 import { type BusLayout, type NatsConnection, reportsStream } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
+import type { StationReport } from '../../lib/contracts/station-report.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Trigger } from './machine.js';
 import type { JobStore } from './store.js';
@@ -16,25 +17,6 @@ export const REPORTS_CONSUMER = 'jobs-reports';
  * (store.ts), so this is also the largest group the reports make.
  */
 const REPORTS_IN_FLIGHT = 256;
-
-/** A station's report, as the stations service publishes it to `reports.<region>.<org>.<station>`. */
-export interface StationReport {
-  kind: 'received' | 'result';
-  org_id: string;
-  station_id: string;
-  /** The station's home region, where it printed; absent in reports from before regions. */
-  region?: string;
-  job_id: string;
-  attempt: number;
-  printed?: boolean;
-  detail?: string;
-  /**
-   * On a `result`: the station's `received` of the same attempt came with it and was not
-   * published on its own. Applied first, in the same transaction, so the job's history still
-   * shows it sent.
-   */
-  received?: boolean;
-}
 
 export function triggerOf(report: StationReport): Trigger {
   if (report.kind === 'received') return 'received';

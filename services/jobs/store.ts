@@ -9,6 +9,7 @@ import type { Job, JobEvent, Template, TemplateField, Upload } from '../../gen/s
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
+import type { DispatchMessage } from '../../lib/contracts/dispatch.js';
 import { queryThenCommit, withTx } from '../../lib/db.js';
 import { conflict, notFound, SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
@@ -134,29 +135,6 @@ function toJob(row: JobRow): Job {
     updatedAt: row.updated_at,
   };
 }
-
-/** What a station is sent: the job as the stations service needs it to make an offer. */
-export interface DispatchOffer {
-  kind: 'offer';
-  job: ReturnType<typeof jobJson> & {
-    sha256: string;
-    options: PrintOptions;
-    /** The job's own trace context, for offers that do not come through this message. */
-    trace_context: TraceCarrier;
-    /** The document is kept with the job (GetJobDocument), not in the object store. */
-    document_inline?: boolean;
-    /** The inline document itself, base64, when the message carries it (at creation). */
-    document?: string;
-  };
-}
-
-export interface DispatchWithdraw {
-  kind: 'withdraw';
-  job_id: string;
-  attempt: number;
-}
-
-export type DispatchMessage = DispatchOffer | DispatchWithdraw;
 
 function dispatchMessage(job: Job, kind: 'offer' | 'withdraw', document?: Buffer): OutboxMessage {
   const payload: DispatchMessage =

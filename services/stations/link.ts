@@ -4,6 +4,7 @@
  * `dispatch.<org>.<station>` (and those pending when it opened) with their documents, and turns
  * the agent's reports into messages on `reports.<org>.<station>` before accepting them.
  */
+
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
@@ -20,6 +21,8 @@ import {
   type ServerMessage,
 } from '../../gen/spool/v1/stations.js';
 import { type NatsConnection, subjects } from '../../lib/bus.js';
+import type { DispatchMessage, DispatchOffer } from '../../lib/contracts/dispatch.js';
+import type { StationReport } from '../../lib/contracts/station-report.js';
 import { credentialKind, hashCredential } from '../../lib/credentials.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import { jobJson } from '../../lib/job-view.js';
@@ -40,8 +43,6 @@ import {
   tracing,
 } from '../../lib/tracing.js';
 import { isTransient, retryTransient } from '../../lib/transient.js';
-import type { StationReport } from '../jobs/reports.js';
-import type { DispatchMessage, DispatchOffer } from '../jobs/store.js';
 import {
   AgentInputError,
   checkHello,
