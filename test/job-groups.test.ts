@@ -9,7 +9,9 @@ import { ManualClock } from '../lib/clock.js';
 import type { Pool } from '../lib/db.js';
 import type { OutboxRow } from '../lib/outbox.js';
 import { migrations } from '../services/jobs/index.js';
-import { createJobStore, DAILY_TEST_LIMIT, type NewJob } from '../services/jobs/store.js';
+import type { NewJob } from '../services/jobs/job-rows.js';
+import { createJobStore } from '../services/jobs/store.js';
+import { DAILY_TEST_LIMIT } from '../services/jobs/test-prints.js';
 import { createStoreDatabase, type StoreDatabase } from './helpers/store-database.js';
 
 type Ctx = StoreDatabase;

@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type { Job } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
 import { queryThenCommit, withTx } from '../../lib/db.js';
-import { SpoolError } from '../../lib/errors.js';
+import type { SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { jobJson } from '../../lib/job-view.js';
@@ -22,22 +22,11 @@ import { spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
+import { dispatchOffer } from './dispatch-messages.js';
 import { type ClaimCompletion, claimLost, completeClaimsIn } from './idempotency.js';
+import { addJobEvents, type JobRow, type NewJob, OUTBOX_TABLE, toJob } from './job-rows.js';
 import type { JobStatus } from './machine.js';
-import type { JobRow, NewJob } from './store.js';
-
-/** The SQL types of a `job_events` row's columns, in the order the INSERTs name them. */
-export const JOB_EVENT_TYPES = [
-  'UUID',
-  'UUID',
-  'UUID',
-  'INT4',
-  'TIMESTAMPTZ',
-  'TEXT',
-  'TEXT',
-  'TEXT',
-  'TEXT',
-] as const;
+import { DAILY_TEST_LIMIT, testLimitReached, utcDay } from './test-prints.js';
 
 /** The SQL types of the columns a creation writes to `jobs`, in the order its INSERT names them. */
 const JOB_TYPES = [
@@ -70,16 +59,6 @@ const JOB_TYPES = [
 /** The most creations one transaction takes; about 50 parameters each, far below the limit. */
 export const MAX_GROUP = 256;
 
-/** Test-key jobs an organization may create in a UTC day (DESIGN §4). */
-export const DAILY_TEST_LIMIT = 200;
-
-/** What the store shares with the creations: its outbox, how it reads a row, how it offers a job. */
-export interface CreationParts {
-  table: string;
-  toJob(row: JobRow): Job;
-  dispatchOffer(job: Job, document: Buffer | undefined): OutboxMessage;
-}
-
 interface Pending {
   job: NewJob;
   /** The trace of the request that asked for the job, kept with it. */
@@ -93,22 +72,44 @@ class Refused extends Error {
   }
 }
 
-function secondsToMidnightUtc(now: Date): number {
-  const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-  return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
-}
-
-/** The UTC day of `now`, as the test prints of a day are counted: `2026-11-27`. */
-export function utcDay(now: Date): string {
-  return now.toISOString().slice(0, 10);
-}
-
-export function testLimitReached(now: Date): SpoolError {
-  return new SpoolError(
-    'rate_limited',
-    `the daily test limit of ${DAILY_TEST_LIMIT} test-key prints for this organization is reached; it resets at 00:00 UTC`,
-    { retryAfter: secondsToMidnightUtc(now) },
-  );
+/** The row a job's INSERT writes, as the store reads it back. */
+function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
+  const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
+  const status: JobStatus = job.hold ? 'held' : scheduled ? 'scheduled' : 'queued';
+  const expireAfter = job.expireAfter ?? 0;
+  const waitFrom = scheduled ? (job.scheduleAt as Date) : now;
+  return {
+    id: job.id,
+    org_id: job.orgId,
+    printer_id: job.printerId,
+    station_id: job.stationId,
+    status,
+    status_detail: status === 'queued' ? (job.waiting ?? '') : '',
+    reference: job.reference,
+    title: job.title,
+    live: job.live,
+    options: JSON.parse(JSON.stringify(job.options)),
+    content_type: job.contentType,
+    size: String(job.size),
+    sha256: job.sha256,
+    attempt: 1,
+    version: 1,
+    // Kept when already past, as the time the job was scheduled for (docs/jobs.md).
+    schedule_at: job.scheduleAt ?? null,
+    expire_after: expireAfter,
+    expire_at:
+      expireAfter > 0 && status !== 'held'
+        ? new Date(waitFrom.getTime() + expireAfter * 1000)
+        : null,
+    reprint_of: job.reprintOf ?? null,
+    document_deleted_at: null,
+    sealed: job.sealed ?? false,
+    trace_context: trace,
+    region: job.region,
+    document_inline: job.document !== undefined,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 export interface JobCreator {
@@ -118,51 +119,10 @@ export interface JobCreator {
 export function createJobCreator(deps: {
   pool: pg.Pool;
   clock: Clock;
-  parts: CreationParts;
   /** Hands a committed group's outbox rows to the relay. */
   committed(rows: OutboxRow[]): void;
 }): JobCreator {
-  const { pool, clock, parts } = deps;
-
-  /** The row a job's INSERT writes, as the store reads it back. */
-  function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
-    const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
-    const status: JobStatus = job.hold ? 'held' : scheduled ? 'scheduled' : 'queued';
-    const expireAfter = job.expireAfter ?? 0;
-    const waitFrom = scheduled ? (job.scheduleAt as Date) : now;
-    return {
-      id: job.id,
-      org_id: job.orgId,
-      printer_id: job.printerId,
-      station_id: job.stationId,
-      status,
-      status_detail: status === 'queued' ? (job.waiting ?? '') : '',
-      reference: job.reference,
-      title: job.title,
-      live: job.live,
-      options: JSON.parse(JSON.stringify(job.options)),
-      content_type: job.contentType,
-      size: String(job.size),
-      sha256: job.sha256,
-      attempt: 1,
-      version: 1,
-      // Kept when already past, as the time the job was scheduled for (docs/jobs.md).
-      schedule_at: job.scheduleAt ?? null,
-      expire_after: expireAfter,
-      expire_at:
-        expireAfter > 0 && status !== 'held'
-          ? new Date(waitFrom.getTime() + expireAfter * 1000)
-          : null,
-      reprint_of: job.reprintOf ?? null,
-      document_deleted_at: null,
-      sealed: job.sealed ?? false,
-      trace_context: trace,
-      region: job.region,
-      document_inline: job.document !== undefined,
-      created_at: now,
-      updated_at: now,
-    };
-  }
+  const { pool, clock } = deps;
 
   /**
    * Writes the group in `tx`, in one statement. Throws {@link Refused} (rolling the transaction
@@ -178,7 +138,7 @@ export function createJobCreator(deps: {
     const day = utcDay(now);
     const batch = new WriteBatch();
     const rows = group.map((p) => rowOf(p.job, now, p.trace));
-    const jobs = rows.map((row) => parts.toJob(row));
+    const jobs = rows.map((row) => toJob(row));
 
     // Test prints count against their organization's day, all of a group's at once.
     const tests = new Map<string, number>();
@@ -236,7 +196,7 @@ export function createJobCreator(deps: {
          updated_at)
        ${batch.rows(values, JOB_TYPES)}`,
     );
-    const events = columns(group, ({ job }, i) => [
+    addJobEvents(batch, group, ({ job }, i) => [
       randomUUID(),
       job.id,
       job.orgId,
@@ -247,10 +207,6 @@ export function createJobCreator(deps: {
       job.actor,
       '',
     ]);
-    batch.add(
-      `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
-       ${batch.rows(events, JOB_EVENT_TYPES)}`,
-    );
     const messages: OutboxMessage[] = [];
     group.forEach(({ job, trace }, i) => {
       const created = jobs[i] as Job;
@@ -260,10 +216,10 @@ export function createJobCreator(deps: {
         headers,
       });
       if (created.status === 'queued') {
-        messages.push({ ...parts.dispatchOffer(created, job.document), headers });
+        messages.push({ ...dispatchOffer(created, job.document), headers });
       }
     });
-    const outbox = addToOutbox(batch, parts.table, messages);
+    const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
     const completions: ClaimCompletion[] = [];
     group.forEach(({ job }, i) => {
       if (!job.idempotency) return;

@@ -16,11 +16,12 @@ import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { createFetcher } from './fetch.js';
 import { createIdempotencyStore } from './idempotency.js';
+import { OUTBOX_TABLE } from './job-rows.js';
 import { followPrinterChanges, PrinterCache } from './printer-cache.js';
 import { createPrinterWaits, startPrinterWaitReader } from './printer-waits.js';
 import { startReportReader } from './reports.js';
 import { createJobsServer, type ServerKeys } from './server.js';
-import { createJobStore, OUTBOX_TABLE } from './store.js';
+import { createJobStore } from './store.js';
 import { Sweeper } from './sweeper.js';
 
 /** Bytes of one organization's uploads kept at once, unless UPLOAD_QUOTA_BYTES says otherwise. */

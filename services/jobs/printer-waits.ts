@@ -3,7 +3,7 @@
  * reported by its station, its station is offline, or the printer is offline, in error, out of
  * paper, jammed or open. A job for a printer offline or in error stays queued (the link offers it
  * nothing); one for a printer that needs someone's hands goes to it and waits there, sent, keeping
- * its detail (store.ts keeps a `waiting: ` detail from queued to sent). The jobs service
+ * its detail (transitions.ts keeps a `waiting: ` detail from queued to sent). The jobs service
  * learns of printers only from the stations service: it follows `printer.status`,
  * `station.online` and `station.offline` on the EVENTS stream and asks the stations service for
  * the current state of the printers they concern, so that events handled late or twice leave the

@@ -8,13 +8,13 @@ import { startDurableConsumer } from '../../lib/consumer.js';
 import type { StationReport } from '../../lib/contracts/station-report.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Trigger } from './machine.js';
-import type { JobStore } from './store.js';
+import type { JobTransitions } from './transitions.js';
 
 export const REPORTS_CONSUMER = 'jobs-reports';
 
 /**
  * Reports a jobs-service process has in hand at once. Their transitions are committed in groups
- * (store.ts), so this is also the largest group the reports make.
+ * (transitions.ts), so this is also the largest group the reports make.
  */
 const REPORTS_IN_FLIGHT = 256;
 
@@ -30,7 +30,7 @@ export interface ReportReader {
 export async function startReportReader(deps: {
   nc: NatsConnection;
   layout: BusLayout;
-  store: JobStore;
+  store: Pick<JobTransitions, 'apply'>;
   logger: Logger;
 }): Promise<ReportReader> {
   return startDurableConsumer<StationReport>({

@@ -23,18 +23,13 @@ import { contextFrom } from '../../lib/tracing.js';
 import { checkDocument, checkTemplate, renderTemplate } from './content.js';
 import type { Fetcher } from './fetch.js';
 import type { Claim, IdempotencyStore } from './idempotency.js';
+import { documentName, INLINE_DOCUMENT_BYTES, type NewJob, uploadName } from './job-rows.js';
 import { isJobStatus, JOB_STATUSES } from './machine.js';
 import { checkOptionsFor, checkPages } from './options.js';
 import { createPdfPreviews, type PreviewLimits } from './previews.js';
 import type { PrinterCache } from './printer-cache.js';
 import { waitingDetail } from './printer-waits.js';
-import {
-  documentName,
-  INLINE_DOCUMENT_BYTES,
-  type JobStore,
-  type NewJob,
-  uploadName,
-} from './store.js';
+import type { JobStore } from './store.js';
 
 export const MAX_TEXT_LENGTH = 1000;
 /** The longest a job may wait undelivered, and the furthest it may be scheduled. */

@@ -10,7 +10,9 @@ import type { Settings } from '../../gen/spool/v1/accounts.js';
 import type { Clock } from '../../lib/clock.js';
 import { FailureLog } from '../../lib/failure-log.js';
 import type { Logger } from '../../lib/logger.js';
-import { documentName, type JobStore, uploadName } from './store.js';
+import { documentName, uploadName } from './job-rows.js';
+import type { RetentionStore } from './retention-store.js';
+import type { JobTransitions } from './transitions.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const BATCH = 500;
@@ -23,7 +25,8 @@ export interface SweepResult {
 }
 
 export interface SweeperDeps {
-  store: JobStore;
+  /** The sweeps of due jobs, and the records of documents past retention. */
+  store: Pick<JobTransitions, 'queueDue' | 'expireDue'> & RetentionStore;
   documents: ObjectStore;
   /** The retention settings; read at most once a minute. */
   settings: () => Promise<Settings>;
