@@ -17,23 +17,7 @@ export const CREDENTIAL_PREFIXES = {
 
 export type CredentialKind = keyof typeof CREDENTIAL_PREFIXES;
 
-/**
- * The scopes of spec §5, then Spool's own: `webhooks:read` and `webhooks:write` let integrators
- * manage their webhook endpoints by key (docs/api.md).
- */
-export const SCOPES = [
-  'jobs:write',
-  'jobs:read',
-  'printers:read',
-  'locations:read',
-  'webhooks:read',
-  'webhooks:write',
-] as const;
-export type Scope = (typeof SCOPES)[number];
-
-export function isScope(value: string): value is Scope {
-  return (SCOPES as readonly string[]).includes(value);
-}
+export { isScope, SCOPES, type Scope } from './contracts/scopes.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_LENGTH = 43;

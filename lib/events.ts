@@ -5,23 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { subjects } from './bus.js';
+import { EVENT_TYPES, type EventType } from './contracts/event-types.js';
 import { isUuid } from './ids.js';
 import type { OutboxMessage } from './outbox.js';
 import { rfc3339 } from './time.js';
 
-export const EVENT_TYPES = [
-  'job.created',
-  'job.printed',
-  'job.failed',
-  'job.cancelled',
-  'job.retried',
-  'station.online',
-  'station.offline',
-  'printer.status',
-  'ping',
-] as const;
-
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType, PUBLISHED_EVENT_TYPES } from './contracts/event-types.js';
 
 export interface SpoolEvent<T = unknown> {
   id: string;

@@ -2,7 +2,7 @@
  * The roles a person holds in an organization (DESIGN §5), each including the ones before it, and
  * the API scopes each role carries when a signed-in session calls the key-based API.
  */
-import type { Scope } from './credentials.js';
+import type { Scope } from './contracts/scopes.js';
 
 export const ROLES = ['viewer', 'developer', 'admin', 'owner'] as const;
 export type Role = (typeof ROLES)[number];
