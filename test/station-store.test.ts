@@ -8,7 +8,8 @@ import anyTest, { type TestFn } from 'ava';
 import { ManualClock } from '../lib/clock.js';
 import type { OutboxRow } from '../lib/outbox.js';
 import { migrations } from '../services/stations/index.js';
-import { createStationStore, OUTBOX_TABLE } from '../services/stations/store.js';
+import { OUTBOX_TABLE } from '../services/stations/station-outbox.js';
+import { createStationStore } from '../services/stations/store.js';
 import { createStoreDatabase, type StoreDatabase } from './helpers/store-database.js';
 
 const test = anyTest as TestFn<StoreDatabase>;

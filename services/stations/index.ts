@@ -24,7 +24,8 @@ import { StreamPublisher } from '../../lib/stream-publisher.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
 import { ReplicaWatch, ReportsHealth } from './replicas.js';
 import { createStationsServer } from './server.js';
-import { createStationStore, OUTBOX_TABLE } from './store.js';
+import { OUTBOX_TABLE } from './station-outbox.js';
+import { createStationStore } from './store.js';
 
 export const migrations: MigrationSet = {
   service: 'stations',

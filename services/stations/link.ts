@@ -51,7 +51,8 @@ import {
   cleanText,
   MAX_DETAIL,
 } from './agent-input.js';
-import type { LinkStation, StationStore } from './store.js';
+import type { LinkStation } from './link-station.js';
+import type { StationStore } from './store.js';
 
 /**
  * The ids of the printers in `reports` that are offered no job ({@link cannotPrint}). Their jobs

@@ -23,7 +23,9 @@ import { performance } from 'node:perf_hooks';
 import { type NatsConnection, natsConnected, onConnectionLost } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { OpenLink, StationStore } from './store.js';
+import type { OpenLink } from './link-station.js';
+import type { LinkPresence } from './presence.js';
+import type { ReplicaRecords } from './replica-records.js';
 
 /** How often a replica says it is alive, and looks for lost ones. */
 export const REPLICA_BEAT_MS = 15_000;
@@ -44,14 +46,7 @@ const REPLICA_FORGET_MS = 24 * 60 * 60 * 1000;
 const SWEEP_LIMIT = 1000;
 
 export interface ReplicaWatchOptions {
-  store: Pick<
-    StationStore,
-    | 'replicaSeen'
-    | 'forgetReplicas'
-    | 'linksOfLostReplicas'
-    | 'linkClosed'
-    | 'anotherReplicaTakesReports'
-  >;
+  store: ReplicaRecords & Pick<LinkPresence, 'linkClosed'>;
   /** Whether this replica can store its stations' reports now; yes unless given. */
   takesReports?: () => boolean;
   clock: Clock;

@@ -1,0 +1,178 @@
+/**
+ * Printers as their station's agent reports them: each one reported is added or updated, one no
+ * longer reported is `removed`, and `printer.status` is queued for every change.
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { PrinterReport } from '../../gen/spool/v1/stations.js';
+import type { Clock } from '../../lib/clock.js';
+import { withTx } from '../../lib/db.js';
+import { eventMessage } from '../../lib/events.js';
+import { addToOutbox, type OutboxMessage } from '../../lib/outbox.js';
+import { columns, WriteBatch } from '../../lib/sql.js';
+import type { TraceCarrier } from '../../lib/tracing.js';
+import type { LinkStation } from './link-station.js';
+import { type Committed, OUTBOX_TABLE } from './station-outbox.js';
+import { groupBy } from './station-rows.js';
+
+/** The status of a printer its station's agent no longer reports. */
+export const REMOVED = 'removed';
+
+/** A printer as a link open or a printer sync compares it with what the agent reports. */
+export interface PrinterState {
+  id: string;
+  name: string;
+  status: string;
+  detail: string;
+}
+
+/** One station's printers as its agent reports them, with the trace of the agent's request. */
+export interface StationPrinters {
+  station: { id: string; orgId: string };
+  reports: PrinterReport[];
+  trace?: TraceCarrier;
+}
+
+export interface PrinterSync {
+  /**
+   * Brings the station's printers in line with what its agent reports now, in a transaction of
+   * its own; answers their ids by name.
+   */
+  printersChanged(station: LinkStation, printers: PrinterReport[]): Promise<Record<string, string>>;
+}
+
+function printerStatusEvent(
+  orgId: string,
+  p: { id: string; status: string; detail: string },
+  at: Date,
+) {
+  return eventMessage(
+    orgId,
+    'printer.status',
+    { printer_id: p.id, status: p.status, detail: p.detail },
+    at,
+  );
+}
+
+/**
+ * Brings stations' printers in line with what their agents report, inside `tx`: reads them in
+ * one query, marks those no longer reported `removed`, and adds to `batch` one upsert of every
+ * printer reported (written when the caller sends the batch). Returns each station's printer ids
+ * by name and queues `printer.status` for each printer added or whose status changed, with the
+ * trace of the station's own request. A station appears at most once in `syncs`.
+ */
+export async function syncPrinters(
+  tx: pg.PoolClient,
+  batch: WriteBatch,
+  syncs: StationPrinters[],
+  now: Date,
+  messages: OutboxMessage[],
+  /** The stations' printers, when the caller read them already, by station id. */
+  read?: Map<string, PrinterState[]>,
+): Promise<Array<Record<string, string>>> {
+  let byStation = read;
+  if (!byStation) {
+    const { rows } = await tx.query<PrinterState & { station_id: string }>(
+      `SELECT id, station_id, name, status, detail FROM printers
+       WHERE org_id = ANY($1::UUID[]) AND station_id = ANY($2::UUID[])`,
+      [[...new Set(syncs.map((s) => s.station.orgId))], syncs.map((s) => s.station.id)],
+    );
+    byStation = groupBy(rows, (r) => r.station_id);
+  }
+  const upserts: Array<{ id: string; orgId: string; stationId: string; report: PrinterReport }> =
+    [];
+  const gone: Array<{ orgId: string; id: string; trace: TraceCarrier | undefined }> = [];
+  const ids = syncs.map(({ station, reports, trace }) => {
+    const headers = trace ? { headers: trace as Record<string, string> } : {};
+    const current = byStation.get(station.id) ?? [];
+    const byName = new Map(current.map((r) => [r.name, r]));
+    // A name reported twice is one printer, as the last report of it says.
+    const reported = new Map(reports.map((r) => [r.name, r]));
+    const ids: Record<string, string> = {};
+    if (reported.size > 0) {
+      for (const report of reported.values()) {
+        const existing = byName.get(report.name);
+        // A new printer's id is chosen here: were the name inserted by another transaction
+        // meanwhile, SERIALIZABLE fails this one (and `withTx` runs it again) rather than let
+        // the upsert update a row this transaction did not read.
+        const id = existing?.id ?? randomUUID();
+        ids[report.name] = id;
+        upserts.push({ id, orgId: station.orgId, stationId: station.id, report });
+        if (!existing || existing.status !== report.status || existing.detail !== report.detail)
+          messages.push({
+            ...printerStatusEvent(station.orgId, { id, ...report }, now),
+            ...headers,
+          });
+      }
+    }
+    // A printer the agent no longer reports cannot print: it is `removed` (its jobs wait, and
+    // say why) rather than forgotten, and comes back with its id if the agent reports it again.
+    for (const r of current) {
+      if (!reported.has(r.name) && r.status !== REMOVED)
+        gone.push({ orgId: station.orgId, id: r.id, trace });
+    }
+    return ids;
+  });
+  if (upserts.length > 0) {
+    const rows = columns(upserts, (u) => [
+      u.id,
+      u.orgId,
+      u.stationId,
+      u.report.name,
+      u.report.status,
+      u.report.detail,
+      JSON.stringify(u.report.capabilities ?? {}),
+    ]);
+    const at = batch.param(now);
+    batch.add(
+      `INSERT INTO printers (id, org_id, station_id, name, status, detail, capabilities, created_at, updated_at)
+       SELECT *, ${at}::TIMESTAMPTZ, ${at}::TIMESTAMPTZ
+       FROM (${batch.rows(rows, ['UUID', 'UUID', 'UUID', 'TEXT', 'TEXT', 'TEXT', 'JSONB'])}) AS r
+       ON CONFLICT (station_id, name) DO UPDATE SET status = excluded.status,
+         detail = excluded.detail, capabilities = excluded.capabilities,
+         updated_at = CASE WHEN printers.status <> excluded.status
+           OR printers.detail <> excluded.detail THEN excluded.updated_at
+           ELSE printers.updated_at END
+       WHERE printers.org_id = excluded.org_id`,
+    );
+  }
+  // A statement of its own (rarely needed): CockroachDB writes a table once per statement.
+  if (gone.length > 0) {
+    const detail = 'the station no longer reports this printer';
+    await tx.query(
+      `UPDATE printers SET status = $3, detail = $4, updated_at = $5
+       WHERE org_id = ANY($1::UUID[]) AND id = ANY($2::UUID[])`,
+      [[...new Set(gone.map((g) => g.orgId))], gone.map((g) => g.id), REMOVED, detail, now],
+    );
+    for (const g of gone) {
+      messages.push({
+        ...printerStatusEvent(g.orgId, { id: g.id, status: REMOVED, detail }, now),
+        ...(g.trace ? { headers: g.trace as Record<string, string> } : {}),
+      });
+    }
+  }
+  return ids;
+}
+
+export function createPrinterSync(pool: pg.Pool, clock: Clock, committed: Committed): PrinterSync {
+  return {
+    async printersChanged(station, printers) {
+      const { ids, outbox } = await withTx(pool, async (tx) => {
+        const batch = new WriteBatch();
+        const messages: OutboxMessage[] = [];
+        const [ids = {}] = await syncPrinters(
+          tx,
+          batch,
+          [{ station, reports: printers }],
+          clock.now(),
+          messages,
+        );
+        const outbox = addToOutbox(batch, OUTBOX_TABLE, messages);
+        if (batch.values.length > 0) await tx.query(batch.text(), batch.values);
+        return { ids, outbox };
+      });
+      committed(outbox);
+      return ids;
+    },
+  };
+}
