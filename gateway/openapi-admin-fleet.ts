@@ -6,11 +6,18 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';
 import { V1_OPERATIONS } from './openapi.js';
-import type { OperationSpec, QueryParameter } from './openapi-builder.js';
+import type { OperationSpec } from './openapi-builder.js';
+import { operatorList } from './openapi-shared.js';
 import { UpdateLocationBody, UpdateStationBody, UpdateTemplateBody } from './routes/admin-fleet.js';
+import {
+  AUDIT_QUERY,
+  ENDPOINT_LIST_QUERY,
+  ORG_LIST_QUERY,
+  STATION_LIST_QUERY,
+} from './routes/admin-queries.js';
+import { PRINTER_LIST_QUERY } from './routes/fleet.js';
 import { WebhookEndpointSchema } from './routes/webhooks.js';
 import {
-  itemsOf,
   LocationSchema,
   OrgSchema,
   PrinterSchema,
@@ -18,20 +25,11 @@ import {
   TemplateSchema,
 } from './schemas.js';
 
-const listQuery: QueryParameter[] = [
-  {
-    name: 'limit',
-    description: 'page size, 1 to 200 (default 50)',
-    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-  },
-  { name: 'cursor', description: 'next_cursor of the previous page', schema: { type: 'string' } },
-];
-
 const answer = (field: string, schema: TSchema) =>
   Type.Object({ [field]: schema }, { additionalProperties: false });
 
 const NOT_FOUND: ErrorCode[] = ['not_found'];
-const LIST_ERRORS: ErrorCode[] = ['invalid', 'unknown_field', 'not_found'];
+const LIST_ERRORS: ErrorCode[] = ['unknown_field', 'not_found'];
 
 export const AuditEntrySchema = Type.Object(
   {
@@ -69,73 +67,45 @@ export const AUDIT_TAG = {
 };
 
 export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
-  'GET /admin/v1/orgs': {
+  'GET /admin/v1/orgs': operatorList({
     operationId: 'listOrgs',
     tag: 'Organizations',
     summary: 'Organizations, oldest first, optionally by name',
-    query: [
-      {
-        name: 'q',
-        description: 'keep organizations whose name contains this, ignoring case',
-        schema: { type: 'string', maxLength: 200 },
-      },
-      {
-        name: 'deleting',
-        description:
-          'true: only organizations whose deletion began and did not finish (send their DELETE again)',
-        schema: { type: 'string', enum: ['true', 'false'] },
-      },
-      ...listQuery,
-    ],
-    success: { status: 200, description: 'a page of organizations', schema: itemsOf(OrgSchema) },
-    errors: ['invalid', 'unknown_field'],
-  },
-  'GET /admin/v1/stations': {
+    query: ORG_LIST_QUERY,
+    page: 'a page of organizations',
+    item: OrgSchema,
+    errors: ['unknown_field'],
+  }),
+  'GET /admin/v1/stations': operatorList({
     operationId: 'listAllStations',
     tag: 'Stations',
     summary: "Every organization's stations, oldest first, or only those offline",
     description:
       'The whole fleet in one list, each station with its `org_id`: with `offline=true`, the stations whose agents are not linked now (a revoked token shows as `token_revoked_at`).',
-    query: [
-      {
-        name: 'offline',
-        description: 'true: only stations offline now',
-        schema: { type: 'string', enum: ['true', 'false'] },
-      },
-      ...listQuery,
-    ],
-    success: { status: 200, description: 'a page of stations', schema: itemsOf(StationSchema) },
-    errors: ['invalid', 'unknown_field'],
-  },
-  'GET /admin/v1/webhooks': {
+    query: STATION_LIST_QUERY,
+    page: 'a page of stations',
+    item: StationSchema,
+    errors: ['unknown_field'],
+  }),
+  'GET /admin/v1/webhooks': operatorList({
     operationId: 'listAllWebhookEndpoints',
     tag: 'Webhooks',
     summary: "Every organization's webhook endpoints, or those failing or disabled",
     description:
       'The receivers in trouble across the installation, each endpoint with its `org_id`: `failing` (enabled, every attempt failing since `failing_since`; disabled after 5 days of it) or `disabled` (by a person, or by Spool: `disabled_reason`).',
-    query: [
-      {
-        name: 'state',
-        description: 'failing or disabled; all endpoints without it',
-        schema: { type: 'string', enum: ['failing', 'disabled'] },
-      },
-      ...listQuery,
-    ],
-    success: {
-      status: 200,
-      description: 'a page of endpoints',
-      schema: itemsOf(WebhookEndpointSchema),
-    },
-    errors: ['invalid', 'unknown_field'],
-  },
-  'GET /admin/v1/orgs/:org/stations': {
+    query: ENDPOINT_LIST_QUERY,
+    page: 'a page of endpoints',
+    item: WebhookEndpointSchema,
+    errors: ['unknown_field'],
+  }),
+  'GET /admin/v1/orgs/:org/stations': operatorList({
     operationId: 'listStations',
     tag: 'Stations',
     summary: 'Stations with their online state, last contact and agent version',
-    query: listQuery,
-    success: { status: 200, description: 'a page of stations', schema: itemsOf(StationSchema) },
+    page: 'a page of stations',
+    item: StationSchema,
     errors: LIST_ERRORS,
-  },
+  }),
   'GET /admin/v1/orgs/:org/stations/:id': {
     operationId: 'getStation',
     tag: 'Stations',
@@ -162,22 +132,15 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 204, description: 'deleted' },
     errors: NOT_FOUND,
   },
-  'GET /admin/v1/orgs/:org/printers': {
+  'GET /admin/v1/orgs/:org/printers': operatorList({
     operationId: 'listPrinters',
     tag: 'Printers',
     summary: 'Printers of the organization, of one station or of one location',
-    query: [
-      { name: 'station_id', description: 'only those of this station', schema: { type: 'string' } },
-      {
-        name: 'location_id',
-        description: 'only those in this location',
-        schema: { type: 'string' },
-      },
-      ...listQuery,
-    ],
-    success: { status: 200, description: 'a page of printers', schema: itemsOf(PrinterSchema) },
+    query: PRINTER_LIST_QUERY,
+    page: 'a page of printers',
+    item: PrinterSchema,
     errors: LIST_ERRORS,
-  },
+  }),
   'GET /admin/v1/orgs/:org/printers/:id': {
     operationId: 'getPrinter',
     tag: 'Printers',
@@ -194,14 +157,14 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 204, description: 'deleted' },
     errors: NOT_FOUND,
   },
-  'GET /admin/v1/orgs/:org/locations': {
+  'GET /admin/v1/orgs/:org/locations': operatorList({
     operationId: 'listLocations',
     tag: 'Locations',
     summary: 'Locations, oldest first',
-    query: listQuery,
-    success: { status: 200, description: 'a page of locations', schema: itemsOf(LocationSchema) },
+    page: 'a page of locations',
+    item: LocationSchema,
     errors: LIST_ERRORS,
-  },
+  }),
   'GET /admin/v1/orgs/:org/locations/:id': {
     operationId: 'getLocation',
     tag: 'Locations',
@@ -234,14 +197,14 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 204, description: 'deleted' },
     errors: ['conflict', 'not_found'],
   },
-  'GET /admin/v1/orgs/:org/templates': {
+  'GET /admin/v1/orgs/:org/templates': operatorList({
     operationId: 'listTemplates',
     tag: 'Templates',
     summary: 'Templates, oldest first',
-    query: listQuery,
-    success: { status: 200, description: 'a page of templates', schema: itemsOf(TemplateSchema) },
+    page: 'a page of templates',
+    item: TemplateSchema,
     errors: LIST_ERRORS,
-  },
+  }),
   'GET /admin/v1/orgs/:org/templates/:id': {
     operationId: 'getTemplate',
     tag: 'Templates',
@@ -280,42 +243,21 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     ...(V1_OPERATIONS['GET /v1/orgs/:org/jobs'] as OperationSpec),
     summary: "An organization's jobs, newest first, as its integrations list them",
     description: 'For support: the same page, filters and counts as `GET /v1/orgs/{org}/jobs`.',
-    errors: LIST_ERRORS,
+    errors: ['invalid', ...LIST_ERRORS],
   },
   'GET /admin/v1/orgs/:org/jobs/:id': {
     ...(V1_OPERATIONS['GET /v1/orgs/:org/jobs/:id'] as OperationSpec),
     errors: NOT_FOUND,
   },
-  'GET /admin/v1/audit': {
+  'GET /admin/v1/audit': operatorList({
     operationId: 'listAudit',
     tag: AUDIT_TAG.name,
     summary: 'The audit log, newest first',
     description:
       'One entry per authenticated state-changing request to `/admin/v1` (the operator) or `/console/v1`, per state-changing request of a signed-in session anywhere, and per successful sign-in. Written before the action runs (if that write fails the action does not run and the answer is 503) and completed with the status before the answer is sent. Never holds a body or a credential.',
-    query: [
-      { name: 'org', description: 'only actions on this organization', schema: { type: 'string' } },
-      {
-        name: 'actor',
-        description: 'only actions of this actor: operator or person:<id>',
-        schema: { type: 'string' },
-      },
-      {
-        name: 'since',
-        description: 'only actions at or after this time (RFC 3339)',
-        schema: { type: 'string', format: 'date-time' },
-      },
-      {
-        name: 'until',
-        description: 'only actions before this time (RFC 3339)',
-        schema: { type: 'string', format: 'date-time' },
-      },
-      ...listQuery,
-    ],
-    success: {
-      status: 200,
-      description: 'a page of entries',
-      schema: itemsOf(AuditEntrySchema),
-    },
-    errors: ['invalid', 'unknown_field'],
-  },
+    query: AUDIT_QUERY,
+    page: 'a page of entries',
+    item: AuditEntrySchema,
+    errors: ['unknown_field'],
+  }),
 };

@@ -13,9 +13,9 @@ import {
   buildDocument,
   DEFAULT_SERVER,
   type OperationSpec,
-  type QueryParameter,
   type Surface,
 } from './openapi-builder.js';
+import { EXAMPLE_ID, LOCATIONS_TAG, operatorList, TEMPLATES_TAG } from './openapi-shared.js';
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
 import {
   ADMIN_CREATED,
@@ -42,26 +42,17 @@ import {
 
 const SURFACE: Surface = { auth: 'operator', rateLimited: false, idempotentPosts: false };
 
-const listQuery: QueryParameter[] = [
-  {
-    name: 'limit',
-    description: 'page size, 1 to 200 (default 50)',
-    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-  },
-  { name: 'cursor', description: 'next_cursor of the previous page', schema: { type: 'string' } },
-];
-
 const answer = (field: string, schema: TSchema, extra: Record<string, TSchema> = {}) =>
   Type.Object({ [field]: schema, ...extra }, { additionalProperties: false });
 
 const ORG = {
-  id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+  id: EXAMPLE_ID.org,
   name: 'Acme Print',
   deleting_since: null,
 };
 const STATION = {
-  id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
-  org_id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+  id: EXAMPLE_ID.station,
+  org_id: EXAMPLE_ID.org,
   name: 'Front desk',
   location_id: null,
   online: false,
@@ -190,14 +181,14 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     },
     errors: ORG_ERRORS,
   },
-  'GET /admin/v1/orgs/:org/keys': {
+  'GET /admin/v1/orgs/:org/keys': operatorList({
     operationId: 'listKeys',
     tag: 'Keys',
     summary: 'API keys, revoked ones included',
-    query: listQuery,
-    success: { status: 200, description: 'a page of keys', schema: itemsOf(ApiKeySchema) },
-    errors: ['invalid', ...ORG_ERRORS],
-  },
+    page: 'a page of keys',
+    item: ApiKeySchema,
+    errors: ORG_ERRORS,
+  }),
   'DELETE /admin/v1/orgs/:org/keys/:id': {
     operationId: 'revokeKey',
     tag: 'Keys',
@@ -280,20 +271,16 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 204, description: 'removed' },
     errors: ['conflict', 'not_found'],
   },
-  'GET /admin/v1/orgs/:org/invitations': {
+  'GET /admin/v1/orgs/:org/invitations': operatorList({
     operationId: 'listInvitations',
     tag: 'People',
     summary: 'Pending invitations, oldest first',
     description:
       'Invitations neither accepted, revoked, superseded nor expired, with who sent each; never their tokens or links.',
-    query: listQuery,
-    success: {
-      status: 200,
-      description: 'a page of pending invitations',
-      schema: itemsOf(PendingInvitationSchema),
-    },
-    errors: ['invalid', ...ORG_ERRORS],
-  },
+    page: 'a page of pending invitations',
+    item: PendingInvitationSchema,
+    errors: ORG_ERRORS,
+  }),
   'DELETE /admin/v1/orgs/:org/invitations/:id': {
     operationId: 'revokeInvitation',
     tag: 'People',
@@ -464,8 +451,8 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
           description: 'Stations, where the agent runs, and their device tokens',
         },
         { name: 'Printers', description: 'The printers stations report' },
-        { name: 'Locations', description: 'Where stations and printers are' },
-        { name: 'Templates', description: 'Templates that jobs fill with field values' },
+        LOCATIONS_TAG,
+        TEMPLATES_TAG,
         { name: 'Jobs', description: "An organization's jobs and their events, for support" },
         WEBHOOKS_TAG,
         { name: 'Settings', description: 'Retention, the status notice, prices and downloads' },

@@ -8,6 +8,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import { ERROR_CATALOGUE, type ErrorCode } from '../lib/errors.js';
+import type { QuerySpec } from './query.js';
 import { ErrorSchema } from './schemas.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -15,7 +16,8 @@ export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 /** A JSON Schema: a TypeBox schema, or a plain object with `$ref`s into the document. */
 export type Schema = TSchema | Record<string, unknown>;
 
-export interface QueryParameter {
+/** A request header an operation reads. */
+export interface HeaderParameter {
   name: string;
   description: string;
   schema: Record<string, unknown>;
@@ -59,9 +61,10 @@ export interface OperationSpec {
   };
   /** Other answers that are not errors (a `202` that says to send the request again). */
   also?: ReadonlyArray<{ status: number; description: string; schema: Schema }>;
-  query?: readonly QueryParameter[];
+  /** The query parameters: the very spec the route reads its query with. */
+  query?: QuerySpec;
   /** Request headers the operation reads, besides authentication. */
-  headers?: readonly QueryParameter[];
+  headers?: readonly HeaderParameter[];
   /** Error codes the handler or the services behind it answer, besides those of the surface. */
   errors?: readonly ErrorCode[];
   /** Overrides the document's surface (the public endpoints of `/v1` take no key). */
@@ -101,27 +104,21 @@ const JSON_BODY_ERRORS: ErrorCode[] = [
   'unsupported_media_type',
 ];
 
+/** A header whose value is a count of seconds or requests. */
+const countHeader = (description: string) => ({
+  description,
+  schema: { type: 'integer', minimum: 0 },
+});
+
 const HEADERS = {
   'Request-Id': {
     description: 'the id of this request, as in error bodies; quote it when asking for help',
     schema: { type: 'string', format: 'uuid' },
   },
-  'Retry-After': {
-    description: 'seconds to wait before sending the same request again',
-    schema: { type: 'integer', minimum: 0 },
-  },
-  'RateLimit-Limit': {
-    description: 'requests allowed in the current one-minute window',
-    schema: { type: 'integer', minimum: 0 },
-  },
-  'RateLimit-Remaining': {
-    description: 'requests left in the current window',
-    schema: { type: 'integer', minimum: 0 },
-  },
-  'RateLimit-Reset': {
-    description: 'seconds until one more request would be allowed',
-    schema: { type: 'integer', minimum: 0 },
-  },
+  'Retry-After': countHeader('seconds to wait before sending the same request again'),
+  'RateLimit-Limit': countHeader('requests allowed in the current one-minute window'),
+  'RateLimit-Remaining': countHeader('requests left in the current window'),
+  'RateLimit-Reset': countHeader('seconds until one more request would be allowed'),
   'Idempotent-Replayed': {
     description:
       'true when this is the stored answer to an earlier request with the same Idempotency-Key',
@@ -354,7 +351,13 @@ export function buildDocument(spec: DocumentSpec, serverUrl = DEFAULT_SERVER) {
     };
     const parameters = [
       ...pathParameters(path),
-      ...(op.query ?? []).map((q) => ({ ...q, in: 'query', required: false })),
+      ...Object.entries(op.query ?? {}).map(([name, q]) => ({
+        name,
+        description: q.description,
+        schema: q.schema,
+        in: 'query',
+        required: false,
+      })),
       ...(op.headers ?? []).map((h) => ({ ...h, in: 'header', required: false })),
       ...(method === 'POST' && surface.idempotentPosts
         ? [{ $ref: '#/components/parameters/IdempotencyKey' }]

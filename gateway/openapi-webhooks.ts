@@ -2,9 +2,12 @@
  * The OpenAPI operations of webhook endpoints under `/v1` (gateway/openapi.ts spreads them into its
  * table), described from the schemas that check their requests and answers.
  */
-import type { OperationSpec, QueryParameter } from './openapi-builder.js';
+import type { OperationSpec } from './openapi-builder.js';
+import { EXAMPLE_ID } from './openapi-shared.js';
+import { LIST_QUERY } from './query.js';
 import {
   CreateWebhookBody,
+  DELIVERY_LIST_QUERY,
   ResendFailedBody,
   RotateWebhookBody,
   UpdateWebhookBody,
@@ -27,17 +30,8 @@ const tag = WEBHOOKS_TAG.name;
 const base = '/v1/orgs/:org/webhooks';
 const empty = { schema: { $ref: '#/components/schemas/EmptyBody' }, required: false };
 
-const listQuery: QueryParameter[] = [
-  {
-    name: 'limit',
-    description: 'page size, 1 to 200 (default 50)',
-    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-  },
-  { name: 'cursor', description: 'next_cursor of the previous page', schema: { type: 'string' } },
-];
-
-const ORG = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
-const ENDPOINT = 'c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f';
+const ORG = EXAMPLE_ID.org;
+const ENDPOINT = EXAMPLE_ID.endpoint;
 
 const ENDPOINT_EXAMPLE = {
   id: ENDPOINT,
@@ -92,7 +86,7 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listWebhookEndpoints',
     tag,
     summary: 'Webhook endpoints, oldest first',
-    query: listQuery,
+    query: LIST_QUERY,
     success: {
       status: 200,
       description: 'a page of endpoints',
@@ -188,14 +182,7 @@ export const WEBHOOK_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listWebhookDeliveries',
     tag,
     summary: "The endpoint's deliveries with their attempts, newest first",
-    query: [
-      ...listQuery,
-      {
-        name: 'state',
-        description: 'only deliveries in this state',
-        schema: { type: 'string', enum: ['pending', 'succeeded', 'failed'] },
-      },
-    ],
+    query: DELIVERY_LIST_QUERY,
     success: {
       status: 200,
       description: 'a page of deliveries',

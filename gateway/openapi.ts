@@ -5,20 +5,27 @@
  * Schema); the tests check every answer they receive against it.
  */
 import { Type } from '@sinclair/typebox';
-import { JOB_STATUSES } from '../lib/contracts/job-status.js';
 import {
   buildDocument,
   DEFAULT_SERVER,
   type OperationSpec,
-  type QueryParameter,
   type Surface,
 } from './openapi-builder.js';
+import { PUBLIC_OPERATIONS } from './openapi-public.js';
+import { EXAMPLE_ID as ID, LOCATIONS_TAG, TEMPLATES_TAG } from './openapi-shared.js';
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
-import { CONTENT_KINDS, CreateJobBody, OptionsBody, ReprintBody } from './routes/jobs.js';
-import { STREAM_EVENT_TYPES } from './routes/stream.js';
+import { LIST_QUERY } from './query.js';
+import { PRINTER_LIST_QUERY } from './routes/fleet.js';
+import {
+  CONTENT_KINDS,
+  CONTENT_SCHEMAS,
+  type ContentKind,
+  DOCUMENT_TYPES,
+} from './routes/job-content.js';
+import { CreateJobBody, JOB_LIST_QUERY, OptionsBody, ReprintBody } from './routes/jobs.js';
+import { STREAM_QUERY } from './routes/stream.js';
 import { V1_ROUTES } from './routes/v1.js';
 import {
-  CONTENT_SCHEMAS,
   EventSchema,
   JobAnswer,
   JobList,
@@ -35,68 +42,6 @@ import {
 export { openApiPath } from './openapi-builder.js';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-
-const listQuery: QueryParameter[] = [
-  {
-    name: 'limit',
-    description: 'page size, 1 to 200 (default 50)',
-    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-  },
-  {
-    name: 'cursor',
-    description: 'next_cursor of the previous page',
-    schema: { type: 'string' },
-  },
-];
-
-const idQuery = (name: string, what: string): QueryParameter => ({
-  name,
-  description: `only those of this ${what}`,
-  schema: { type: 'string', format: 'uuid' },
-});
-
-const DOCUMENT_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'] as const;
-
-const ID = {
-  org: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
-  job: '3f2e1d0c-b9a8-4765-9432-10fedcba9876',
-  printer: '6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e',
-  station: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
-  location: '7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918',
-  template: '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e',
-  upload: '8d7c6b5a-4938-4271-a6f5-e4d3c2b1a098',
-  key: '4c3b2a19-0f8e-4d7c-b6a5-948372615a4b',
-};
-
-/** The filters of a job list, beside `limit` and `cursor`. */
-const JOB_FILTERS: QueryParameter[] = [
-  {
-    name: 'status',
-    description: `a comma list of statuses (${JOB_STATUSES.join(', ')})`,
-    schema: {
-      type: 'string',
-      pattern: `^(${JOB_STATUSES.join('|')})(,(${JOB_STATUSES.join('|')}))*$`,
-      examples: ['failed,held'],
-    },
-  },
-  {
-    name: 'reference',
-    description: 'the reference given at creation',
-    schema: { type: 'string' },
-  },
-  idQuery('printer_id', 'printer'),
-  idQuery('station_id', 'station'),
-  {
-    name: 'created_after',
-    description: 'only jobs created after this RFC 3339 time',
-    schema: { type: 'string', format: 'date-time' },
-  },
-  {
-    name: 'created_before',
-    description: 'only jobs created before this RFC 3339 time',
-    schema: { type: 'string', format: 'date-time' },
-  },
-];
 
 const JOB_EXAMPLE = {
   id: ID.job,
@@ -121,7 +66,7 @@ const JOB_EXAMPLE = {
   updated_at: '2026-05-01T12:00:00Z',
 };
 
-const CONTENT_EXAMPLES: Record<(typeof CONTENT_KINDS)[number], unknown> = {
+const CONTENT_EXAMPLES: Record<ContentKind, unknown> = {
   pdf_base64: { type: 'pdf_base64', data: 'JVBERi0xLjQKJcfsj6IK' },
   raw_base64: { type: 'raw_base64', data: 'XlhBXkZPNTAsNTBeQURO' },
   text: { type: 'text', data: 'Table 4: 2 × soup' },
@@ -166,7 +111,6 @@ const jobAnswer = {
 };
 
 const V1_SURFACE: Surface = { auth: 'key', rateLimited: true, idempotentPosts: true };
-const PUBLIC_SURFACE: Surface = { auth: 'none', rateLimited: true, idempotentPosts: false };
 
 /**
  * Every operation of `/v1` by `METHOD /path`. The routes with a key are those of V1_ROUTES; a
@@ -222,7 +166,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listJobs',
     tag: 'Jobs',
     summary: 'List jobs, newest first',
-    query: [...listQuery, ...JOB_FILTERS],
+    query: JOB_LIST_QUERY,
     success: {
       status: 200,
       description: 'a page of jobs, with counts by status',
@@ -326,7 +270,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listPrinters',
     tag: 'Printers',
     summary: 'Printers, as their stations report them',
-    query: [...listQuery, idQuery('station_id', 'station'), idQuery('location_id', 'location')],
+    query: PRINTER_LIST_QUERY,
     success: {
       status: 200,
       description: 'a page of printers',
@@ -360,7 +304,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listLocations',
     tag: 'Locations',
     summary: 'Locations',
-    query: listQuery,
+    query: LIST_QUERY,
     success: {
       status: 200,
       description: 'a page of locations',
@@ -392,7 +336,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     operationId: 'listTemplates',
     tag: 'Templates',
     summary: 'Templates jobs can be made from',
-    query: listQuery,
+    query: LIST_QUERY,
     success: {
       status: 200,
       description: 'a page of templates',
@@ -407,13 +351,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     summary: "The organization's events as they happen (Server-Sent Events)",
     description:
       "A `text/event-stream` that stays open. Each message has `id:` (the event's opaque id), `event:` (its type) and `data:` (the JSON body a webhook delivery of the event carries: `{type, created_at, org_id, data}`). A comment line comes every 15 seconds. Reconnecting with `Last-Event-ID` sends every event of the organization after that id that is under 24 hours old, then live ones. A client that reads too slowly, and every stream of a gateway that shuts down, is ended; reconnect with `Last-Event-ID` to go on.",
-    query: [
-      {
-        name: 'types',
-        description: `only these event types, comma separated: ${STREAM_EVENT_TYPES.join(', ')}`,
-        schema: { type: 'string', example: 'job.printed,job.failed' },
-      },
-    ],
+    query: STREAM_QUERY,
     headers: [
       {
         name: 'Last-Event-ID',
@@ -427,90 +365,6 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
       description: 'the event stream, open until the client or the gateway ends it',
     },
     errors: ['invalid', 'unknown_field'],
-  },
-};
-
-const Level = Type.Union([
-  Type.Literal('operational'),
-  Type.Literal('degraded'),
-  Type.Literal('outage'),
-]);
-
-const published = (what: string) =>
-  Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
-    description: `${what} as the operator published them, or null when not published`,
-  });
-
-const PUBLIC_DESCRIPTION =
-  'No key needed. At most 30 requests a minute per client address (429 with Retry-After beyond). Any web page may read it (CORS).';
-
-/** The operations without a key: the public endpoints. */
-export const PUBLIC_OPERATIONS: Record<string, OperationSpec> = {
-  'GET /v1/public/server-key': {
-    operationId: 'getServerKey',
-    tag: 'Public',
-    summary: 'The public key to seal content to (HPKE, RFC 9180)',
-    description: PUBLIC_DESCRIPTION,
-    surface: PUBLIC_SURFACE,
-    success: {
-      status: 200,
-      description: 'the key',
-      schema: Type.Object(
-        {
-          public_key: Type.String({
-            description: 'the raw X25519 key, base64url without padding',
-          }),
-          algorithm: Type.Literal('HPKE-Base-X25519-SHA256-AES256GCM'),
-        },
-        { additionalProperties: false },
-      ),
-    },
-    errors: ['unknown_field', 'unavailable'],
-  },
-  'GET /v1/public/status': {
-    operationId: 'getStatus',
-    tag: 'Public',
-    summary: 'Whether the API and print delivery work',
-    description: PUBLIC_DESCRIPTION,
-    surface: PUBLIC_SURFACE,
-    success: {
-      status: 200,
-      description: 'the status',
-      schema: Type.Object(
-        {
-          status: Level,
-          components: Type.Array(
-            Type.Object({ name: Type.String(), status: Level }, { additionalProperties: false }),
-          ),
-          notice: Type.Union([Type.String(), Type.Null()]),
-          checked_at: Type.String({ format: 'date-time' }),
-        },
-        { additionalProperties: false },
-      ),
-    },
-    errors: ['unknown_field'],
-  },
-  'GET /v1/public/pricing': {
-    operationId: 'getPricing',
-    tag: 'Public',
-    summary: 'Current prices in cents',
-    description: PUBLIC_DESCRIPTION,
-    surface: PUBLIC_SURFACE,
-    success: { status: 200, description: 'the prices', schema: published('the prices') },
-    errors: ['unknown_field', 'unavailable'],
-  },
-  'GET /v1/public/downloads': {
-    operationId: 'getDownloads',
-    tag: 'Public',
-    summary: 'The latest stable agent release per platform',
-    description: PUBLIC_DESCRIPTION,
-    surface: PUBLIC_SURFACE,
-    success: {
-      status: 200,
-      description: 'the releases',
-      schema: published('the releases'),
-    },
-    errors: ['unknown_field', 'unavailable'],
   },
 };
 
@@ -542,8 +396,8 @@ export function buildOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown
         },
         { name: 'Uploads', description: 'Documents uploaded before the jobs that print them' },
         { name: 'Printers', description: 'Printers, as the agents on the stations report them' },
-        { name: 'Locations', description: 'Where stations and printers are' },
-        { name: 'Templates', description: 'Templates that jobs fill with field values' },
+        LOCATIONS_TAG,
+        TEMPLATES_TAG,
         { name: 'Keys', description: 'The calling API key' },
         WEBHOOKS_TAG,
         {

@@ -8,7 +8,6 @@ import { JOB_STATUSES } from '../lib/contracts/job-status.js';
 import { SCOPES } from '../lib/credentials.js';
 import { ERROR_CATALOGUE } from '../lib/errors.js';
 import { LINK_PRINTER_STATUSES } from '../lib/printer-status.js';
-import { CONTENT_KINDS, ContentBody } from './routes/jobs.js';
 
 /** A printer's status: what the station link reports (docs/station-link.md), or `removed`. */
 export const PRINTER_STATUSES = [...LINK_PRINTER_STATUSES, 'removed'] as const;
@@ -212,53 +211,6 @@ export function listOf(name: string, item: TSchema) {
     { additionalProperties: false },
   );
 }
-
-/** The fields each kind of job content takes besides `type`, and which of them may be left out. */
-const CONTENT_FIELDS: Record<
-  (typeof CONTENT_KINDS)[number],
-  { fields: string[]; optional?: string[] }
-> = {
-  pdf_base64: { fields: ['data'] },
-  raw_base64: { fields: ['data'] },
-  text: { fields: ['data'] },
-  pdf_uri: { fields: ['uri'] },
-  raw_uri: { fields: ['uri'] },
-  upload: { fields: ['upload_id'] },
-  template: { fields: ['template_id', 'fields'], optional: ['fields'] },
-  sealed: { fields: ['content_type', 'enc', 'ciphertext'] },
-};
-
-const CONTENT_TITLES: Record<(typeof CONTENT_KINDS)[number], string> = {
-  pdf_base64: 'A PDF, inline in base64',
-  raw_base64: 'Printer-ready bytes (ZPL, ESC/POS, PCL…), inline in base64',
-  text: 'Plain text, inline',
-  pdf_uri: 'A PDF that Spool fetches from an https URL',
-  raw_uri: 'Printer-ready bytes that Spool fetches from an https URL',
-  upload: 'A document uploaded before with POST /v1/orgs/{org}/uploads',
-  template: 'A template filled with field values',
-  sealed: 'A document sealed to the server key (HPKE), opened only by the jobs service',
-};
-
-/**
- * The schema of each kind of job content, by kind, as the OpenAPI document gives them: the request
- * validator takes one object with every field optional and checks the fields per kind after it;
- * these say the same per kind, so generated clients get one type per kind. Each field's schema is
- * the validator's own.
- */
-export const CONTENT_SCHEMAS = Object.fromEntries(
-  CONTENT_KINDS.map((kind) => {
-    const { fields, optional = [] } = CONTENT_FIELDS[kind];
-    const properties: Record<string, TSchema> = { type: Type.Literal(kind) };
-    for (const field of fields) {
-      const schema = ContentBody.properties[field as keyof typeof ContentBody.properties];
-      properties[field] = optional.includes(field) ? Type.Optional(schema) : schema;
-    }
-    return [
-      kind,
-      Type.Object(properties, { additionalProperties: false, title: CONTENT_TITLES[kind] }),
-    ];
-  }),
-) as unknown as Record<(typeof CONTENT_KINDS)[number], TSchema>;
 
 /** An organization (`/admin/v1`). */
 export const OrgSchema = Type.Object(

@@ -2,76 +2,38 @@
 import type { ParsedUrlQuery } from 'node:querystring';
 import { type Static, Type } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import type {
-  CreateJobRequest,
-  GetJobResponse,
-  ListJobsRequest,
-  ListJobsResponse,
-} from '../../gen/spool/v1/jobs.js';
+import type { GetJobResponse, ListJobsRequest, ListJobsResponse } from '../../gen/spool/v1/jobs.js';
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { JOB_STATUSES } from '../../lib/contracts/job-status.js';
 import { invalid, SpoolError } from '../../lib/errors.js';
-import { isUuid } from '../../lib/ids.js';
 import { parseRfc3339 } from '../../lib/time.js';
 import { body, readRaw } from '../body.js';
 import type { Backends } from '../clients.js';
 import { JobCreations } from '../job-creations.js';
-import { listParams, rejectUnknownParams, single, timeParam } from '../query.js';
+import {
+  idParam,
+  LIST_QUERY,
+  type QueryParam,
+  type QuerySpec,
+  readQuery,
+  rejectUnknownParams,
+  single,
+  textParam,
+  timeQueryParam,
+} from '../query.js';
 import type { GatewayState } from '../state.js';
 import { eventView, jobView, templateView, uploadView } from '../views.js';
 import { actorOf, orgOf, param } from './context.js';
+import { ContentBody, contentSource, DOCUMENT_TYPES } from './job-content.js';
 
 /** The file name extension a job's saved content gets, by its type. */
-const EXTENSIONS: Record<string, string> = {
+const EXTENSIONS: Record<(typeof DOCUMENT_TYPES)[number], string> = {
   'application/pdf': 'pdf',
   'text/plain': 'txt',
   'application/octet-stream': 'bin',
 };
 
 const Text = (max: number, description: string) => Type.String({ maxLength: max, description });
-
-export const CONTENT_KINDS = [
-  'pdf_base64',
-  'raw_base64',
-  'text',
-  'pdf_uri',
-  'raw_uri',
-  'upload',
-  'template',
-  'sealed',
-] as const;
-
-export const ContentBody = Type.Object(
-  {
-    type: Type.Union(
-      CONTENT_KINDS.map((t) => Type.Literal(t)),
-      { description: `one of ${CONTENT_KINDS.join(', ')}` },
-    ),
-    data: Type.Optional(
-      Type.String({
-        description: 'pdf_base64, raw_base64: the document in base64; text: the text',
-      }),
-    ),
-    uri: Type.Optional(
-      Type.String({ maxLength: 2048, description: 'pdf_uri, raw_uri: an https URL' }),
-    ),
-    upload_id: Type.Optional(Type.String({ description: 'upload: the id of an upload' })),
-    template_id: Type.Optional(Type.String({ description: 'template: the id of a template' })),
-    fields: Type.Optional(
-      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 10_000 }), {
-        description: 'template: the values of its fields, as strings',
-      }),
-    ),
-    content_type: Type.Optional(
-      Type.String({ maxLength: 100, description: 'sealed: what the plaintext is' }),
-    ),
-    enc: Type.Optional(
-      Type.String({ description: 'sealed: the HPKE encapsulated key, base64url' }),
-    ),
-    ciphertext: Type.Optional(Type.String({ description: 'sealed: the ciphertext, base64url' })),
-  },
-  { additionalProperties: false, description: 'the document to print, by one of several kinds' },
-);
 
 export const OptionsBody = Type.Object(
   {
@@ -138,86 +100,6 @@ export const ReprintBody = Type.Object({}, { additionalProperties: false });
 
 const EmptyBody = Type.Object({}, { additionalProperties: false });
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-/** The fields each kind of content takes besides `type`. */
-const KIND_FIELDS: Record<(typeof CONTENT_KINDS)[number], string[]> = {
-  pdf_base64: ['data'],
-  raw_base64: ['data'],
-  text: ['data'],
-  pdf_uri: ['uri'],
-  raw_uri: ['uri'],
-  upload: ['upload_id'],
-  template: ['template_id', 'fields'],
-  sealed: ['content_type', 'enc', 'ciphertext'],
-};
-
-const REQUIRED: Partial<Record<(typeof CONTENT_KINDS)[number], string[]>> = {
-  template: ['template_id'],
-};
-
-type Content = Static<typeof ContentBody>;
-type Source = Pick<CreateJobRequest, 'inline' | 'uploadId' | 'template' | 'uri' | 'sealed'>;
-
-/** Turns the request's `content` into the job's document source for the jobs service. */
-function contentSource(content: Content): Source {
-  const allowed = KIND_FIELDS[content.type];
-  for (const field of Object.keys(content)) {
-    if (field !== 'type' && !allowed.includes(field)) {
-      throw new SpoolError('unknown_field', `content of type ${content.type} takes no ${field}`, {
-        param: `content.${field}`,
-      });
-    }
-  }
-  const required = REQUIRED[content.type] ?? allowed;
-  for (const field of required) {
-    if ((content as Record<string, unknown>)[field] === undefined) {
-      throw invalid(
-        `content.${field} is required for content of type ${content.type}`,
-        `content.${field}`,
-      );
-    }
-  }
-  switch (content.type) {
-    case 'text':
-      return {
-        inline: { contentType: 'text/plain', data: Buffer.from(content.data ?? '', 'utf8') },
-      };
-    case 'pdf_base64':
-    case 'raw_base64': {
-      const data = (content.data ?? '').replace(/\s+/g, '');
-      if (!BASE64.test(data) || data.length % 4 === 1) {
-        throw invalid('content.data must be base64', 'content.data');
-      }
-      const contentType =
-        content.type === 'pdf_base64' ? 'application/pdf' : 'application/octet-stream';
-      return { inline: { contentType, data: Buffer.from(data, 'base64') } };
-    }
-    case 'upload':
-      return { uploadId: content.upload_id ?? '' };
-    case 'template':
-      return { template: { templateId: content.template_id ?? '', fields: content.fields ?? {} } };
-    case 'pdf_uri':
-    case 'raw_uri':
-      return {
-        uri: {
-          uri: content.uri ?? '',
-          contentType: content.type === 'pdf_uri' ? 'application/pdf' : 'application/octet-stream',
-        },
-      };
-    case 'sealed':
-      return {
-        sealed: {
-          contentType: content.content_type ?? '',
-          enc: content.enc ?? '',
-          ciphertext: content.ciphertext ?? '',
-        },
-      };
-    default:
-      throw invalid(`content of type ${content.type} is not available yet`, 'content.type');
-  }
-}
-
 function printOptions(o: Static<typeof OptionsBody> | undefined): PrintOptions {
   return PrintOptions.fromPartial({
     copies: o?.copies,
@@ -231,48 +113,56 @@ function printOptions(o: Static<typeof OptionsBody> | undefined): PrintOptions {
   });
 }
 
-function idParam(raw: string | undefined, name: string): string {
-  if (raw === undefined) return '';
-  if (!isUuid(raw)) throw invalid(`${name} must be an id`, name);
-  return raw;
-}
+/** `status`: a comma list of job statuses, each checked. */
+const STATUS_FILTER: QueryParam<string[]> = {
+  description: `a comma list of statuses (${JOB_STATUSES.join(', ')})`,
+  schema: {
+    type: 'string',
+    pattern: `^(${JOB_STATUSES.join('|')})(,(${JOB_STATUSES.join('|')}))*$`,
+    examples: ['failed,held'],
+  },
+  read: (query, name) => {
+    const status = single(query, name);
+    const statuses = status ? status.split(',').map((s) => s.trim()) : [];
+    for (const s of statuses) {
+      if (!(JOB_STATUSES as readonly string[]).includes(s)) {
+        throw invalid(
+          `unknown status ${JSON.stringify(s)}; statuses are ${JOB_STATUSES.join(', ')}`,
+          name,
+        );
+      }
+    }
+    return statuses;
+  },
+};
 
-const LIST_PARAMS = [
-  'limit',
-  'cursor',
-  'status',
-  'reference',
-  'printer_id',
-  'station_id',
-  'created_after',
-  'created_before',
-];
+/** The query of a job list (the integrators' and the operator's): paging and the filters. */
+export const JOB_LIST_QUERY = {
+  ...LIST_QUERY,
+  status: STATUS_FILTER,
+  reference: textParam('the reference given at creation'),
+  printer_id: idParam('printer', true),
+  station_id: idParam('station', true),
+  created_after: timeQueryParam('only jobs created after this RFC 3339 time'),
+  created_before: timeQueryParam('only jobs created before this RFC 3339 time'),
+} as const satisfies QuerySpec;
 
 /**
  * The jobs service's `ListJobs` request for `GET …/jobs` of `orgId` (the integrators' and the
  * operator's), from its query, each filter checked.
  */
 export function listJobsRequest(query: ParsedUrlQuery, orgId: string): ListJobsRequest {
-  rejectUnknownParams(query, LIST_PARAMS);
-  const status = single(query, 'status');
-  const statuses = status ? status.split(',').map((s) => s.trim()) : [];
-  for (const s of statuses) {
-    if (!(JOB_STATUSES as readonly string[]).includes(s)) {
-      throw invalid(
-        `unknown status ${JSON.stringify(s)}; statuses are ${JOB_STATUSES.join(', ')}`,
-        'status',
-      );
-    }
-  }
+  const q = readQuery(query, JOB_LIST_QUERY);
   return {
     orgId,
-    ...listParams(query),
-    statuses,
-    reference: single(query, 'reference') ?? '',
-    printerId: idParam(single(query, 'printer_id'), 'printer_id'),
-    stationId: idParam(single(query, 'station_id'), 'station_id'),
-    createdAfter: timeParam(single(query, 'created_after'), 'created_after'),
-    createdBefore: timeParam(single(query, 'created_before'), 'created_before'),
+    limit: q.limit,
+    cursor: q.cursor,
+    statuses: q.status,
+    reference: q.reference,
+    printerId: q.printer_id,
+    stationId: q.station_id,
+    createdAfter: q.created_after,
+    createdBefore: q.created_before,
   };
 }
 
@@ -288,8 +178,6 @@ export const jobWithEventsView = (res: GetJobResponse) => ({
   job: jobView(res.job),
   events: res.events.map(eventView),
 });
-
-export const UPLOAD_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'] as const;
 
 export interface JobRouteDeps {
   backends: Backends;
@@ -381,7 +269,7 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
       const res = await jobs.getJobContent({ orgId: orgOf(ctx), jobId: param(ctx, 'id') });
       ctx.type = res.contentType;
       // An integrator's bytes: saved, not shown at the API's origin, and run as nothing if shown.
-      const extension = EXTENSIONS[res.contentType] ?? 'bin';
+      const extension = EXTENSIONS[res.contentType as (typeof DOCUMENT_TYPES)[number]] ?? 'bin';
       ctx.set('Content-Disposition', `attachment; filename="${param(ctx, 'id')}.${extension}"`);
       ctx.set('Content-Security-Policy', "sandbox; default-src 'none'");
       ctx.body = Buffer.from(res.data);
@@ -398,10 +286,10 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
     'POST /v1/orgs/:org/uploads': async (ctx) => {
       rejectUnknownParams(ctx.query, []);
       const contentType = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase();
-      if (!(UPLOAD_TYPES as readonly string[]).includes(contentType)) {
+      if (!(DOCUMENT_TYPES as readonly string[]).includes(contentType)) {
         throw new SpoolError(
           'unsupported_media_type',
-          `send the document's bytes with Content-Type ${UPLOAD_TYPES.join(', ')}`,
+          `send the document's bytes with Content-Type ${DOCUMENT_TYPES.join(', ')}`,
         );
       }
       const data = await readRaw(ctx, deps.maxDocumentBytes);
@@ -411,8 +299,10 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
     },
 
     'GET /v1/orgs/:org/templates': async (ctx) => {
-      rejectUnknownParams(ctx.query, ['limit', 'cursor']);
-      const res = await jobs.listTemplates({ orgId: orgOf(ctx), ...listParams(ctx.query) });
+      const res = await jobs.listTemplates({
+        orgId: orgOf(ctx),
+        ...readQuery(ctx.query, LIST_QUERY),
+      });
       ctx.body = { templates: res.items.map(templateView), next_cursor: res.nextCursor };
     },
 

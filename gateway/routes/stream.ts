@@ -10,7 +10,7 @@ import { EVENT_TYPES } from '../../lib/events.js';
 import { type KeyAuthOptions, requireOwnOrg, requireScope } from '../auth.js';
 import type { EventStreams } from '../event-stream.js';
 import { parseEventId } from '../event-stream.js';
-import { rejectUnknownParams, single } from '../query.js';
+import { type QuerySpec, readQuery, single } from '../query.js';
 import { requireKeyOrSession, type SessionOptions } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { orgOf } from './context.js';
@@ -73,6 +73,15 @@ export function parseTypes(text: string | undefined): ReadonlySet<string> | unde
   return new Set(types);
 }
 
+/** The query of a stream: which types it carries. */
+export const STREAM_QUERY = {
+  types: {
+    description: `only these event types, comma separated: ${STREAM_EVENT_TYPES.join(', ')}`,
+    schema: { type: 'string', example: 'job.printed,job.failed' },
+    read: (query, name) => parseTypes(single(query, name)),
+  },
+} as const satisfies QuerySpec;
+
 /**
  * Streams one key or signed-in person, and one organization, may hold open at once on a gateway
  * replica. A stream holds a connection for as long as the client likes; without a bound, one key
@@ -113,8 +122,7 @@ export function streamHandlers(deps: {
   const open = new OpenCounts();
   return {
     'GET /v1/orgs/:org/stream': async (ctx) => {
-      rejectUnknownParams(ctx.query, ['types']);
-      const types = parseTypes(single(ctx.query, 'types'));
+      const { types } = readQuery(ctx.query, STREAM_QUERY);
       const lastHeader = ctx.get('Last-Event-ID').trim();
       let lastEventId: number | undefined;
       if (lastHeader !== '') {

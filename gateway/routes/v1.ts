@@ -34,55 +34,44 @@ export interface V1Route {
 
 const JOB_CREATED: Created = { field: 'job', location: '/v1/orgs/{org}/jobs/{id}' };
 
+/** A route from its key, `METHOD /path`, as the handlers and the OpenAPI table key it. */
+function route(key: string, scope: Scope | null, created?: Created): V1Route {
+  const [method, path] = key.split(' ') as [HttpMethod, string];
+  return { method, path, scope, ...(created ? { created } : {}) };
+}
+
 export const V1_ROUTES: readonly V1Route[] = [
-  { method: 'GET', path: '/v1/key', scope: null },
-  { method: 'POST', path: '/v1/orgs/:org/jobs', scope: 'jobs:write', created: JOB_CREATED },
-  { method: 'GET', path: '/v1/orgs/:org/jobs', scope: 'jobs:read' },
-  { method: 'GET', path: '/v1/orgs/:org/jobs/:id', scope: 'jobs:read' },
-  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/cancel', scope: 'jobs:write' },
-  { method: 'POST', path: '/v1/orgs/:org/jobs/:id/retry', scope: 'jobs:write' },
-  {
-    method: 'POST',
-    path: '/v1/orgs/:org/jobs/:id/reprint',
-    scope: 'jobs:write',
-    created: JOB_CREATED,
-  },
-  { method: 'GET', path: '/v1/orgs/:org/printers', scope: 'printers:read' },
-  { method: 'GET', path: '/v1/orgs/:org/locations', scope: 'locations:read' },
-  {
-    method: 'GET',
-    path: '/v1/orgs/:org/locations/:id',
-    scope: 'locations:read',
-  },
-  { method: 'GET', path: '/v1/orgs/:org/templates', scope: 'jobs:write' },
-  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/content', scope: 'jobs:read' },
-  { method: 'GET', path: '/v1/orgs/:org/jobs/:id/preview', scope: 'jobs:read' },
-  {
-    method: 'POST',
-    path: '/v1/orgs/:org/uploads',
-    scope: 'jobs:write',
-    created: { field: 'upload', location: '/v1/orgs/{org}/uploads/{id}' },
-  },
-  { method: 'GET', path: '/v1/orgs/:org/webhooks', scope: 'webhooks:read' },
-  {
-    method: 'POST',
-    path: '/v1/orgs/:org/webhooks',
-    scope: 'webhooks:write',
-    created: { field: 'endpoint', location: '/v1/orgs/{org}/webhooks/{id}' },
-  },
-  { method: 'GET', path: '/v1/orgs/:org/webhooks/:id', scope: 'webhooks:read' },
-  { method: 'PATCH', path: '/v1/orgs/:org/webhooks/:id', scope: 'webhooks:write' },
-  { method: 'DELETE', path: '/v1/orgs/:org/webhooks/:id', scope: 'webhooks:write' },
-  { method: 'POST', path: '/v1/orgs/:org/webhooks/:id/rotate', scope: 'webhooks:write' },
-  { method: 'POST', path: '/v1/orgs/:org/webhooks/:id/test', scope: 'webhooks:write' },
-  { method: 'GET', path: '/v1/orgs/:org/webhooks/:id/deliveries', scope: 'webhooks:read' },
-  {
-    method: 'POST',
-    path: '/v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend',
-    scope: 'webhooks:write',
-  },
-  { method: 'POST', path: '/v1/orgs/:org/webhooks/:id/resend-failed', scope: 'webhooks:write' },
-  { method: 'GET', path: '/v1/orgs/:org/stream', scope: STREAM_SCOPE },
+  route('GET /v1/key', null),
+  route('POST /v1/orgs/:org/jobs', 'jobs:write', JOB_CREATED),
+  route('GET /v1/orgs/:org/jobs', 'jobs:read'),
+  route('GET /v1/orgs/:org/jobs/:id', 'jobs:read'),
+  route('POST /v1/orgs/:org/jobs/:id/cancel', 'jobs:write'),
+  route('POST /v1/orgs/:org/jobs/:id/retry', 'jobs:write'),
+  route('POST /v1/orgs/:org/jobs/:id/reprint', 'jobs:write', JOB_CREATED),
+  route('GET /v1/orgs/:org/printers', 'printers:read'),
+  route('GET /v1/orgs/:org/locations', 'locations:read'),
+  route('GET /v1/orgs/:org/locations/:id', 'locations:read'),
+  route('GET /v1/orgs/:org/templates', 'jobs:write'),
+  route('GET /v1/orgs/:org/jobs/:id/content', 'jobs:read'),
+  route('GET /v1/orgs/:org/jobs/:id/preview', 'jobs:read'),
+  route('POST /v1/orgs/:org/uploads', 'jobs:write', {
+    field: 'upload',
+    location: '/v1/orgs/{org}/uploads/{id}',
+  }),
+  route('GET /v1/orgs/:org/webhooks', 'webhooks:read'),
+  route('POST /v1/orgs/:org/webhooks', 'webhooks:write', {
+    field: 'endpoint',
+    location: '/v1/orgs/{org}/webhooks/{id}',
+  }),
+  route('GET /v1/orgs/:org/webhooks/:id', 'webhooks:read'),
+  route('PATCH /v1/orgs/:org/webhooks/:id', 'webhooks:write'),
+  route('DELETE /v1/orgs/:org/webhooks/:id', 'webhooks:write'),
+  route('POST /v1/orgs/:org/webhooks/:id/rotate', 'webhooks:write'),
+  route('POST /v1/orgs/:org/webhooks/:id/test', 'webhooks:write'),
+  route('GET /v1/orgs/:org/webhooks/:id/deliveries', 'webhooks:read'),
+  route('POST /v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend', 'webhooks:write'),
+  route('POST /v1/orgs/:org/webhooks/:id/resend-failed', 'webhooks:write'),
+  route('GET /v1/orgs/:org/stream', STREAM_SCOPE),
 ];
 
 export interface V1Deps {

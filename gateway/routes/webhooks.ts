@@ -19,7 +19,13 @@ import { EVENT_TYPES } from '../../lib/events.js';
 import { parseRfc3339, rfc3339OrNull } from '../../lib/time.js';
 import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
-import { listParams, rejectUnknownParams, single } from '../query.js';
+import {
+  choiceParam,
+  LIST_QUERY,
+  type QuerySpec,
+  readQuery,
+  rejectUnknownParams,
+} from '../query.js';
 import type { GatewayState } from '../state.js';
 import { param } from './context.js';
 
@@ -73,6 +79,15 @@ export const ResendFailedBody = Type.Object(
 );
 
 const Empty = Type.Object({}, { additionalProperties: false });
+
+/** The states of a delivery: in its answers, and the filter of the delivery log. */
+const DELIVERY_STATES = ['pending', 'succeeded', 'failed'] as const;
+
+/** The query of an endpoint's delivery log; the webhooks service checks `state`. */
+export const DELIVERY_LIST_QUERY = {
+  ...LIST_QUERY,
+  state: choiceParam('only deliveries in this state', DELIVERY_STATES),
+} as const satisfies QuerySpec;
 
 export function webhookView(endpoint: WebhookEndpoint | undefined) {
   if (!endpoint) throw new Error('missing webhook endpoint in response');
@@ -165,7 +180,7 @@ export const WebhookDeliverySchema = Type.Object(
     endpoint_id: Id,
     event_id: Id,
     event_type: Type.String(),
-    state: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
+    state: Type.Union(DELIVERY_STATES.map((s) => Type.Literal(s))),
     attempt_count: Type.Integer({ minimum: 0 }),
     next_attempt_at: NullableTime,
     last_attempt_at: NullableTime,
@@ -260,11 +275,8 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     listWebhookEndpoints: async (ctx) => {
-      rejectUnknownParams(ctx.query, ['limit', 'cursor']);
-      const res = await webhooks.listEndpoints({
-        orgId: param(ctx, 'org'),
-        ...listParams(ctx.query),
-      });
+      const page = readQuery(ctx.query, LIST_QUERY);
+      const res = await webhooks.listEndpoints({ orgId: param(ctx, 'org'), ...page });
       ctx.body = { items: res.items.map(webhookView), next_cursor: res.nextCursor };
     },
 
@@ -312,12 +324,8 @@ export function webhookHandlers(deps: WebhookHandlerDeps): Record<WebhookOperati
     },
 
     listWebhookDeliveries: async (ctx) => {
-      rejectUnknownParams(ctx.query, ['limit', 'cursor', 'state']);
-      const res = await webhooks.listDeliveries({
-        ...ids(ctx),
-        ...listParams(ctx.query),
-        state: single(ctx.query, 'state') ?? '',
-      });
+      const q = readQuery(ctx.query, DELIVERY_LIST_QUERY);
+      const res = await webhooks.listDeliveries({ ...ids(ctx), ...q });
       ctx.body = {
         items: res.items.map((d) => deliveryView(d)),
         next_cursor: res.nextCursor,
