@@ -18,7 +18,8 @@ import type { ServerKeys } from '../services/jobs/server.js';
 import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
 import { busLayoutOf, devConfig } from './config.js';
 import { checkPortsFree } from './ports.js';
-import { onShutdown, webhookSettings } from './serve.js';
+import { webhookSettings } from './serve.js';
+import { onShutdown } from './shutdown.js';
 import { startSystem } from './system.js';
 
 async function operatorToken(configured: string | undefined, file: string): Promise<string> {

@@ -47,26 +47,8 @@ import {
   webhooksConfig,
 } from './config.js';
 import { checkPortsFree, type PlannedListener } from './ports.js';
+import { onShutdown } from './shutdown.js';
 import { ALL_MIGRATIONS } from './system.js';
-
-/** Runs `stop` once on SIGTERM or SIGINT, then exits. */
-export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
-  let stopping = false;
-  const handler = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', handler);
-  process.on('SIGINT', handler);
-}
 
 export async function runMigrate(env: Env): Promise<void> {
   const config = readConfig(env, migrateConfig);

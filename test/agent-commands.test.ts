@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { formatLogLine } from '../agent/log-format.js';
 import type { AgentStatus } from '../agent/status.js';
-import { formatStatus, STATUS_EXIT, type StatusReport, statusExit } from '../cli/agent.js';
+import { formatStatus, STATUS_EXIT, type StatusReport, statusExit } from '../cli/agent-status.js';
 import { SCOPES } from '../lib/credentials.js';
 import { tempDir } from './helpers/printing-org.js';
 import { runSpool, type SpoolProcess, spawnSpool } from './helpers/spool.js';
