@@ -12,6 +12,7 @@ import { invalid } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
 import { decodeCursor, page, pageLimit } from '../../lib/paging.js';
+import { camelRow } from '../../lib/rows.js';
 
 interface AuditRow {
   id: string;
@@ -31,32 +32,44 @@ interface AuditRow {
 const COLUMNS =
   'id, at, actor, session_id, org_id, method, route, target, status, ip, user_agent, request_id';
 
-function toEntry(row: AuditRow): AuditEntry {
-  return {
-    id: row.id,
-    at: row.at,
-    actor: row.actor,
-    sessionId: row.session_id,
-    orgId: row.org_id,
-    method: row.method,
-    route: row.route,
-    target: row.target,
-    status: row.status,
-    ip: row.ip,
-    userAgent: row.user_agent,
-    requestId: row.request_id,
-  };
-}
+/** Every column is a field of the entry, renamed. */
+const toEntry = (row: AuditRow): AuditEntry => camelRow(row);
 
 const clip = (value: string, max: number) => value.slice(0, max);
 
-export function createAuditStore(pool: pg.Pool, clock: Clock) {
+/** Filters of a listing: one organization and/or one actor when not empty, a time range. */
+export interface AuditFilters {
+  orgId: string;
+  actor: string;
+  since?: Date | undefined;
+  until?: Date | undefined;
+}
+
+export interface AuditStore {
+  /**
+   * Writes an entry, or the outcome of one already written: a second write with the same id keeps
+   * the first's time and fills in what the first did not know.
+   */
+  record(e: AuditEntry): Promise<AuditEntry>;
+  /**
+   * Whether `orgId` names an organization (or one the operator deleted, whose entries stay) and
+   * `personId` a person; an empty one is not asked (and answers true).
+   */
+  known(orgId: string, personId: string): Promise<{ org: boolean; person: boolean }>;
+  /**
+   * A page of entries newest first, of one organization and/or one actor when given, at or after
+   * `since` and before `until` when given.
+   */
+  list(
+    filters: AuditFilters,
+    limit: number,
+    cursor: string,
+  ): Promise<{ items: AuditEntry[]; nextCursor: string }>;
+}
+
+export function createAuditStore(pool: pg.Pool, clock: Clock): AuditStore {
   return {
-    /**
-     * Writes an entry, or the outcome of one already written: a second write with the same id keeps
-     * the first's time and fills in what the first did not know.
-     */
-    async record(e: AuditEntry): Promise<AuditEntry> {
+    async record(e) {
       const { rows } = await pool.query<AuditRow>(
         `INSERT INTO audit_log (${COLUMNS})
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -93,11 +106,7 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
       return toEntry(rows[0] as AuditRow);
     },
 
-    /**
-     * Whether `orgId` names an organization (or one the operator deleted, whose entries stay) and
-     * `personId` a person; an empty one is not asked (and answers true).
-     */
-    async known(orgId: string, personId: string): Promise<{ org: boolean; person: boolean }> {
+    async known(orgId, personId) {
       const { rows } = await pool.query<{ org: boolean; person: boolean }>(
         // By key: the ids were checked to be UUIDs, and an empty one is not asked.
         `SELECT ($1::TEXT = ''
@@ -110,15 +119,7 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
       return rows[0] as { org: boolean; person: boolean };
     },
 
-    /**
-     * A page of entries newest first, of one organization and/or one actor when given, at or after
-     * `since` and before `until` when given.
-     */
-    async list(
-      filters: { orgId: string; actor: string; since?: Date | undefined; until?: Date | undefined },
-      limit: number,
-      cursor: string,
-    ) {
+    async list(filters, limit, cursor) {
       const after = decodeCursor(cursor);
       const { rows } = await pool.query<AuditRow>(
         `SELECT ${COLUMNS} FROM audit_log
@@ -144,8 +145,6 @@ export function createAuditStore(pool: pg.Pool, clock: Clock) {
     },
   };
 }
-
-export type AuditStore = ReturnType<typeof createAuditStore>;
 
 export type AuditRpcs = Pick<AsyncServer<AccountsServiceServer>, 'recordAudit' | 'listAudit'>;
 

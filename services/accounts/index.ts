@@ -12,10 +12,11 @@ import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { createAuditServer, createAuditStore } from './audit.js';
+import { OUTBOX_TABLE } from './outbox.js';
 import { createPeopleServer, type SessionSettings } from './people-server.js';
 import { createPeopleStore } from './people-store.js';
 import { createAccountsServer } from './server.js';
-import { createAccountsStore, OUTBOX_TABLE } from './store.js';
+import { createAccountsStore } from './store.js';
 
 export const migrations: MigrationSet = {
   service: 'accounts',
@@ -50,7 +51,7 @@ export function createAccounts(deps: AccountsDeps): AccountsPart {
   const server = createAccountsServer({
     store,
     clock: deps.clock,
-    onRevoked: () => relay.kick(),
+    onAnnounced: () => relay.kick(),
     people,
     audit: createAuditServer(createAuditStore(deps.pool, deps.clock)),
   });

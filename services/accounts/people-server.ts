@@ -10,6 +10,7 @@ import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
 import { isRole, ROLES, type Role } from '../../lib/roles.js';
+import type { Invitee } from './invitation-store.js';
 import {
   decoyHash,
   hashPassword,
@@ -119,7 +120,6 @@ export type PeopleRpcs = Pick<
   | 'listMembers'
   | 'changeRole'
   | 'removeMember'
-  | 'renameOrg'
 >;
 
 export function createPeopleServer(deps: {
@@ -168,16 +168,6 @@ export function createPeopleServer(deps: {
   }
 
   return {
-    async renameOrg(req) {
-      const name = req.name.trim();
-      if (name === '' || name.length > 200) {
-        throw invalid('name must be 1 to 200 characters', 'name');
-      }
-      const org = await store.renameOrg(orgIdOf(req.orgId), name);
-      announced();
-      return { org };
-    },
-
     async createInvitation(req) {
       const orgId = orgIdOf(req.orgId);
       const email = normalizeEmail(req.email);
@@ -195,10 +185,7 @@ export function createPeopleServer(deps: {
     },
 
     async getInvitation(req) {
-      const invitation = await store.validInvitation(
-        store.pool,
-        hashOf(req.tokenHash, 'token_hash'),
-      );
+      const invitation = await store.validInvitation(hashOf(req.tokenHash, 'token_hash'));
       if (!invitation) throw notFound(INVITATION_NOT_VALID);
       return { invitation };
     },
@@ -227,11 +214,11 @@ export function createPeopleServer(deps: {
 
     async acceptInvitation(req) {
       const hash = hashOf(req.tokenHash, 'token_hash');
-      const invitation = await store.validInvitation(store.pool, hash);
+      const invitation = await store.validInvitation(hash);
       if (!invitation) throw notFound(INVITATION_NOT_VALID);
       const password = checkPassword(req.password);
       const existing = await store.findPersonByEmail(invitation.email);
-      let who: { existingId: string } | { displayName: string; passwordHash: string };
+      let who: Invitee;
       if (existing) {
         // The account's password, guessed here, counts as a sign-in does, in the same limits.
         const attempt = await startAttempt(invitation.email, req.clientIp);

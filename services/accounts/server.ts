@@ -42,9 +42,9 @@ function checkName(name: string, param: string, required: boolean): string {
 export function createAccountsServer(deps: {
   store: AccountsStore;
   clock: Clock;
-  /** Called after a revocation commits, so its message leaves at once. */
-  onRevoked?: () => void;
-  /** The RPCs of people, invitations and sessions (people-server.ts). */
+  /** Called after a change other processes must hear of commits, so its message leaves at once. */
+  onAnnounced?: () => void;
+  /** The RPCs of people, invitations, sessions and sign-in (people-server.ts). */
   people: PeopleRpcs;
   /** The RPCs of the audit log (audit.ts). */
   audit: AuditRpcs;
@@ -56,7 +56,7 @@ export function createAccountsServer(deps: {
 
     async closeOrg(req) {
       await store.closeOrg(requireOrgId(req.orgId));
-      deps.onRevoked?.();
+      deps.onAnnounced?.();
       return {};
     },
 
@@ -78,6 +78,16 @@ export function createAccountsServer(deps: {
 
     async getOrg(req) {
       return { org: await store.getOrg(requireOrgId(req.orgId)) };
+    },
+
+    async renameOrg(req) {
+      const name = req.name.trim();
+      if (name === '' || name.length > MAX_NAME_LENGTH) {
+        throw invalid(`name must be 1 to ${MAX_NAME_LENGTH} characters`, 'name');
+      }
+      const org = await store.renameOrg(requireOrgId(req.orgId), name);
+      deps.onAnnounced?.();
+      return { org };
     },
 
     async createApiKey(req) {
@@ -137,7 +147,7 @@ export function createAccountsServer(deps: {
       const orgId = requireOrgId(req.orgId);
       if (!isUuid(req.keyId)) throw notFound('no such API key in this organization');
       const key = await store.revokeKey(orgId, req.keyId);
-      deps.onRevoked?.();
+      deps.onAnnounced?.();
       return { key };
     },
 
