@@ -15,8 +15,11 @@ COPY package.json package-lock.json ./
 # The client is a workspace of the root package: npm ci needs its package.json to match the lock.
 COPY client/package.json ./client/
 # npm ci builds the console's web app into console/dist (the root package's `prepare` script runs
-# Vite, a dev dependency); the runtime stage takes only the built files.
+# Vite, a dev dependency); the runtime stage takes only the built files. The console reads the
+# roles, the scopes and the event types from lib/ as the services do.
 COPY console ./console
+COPY lib/roles.ts ./lib/
+COPY lib/contracts ./lib/contracts
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \
   && npm cache clean --force
 

@@ -11,6 +11,7 @@
  * the page shown is read again.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { PUBLISHED_EVENT_TYPES } from '../../lib/contracts/event-types.js';
 import { reloadPage } from './router.js';
 
 export interface LiveEvent {
@@ -18,17 +19,6 @@ export interface LiveEvent {
   type: string;
   data: { type?: string; data?: Record<string, unknown> } & Record<string, unknown>;
 }
-
-export const STREAM_TYPES = [
-  'job.created',
-  'job.printed',
-  'job.failed',
-  'job.cancelled',
-  'job.retried',
-  'station.online',
-  'station.offline',
-  'printer.status',
-] as const;
 
 type Listener = (ev: LiveEvent) => void;
 
@@ -75,7 +65,7 @@ class LiveStream {
       this.setState('reconnecting');
       if (source.readyState === EventSource.CLOSED) this.refused(source);
     };
-    for (const type of STREAM_TYPES) {
+    for (const type of PUBLISHED_EVENT_TYPES) {
       source.addEventListener(type, (e) => {
         const msg = e as MessageEvent<string>;
         let data: LiveEvent['data'] = {};

@@ -7,11 +7,11 @@ import {
   ApiError,
   get,
   post,
-  type Session,
   setCsrfToken,
   setForbiddenHandler,
   setUnauthorizedHandler,
 } from './api.js';
+import { AppContext, type AppState } from './app.js';
 import { connectLive, setStreamRefusedHandler, useLiveState } from './live.js';
 import { AcceptInvitation, SignIn } from './pages/auth.js';
 import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
@@ -19,8 +19,10 @@ import { JobPage, JobsPage } from './pages/jobs.js';
 import { KeysPage } from './pages/keys.js';
 import { PeoplePage, SettingsPage } from './pages/people.js';
 import { EndpointPage, WebhooksPage } from './pages/webhooks.js';
+import { messageOf } from './resource.js';
 import { Link, navigate, reloadPage, usePath, visitCount } from './router.js';
-import { AppContext, type AppState, ErrorText, messageOf } from './ui.js';
+import type { Session } from './types.js';
+import { ErrorText } from './ui.js';
 
 const NAV: { href: string; label: string }[] = [
   { href: '/', label: 'Overview' },

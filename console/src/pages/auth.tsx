@@ -1,8 +1,16 @@
 /** Signing in, and accepting an invitation (`/console/invitation#TOKEN`). */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { ApiError, get, post, type Role, type Session } from '../api.js';
-import { ErrorText, Time, useAction, useResource } from '../ui.js';
+import { ApiError, get, post } from '../api.js';
+import { Field, Form, Radios } from '../forms.js';
+import { useAction, useResource } from '../resource.js';
+import type { InvitationInfo, Session } from '../types.js';
+import { ErrorText, Time } from '../ui.js';
+
+const ACCOUNT_CHOICES = [
+  { value: 'new', label: 'No, I am new to Spool' },
+  { value: 'existing', label: 'Yes, I have an account' },
+] as const;
 
 export function SignIn(props: { onSignedIn(s: Session): void; notice?: string }): JSX.Element {
   const [email, setEmail] = useState('');
@@ -17,55 +25,36 @@ export function SignIn(props: { onSignedIn(s: Session): void; notice?: string })
         <p class="brand">Spool</p>
         <h1>Sign in to the console</h1>
         {props.notice ? <p class="notice">{props.notice}</p> : null}
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void action.run();
-          }}
-        >
-          <label>
-            Email
-            <input
-              type="email"
-              name="email"
-              autocomplete="username"
-              required
-              value={email}
-              onInput={(e) => setEmail(e.currentTarget.value)}
-            />
-          </label>
-          <label>
-            Password
-            <input
-              type="password"
-              name="password"
-              autocomplete="current-password"
-              required
-              value={password}
-              onInput={(e) => setPassword(e.currentTarget.value)}
-            />
-          </label>
+        <Form onSubmit={action.run}>
+          <Field
+            label="Email"
+            type="email"
+            name="email"
+            autocomplete="username"
+            required
+            value={email}
+            onValue={setEmail}
+          />
+          <Field
+            label="Password"
+            type="password"
+            name="password"
+            autocomplete="current-password"
+            required
+            value={password}
+            onValue={setPassword}
+          />
           <ErrorText error={action.error} />
           <button type="submit" disabled={action.busy}>
             Sign in
           </button>
-        </form>
+        </Form>
         <p class="muted small">
           New here? Ask your operator or an administrator of your organization for an invitation.
         </p>
       </div>
     </main>
   );
-}
-
-interface InvitationInfo {
-  invitation: {
-    id: string;
-    email: string;
-    role: Role;
-    org: { id: string; name: string };
-    expires_at: string;
-  };
 }
 
 /**
@@ -134,39 +123,20 @@ export function AcceptInvitation(props: {
               with the email <strong>{inv.email}</strong>. The invitation is valid until{' '}
               <Time at={inv.expires_at} />.
             </p>
-            <form
-              onSubmit={(e) => {
-                e.preventDefault();
-                void action.run();
-              }}
-            >
+            <Form onSubmit={action.run}>
               {signedInAs ? (
                 <p>
                   You are signed in as <strong>{signedInAs.display_name}</strong>: enter your
                   password to join {inv.org.name}.
                 </p>
               ) : (
-                <fieldset>
-                  <legend>Do you have a Spool account with this email?</legend>
-                  <label class="check">
-                    <input
-                      type="radio"
-                      name="account"
-                      checked={!existing}
-                      onChange={() => choose('new')}
-                    />
-                    No, I am new to Spool
-                  </label>
-                  <label class="check">
-                    <input
-                      type="radio"
-                      name="account"
-                      checked={existing}
-                      onChange={() => choose('existing')}
-                    />
-                    Yes, I have an account
-                  </label>
-                </fieldset>
+                <Radios
+                  legend="Do you have a Spool account with this email?"
+                  name="account"
+                  choices={ACCOUNT_CHOICES}
+                  value={existing ? 'existing' : 'new'}
+                  onChange={(v) => choose(v)}
+                />
               )}
               {notice ? (
                 <p class="notice" role="status">
@@ -174,32 +144,28 @@ export function AcceptInvitation(props: {
                 </p>
               ) : null}
               {existing ? null : (
-                <label>
-                  Display name
-                  <input
-                    name="display_name"
-                    autocomplete="name"
-                    required
-                    maxLength={200}
-                    value={displayName}
-                    onInput={(e) => setDisplayName(e.currentTarget.value)}
-                  />
-                </label>
-              )}
-              <label>
-                Password
-                <input
-                  type="password"
-                  name="password"
-                  autocomplete={existing ? 'current-password' : 'new-password'}
+                <Field
+                  label="Display name"
+                  name="display_name"
+                  autocomplete="name"
                   required
-                  minLength={existing ? undefined : 10}
                   maxLength={200}
-                  aria-describedby="password-hint"
-                  value={password}
-                  onInput={(e) => setPassword(e.currentTarget.value)}
+                  value={displayName}
+                  onValue={setDisplayName}
                 />
-              </label>
+              )}
+              <Field
+                label="Password"
+                type="password"
+                name="password"
+                autocomplete={existing ? 'current-password' : 'new-password'}
+                required
+                minLength={existing ? undefined : 10}
+                maxLength={200}
+                aria-describedby="password-hint"
+                value={password}
+                onValue={setPassword}
+              />
               <p id="password-hint" class="muted small">
                 {existing
                   ? 'The password of your Spool account. Your display name stays as it is.'
@@ -209,7 +175,7 @@ export function AcceptInvitation(props: {
               <button type="submit" disabled={action.busy}>
                 Accept invitation
               </button>
-            </form>
+            </Form>
           </>
         ) : null}
       </div>

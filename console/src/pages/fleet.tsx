@@ -1,31 +1,16 @@
 /** Overview, printers and stations. */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { del, enc, get, type Location, type Printer, post, query, type Station } from '../api.js';
+import { del, enc, get, post, query } from '../api.js';
+import { useApp, useCan } from '../app.js';
+import { useConfirm } from '../confirm.js';
+import { Field, Form, Options, Panel } from '../forms.js';
 import { useLive } from '../live.js';
+import { useAction, useResource } from '../resource.js';
 import { urlPager, useSearch } from '../router.js';
-import {
-  Empty,
-  ErrorText,
-  PageHeader,
-  SecretBox,
-  Status,
-  Time,
-  useAction,
-  useApp,
-  useCan,
-  useConfirm,
-  useResource,
-} from '../ui.js';
-
-interface Overview {
-  stations: { online: number; total: number };
-  /** By the status each printer last reported, whether or not its station is connected. */
-  printers: Record<string, number>;
-  jobs_today: Record<string, number>;
-  /** The start of the UTC day the jobs are counted from. */
-  since?: string;
-}
+import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
+import type { LocationPage, Overview, Printer, PrinterPage, Station } from '../types.js';
+import { ErrorText, PageHeader, SecretBox, Status, Time } from '../ui.js';
 
 function Counts(props: { counts: Record<string, number>; empty: string }): JSX.Element {
   const entries = Object.entries(props.counts).filter(([, n]) => n > 0);
@@ -48,7 +33,7 @@ function Counts(props: { counts: Record<string, number>; empty: string }): JSX.E
  * The status a person should read. A printer whose station is not connected cannot print,
  * whatever it last reported: it is `unreachable` (what it last reported stays in its detail).
  */
-export function printerStatus(p: Printer): string {
+function printerStatus(p: Printer): string {
   return p.station_online || p.status === 'removed' ? p.status : 'unreachable';
 }
 
@@ -96,10 +81,7 @@ export function PrintersPage(): JSX.Element {
   // The page is in the URL, as the job list's is.
   const { cursor, pager } = urlPager(useSearch(), {});
   const r = useResource(
-    () =>
-      get<{ printers: Printer[]; next_cursor: string }>(
-        `/v1/orgs/${enc(org.id)}/printers${query({ limit: '100', cursor })}`,
-      ),
+    () => get<PrinterPage>(`/v1/orgs/${enc(org.id)}/printers${query({ limit: '100', cursor })}`),
     [org.id, cursor],
   );
   const stations = useResource(
@@ -139,115 +121,66 @@ export function PrintersPage(): JSX.Element {
       <p class="lead">Printers are reported by the agents of your stations, with their status.</p>
       <ErrorText error={r.error} />
       <ErrorText error={remove.error} />
-      {r.data && printers.length === 0 ? (
-        <Empty>No printers yet: start an agent on a station (see Stations).</Empty>
-      ) : null}
-      {printers.length > 0 ? (
-        <div class="table-wrap">
-          <table class="stack" aria-label="Printers">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Detail</th>
-                <th scope="col">Station</th>
-                <th scope="col">Capabilities</th>
-                <th scope="col">Updated</th>
-                {canDelete ? (
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                ) : null}
-              </tr>
-            </thead>
-            <tbody>
-              {printers.map((p) => (
-                <tr key={p.id}>
-                  <th scope="row" id={`printer-${p.id}`}>
-                    {p.name}
-                  </th>
-                  <td data-label="Status">
-                    <Status status={printerStatus(p)} />
-                  </td>
-                  <td data-label="Detail">
-                    {printerStatus(p) === p.status ? null : (
-                      <span class="muted">
-                        its station is offline; it last reported {p.status}.{' '}
-                      </span>
-                    )}
-                    {p.detail ||
-                      (printerStatus(p) === p.status ? <span class="muted">—</span> : null)}
-                  </td>
-                  <td data-label="Station">
-                    {stationName(p.station_id)}{' '}
-                    {p.station_online ? null : <span class="tag">station offline</span>}
-                    <RegionTag region={p.region} />
-                  </td>
-                  <td class="small" data-label="Capabilities">
-                    {[
-                      p.capabilities.paper_sizes?.join(', '),
-                      p.capabilities.duplex ? 'duplex' : null,
-                      p.capabilities.color ? 'color' : null,
-                    ]
-                      .filter(Boolean)
-                      .join(' · ') || <span class="muted">prints documents as they are</span>}
-                  </td>
-                  <td data-label="Updated">
-                    <Time at={p.updated_at} />
-                  </td>
-                  {canDelete ? (
-                    <td class="actions">
-                      {/* Its waiting jobs fail; a printer its agent still reports comes back. */}
-                      <button
-                        type="button"
-                        class="danger"
-                        disabled={remove.busy}
-                        aria-describedby={`printer-${p.id}`}
-                        title={
-                          p.status === 'removed'
-                            ? 'Its agent no longer reports it'
-                            : 'Its agent still reports it: it comes back, under a new id, when the agent next sends its printers (a change of status, a reconnect). Remove it from the agent first.'
-                        }
-                        onClick={() => void askRemove(p)}
-                      >
-                        Delete printer
-                      </button>
-                    </td>
-                  ) : null}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <Table
+        label="Printers"
+        columns={['Name', 'Status', 'Detail', 'Station', 'Capabilities', 'Updated']}
+        actions={canDelete}
+        rows={printers}
+        empty="No printers yet: start an agent on a station (see Stations)."
+        loaded={r.data !== undefined}
+        row={(p) => (
+          <tr key={p.id}>
+            <th scope="row" id={`printer-${p.id}`}>
+              {p.name}
+            </th>
+            <td data-label="Status">
+              <Status status={printerStatus(p)} />
+            </td>
+            <td data-label="Detail">
+              {printerStatus(p) === p.status ? null : (
+                <span class="muted">its station is offline; it last reported {p.status}. </span>
+              )}
+              {p.detail || (printerStatus(p) === p.status ? <span class="muted">—</span> : null)}
+            </td>
+            <td data-label="Station">
+              {stationName(p.station_id)}{' '}
+              {p.station_online ? null : <span class="tag">station offline</span>}
+              <RegionTag region={p.region} />
+            </td>
+            <td class="small" data-label="Capabilities">
+              {[
+                p.capabilities.paper_sizes.join(', '),
+                p.capabilities.duplex ? 'duplex' : null,
+                p.capabilities.color ? 'color' : null,
+              ]
+                .filter(Boolean)
+                .join(' · ') || <span class="muted">prints documents as they are</span>}
+            </td>
+            <td data-label="Updated">
+              <Time at={p.updated_at} />
+            </td>
+            {canDelete ? (
+              <ActionsCell>
+                {/* Its waiting jobs fail; a printer its agent still reports comes back. */}
+                <DangerButton
+                  busy={remove.busy}
+                  describedBy={`printer-${p.id}`}
+                  title={
+                    p.status === 'removed'
+                      ? 'Its agent no longer reports it'
+                      : 'Its agent still reports it: it comes back, under a new id, when the agent next sends its printers (a change of status, a reconnect). Remove it from the agent first.'
+                  }
+                  onClick={() => void askRemove(p)}
+                >
+                  Delete printer
+                </DangerButton>
+              </ActionsCell>
+            ) : null}
+          </tr>
+        )}
+      />
       <Pager {...pager} next={r.data?.next_cursor} />
     </>
-  );
-}
-
-export function Pager(props: {
-  hasPrev: boolean;
-  next: string | undefined;
-  onPrev(): void;
-  onNext(c: string): void;
-  /** Where `onPrev` goes when that is not the previous page ("First page"). */
-  prevLabel?: string;
-}): JSX.Element | null {
-  if (!props.hasPrev && !props.next) return null;
-  return (
-    <nav class="pager" aria-label="Pages">
-      <button type="button" class="secondary" disabled={!props.hasPrev} onClick={props.onPrev}>
-        {props.prevLabel ?? 'Previous page'}
-      </button>
-      <button
-        type="button"
-        class="secondary"
-        disabled={!props.next}
-        onClick={() => props.next && props.onNext(props.next)}
-      >
-        Next page
-      </button>
-    </nav>
   );
 }
 
@@ -259,7 +192,7 @@ export function StationsPage(): JSX.Element {
     [org.id],
   );
   const locations = useResource(
-    () => get<{ locations: Location[] }>(`/v1/orgs/${enc(org.id)}/locations?limit=200`),
+    () => get<LocationPage>(`/v1/orgs/${enc(org.id)}/locations?limit=200`),
     [org.id],
   );
   useLive('station.', r.reloadSoon);
@@ -286,39 +219,19 @@ export function StationsPage(): JSX.Element {
         for the printers attached to it.
       </p>
       {canCreate ? (
-        <section class="panel" aria-labelledby="new-station">
-          <h2 id="new-station">New station</h2>
-          <form
-            class="inline-form"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.run();
-            }}
-          >
-            <label>
-              Name
-              <input
-                required
-                maxLength={200}
-                value={name}
-                onInput={(e) => setName(e.currentTarget.value)}
-              />
-            </label>
+        <Panel id="new-station" title="New station">
+          <Form class="inline-form" onSubmit={create.run}>
+            <Field label="Name" required maxLength={200} value={name} onValue={setName} />
             <label>
               Location
               <select value={locationId} onChange={(e) => setLocationId(e.currentTarget.value)}>
-                <option value="">None</option>
-                {(locations.data?.locations ?? []).map((l) => (
-                  <option key={l.id} value={l.id}>
-                    {l.name}
-                  </option>
-                ))}
+                <Options items={locations.data?.locations ?? []} empty="None" />
               </select>
             </label>
             <button type="submit" disabled={create.busy}>
               Create station
             </button>
-          </form>
+          </Form>
           <ErrorText error={create.error} />
           {created ? (
             <SecretBox
@@ -332,54 +245,43 @@ export function StationsPage(): JSX.Element {
               }
             />
           ) : null}
-        </section>
+        </Panel>
       ) : null}
       <ErrorText error={r.error} />
-      {r.data && items.length === 0 ? <Empty>No stations yet.</Empty> : null}
-      {items.length > 0 ? (
-        <div class="table-wrap">
-          <table class="stack" aria-label="Stations">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Location</th>
-                <th scope="col">Last seen</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((s) => (
-                <tr key={s.id}>
-                  <th scope="row">
-                    {s.name} <RegionTag region={s.region} />
-                  </th>
-                  <td data-label="Status">
-                    <Status status={s.online ? 'online' : 'offline'} />
-                    {s.token_revoked_at ? (
-                      <span
-                        class="tag"
-                        title="Its agent is refused until the station is given a new token (by the operator: spool admin station rotate-token)"
-                      >
-                        token revoked
-                      </span>
-                    ) : null}
-                  </td>
-                  <td data-label="Location">
-                    {locationName(s.location_id) || <span class="muted">—</span>}
-                  </td>
-                  <td data-label="Last seen">
-                    <Time at={s.last_seen_at} empty="never" />
-                  </td>
-                  <td data-label="Created">
-                    <Time at={s.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <Table
+        label="Stations"
+        columns={['Name', 'Status', 'Location', 'Last seen', 'Created']}
+        rows={items}
+        empty="No stations yet."
+        loaded={r.data !== undefined}
+        row={(s) => (
+          <tr key={s.id}>
+            <th scope="row">
+              {s.name} <RegionTag region={s.region} />
+            </th>
+            <td data-label="Status">
+              <Status status={s.online ? 'online' : 'offline'} />
+              {s.token_revoked_at ? (
+                <span
+                  class="tag"
+                  title="Its agent is refused until the station is given a new token (by the operator: spool admin station rotate-token)"
+                >
+                  token revoked
+                </span>
+              ) : null}
+            </td>
+            <td data-label="Location">
+              {locationName(s.location_id) || <span class="muted">—</span>}
+            </td>
+            <td data-label="Last seen">
+              <Time at={s.last_seen_at} empty="never" />
+            </td>
+            <td data-label="Created">
+              <Time at={s.created_at} />
+            </td>
+          </tr>
+        )}
+      />
     </>
   );
 }

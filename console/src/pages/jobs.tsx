@@ -1,45 +1,36 @@
 /** The job list (the API's filters and counts, cursor paging) and a job's page. */
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import {
-  enc,
-  fetchBlob,
-  get,
-  type Job,
-  type JobEvent,
-  type Member,
-  type Printer,
-  post,
-  query,
-  type Station,
-} from '../api.js';
+import { enc, fetchBlob, get, post, query } from '../api.js';
+import { useApp, useCan } from '../app.js';
+import { useConfirm } from '../confirm.js';
+import { localToRfc3339, rfc3339ToLocal } from '../dates.js';
+import { Field, Form, Options } from '../forms.js';
 import { jobOf, useLive } from '../live.js';
+import { messageOf, useAction, useResource } from '../resource.js';
 import { Link, navigate, setSearch, urlPager, useSearch } from '../router.js';
-import {
-  Empty,
-  ErrorText,
-  localToRfc3339,
-  messageOf,
-  PageHeader,
-  rfc3339ToLocal,
-  Status,
-  short,
-  Time,
-  useAction,
-  useApp,
-  useCan,
-  useConfirm,
-  useResource,
-} from '../ui.js';
-import { Pager } from './fleet.js';
+import { Pager, Table } from '../table.js';
+import type {
+  Job,
+  JobList,
+  JobStatus,
+  JobWithEvents,
+  Member,
+  PrinterPage,
+  Station,
+} from '../types.js';
+import { ErrorText, PageHeader, Status, short, Time } from '../ui.js';
 
-const STATUSES = ['queued', 'sent', 'printed', 'failed', 'cancelled', 'scheduled', 'held'];
-
-interface JobList {
-  items: Job[];
-  next_cursor: string;
-  counts: Record<string, number>;
-}
+/** The statuses in the order the list's filter offers them: the usual path first. */
+const STATUSES: readonly JobStatus[] = [
+  'queued',
+  'sent',
+  'printed',
+  'failed',
+  'cancelled',
+  'scheduled',
+  'held',
+];
 
 /** The list's filters, as in its URL and the API's query; times are RFC 3339. */
 interface Filters {
@@ -88,10 +79,7 @@ let listSearch = '';
 
 function useNames(orgId: string) {
   const printers = useResource(
-    () =>
-      get<{ printers: Printer[]; next_cursor?: string }>(
-        `/v1/orgs/${enc(orgId)}/printers?limit=200`,
-      ),
+    () => get<PrinterPage>(`/v1/orgs/${enc(orgId)}/printers?limit=200`),
     [orgId],
   );
   const stations = useResource(
@@ -189,36 +177,28 @@ export function JobsPage(): JSX.Element {
         )}
       >
         <summary>More filters</summary>
-        <form
+        <Form
           class="filter-form"
-          onSubmit={(e) => {
-            e.preventDefault();
+          onSubmit={() =>
             apply({
               ...draft,
               created_after: localToRfc3339(draft.created_after) ?? '',
               created_before: localToRfc3339(draft.created_before) ?? '',
-            });
-          }}
+            })
+          }
         >
-          <label>
-            Reference
-            <input
-              value={draft.reference}
-              onInput={(e) => setDraft({ ...draft, reference: e.currentTarget.value })}
-            />
-          </label>
+          <Field
+            label="Reference"
+            value={draft.reference}
+            onValue={(v) => setDraft({ ...draft, reference: v })}
+          />
           <label>
             Printer
             <select
               value={draft.printer_id}
               onChange={(e) => setDraft({ ...draft, printer_id: e.currentTarget.value })}
             >
-              <option value="">Any</option>
-              {names.printers.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
+              <Options items={names.printers} empty="Any" />
             </select>
           </label>
           <label>
@@ -227,90 +207,66 @@ export function JobsPage(): JSX.Element {
               value={draft.station_id}
               onChange={(e) => setDraft({ ...draft, station_id: e.currentTarget.value })}
             >
-              <option value="">Any</option>
-              {names.stations.map((s) => (
-                <option key={s.id} value={s.id}>
-                  {s.name}
-                </option>
-              ))}
+              <Options items={names.stations} empty="Any" />
             </select>
           </label>
-          <label>
-            Created after
-            <input
-              type="datetime-local"
-              value={draft.created_after}
-              onInput={(e) => setDraft({ ...draft, created_after: e.currentTarget.value })}
-            />
-          </label>
-          <label>
-            Created before
-            <input
-              type="datetime-local"
-              value={draft.created_before}
-              onInput={(e) => setDraft({ ...draft, created_before: e.currentTarget.value })}
-            />
-          </label>
+          <Field
+            label="Created after"
+            type="datetime-local"
+            value={draft.created_after}
+            onValue={(v) => setDraft({ ...draft, created_after: v })}
+          />
+          <Field
+            label="Created before"
+            type="datetime-local"
+            value={draft.created_before}
+            onValue={(v) => setDraft({ ...draft, created_before: v })}
+          />
           <div class="form-buttons">
             <button type="submit">Apply filters</button>
             <button type="button" class="secondary" onClick={() => apply(NO_FILTERS)}>
               Clear filters
             </button>
           </div>
-        </form>
+        </Form>
       </details>
       <ErrorText error={r.error} />
-      {r.data && items.length === 0 ? (
-        <Empty>
-          No jobs{key === JSON.stringify(NO_FILTERS) ? ' yet' : ' match these filters'}.
-        </Empty>
-      ) : null}
-      {items.length > 0 ? (
-        <div class="table-wrap">
-          <table class="stack" aria-label="Jobs">
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Status</th>
-                <th scope="col">Printer</th>
-                <th scope="col">Reference</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((j) => (
-                <tr key={j.id} data-job-id={j.id}>
-                  <th scope="row">
-                    <Link href={`/jobs/${j.id}`} class="job-link">
-                      <span>{j.title || 'Untitled job'}</span>
-                      <span class="job-id">{j.id}</span>
-                    </Link>
-                  </th>
-                  <td data-label="Status">
-                    <Status status={j.status} />
-                    {j.live ? null : <span class="tag">test</span>}
-                    {j.status_detail ? <div class="small muted">{j.status_detail}</div> : null}
-                  </td>
-                  <td data-label="Printer">{names.printer(j.printer_id)}</td>
-                  <td class="wrap-anywhere" data-label="Reference">
-                    {j.reference || <span class="muted">—</span>}
-                  </td>
-                  <td data-label="Created">
-                    <Time at={j.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <Table
+        label="Jobs"
+        columns={['Job', 'Status', 'Printer', 'Reference', 'Created']}
+        rows={items}
+        empty={`No jobs${key === JSON.stringify(NO_FILTERS) ? ' yet' : ' match these filters'}.`}
+        loaded={r.data !== undefined}
+        row={(j) => (
+          <tr key={j.id} data-job-id={j.id}>
+            <th scope="row">
+              <Link href={`/jobs/${j.id}`} class="job-link">
+                <span>{j.title || 'Untitled job'}</span>
+                <span class="job-id">{j.id}</span>
+              </Link>
+            </th>
+            <td data-label="Status">
+              <Status status={j.status} />
+              {j.live ? null : <span class="tag">test</span>}
+              {j.status_detail ? <div class="small muted">{j.status_detail}</div> : null}
+            </td>
+            <td data-label="Printer">{names.printer(j.printer_id)}</td>
+            <td class="wrap-anywhere" data-label="Reference">
+              {j.reference || <span class="muted">—</span>}
+            </td>
+            <td data-label="Created">
+              <Time at={j.created_at} />
+            </td>
+          </tr>
+        )}
+      />
       <Pager {...pager} next={r.data?.next_cursor} />
     </>
   );
 }
 
-const CANCELLABLE = ['scheduled', 'held', 'queued', 'sent'];
-const RETRYABLE = ['failed', 'held'];
+const CANCELLABLE: readonly JobStatus[] = ['scheduled', 'held', 'queued', 'sent'];
+const RETRYABLE: readonly JobStatus[] = ['failed', 'held'];
 
 function Preview(props: { orgId: string; job: Job }): JSX.Element {
   const url = `/v1/orgs/${enc(props.orgId)}/jobs/${enc(props.job.id)}/preview`;
@@ -349,7 +305,7 @@ export function JobPage(props: { id: string }): JSX.Element {
   const canWrite = useCan('developer');
   const names = useNames(org.id);
   const r = useResource(
-    () => get<{ job: Job; events: JobEvent[] }>(`/v1/orgs/${enc(org.id)}/jobs/${enc(props.id)}`),
+    () => get<JobWithEvents>(`/v1/orgs/${enc(org.id)}/jobs/${enc(props.id)}`),
     [org.id, props.id],
   );
   useLive('job.', (ev) => {

@@ -1,30 +1,21 @@
 /** API keys: create (secret shown once), list, revoke. */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { type ApiKey, del, enc, get, post } from '../api.js';
-import {
-  Empty,
-  ErrorText,
-  localToRfc3339,
-  PageHeader,
-  SecretBox,
-  Status,
-  Time,
-  useAction,
-  useApp,
-  useCan,
-  useConfirm,
-  useResource,
-} from '../ui.js';
+import { SCOPES, type Scope } from '../../../lib/contracts/scopes.js';
+import { del, enc, get, post } from '../api.js';
+import { useApp, useCan } from '../app.js';
+import { useConfirm } from '../confirm.js';
+import { localToRfc3339 } from '../dates.js';
+import { CheckList, Field, Form, Panel, Radios } from '../forms.js';
+import { useAction, useResource } from '../resource.js';
+import { ActionsCell, DangerButton, Table } from '../table.js';
+import type { ApiKey } from '../types.js';
+import { ErrorText, PageHeader, SecretBox, Status, Time } from '../ui.js';
 
-const SCOPES = [
-  'jobs:write',
-  'jobs:read',
-  'printers:read',
-  'locations:read',
-  'webhooks:read',
-  'webhooks:write',
-];
+const MODES = [
+  { value: 'test', label: 'Test' },
+  { value: 'live', label: 'Live' },
+] as const;
 
 export function KeysPage(): JSX.Element {
   const { org } = useApp();
@@ -35,7 +26,7 @@ export function KeysPage(): JSX.Element {
   );
   const [name, setName] = useState('');
   const [mode, setMode] = useState<'live' | 'test'>('test');
-  const [scopes, setScopes] = useState<string[]>(['jobs:write', 'jobs:read']);
+  const [scopes, setScopes] = useState<string[]>(['jobs:write', 'jobs:read'] satisfies Scope[]);
   const [expires, setExpires] = useState('');
   const [ips, setIps] = useState('');
   const [created, setCreated] = useState<{ key: ApiKey; secret: string } | null>(null);
@@ -82,78 +73,27 @@ export function KeysPage(): JSX.Element {
         shown once, when it is created.
       </p>
       {canWrite ? (
-        <section class="panel" aria-labelledby="new-key">
-          <h2 id="new-key">New key</h2>
-          <form
-            class="stack-form"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.run();
-            }}
-          >
+        <Panel id="new-key" title="New key">
+          <Form class="stack-form" onSubmit={create.run}>
             <div class="row">
-              <label>
-                Name
-                <input
-                  maxLength={200}
-                  value={name}
-                  placeholder="e.g. shop backend"
-                  onInput={(e) => setName(e.currentTarget.value)}
-                />
-              </label>
-              <fieldset>
-                <legend>Mode</legend>
-                <label class="check">
-                  <input
-                    type="radio"
-                    name="mode"
-                    value="test"
-                    checked={mode === 'test'}
-                    onChange={() => setMode('test')}
-                  />
-                  Test
-                </label>
-                <label class="check">
-                  <input
-                    type="radio"
-                    name="mode"
-                    value="live"
-                    checked={mode === 'live'}
-                    onChange={() => setMode('live')}
-                  />
-                  Live
-                </label>
-              </fieldset>
+              <Field
+                label="Name"
+                maxLength={200}
+                value={name}
+                placeholder="e.g. shop backend"
+                onValue={setName}
+              />
+              <Radios legend="Mode" name="mode" choices={MODES} value={mode} onChange={setMode} />
             </div>
-            <fieldset>
-              <legend>Scopes</legend>
-              <div class="checks">
-                {SCOPES.map((s) => (
-                  <label class="check" key={s}>
-                    <input
-                      type="checkbox"
-                      checked={scopes.includes(s)}
-                      onChange={(e) =>
-                        setScopes(
-                          e.currentTarget.checked ? [...scopes, s] : scopes.filter((x) => x !== s),
-                        )
-                      }
-                    />
-                    <code>{s}</code>
-                  </label>
-                ))}
-              </div>
-            </fieldset>
+            <CheckList legend="Scopes" choices={SCOPES} value={scopes} onChange={setScopes} />
             <div class="row">
-              <label>
-                Expires
-                <input
-                  type="datetime-local"
-                  value={expires}
-                  onInput={(e) => setExpires(e.currentTarget.value)}
-                />
-                <span class="small muted">Empty: never.</span>
-              </label>
+              <Field
+                label="Expires"
+                type="datetime-local"
+                value={expires}
+                onValue={setExpires}
+                hint={<span class="small muted">Empty: never.</span>}
+              />
               <label>
                 Allowed IP ranges
                 <textarea
@@ -171,7 +111,7 @@ export function KeysPage(): JSX.Element {
                 Create key
               </button>
             </div>
-          </form>
+          </Form>
           {created ? (
             <SecretBox
               secret={created.secret}
@@ -183,83 +123,60 @@ export function KeysPage(): JSX.Element {
               }
             />
           ) : null}
-        </section>
+        </Panel>
       ) : null}
       <ErrorText error={r.error || revoke.error} />
-      {r.data && items.length === 0 ? <Empty>No keys yet.</Empty> : null}
-      {items.length > 0 ? (
-        <div class="table-wrap">
-          <table class="stack" aria-label="API keys">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Key</th>
-                <th scope="col">Scopes</th>
-                <th scope="col">Allowed IPs</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Created</th>
-                {canWrite ? (
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                ) : null}
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((k) => (
-                <tr key={k.id} class={k.revoked_at ? 'revoked' : undefined}>
-                  <th scope="row">
-                    {k.name || <span class="muted">unnamed</span>}{' '}
-                    <span class="tag">{k.live ? 'live' : 'test'}</span>
-                  </th>
-                  <td data-label="Key">
-                    <code class="nowrap" id={`key-${k.id}`}>
-                      {k.hint}
-                    </code>
-                  </td>
-                  <td class="small" data-label="Scopes">
-                    {k.scopes.join(', ') || <span class="muted">none</span>}
-                  </td>
-                  <td class="small" data-label="Allowed IPs">
-                    {k.allowed_ips.length ? (
-                      k.allowed_ips.join(', ')
-                    ) : (
-                      <span class="muted">any</span>
-                    )}
-                  </td>
-                  <td data-label="Expires">
-                    <Time at={k.expires_at} empty="never" />
-                  </td>
-                  <td data-label="Last used">
-                    <Time at={k.last_used_at} empty="never" />
-                  </td>
-                  <td data-label="Created">
-                    <Time at={k.created_at} />
-                  </td>
-                  {canWrite ? (
-                    <td class="actions">
-                      {k.revoked_at ? (
-                        <Status status="revoked" />
-                      ) : (
-                        <button
-                          type="button"
-                          class="danger"
-                          disabled={revoke.busy}
-                          aria-describedby={`key-${k.id}`}
-                          onClick={() => void askRevoke(k)}
-                        >
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  ) : null}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <Table
+        label="API keys"
+        columns={['Name', 'Key', 'Scopes', 'Allowed IPs', 'Expires', 'Last used', 'Created']}
+        actions={canWrite}
+        rows={items}
+        empty="No keys yet."
+        loaded={r.data !== undefined}
+        row={(k) => (
+          <tr key={k.id} class={k.revoked_at ? 'revoked' : undefined}>
+            <th scope="row">
+              {k.name || <span class="muted">unnamed</span>}{' '}
+              <span class="tag">{k.live ? 'live' : 'test'}</span>
+            </th>
+            <td data-label="Key">
+              <code class="nowrap" id={`key-${k.id}`}>
+                {k.hint}
+              </code>
+            </td>
+            <td class="small" data-label="Scopes">
+              {k.scopes.join(', ') || <span class="muted">none</span>}
+            </td>
+            <td class="small" data-label="Allowed IPs">
+              {k.allowed_ips.length ? k.allowed_ips.join(', ') : <span class="muted">any</span>}
+            </td>
+            <td data-label="Expires">
+              <Time at={k.expires_at} empty="never" />
+            </td>
+            <td data-label="Last used">
+              <Time at={k.last_used_at} empty="never" />
+            </td>
+            <td data-label="Created">
+              <Time at={k.created_at} />
+            </td>
+            {canWrite ? (
+              <ActionsCell>
+                {k.revoked_at ? (
+                  <Status status="revoked" />
+                ) : (
+                  <DangerButton
+                    busy={revoke.busy}
+                    describedBy={`key-${k.id}`}
+                    onClick={() => void askRevoke(k)}
+                  >
+                    Revoke
+                  </DangerButton>
+                )}
+              </ActionsCell>
+            ) : null}
+          </tr>
+        )}
+      />
     </>
   );
 }

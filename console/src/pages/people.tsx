@@ -1,27 +1,19 @@
 /** People of the organization (invite, change role, remove) and its settings. */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import {
-  del,
-  enc,
-  get,
-  type Invitation,
-  type Member,
-  patch,
-  post,
-  ROLES,
-  type Role,
-} from '../api.js';
-import {
-  ErrorText,
-  PageHeader,
-  Time,
-  useAction,
-  useApp,
-  useCan,
-  useConfirm,
-  useResource,
-} from '../ui.js';
+import { del, enc, get, patch, post } from '../api.js';
+import { useApp, useCan } from '../app.js';
+import { useConfirm } from '../confirm.js';
+import { Field, Form, named, Options, Panel } from '../forms.js';
+import { useAction, useResource } from '../resource.js';
+import { ActionsCell, DangerButton, Table } from '../table.js';
+import { type Invitation, type Member, ROLES, type Role } from '../types.js';
+import { ErrorText, PageHeader, Time } from '../ui.js';
+
+/** "a viewer", "an admin". */
+function withArticle(role: Role): string {
+  return `${role === 'admin' || role === 'owner' ? 'an' : 'a'} ${role}`;
+}
 
 export function PeoplePage(): JSX.Element {
   const { org, session } = useApp();
@@ -69,8 +61,8 @@ export function PeoplePage(): JSX.Element {
   };
   const askChange = async (m: Member, newRole: Role): Promise<boolean> => {
     const ok = await confirm.ask({
-      title: `Make ${m.display_name} ${newRole === 'admin' || newRole === 'owner' ? 'an' : 'a'} ${newRole}?`,
-      body: `${m.display_name} (${m.email}) is ${m.role === 'admin' || m.role === 'owner' ? 'an' : 'a'} ${m.role} of ${org.name} now; as ${newRole === 'admin' || newRole === 'owner' ? 'an' : 'a'} ${newRole}, they can do what that role allows from their next request.`,
+      title: `Make ${m.display_name} ${withArticle(newRole)}?`,
+      body: `${m.display_name} (${m.email}) is ${withArticle(m.role)} of ${org.name} now; as ${withArticle(newRole)}, they can do what that role allows from their next request.`,
       confirm: 'Change role',
     });
     if (ok) await change.run(m.person_id, newRole);
@@ -85,31 +77,16 @@ export function PeoplePage(): JSX.Element {
     if (ok) await remove.run(m.person_id);
   };
   // Admins manage people other than owners; owners manage everyone.
-  const assignable = ROLES.filter((x) => isOwner || x !== 'owner');
+  const assignable = named(ROLES.filter((x) => isOwner || x !== 'owner'));
   const canManage = (m: Member) => isAdmin && (isOwner || m.role !== 'owner');
   return (
     <>
       <PageHeader title="People" />
       {confirm.dialog}
       {isAdmin ? (
-        <section class="panel" aria-labelledby="invite">
-          <h2 id="invite">Invite someone</h2>
-          <form
-            class="inline-form"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void invite.run();
-            }}
-          >
-            <label>
-              Email
-              <input
-                type="email"
-                required
-                value={email}
-                onInput={(e) => setEmail(e.currentTarget.value)}
-              />
-            </label>
+        <Panel id="invite" title="Invite someone">
+          <Form class="inline-form" onSubmit={invite.run}>
+            <Field label="Email" type="email" required value={email} onValue={setEmail} />
             <div class="field">
               <label for="invite-role">Role</label>
               <select
@@ -117,17 +94,13 @@ export function PeoplePage(): JSX.Element {
                 value={role}
                 onChange={(e) => setRole(e.currentTarget.value as Role)}
               >
-                {assignable.map((x) => (
-                  <option key={x} value={x}>
-                    {x}
-                  </option>
-                ))}
+                <Options items={assignable} />
               </select>
             </div>
             <button type="submit" disabled={invite.busy}>
               Invite
             </button>
-          </form>
+          </Form>
           <ErrorText error={invite.error} />
           {link ? (
             <div class="secret-box">
@@ -141,124 +114,91 @@ export function PeoplePage(): JSX.Element {
               </output>
             </div>
           ) : null}
-        </section>
+        </Panel>
       ) : null}
       <ErrorText error={r.error || change.error || remove.error || withdraw.error} />
-      <div class="table-wrap">
-        <table class="stack" aria-label="Members">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Joined</th>
-              {isAdmin ? (
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              ) : null}
-            </tr>
-          </thead>
-          <tbody>
-            {(r.data?.items ?? []).map((m) => (
-              <tr key={m.person_id}>
-                <th scope="row">
-                  {m.display_name}
-                  {m.person_id === session.person.id ? <span class="tag">you</span> : null}
-                </th>
-                <td data-label="Email">{m.email}</td>
-                <td data-label="Role">
-                  {canManage(m) ? (
-                    <select
-                      aria-label={`Access of ${m.display_name}`}
-                      value={m.role}
-                      disabled={change.busy}
-                      onChange={(e) => {
-                        const select = e.currentTarget;
-                        void askChange(m, select.value as Role).then((ok) => {
-                          // Left as it was: the select shows the role the member still has.
-                          if (!ok) select.value = m.role;
-                        });
-                      }}
-                    >
-                      {assignable.map((x) => (
-                        <option key={x} value={x}>
-                          {x}
-                        </option>
-                      ))}
-                    </select>
-                  ) : (
-                    m.role
-                  )}
-                </td>
-                <td data-label="Joined">
-                  <Time at={m.joined_at} />
-                </td>
-                {isAdmin ? (
-                  <td class="actions">
-                    {canManage(m) ? (
-                      <button
-                        type="button"
-                        class="danger"
-                        aria-label={`Remove ${m.display_name}`}
-                        disabled={remove.busy}
-                        onClick={() => void askRemove(m)}
-                      >
-                        Remove
-                      </button>
-                    ) : null}
-                  </td>
+      <Table
+        label="Members"
+        columns={['Name', 'Email', 'Role', 'Joined']}
+        actions={isAdmin}
+        rows={r.data?.items ?? []}
+        row={(m) => (
+          <tr key={m.person_id}>
+            <th scope="row">
+              {m.display_name}
+              {m.person_id === session.person.id ? <span class="tag">you</span> : null}
+            </th>
+            <td data-label="Email">{m.email}</td>
+            <td data-label="Role">
+              {canManage(m) ? (
+                <select
+                  aria-label={`Access of ${m.display_name}`}
+                  value={m.role}
+                  disabled={change.busy}
+                  onChange={(e) => {
+                    const select = e.currentTarget;
+                    void askChange(m, select.value as Role).then((ok) => {
+                      // Left as it was: the select shows the role the member still has.
+                      if (!ok) select.value = m.role;
+                    });
+                  }}
+                >
+                  <Options items={assignable} />
+                </select>
+              ) : (
+                m.role
+              )}
+            </td>
+            <td data-label="Joined">
+              <Time at={m.joined_at} />
+            </td>
+            {isAdmin ? (
+              <ActionsCell>
+                {canManage(m) ? (
+                  <DangerButton
+                    label={`Remove ${m.display_name}`}
+                    busy={remove.busy}
+                    onClick={() => void askRemove(m)}
+                  >
+                    Remove
+                  </DangerButton>
                 ) : null}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+              </ActionsCell>
+            ) : null}
+          </tr>
+        )}
+      />
       {(r.data?.invitations ?? []).length > 0 ? (
         <section aria-labelledby="pending">
           <h2 id="pending">Pending invitations</h2>
-          <div class="table-wrap">
-            <table class="stack" aria-label="Pending invitations">
-              <thead>
-                <tr>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Expires</th>
-                  {isAdmin ? (
-                    <th scope="col">
-                      <span class="visually-hidden">Actions</span>
-                    </th>
-                  ) : null}
-                </tr>
-              </thead>
-              <tbody>
-                {(r.data?.invitations ?? []).map((i) => (
-                  <tr key={i.id}>
-                    <th scope="row">{i.email}</th>
-                    <td data-label="Role">{i.role}</td>
-                    <td data-label="Expires">
-                      <Time at={i.expires_at} />
-                    </td>
-                    {isAdmin ? (
-                      <td class="actions">
-                        {isOwner || i.role !== 'owner' ? (
-                          <button
-                            type="button"
-                            class="danger"
-                            aria-label={`Withdraw the invitation of ${i.email}`}
-                            disabled={withdraw.busy}
-                            onClick={() => void askWithdraw(i)}
-                          >
-                            Withdraw
-                          </button>
-                        ) : null}
-                      </td>
+          <Table
+            label="Pending invitations"
+            columns={['Email', 'Role', 'Expires']}
+            actions={isAdmin}
+            rows={r.data?.invitations ?? []}
+            row={(i) => (
+              <tr key={i.id}>
+                <th scope="row">{i.email}</th>
+                <td data-label="Role">{i.role}</td>
+                <td data-label="Expires">
+                  <Time at={i.expires_at} />
+                </td>
+                {isAdmin ? (
+                  <ActionsCell>
+                    {isOwner || i.role !== 'owner' ? (
+                      <DangerButton
+                        label={`Withdraw the invitation of ${i.email}`}
+                        busy={withdraw.busy}
+                        onClick={() => void askWithdraw(i)}
+                      >
+                        Withdraw
+                      </DangerButton>
                     ) : null}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+                  </ActionsCell>
+                ) : null}
+              </tr>
+            )}
+          />
         </section>
       ) : null}
     </>
@@ -303,13 +243,7 @@ export function SettingsPage(): JSX.Element {
       {isOwner ? null : <p class="lead">Only owners change the organization's settings.</p>}
       <ErrorText error={r.error} />
       {r.data ? (
-        <form
-          class="panel stack-form settings"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.run();
-          }}
-        >
+        <Form class="panel stack-form settings" onSubmit={save.run}>
           {keys.map((k) => {
             const value = k in draft ? draft[k] : settings[k];
             const numeric = typeof settings[k] === 'number';
@@ -354,7 +288,7 @@ export function SettingsPage(): JSX.Element {
               </button>
             </div>
           ) : null}
-        </form>
+        </Form>
       ) : null}
     </>
   );

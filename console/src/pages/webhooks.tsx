@@ -1,70 +1,35 @@
 /** Webhook endpoints: create (secret shown once), rotate, send test, the delivery log, resend. */
 import type { ComponentChildren, JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { type Delivery, del, type Endpoint, enc, get, patch, post, query } from '../api.js';
+import { PUBLISHED_EVENT_TYPES } from '../../../lib/contracts/event-types.js';
+import { del, enc, get, patch, post, query } from '../api.js';
+import { useApp, useCan } from '../app.js';
+import { useConfirm } from '../confirm.js';
+import { CheckList, Field, Form, named, Options, Panel } from '../forms.js';
 import { useLive } from '../live.js';
+import { useAction, useResource } from '../resource.js';
 import { Link, navigate, setSearch, urlPager, useSearch } from '../router.js';
-import {
-  Empty,
-  ErrorText,
-  PageHeader,
-  SecretBox,
-  Status,
-  Time,
-  useAction,
-  useApp,
-  useCan,
-  useConfirm,
-  useResource,
-} from '../ui.js';
-import { Pager } from './fleet.js';
+import { Pager, Table } from '../table.js';
+import type {
+  CreatedEndpoint,
+  DeliveryPage,
+  DeliveryState,
+  Endpoint,
+  EndpointList,
+  RotatedSecret,
+} from '../types.js';
+import { Empty, ErrorText, PageHeader, SecretBox, Status, Time } from '../ui.js';
 
-const EVENTS = [
-  'job.created',
-  'job.printed',
-  'job.failed',
-  'job.cancelled',
-  'job.retried',
-  'station.online',
-  'station.offline',
-  'printer.status',
-];
-
+/** The events an endpoint subscribes to, or every one (`*`). */
 function EventChecks(props: { value: string[]; onChange(v: string[]): void }): JSX.Element {
-  const all = props.value.includes('*');
   return (
-    <fieldset>
-      <legend>Events</legend>
-      <div class="checks">
-        <label class="check">
-          <input
-            type="checkbox"
-            checked={all}
-            onChange={(e) => props.onChange(e.currentTarget.checked ? ['*'] : [])}
-          />
-          <span>
-            Every event (<code>*</code>)
-          </span>
-        </label>
-        {EVENTS.map((t) => (
-          <label class="check" key={t}>
-            <input
-              type="checkbox"
-              disabled={all}
-              checked={all || props.value.includes(t)}
-              onChange={(e) =>
-                props.onChange(
-                  e.currentTarget.checked
-                    ? [...props.value, t]
-                    : props.value.filter((x) => x !== t),
-                )
-              }
-            />
-            <code>{t}</code>
-          </label>
-        ))}
-      </div>
-    </fieldset>
+    <CheckList
+      legend="Events"
+      every="Every event"
+      choices={PUBLISHED_EVENT_TYPES}
+      value={props.value}
+      onChange={props.onChange}
+    />
   );
 }
 
@@ -77,7 +42,7 @@ export function WebhooksPage(): JSX.Element {
   const { org } = useApp();
   const canWrite = useCan('developer');
   const r = useResource(
-    () => get<{ items: Endpoint[] }>(`/v1/orgs/${enc(org.id)}/webhooks?limit=200`),
+    () => get<EndpointList>(`/v1/orgs/${enc(org.id)}/webhooks?limit=200`),
     [org.id],
   );
   const [url, setUrl] = useState('');
@@ -88,10 +53,7 @@ export function WebhooksPage(): JSX.Element {
   const create = useAction(async () => {
     const body: Record<string, unknown> = { url, events };
     if (description.trim()) body.description = description.trim();
-    const res = await post<{ endpoint: Endpoint; secret: string }>(
-      `/v1/orgs/${enc(org.id)}/webhooks`,
-      body,
-    );
+    const res = await post<CreatedEndpoint>(`/v1/orgs/${enc(org.id)}/webhooks`, body);
     setShown({
       secret: res.secret,
       note: (
@@ -113,35 +75,24 @@ export function WebhooksPage(): JSX.Element {
         Spool sends signed HTTP requests to your endpoints when jobs, stations and printers change.
       </p>
       {canWrite ? (
-        <section class="panel" aria-labelledby="new-endpoint">
-          <h2 id="new-endpoint">New endpoint</h2>
-          <form
-            class="stack-form"
-            onSubmit={(e) => {
-              e.preventDefault();
-              void create.run();
-            }}
-          >
+        <Panel id="new-endpoint" title="New endpoint">
+          <Form class="stack-form" onSubmit={create.run}>
             <div class="row">
-              <label>
-                URL
-                <input
-                  type="url"
-                  required
-                  maxLength={2048}
-                  placeholder="https://example.com/spool"
-                  value={url}
-                  onInput={(e) => setUrl(e.currentTarget.value)}
-                />
-              </label>
-              <label>
-                Description
-                <input
-                  maxLength={500}
-                  value={description}
-                  onInput={(e) => setDescription(e.currentTarget.value)}
-                />
-              </label>
+              <Field
+                label="URL"
+                type="url"
+                required
+                maxLength={2048}
+                placeholder="https://example.com/spool"
+                value={url}
+                onValue={setUrl}
+              />
+              <Field
+                label="Description"
+                maxLength={500}
+                value={description}
+                onValue={setDescription}
+              />
             </div>
             <EventChecks value={events} onChange={setEvents} />
             <ErrorText error={create.error} />
@@ -150,8 +101,8 @@ export function WebhooksPage(): JSX.Element {
                 Create endpoint
               </button>
             </div>
-          </form>
-        </section>
+          </Form>
+        </Panel>
       ) : null}
       {shown ? <SecretBox secret={shown.secret} note={shown.note} /> : null}
       <ErrorText error={r.error} />
@@ -192,7 +143,7 @@ export function EndpointPage(props: { id: string }): JSX.Element {
   );
 }
 
-const DELIVERY_STATES = ['pending', 'succeeded', 'failed'];
+const DELIVERY_STATES: readonly DeliveryState[] = ['pending', 'succeeded', 'failed'];
 
 /**
  * An endpoint: its settings, its actions and its delivery log with every attempt. With `logInUrl`
@@ -215,7 +166,11 @@ function EndpointPanel(props: {
   const search = useSearch();
   // A state the log does not know (a hand-edited link) shows every delivery.
   const inLink = search.get('state') ?? '';
-  const state = props.logInUrl ? (DELIVERY_STATES.includes(inLink) ? inLink : '') : stateHere;
+  const state = props.logInUrl
+    ? (DELIVERY_STATES as readonly string[]).includes(inLink)
+      ? inLink
+      : ''
+    : stateHere;
   const inUrl = urlPager(search, { state });
   const cursor = props.logInUrl ? inUrl.cursor : (cursors[cursors.length - 1] ?? '');
   const pager = props.logInUrl
@@ -231,10 +186,7 @@ function EndpointPanel(props: {
     setCursors([]);
   };
   const deliveries = useResource(
-    () =>
-      get<{ items: Delivery[]; next_cursor: string }>(
-        `${base}/deliveries${query({ limit: '10', cursor, state })}`,
-      ),
+    () => get<DeliveryPage>(`${base}/deliveries${query({ limit: '10', cursor, state })}`),
     [base, cursor, state],
   );
   // Deliveries follow events: re-read the log when something happens in the organization.
@@ -255,7 +207,7 @@ function EndpointPanel(props: {
   const ep = r.data?.endpoint ?? props.initial;
   const act = useAction(async (what: 'rotate' | 'test' | 'enable' | 'disable' | 'delete') => {
     if (what === 'rotate') {
-      const res = await post<{ secret: string }>(`${base}/rotate`);
+      const res = await post<RotatedSecret>(`${base}/rotate`);
       props.onSecret({
         secret: res.secret,
         note: (
@@ -378,13 +330,7 @@ function EndpointPanel(props: {
           {canWrite ? (
             <details class="filters">
               <summary>Change events</summary>
-              <form
-                class="stack-form"
-                onSubmit={(e) => {
-                  e.preventDefault();
-                  void saveEvents.run();
-                }}
-              >
+              <Form class="stack-form" onSubmit={saveEvents.run}>
                 <EventChecks value={events ?? ep.events} onChange={setEvents} />
                 <ErrorText error={saveEvents.error} />
                 <div>
@@ -392,7 +338,7 @@ function EndpointPanel(props: {
                     Save events
                   </button>
                 </div>
-              </form>
+              </Form>
             </details>
           ) : null}
         </>
@@ -402,12 +348,7 @@ function EndpointPanel(props: {
         <label class="inline">
           State
           <select value={state} onChange={(e) => showState(e.currentTarget.value)}>
-            <option value="">All</option>
-            {DELIVERY_STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
+            <Options items={named(DELIVERY_STATES)} empty="All" />
           </select>
         </label>
       </div>
@@ -443,43 +384,32 @@ function EndpointPanel(props: {
               ) : null}
             </div>
             {d.attempts.length > 0 ? (
-              <div class="table-scroll">
-                <table class="attempts stack" aria-label={`Attempts of ${d.event_type} ${d.id}`}>
-                  <thead>
-                    <tr>
-                      <th scope="col">#</th>
-                      <th scope="col">At</th>
-                      <th scope="col">Outcome</th>
-                      <th scope="col">HTTP</th>
-                      <th scope="col">Time</th>
-                      <th scope="col">Error</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {d.attempts.map((a) => (
-                      <tr key={a.number}>
-                        <th scope="row">
-                          <span class="visually-hidden attempt-word">Attempt </span>
-                          {a.number}
-                        </th>
-                        <td data-label="At">
-                          <Time at={a.at} />
-                        </td>
-                        <td data-label="Outcome">
-                          <Status status={a.outcome} />
-                        </td>
-                        <td data-label="HTTP">{a.status_code ?? '—'}</td>
-                        <td data-label="Time">
-                          {a.duration_ms == null ? '—' : `${a.duration_ms} ms`}
-                        </td>
-                        <td data-label="Error" class="small wrap-anywhere">
-                          {a.error || '—'}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <Table
+                label={`Attempts of ${d.event_type} ${d.id}`}
+                class="attempts"
+                wrap="table-scroll"
+                columns={['#', 'At', 'Outcome', 'HTTP', 'Time', 'Error']}
+                rows={d.attempts}
+                row={(a) => (
+                  <tr key={a.number}>
+                    <th scope="row">
+                      <span class="visually-hidden attempt-word">Attempt </span>
+                      {a.number}
+                    </th>
+                    <td data-label="At">
+                      <Time at={a.at} />
+                    </td>
+                    <td data-label="Outcome">
+                      <Status status={a.outcome} />
+                    </td>
+                    <td data-label="HTTP">{a.status_code ?? '—'}</td>
+                    <td data-label="Time">{a.duration_ms == null ? '—' : `${a.duration_ms} ms`}</td>
+                    <td data-label="Error" class="small wrap-anywhere">
+                      {a.error || '—'}
+                    </td>
+                  </tr>
+                )}
+              />
             ) : null}
           </li>
         ))}
