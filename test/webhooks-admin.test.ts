@@ -11,7 +11,7 @@ import { checkPublicUrl, isPublicAddress } from '../lib/ssrf.js';
 import { createSecretBox, createSecretCache, parseSecretKey } from '../services/webhooks/crypto.js';
 import { RETRY_WAITS_MS } from '../services/webhooks/defaults.js';
 import { createSender } from '../services/webhooks/delivery.js';
-import { retryAfterMs, retryDelayMs } from '../services/webhooks/worker.js';
+import { retryAfterMs, retryDelayMs } from '../services/webhooks/policy.js';
 import { downUrl, startReceiver } from './helpers/receiver.js';
 import { runSpool } from './helpers/spool.js';
 import {

@@ -10,16 +10,11 @@ import { ManualClock } from '../lib/clock.js';
 import { createPool, type Pool } from '../lib/db.js';
 import type { SpoolEvent } from '../lib/events.js';
 import { migrate } from '../lib/migrate.js';
+import type { ClaimedDelivery, ClaimInput } from '../services/webhooks/claims.js';
 import { createSecretBox, generateSecret } from '../services/webhooks/crypto.js';
 import { migrations } from '../services/webhooks/index.js';
-import {
-  type AttemptOutcomeInput,
-  type AttemptRecord,
-  type ClaimedDelivery,
-  type ClaimInput,
-  createWebhookStore,
-  type WebhookStore,
-} from '../services/webhooks/store.js';
+import type { AttemptOutcomeInput, AttemptRecord } from '../services/webhooks/outcomes.js';
+import { createWebhookStore, type WebhookStore } from '../services/webhooks/store.js';
 import { createTestDatabase, type TestDatabase } from './helpers/postgres.js';
 
 const test = anyTest as TestFn<{ db: TestDatabase; pool: Pool }>;

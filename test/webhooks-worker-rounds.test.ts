@@ -6,14 +6,11 @@
 import test from 'ava';
 import { ManualClock } from '../lib/clock.js';
 import { silentLogger } from '../lib/logger.js';
+import type { ClaimedDelivery, ClaimInput } from '../services/webhooks/claims.js';
 import { RETRY_WAITS_MS } from '../services/webhooks/defaults.js';
 import type { AttemptResult, Sender } from '../services/webhooks/delivery.js';
-import type {
-  AttemptOutcomeInput,
-  ClaimedDelivery,
-  ClaimInput,
-  Round,
-} from '../services/webhooks/store.js';
+import type { AttemptOutcomeInput } from '../services/webhooks/outcomes.js';
+import type { Round } from '../services/webhooks/rounds.js';
 import { DeliveryWorker } from '../services/webhooks/worker.js';
 
 interface RoundSeen {

@@ -1,12 +1,15 @@
 /**
  * The webhooks service's default settings, in a module of their own so that the configuration's
- * variables (cli/config.ts) and the benchmark read them without loading the service.
+ * variables (cli/config.ts) and the benchmark read them without loading the service. The retry
+ * policy (policy.ts) reads the settings these fill in.
  */
-import type { WebhooksSettings } from './index.js';
+import type { RetryPolicy } from './policy.js';
+import type { WebhooksSettings } from './settings.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
 
 /**
  * Spec §6: waits between the 8 attempts: 30 s, 2 min, 10 min, 30 min, 2 h, 6 h, 12 h. A delivery
@@ -21,6 +24,19 @@ export const RETRY_WAITS_MS: readonly number[] = [
   6 * HOUR,
   12 * HOUR,
 ];
+
+/** Each wait is lengthened by up to this fraction, at random, so retries do not arrive in step. */
+export const RETRY_JITTER = 0.1;
+
+/** An endpoint that fails every attempt this long is disabled. */
+export const FAILING_DISABLE_MS = 5 * DAY;
+
+/** The retry policy as the specification has it. */
+export const RETRY_POLICY: RetryPolicy = {
+  retryWaitsMs: RETRY_WAITS_MS,
+  jitter: RETRY_JITTER,
+  failingDisableMs: FAILING_DISABLE_MS,
+};
 
 export const WEBHOOK_DEFAULTS = {
   allowInsecure: false,

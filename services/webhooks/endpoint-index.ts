@@ -25,7 +25,7 @@
 import { type NatsConnection, onConnectionLost, subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import { ALL_EVENTS } from './store.js';
+import { ALL_EVENTS } from './endpoints.js';
 
 /**
  * The event types an organization's enabled endpoints chose, `*` included, each with how many

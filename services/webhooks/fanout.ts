@@ -18,7 +18,7 @@ import { GroupCommit } from '../../lib/group-commit.js';
 import type { Logger } from '../../lib/logger.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import type { EndpointIndex } from './endpoint-index.js';
-import type { FannedOut, WebhookStore } from './store.js';
+import type { FannedOut, FanoutStore } from './fanout-rows.js';
 import type { DeliveryWorker } from './worker.js';
 
 export const FANOUT_CONSUMER = 'webhooks-fanout';
@@ -36,7 +36,7 @@ export interface Fanout {
 
 export async function startFanout(deps: {
   nc: NatsConnection;
-  store: WebhookStore;
+  store: FanoutStore;
   index: EndpointIndex;
   logger: Logger;
   maxPayloadBytes: number;

@@ -15,51 +15,23 @@ import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { createSecretBox, createSecretCache } from './crypto.js';
+import { RETRY_JITTER } from './defaults.js';
 import { createSender, type Sender } from './delivery.js';
 import { EndpointIndex, followEndpointChanges } from './endpoint-index.js';
 import { type Fanout, startFanout } from './fanout.js';
 import { DeliveryLogSweeper } from './retention.js';
 import { createWebhooksServer } from './server.js';
+import type { WebhooksSettings } from './settings.js';
 import { createWebhookStore, type WebhookStore } from './store.js';
-import { DeliveryWorker, RETRY_JITTER } from './worker.js';
+import { DeliveryWorker } from './worker.js';
 
 export const migrations: MigrationSet = {
   service: 'webhooks',
   dir: fileURLToPath(new URL('./migrations', import.meta.url)),
 };
 
-/** What an operator may set (README's configuration table lists each variable). */
-export interface WebhooksSettings {
-  /** The AES-256 key secrets are encrypted under (`WEBHOOK_SECRET_KEY`). */
-  secretKey: Buffer;
-  /** Allow http:// and non-public addresses (`spool dev`, `SPOOL_WEBHOOKS_ALLOW_INSECURE`). */
-  allowInsecure: boolean;
-  /** Milliseconds a receiver has to answer (spec: 15 s). */
-  timeoutMs: number;
-  /** Waits between attempts (spec: 30 s … 12 h). */
-  retryWaitsMs: readonly number[];
-  /** How long the previous secret keeps signing after a rotation (24 h). */
-  rotationGraceMs: number;
-  /** Largest body sent; a larger event is logged as failed, unsent. */
-  maxPayloadBytes: number;
-  /** Attempts in flight at once, per replica. */
-  concurrency: number;
-  /** Attempts in flight at once to one endpoint, per replica. */
-  endpointConcurrency: number;
-  /** Attempts in flight at once to one organization's endpoints, per replica (half of all). */
-  orgConcurrency?: number;
-  /** How often the worker looks for due deliveries it was not told of. */
-  pollMs: number;
-  /**
-   * How long a claim holds a delivery; by default twice the timeout plus 30 s (an attempt may wait
-   * for one answer of its endpoint before it is sent).
-   */
-  leaseMs?: number;
-  /** Fraction by which waits are lengthened at random. */
-  jitter?: number;
-}
-
 export { WEBHOOK_DEFAULTS } from './defaults.js';
+export type { WebhooksSettings } from './settings.js';
 
 export interface WebhooksDeps {
   pool: pg.Pool;

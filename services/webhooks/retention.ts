@@ -5,15 +5,46 @@
  * row twice is harmless. Time comes from the injected clock, so tests move the clock and call
  * {@link DeliveryLogSweeper.runOnce} instead of waiting.
  */
+import type pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
+import { withTx } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
-import type { WebhookStore } from './store.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const BATCH = 500;
 
+/** The delivery log's deletions for retention. */
+export interface RetentionStore {
+  /**
+   * Deletes up to `limit` deliveries of any organization that finished before `cutoff`, with
+   * their attempts; answers how many went. A pending delivery (a resent one included) is never
+   * deleted.
+   */
+  deleteFinishedBefore(cutoff: Date, limit: number): Promise<number>;
+}
+
+export function createRetentionStore(pool: pg.Pool): RetentionStore {
+  return {
+    async deleteFinishedBefore(cutoff, limit) {
+      return withTx(pool, async (tx) => {
+        const { rows } = await tx.query<{ id: string }>(
+          `SELECT id FROM webhook_deliveries
+           WHERE state <> 'pending' AND finished_at < $1
+           ORDER BY finished_at LIMIT $2`,
+          [cutoff, limit],
+        );
+        const ids = rows.map((r) => r.id);
+        if (ids.length === 0) return 0;
+        await tx.query('DELETE FROM webhook_attempts WHERE delivery_id = ANY($1)', [ids]);
+        await tx.query('DELETE FROM webhook_deliveries WHERE id = ANY($1)', [ids]);
+        return ids.length;
+      });
+    },
+  };
+}
+
 export interface DeliveryLogSweeperDeps {
-  store: WebhookStore;
+  store: RetentionStore;
   /** The days a finished delivery is kept, from the installation's settings. */
   retentionDays: () => Promise<number>;
   clock: Clock;

@@ -11,7 +11,9 @@ import { requireUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
 import { checkPublicUrl } from '../../lib/ssrf.js';
 import { generateSecret } from './crypto.js';
-import { ALL_EVENTS, type DeliveryState, type WebhookStore } from './store.js';
+import type { DeliveryState } from './delivery-rows.js';
+import { ALL_EVENTS } from './endpoints.js';
+import type { WebhookStore } from './store.js';
 
 /**
  * The event types an endpoint may choose: every type of spec §6, `ping` included. Choosing `ping`
