@@ -2,7 +2,7 @@
  * What a job prints: checks that a document is what it claims to be, and renders templates.
  */
 import type { Template, TemplateField } from '../../gen/spool/v1/jobs.js';
-import { invalid } from '../../lib/errors.js';
+import { invalid, SpoolError } from '../../lib/errors.js';
 
 export const CONTENT_TYPES = ['application/pdf', 'application/octet-stream', 'text/plain'] as const;
 
@@ -14,6 +14,15 @@ export const TEMPLATE_KINDS: Record<string, string> = {
 };
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
+
+/** Refuses a document larger than `maxBytes`, `413 payload_too_large`. */
+export function checkSize(size: number, maxBytes: number, param: string): void {
+  if (size > maxBytes) {
+    throw new SpoolError('payload_too_large', `the document is larger than ${maxBytes} bytes`, {
+      param,
+    });
+  }
+}
 
 /**
  * Refuses a document that is not what its content type says, so that it is a 400 now rather than

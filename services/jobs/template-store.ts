@@ -8,6 +8,7 @@ import type { Template, TemplateField } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
 import { notFound } from '../../lib/errors.js';
 import { listOldestFirst } from '../../lib/paging.js';
+import { camelRow } from '../../lib/rows.js';
 
 // Columns are named rather than `*`: statements are prepared (lib/db.ts), and a prepared `*` fails
 // once a migration adds a column.
@@ -23,17 +24,8 @@ interface TemplateRow {
   created_at: Date;
 }
 
-function toTemplate(row: TemplateRow): Template {
-  return {
-    id: row.id,
-    orgId: row.org_id,
-    name: row.name,
-    kind: row.kind,
-    body: row.body,
-    fields: row.fields,
-    createdAt: row.created_at,
-  };
-}
+/** Every column of a template is a rename of its field. */
+const toTemplate = (row: TemplateRow): Template => camelRow(row);
 
 export interface TemplateStore {
   createTemplate(t: Omit<Template, 'id' | 'createdAt'>): Promise<Template>;
