@@ -166,14 +166,7 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     errors: LIST_ERRORS,
   }),
   'GET /admin/v1/orgs/:org/locations/:id': {
-    operationId: 'getLocation',
-    tag: 'Locations',
-    summary: 'A location',
-    success: {
-      status: 200,
-      description: 'the location',
-      schema: answer('location', LocationSchema),
-    },
+    ...(V1_OPERATIONS['GET /v1/orgs/:org/locations/:id'] as OperationSpec),
     errors: NOT_FOUND,
   },
   'PATCH /admin/v1/orgs/:org/locations/:id': {
