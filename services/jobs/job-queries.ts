@@ -4,27 +4,17 @@
  * organization.
  */
 import type pg from 'pg';
-import type { Job, JobEvent } from '../../gen/spool/v1/jobs.js';
+import type { Job, JobEvent, ListJobsRequest, ListJobsResponse } from '../../gen/spool/v1/jobs.js';
 import { notFound, SpoolError } from '../../lib/errors.js';
 import { decodeCursor, page } from '../../lib/paging.js';
 import { documentPastRetention, JOB_COLUMNS, type JobRow, toJob } from './job-rows.js';
 import { PENDING_STATUSES } from './machine.js';
 
-export interface JobFilters {
-  statuses: string[];
-  reference: string;
-  printerId: string;
-  stationId: string;
-  createdAfter: Date | undefined;
-  createdBefore: Date | undefined;
-}
-
-/** A page of jobs, newest first, and how many of the filtered jobs have each status. */
-export interface JobPage {
-  items: Job[];
-  nextCursor: string;
-  counts: Record<string, number>;
-}
+/** What a list of jobs may be narrowed by, as ListJobs asks. */
+export type JobFilters = Pick<
+  ListJobsRequest,
+  'statuses' | 'reference' | 'printerId' | 'stationId' | 'createdAfter' | 'createdBefore'
+>;
 
 export interface JobQueries {
   get(orgId: string, jobId: string): Promise<{ job: Job; events: JobEvent[] }>;
@@ -37,7 +27,13 @@ export interface JobQueries {
     jobId: string,
     use: 'serve' | 'reprint' | 'print',
   ): Promise<Job & { sealed: boolean }>;
-  list(orgId: string, filters: JobFilters, limit: number, cursor: string): Promise<JobPage>;
+  /** A page of jobs, newest first, and how many of the filtered jobs have each status. */
+  list(
+    orgId: string,
+    filters: JobFilters,
+    limit: number,
+    cursor: string,
+  ): Promise<ListJobsResponse>;
   /** The document kept with a job, or `undefined` when it lives in the object store. */
   inlineDocument(orgId: string, jobId: string): Promise<Buffer | undefined>;
   /** The jobs a station should have, oldest first. */

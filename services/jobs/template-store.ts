@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { Template, TemplateField } from '../../gen/spool/v1/jobs.js';
+import type { ListTemplatesResponse, Template, TemplateField } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
 import { notFound } from '../../lib/errors.js';
 import { listOldestFirst } from '../../lib/paging.js';
@@ -32,11 +32,7 @@ export interface TemplateStore {
   /** The organization's template, or `undefined` when it has none of that id. */
   getTemplate(orgId: string, id: string): Promise<Template | undefined>;
   /** A page of the organization's templates, oldest first. */
-  listTemplates(
-    orgId: string,
-    limit: number,
-    cursor: string,
-  ): Promise<{ items: Template[]; nextCursor: string }>;
+  listTemplates(orgId: string, limit: number, cursor: string): Promise<ListTemplatesResponse>;
   updateTemplate(t: Omit<Template, 'createdAt'>): Promise<Template>;
   deleteTemplate(orgId: string, id: string): Promise<void>;
 }

@@ -38,19 +38,7 @@ export function queryHandlers({
       ] as const) {
         if (value && !isUuid(value)) throw invalid(`${param} must be an id`, param);
       }
-      return store.list(
-        orgId,
-        {
-          statuses: req.statuses,
-          reference: req.reference,
-          printerId: req.printerId,
-          stationId: req.stationId,
-          createdAfter: req.createdAfter,
-          createdBefore: req.createdBefore,
-        },
-        pageLimit(req.limit),
-        req.cursor,
-      );
+      return store.list(orgId, req, pageLimit(req.limit), req.cursor);
     },
 
     async pendingJobs(req) {
