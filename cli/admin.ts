@@ -24,6 +24,14 @@ export interface AdminClient {
   request(method: string, path: string, body?: unknown): Promise<unknown>;
 }
 
+/** What every `spool admin` command is given to reach the gateway. */
+export interface AdminContext {
+  admin: AdminCall;
+  list: AdminList;
+  /** The client itself, for a command that sends several requests. */
+  client(): Promise<AdminClient>;
+}
+
 /** The gateway answered an error: `body` is its JSON, `hint` what to do where the body cannot say. */
 export class AdminError extends Error {
   readonly body: string;
