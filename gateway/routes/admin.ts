@@ -4,6 +4,7 @@
  */
 import { Router } from '@koa/router';
 import { type Static, Type } from '@sinclair/typebox';
+import type { CreateApiKeyRequest } from '../../gen/spool/v1/accounts.js';
 import { SCOPES } from '../../lib/credentials.js';
 import { invalid } from '../../lib/errors.js';
 import { ROLES } from '../../lib/roles.js';
@@ -68,6 +69,23 @@ export const CreateKeyBody = Type.Object(
 );
 
 export type CreateKey = Static<typeof CreateKeyBody>;
+
+/** The accounts request that creates the key a body asks for (operator and console alike). */
+export function createKeyRequest(orgId: string, req: CreateKey): CreateApiKeyRequest {
+  let expiresAt: Date | undefined;
+  if (typeof req.expires_at === 'string') {
+    expiresAt = parseRfc3339(req.expires_at);
+    if (!expiresAt) throw invalid('expires_at must be an RFC 3339 time', 'expires_at');
+  }
+  return {
+    orgId,
+    live: req.mode === 'live',
+    scopes: req.scopes,
+    expiresAt,
+    allowedIps: req.allowed_ips ?? [],
+    name: req.name ?? '',
+  };
+}
 
 export const CreateLocationBody = Type.Object(
   {
@@ -344,19 +362,9 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
 
   router.post('/orgs/:org/keys', setLocation(ADMIN_CREATED.key), async (ctx) => {
     const req = await body(ctx, CreateKeyBody, deps.bodyLimit);
-    let expiresAt: Date | undefined;
-    if (typeof req.expires_at === 'string') {
-      expiresAt = parseRfc3339(req.expires_at);
-      if (!expiresAt) throw invalid('expires_at must be an RFC 3339 time', 'expires_at');
-    }
-    const { key, secret } = await accounts.createApiKey({
-      orgId: ctx.params.org ?? '',
-      live: req.mode === 'live',
-      scopes: req.scopes,
-      expiresAt,
-      allowedIps: req.allowed_ips ?? [],
-      name: req.name ?? '',
-    });
+    const { key, secret } = await accounts.createApiKey(
+      createKeyRequest(ctx.params.org ?? '', req),
+    );
     ctx.status = 201;
     ctx.body = { key: keyView(key), secret };
   });
