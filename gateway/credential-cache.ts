@@ -93,9 +93,9 @@ export class CredentialCache<T extends object> {
   /** Forgets every accepted credential whose value `matches`; lookups under way are not kept. */
   evictWhere(matches: (value: T) => boolean): void {
     this.#epoch++;
-    for (const [id, entry] of this.#entries.entries()) {
-      if (matches(entry.value)) this.#entries.delete(id);
-    }
+    // Collected first: the cache's order is not to be changed while it is walked.
+    const gone = [...this.#entries.entries()].filter(([, entry]) => matches(entry.value));
+    for (const [id] of gone) this.#entries.delete(id);
   }
 
   /** Forgets every accepted credential (refusals stay: none of them can have become valid). */

@@ -21,7 +21,13 @@ import { answerClientError } from './errors.js';
 import { createEventStreams, type EventStreamOptions, type EventStreams } from './event-stream.js';
 import { followRevocations, KeyCache } from './key-cache.js';
 import { KeyUses } from './key-uses.js';
-import { kvCounter, localCounter, RATE_LIMIT_BUCKET, rateLimit } from './rate-limit.js';
+import {
+  kvCounter,
+  type LimitOptions,
+  localCounter,
+  RATE_LIMIT_BUCKET,
+  rateLimit,
+} from './rate-limit.js';
 import { followSessionRevocations, SessionCache } from './session-cache.js';
 import { createStatusChecker, type StatusSources } from './status.js';
 
@@ -137,37 +143,32 @@ export function createGateway(options: GatewayOptions): Gateway {
       (await options.backends.accounts.getSettings({}, { deadlineMs: 1_000 })).settings
         ?.statusNotice ?? '',
   });
-  const publicLimit = rateLimit({
-    counter: kvCounter(() =>
+  /** A limit of requests a minute of each client `identify` tells apart. */
+  const perMinute = (
+    counter: LimitOptions['counter'],
+    limit: number,
+    identify: LimitOptions['identify'],
+  ) => rateLimit({ counter, limit, windowMs: 60_000, clock: options.clock, identify, logger });
+  const publicLimit = perMinute(
+    kvCounter(() =>
       new Kvm(options.nc).create(RATE_LIMIT_BUCKET, {
         history: 1,
         ttl: 2 * 60_000,
         ...bucketPlacement(options.layout ?? SINGLE_REGION),
       }),
     ),
-    limit: options.publicRateLimit ?? 30,
-    windowMs: 60_000,
-    clock: options.clock,
-    identify: (ctx) => `ip_${ctx.ip}`,
-    logger,
-  });
-  const keyLimit = rateLimit({
-    counter: localCounter(),
-    limit: options.keyRateLimit ?? 6_000,
-    windowMs: 60_000,
-    clock: options.clock,
-    identify: (ctx) => ctx.state.key?.id,
-    logger,
-  });
+    options.publicRateLimit ?? 30,
+    (ctx) => `ip_${ctx.ip}`,
+  );
+  const keyLimit = perMinute(
+    localCounter(),
+    options.keyRateLimit ?? 6_000,
+    (ctx) => ctx.state.key?.id,
+  );
   // The console's API, per signed-in session, as `/v1` is per key.
-  const sessionLimit = rateLimit({
-    counter: localCounter(),
-    limit: options.keyRateLimit ?? 6_000,
-    windowMs: 60_000,
-    clock: options.clock,
-    identify: (ctx) => (ctx.state.session ? `session_${ctx.state.session.id}` : undefined),
-    logger,
-  });
+  const sessionLimit = perMinute(localCounter(), options.keyRateLimit ?? 6_000, (ctx) =>
+    ctx.state.session ? `session_${ctx.state.session.id}` : undefined,
+  );
   const app = createApp({
     status,
     publicLimit,

@@ -51,30 +51,36 @@ let made: SpoolMetrics | undefined;
 export function spoolMetrics(): SpoolMetrics {
   if (made) return made;
   const meter = metrics.getMeter('spool');
+  const seconds = (name: string, description: string, buckets: number[]) =>
+    meter.createHistogram(name, {
+      description,
+      unit: 's',
+      advice: { explicitBucketBoundaries: buckets },
+    });
   made = {
-    httpServerDuration: meter.createHistogram('http.server.request.duration', {
-      description: 'Duration of HTTP requests served by the gateway',
-      unit: 's',
-      advice: { explicitBucketBoundaries: LATENCY_BUCKETS_S },
-    }),
-    rpcServerDuration: meter.createHistogram('rpc.server.duration', {
-      description: 'Duration of gRPC calls served',
-      unit: 's',
-      advice: { explicitBucketBoundaries: LATENCY_BUCKETS_S },
-    }),
+    httpServerDuration: seconds(
+      'http.server.request.duration',
+      'Duration of HTTP requests served by the gateway',
+      LATENCY_BUCKETS_S,
+    ),
+    rpcServerDuration: seconds(
+      'rpc.server.duration',
+      'Duration of gRPC calls served',
+      LATENCY_BUCKETS_S,
+    ),
     jobTransitions: meter.createCounter('spool.job.transitions', {
       description: 'Job status transitions',
     }),
-    dispatchDuration: meter.createHistogram('spool.job.dispatch.duration', {
-      description: 'Time from a job being queued to its station acknowledging it (sent)',
-      unit: 's',
-      advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
-    }),
-    timeToPrint: meter.createHistogram('spool.job.print.duration', {
-      description: 'Time from a job being created to its station reporting it printed',
-      unit: 's',
-      advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
-    }),
+    dispatchDuration: seconds(
+      'spool.job.dispatch.duration',
+      'Time from a job being queued to its station acknowledging it (sent)',
+      WAIT_BUCKETS_S,
+    ),
+    timeToPrint: seconds(
+      'spool.job.print.duration',
+      'Time from a job being created to its station reporting it printed',
+      WAIT_BUCKETS_S,
+    ),
     consumerLag: meter.createObservableGauge('spool.consumer.lag', {
       description: 'Messages of a stream not yet delivered to its durable consumer',
       unit: '{message}',
@@ -97,11 +103,11 @@ export function spoolMetrics(): SpoolMetrics {
     agentPrints: meter.createCounter('spool.agent.prints', {
       description: 'Jobs the agent handed to a printer, by outcome',
     }),
-    agentPrintDuration: meter.createHistogram('spool.agent.print.duration', {
-      description: 'Time the printer backend took to print a job',
-      unit: 's',
-      advice: { explicitBucketBoundaries: WAIT_BUCKETS_S },
-    }),
+    agentPrintDuration: seconds(
+      'spool.agent.print.duration',
+      'Time the printer backend took to print a job',
+      WAIT_BUCKETS_S,
+    ),
   };
   return made;
 }
