@@ -15,7 +15,7 @@ import { addAuditCommand, addJobCommands } from './admin-job-commands.js';
 import { addKeyCommands, addOrgCommands, addPeopleCommands } from './admin-org-commands.js';
 import { addSettingsCommands } from './admin-settings-commands.js';
 import type { Row } from './admin-tables.js';
-import { usageExits } from './jobs-commands.js';
+import { usageExits } from './exits.js';
 import { writePage } from './table.js';
 import { addWebhookCommands } from './webhook-commands.js';
 

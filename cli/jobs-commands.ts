@@ -1,57 +1,23 @@
 /**
- * The integrator's commands: `spool jobs …`, `spool printers list`, `spool locations list` and
- * `spool key`, built on @spool/client with the API key of `SPOOL_API_KEY` against `SPOOL_URL`.
- * They print JSON by default (the API's answer) and a table with `--format table`. Exit codes for
- * scripts: 0 done (for `--wait` and `watch`: printed), 1 an API error or a job that failed or was
- * cancelled, 2 wrong usage.
+ * `spool jobs …`: create, list, follow and act on print jobs with the API key of `SPOOL_API_KEY`.
+ * They print JSON by default (the API's answer) and a table with `--format table`; `--wait` and
+ * `watch` exit 0 once the job printed and 1 if it failed or was cancelled.
  */
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { type Command, type CommanderError, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import {
   type CreateJobRequest,
   isFinished,
   type Job,
   JobNotPrintedError,
   type JobStatus,
-  type Location,
-  type Printer,
-  Spool,
-  SpoolApiError,
-  SpoolConnectionError,
+  type Spool,
   WaitTimeoutError,
 } from '../client/index.js';
-import type { Env } from '../lib/config.js';
+import { type ApiContext, positiveInt, print } from './api-context.js';
+import { EXIT, UsageError, usageExits } from './exits.js';
 import { type Format, formatOption, renderTable, writePage } from './table.js';
-
-/** Exit codes of these commands. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
-
-/**
- * Wrong usage of `cmd` or a command under it (an unknown option or command, a missing or bad
- * value) exits 2, so that a script tells it from an error the server answered (1); help asked for
- * exits 0. Commands added under it later inherit this.
- */
-export function usageExits<C extends Command>(cmd: C): C {
-  cmd.exitOverride((err: CommanderError) => {
-    process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage);
-  });
-  for (const sub of cmd.commands) usageExits(sub);
-  return cmd;
-}
-
-/** The Spool these commands talk to when `SPOOL_URL` is not set (`spool dev`'s port). */
-export const DEFAULT_SPOOL_URL = 'http://localhost:8080';
-
-/** Wrong usage found after parsing (a missing key, both FILE and --text): exit 2. */
-class UsageError extends Error {}
-
-function positiveInt(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1) {
-    throw new InvalidArgumentError('give a whole number of at least 1');
-  }
-  return Number(value);
-}
 
 const JOB_COLUMNS = [
   { header: 'id', value: (j: Job) => j.id },
@@ -63,10 +29,6 @@ const JOB_COLUMNS = [
   { header: 'created', value: (j: Job) => j.created_at },
   { header: 'detail', value: (j: Job) => j.status_detail },
 ];
-
-function print(format: Format, json: unknown, table: () => string): void {
-  process.stdout.write(format === 'table' ? table() : `${JSON.stringify(json, null, 2)}\n`);
-}
 
 function printJob(format: Format, job: Job): void {
   print(format, { job }, () => renderTable(JOB_COLUMNS, [job]));
@@ -129,54 +91,19 @@ function progress(job: Job): void {
 
 const FAILED: ReadonlySet<JobStatus> = new Set(['failed', 'cancelled']);
 
-/**
- * Adds the integrator's commands to `program`. `env` is read when a command runs:
- * `SPOOL_API_KEY` (required) and `SPOOL_URL` (default http://localhost:8080).
- */
-export function registerJobsCommands(program: Command, env: Env): void {
-  /** The running command's `--url`, which beats SPOOL_URL. */
-  let urlFlag: string | undefined;
-
-  function client(): Spool {
-    const apiKey = env.SPOOL_API_KEY;
-    if (!apiKey) {
-      throw new UsageError('set SPOOL_API_KEY to an API key (svc_live_… or svc_test_…)');
-    }
-    const baseUrl = urlFlag ?? (env.SPOOL_URL || DEFAULT_SPOOL_URL);
-    if (!/^https?:$/.test(URL.parse(baseUrl)?.protocol ?? '')) {
-      const source = urlFlag === undefined ? 'SPOOL_URL' : '--url';
-      throw new UsageError(`${source} must be an http or https URL, such as ${DEFAULT_SPOOL_URL}`);
-    }
-    return new Spool({ apiKey, baseUrl });
-  }
-
-  /** Runs a command's body, turning what it throws into the exit codes above. */
-  function run<A extends unknown[]>(body: (...args: A) => Promise<number | undefined>) {
-    return async (...args: A) => {
-      const command = args[args.length - 1] as Command;
-      try {
-        process.exitCode = (await body(...args)) ?? EXIT.ok;
-      } catch (err) {
-        if (err instanceof UsageError) command.error(`error: ${err.message}`, { exitCode: 2 });
-        if (err instanceof SpoolApiError) {
-          // The envelope as Spool sent it, so scripts can read code and param.
-          process.stderr.write(`${JSON.stringify(err.envelope)}\n`);
-        } else if (err instanceof SpoolConnectionError) {
-          process.stderr.write(
-            `spool: ${err.message}: is Spool running there, and is ${urlFlag === undefined ? 'SPOOL_URL' : '--url'} right?\n`,
-          );
-        } else {
-          throw err;
-        }
-        process.exitCode = EXIT.failed;
-      }
-    };
-  }
-
+/** Adds `spool jobs` and its commands to `program`. */
+export function addJobsCommands(program: Command, ctx: ApiContext): Command {
   const jobs = usageExits(program.command('jobs')).description(
     'print jobs: create, list, follow (SPOOL_API_KEY, SPOOL_URL or --url)',
   );
+  addCreateCommand(jobs, ctx);
+  addReadCommands(jobs, ctx);
+  addActionCommands(jobs, ctx);
+  return jobs;
+}
 
+/** `spool jobs create`, and with `--wait` its wait until printed. */
+function addCreateCommand(jobs: Command, { client, run }: ApiContext): void {
   jobs
     .command('create')
     .description('create a print job; prints {job}; with --wait, once it printed')
@@ -257,7 +184,10 @@ export function registerJobsCommands(program: Command, env: Env): void {
         },
       ),
     );
+}
 
+/** `spool jobs list` and `jobs get`. */
+function addReadCommands(jobs: Command, { client, run }: ApiContext): void {
   jobs
     .command('list')
     .description('list jobs, newest first; prints {items, next_cursor, counts}')
@@ -344,7 +274,10 @@ export function registerJobsCommands(program: Command, env: Env): void {
         return EXIT.ok;
       }),
     );
+}
 
+/** `spool jobs cancel`, `retry`, `reprint` and `watch`. */
+function addActionCommands(jobs: Command, { client, run }: ApiContext): void {
   for (const [name, description] of [
     ['cancel', 'cancel a scheduled, held, queued or sent job; prints {job}'],
     ['retry', 'queue a failed or held job again; prints {job}'],
@@ -395,106 +328,6 @@ export function registerJobsCommands(program: Command, env: Env): void {
         return last && isFinished(last) && !FAILED.has(last.status) ? EXIT.ok : EXIT.failed;
       }),
     );
-
-  const printers = usageExits(program.command('printers')).description(
-    "the organization's printers (SPOOL_API_KEY, SPOOL_URL or --url)",
-  );
-  printers
-    .command('list')
-    .description('list printers; prints {printers, next_cursor}')
-    .option('--station <id>', 'only the printers of this station')
-    .option('--location <id>', 'only the printers at this location')
-    .addOption(formatOption())
-    .action(
-      run(async (opts: { station?: string; location?: string; format: Format }) => {
-        const spool = client();
-        const query = {
-          ...(opts.station === undefined ? {} : { station_id: opts.station }),
-          ...(opts.location === undefined ? {} : { location_id: opts.location }),
-        };
-        const all: Printer[] = [];
-        for await (const printer of spool.printers.iterate(query)) all.push(printer);
-        print(opts.format, { printers: all, next_cursor: '' }, () =>
-          renderTable(
-            [
-              { header: 'id', value: (p: Printer) => p.id },
-              { header: 'name', value: (p: Printer) => p.name },
-              { header: 'status', value: (p: Printer) => p.status },
-              {
-                header: 'station online',
-                value: (p: Printer) => (p.station_online ? 'yes' : 'no'),
-              },
-              { header: 'station', value: (p: Printer) => p.station_id },
-              { header: 'detail', value: (p: Printer) => p.detail },
-            ],
-            all,
-          ),
-        );
-        return EXIT.ok;
-      }),
-    );
-
-  const locations = usageExits(program.command('locations')).description(
-    "the organization's locations (SPOOL_API_KEY, SPOOL_URL or --url)",
-  );
-  locations
-    .command('list')
-    .description('list locations; prints {locations, next_cursor}')
-    .addOption(formatOption())
-    .action(
-      run(async (opts: { format: Format }) => {
-        const all: Location[] = [];
-        for await (const location of client().locations.iterate()) all.push(location);
-        print(opts.format, { locations: all, next_cursor: '' }, () =>
-          renderTable(
-            [
-              { header: 'id', value: (l: Location) => l.id },
-              { header: 'name', value: (l: Location) => l.name },
-              { header: 'address', value: (l: Location) => l.address },
-              { header: 'timezone', value: (l: Location) => l.timezone },
-            ],
-            all,
-          ),
-        );
-        return EXIT.ok;
-      }),
-    );
-
-  const keyCommand = usageExits(program.command('key'))
-    .description('show the API key in SPOOL_API_KEY: its organization, mode and scopes')
-    .addOption(formatOption())
-    .action(
-      run(async (opts: { format: Format }) => {
-        const key = await client().key();
-        print(opts.format, key, () =>
-          renderTable(
-            [
-              { header: 'id', value: (k: typeof key) => k.id },
-              { header: 'org', value: (k: typeof key) => k.org_id },
-              { header: 'org name', value: (k: typeof key) => k.org_name },
-              { header: 'live', value: (k: typeof key) => k.live },
-              { header: 'scopes', value: (k: typeof key) => k.scopes.join(',') },
-            ],
-            [key],
-          ),
-        );
-        return EXIT.ok;
-      }),
-    );
-
-  const leaves = (cmd: Command): Command[] =>
-    cmd.commands.length === 0 ? [cmd] : cmd.commands.flatMap(leaves);
-  for (const top of [jobs, printers, locations, keyCommand]) {
-    for (const leaf of leaves(top)) {
-      leaf.option(
-        '--url <url>',
-        `where Spool answers (default SPOOL_URL, else ${DEFAULT_SPOOL_URL})`,
-      );
-    }
-    top.hook('preAction', (_top, action) => {
-      urlFlag = action.opts<{ url?: string }>().url;
-    });
-  }
 }
 
 /** `--wait`: progress on stderr, the job on stdout, 0 once printed and 1 otherwise. */

@@ -7,8 +7,8 @@ import type { Env } from '../lib/config.js';
 import { spoolVersion } from '../lib/version.js';
 import { addAdminCommands } from './admin-commands.js';
 import { addAgentCommands } from './agent.js';
+import { addApiCommands } from './api-commands.js';
 import { COMPONENTS, type Component } from './components.js';
-import { registerJobsCommands } from './jobs-commands.js';
 import { sealFile } from './seal.js';
 
 /** Builds the `spool` command: each group of commands comes from its own module. */
@@ -65,7 +65,7 @@ export function buildProgram(env: Env): Command {
     .action(async () => (await import('./serve.js')).runMigrate(env));
 
   addAdminCommands(program, env);
-  registerJobsCommands(program, env);
+  addApiCommands(program, env);
 
   return program;
 }
