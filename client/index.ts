@@ -48,28 +48,8 @@ export {
   IDEMPOTENCY_HEADER,
   type RetryOptions,
 } from './transport.js';
-export type {
-  CreateJobRequest,
-  ErrorEnvelope,
-  Job,
-  JobDocument,
-  JobEvent,
-  JobPage,
-  JobStatus,
-  JobWithEvents,
-  KeyInfo,
-  ListJobsQuery,
-  ListLocationsQuery,
-  ListPrintersQuery,
-  Location,
-  LocationPage,
-  Printer,
-  PrinterPage,
-  paths,
-  ReprintRequest,
-  Upload,
-  UploadType,
-} from './types.js';
+// Every shape of the API the client speaks, by the names the spec gives them.
+export type * from './types.js';
 export {
   FINISHED_STATUSES,
   isFinished,
