@@ -18,15 +18,19 @@ import { deletePrinter } from '../printer-deletion.js';
 import { booleanParam, listParams, rejectUnknownParams, single, timeParam } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
-import { CreateTemplateBody, stationLocation } from './admin.js';
+import {
+  CreateLocationBody,
+  CreateTemplateBody,
+  isTimeZone,
+  newName,
+  stationLocation,
+} from './admin.js';
 import { jobListView, jobWithEventsView, listJobsRequest } from './jobs.js';
 import { webhookView } from './webhooks.js';
 
 export const UpdateStationBody = Type.Object(
   {
-    name: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'a name of 1 to 200 characters' }),
-    ),
+    name: newName(),
     location_id: Type.Optional(
       Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
         description: 'the id of a location of the organization, or null for none',
@@ -43,21 +47,8 @@ export const UpdateStationBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const UpdateLocationBody = Type.Object(
-  {
-    name: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'a name of 1 to 200 characters' }),
-    ),
-    address: Type.Optional(Type.String({ maxLength: 200, description: 'at most 200 characters' })),
-    timezone: Type.Optional(
-      Type.String({
-        maxLength: 64,
-        description: 'an IANA time zone such as Europe/Berlin, or empty for none',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
+/** A location's changes: any of what it was created with. */
+export const UpdateLocationBody = Type.Partial(CreateLocationBody);
 
 const { name, kind, body: templateBody, fields } = CreateTemplateBody.properties;
 export const UpdateTemplateBody = Type.Object(
@@ -88,15 +79,6 @@ export function auditView(entry: AuditEntry) {
     user_agent: entry.userAgent,
     request_id: entry.requestId,
   };
-}
-
-function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 type Ctx = Context & { state: GatewayState; params: Record<string, string> };

@@ -137,20 +137,33 @@ export const CreateTemplateBody = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The path's organization, and the operator as the actor (no person), whom the accounts service
+ * lets do anything.
+ */
+const byOperator = (ctx: { params: Record<string, string | undefined> }) => ({
+  orgId: ctx.params.org ?? '',
+  actorPersonId: '',
+});
+
+/** A new name of a resource that can be renamed; absent, the name stays. */
+export const newName = () =>
+  Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'a name of 1 to 200 characters' }),
+  );
+
+/** A retention setting, in days. */
+const retentionDays = () =>
+  Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }));
+
 /** The highest public price, in cents: ten million of the currency. */
 const MAX_PRICE_CENTS = 1_000_000_000;
 
 export const SettingsBody = Type.Object(
   {
-    job_document_retention_days: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }),
-    ),
-    upload_retention_days: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }),
-    ),
-    webhook_delivery_retention_days: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 3650, description: 'days from 1 to 3650' }),
-    ),
+    job_document_retention_days: retentionDays(),
+    upload_retention_days: retentionDays(),
+    webhook_delivery_retention_days: retentionDays(),
     notice: Type.Optional(
       Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], {
         description: 'a notice on the public status page, or null for none',
@@ -279,7 +292,7 @@ export const InviteBody = Type.Object(
 export const ChangeRoleBody = Type.Object({ role: RoleSchema }, { additionalProperties: false });
 
 /** Whether `name` is a time zone of the IANA database that Node's Intl knows (aliases included). */
-function isTimeZone(name: string): boolean {
+export function isTimeZone(name: string): boolean {
   try {
     new Intl.DateTimeFormat('en', { timeZone: name });
     return true;
@@ -380,10 +393,9 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   router.post('/orgs/:org/invitations', setLocation(ADMIN_CREATED.invitation), async (ctx) => {
     const req = await body(ctx, InviteBody, deps.bodyLimit);
     const { invitation, token } = await accounts.createInvitation({
-      orgId: ctx.params.org ?? '',
+      ...byOperator(ctx),
       email: req.email,
       role: req.role,
-      actorPersonId: '',
     });
     ctx.status = 201;
     ctx.body = {
@@ -423,27 +435,24 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
   router.patch('/orgs/:org/people/:person_id', async (ctx) => {
     const req = await changes(ctx, ChangeRoleBody, deps.bodyLimit);
     const { member } = await accounts.changeRole({
-      orgId: ctx.params.org ?? '',
+      ...byOperator(ctx),
       personId: ctx.params.person_id ?? '',
       role: req.role,
-      actorPersonId: '',
     });
     ctx.body = { member: memberView(member) };
   });
 
   router.delete('/orgs/:org/people/:person_id', async (ctx) => {
     await accounts.removeMember({
-      orgId: ctx.params.org ?? '',
+      ...byOperator(ctx),
       personId: ctx.params.person_id ?? '',
-      actorPersonId: '',
     });
     ctx.status = 204;
   });
 
   router.get('/orgs/:org/invitations', async (ctx) => {
     const res = await accounts.listInvitations({
-      orgId: ctx.params.org ?? '',
-      actorPersonId: '',
+      ...byOperator(ctx),
       ...listParams(ctx.query),
     });
     ctx.body = { items: res.items.map(pendingInvitationView), next_cursor: res.nextCursor };
@@ -451,9 +460,8 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
 
   router.delete('/orgs/:org/invitations/:id', async (ctx) => {
     await accounts.revokeInvitation({
-      orgId: ctx.params.org ?? '',
+      ...byOperator(ctx),
       invitationId: ctx.params.id ?? '',
-      actorPersonId: '',
     });
     ctx.status = 204;
   });

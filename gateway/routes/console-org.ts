@@ -8,14 +8,13 @@ import { rfc3339 } from '../../lib/time.js';
 import { changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { rejectUnknownParams } from '../query.js';
+import { newName } from './admin.js';
 import { allStations } from './console-fleet.js';
 import type { ConsoleKit } from './console-kit.js';
 
 const OrgSettingsBody = Type.Object(
   {
-    name: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'a name of 1 to 200 characters' }),
-    ),
+    name: newName(),
     job_document_retention_days: Type.Optional(Type.Integer()),
     upload_retention_days: Type.Optional(Type.Integer()),
   },
