@@ -1,0 +1,71 @@
+/**
+ * The reports a station sends of a job attempt, `received` and `result`, and their sending again
+ * until the server accepts them (the journal remembers which it has).
+ */
+import type { AgentMessage } from '../gen/spool/v1/stations.js';
+import type { Logger } from '../lib/logger.js';
+import type { TraceCarrier } from '../lib/tracing.js';
+import type { Journal, JournalEntry } from './journal.js';
+
+/** Sends the reports of job attempts on the link. */
+export class JobReports {
+  readonly #journal: Journal;
+  readonly #send: (message: AgentMessage) => boolean;
+  readonly #logger: Logger;
+
+  /** `send` is false when no link is up: the journal keeps the report for later. */
+  constructor(journal: Journal, send: (message: AgentMessage) => boolean, logger: Logger) {
+    this.#journal = journal;
+    this.#send = send;
+    this.#logger = logger;
+  }
+
+  /** Sends every report the server has not accepted; a new link is up. */
+  resendUnaccepted(): void {
+    let sent = 0;
+    for (const entry of this.#journal.entries()) {
+      if (entry.state === 'withdrawn') continue;
+      if (!entry.receivedAccepted && this.received(entry)) sent += 1;
+      if (isFinal(entry) && !entry.resultAccepted && this.result(entry)) sent += 1;
+    }
+    if (sent > 0) this.#logger.info({ reports: sent }, 'sent again the reports not accepted');
+  }
+
+  /** Journals the attempt's end, printed or failed (`detail` says why), and reports it. */
+  async finish(
+    jobId: string,
+    attempt: number,
+    printed: boolean,
+    detail: string,
+    trace: TraceCarrier,
+  ): Promise<void> {
+    const entry = await this.#journal.record(jobId, attempt, printed ? 'printed' : 'failed', {
+      detail,
+    });
+    this.result(entry, trace);
+  }
+
+  /** Sends `received`; false when no link is up. */
+  received(entry: JournalEntry, trace: TraceCarrier = {}): boolean {
+    return this.#send({
+      received: { jobId: entry.jobId, attempt: entry.attempt, traceContext: trace },
+    });
+  }
+
+  /** Sends the attempt's `result` as the journal has it; false when no link is up. */
+  result(entry: JournalEntry, trace: TraceCarrier = {}): boolean {
+    return this.#send({
+      result: {
+        jobId: entry.jobId,
+        attempt: entry.attempt,
+        printed: entry.state === 'printed',
+        detail: entry.detail,
+        traceContext: trace,
+      },
+    });
+  }
+}
+
+function isFinal(entry: JournalEntry): boolean {
+  return entry.state === 'printed' || entry.state === 'failed';
+}
