@@ -11,12 +11,11 @@
  * written. Opening the journal, and appending many lines, rewrites it (temporary file, fsync,
  * rename) with one line per entry, leaving out settled entries older than the retention.
  */
-
-import type { FileHandle } from 'node:fs/promises';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { JournalFile, type JournalLine } from './journal-file.js';
 
 export type JobState = 'received' | 'printing' | 'printed' | 'failed' | 'withdrawn';
 export type ReportKind = 'received' | 'result';
@@ -60,16 +59,6 @@ export interface JournalOptions {
   retentionMs?: number;
 }
 
-interface Line {
-  at: string;
-  job: string;
-  attempt: number;
-  event: string;
-  printer?: string;
-  detail?: string;
-  ref?: string;
-}
-
 const DEFAULTS = { compactAfterLines: 10_000, retentionMs: 7 * 24 * 3600 * 1000 };
 
 export function journalKey(jobId: string, attempt: number): string {
@@ -82,28 +71,29 @@ export function isSettled(entry: JournalEntry): boolean {
   return (entry.state === 'printed' || entry.state === 'failed') && entry.resultAccepted;
 }
 
+/** The journal's entries, kept in memory and written through to its {@link JournalFile}. */
 export class Journal {
   readonly path: string;
-  readonly #dir: string;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #compactAfterLines: number;
   readonly #retentionMs: number;
   readonly #entries = new Map<string, JournalEntry>();
-  #handle: FileHandle | undefined;
-  #linesSinceCompaction = 0;
-  // Appends and rewrites happen one at a time, in the order they were asked for.
-  #tail: Promise<void> = Promise.resolve();
+  readonly #file: JournalFile;
   #closed = false;
   readonly #listeners: Array<() => void> = [];
+  /** The lines a rewrite keeps, read when it runs. */
+  readonly #snapshot = () => this.#lines();
 
   private constructor(dir: string, options: JournalOptions) {
-    this.#dir = dir;
     this.path = join(dir, JOURNAL_FILE);
     this.#clock = options.clock;
     this.#logger = options.logger;
-    this.#compactAfterLines = options.compactAfterLines ?? DEFAULTS.compactAfterLines;
     this.#retentionMs = options.retentionMs ?? DEFAULTS.retentionMs;
+    this.#file = new JournalFile(
+      dir,
+      this.path,
+      options.compactAfterLines ?? DEFAULTS.compactAfterLines,
+    );
   }
 
   /**
@@ -127,8 +117,7 @@ export class Journal {
       interrupted.push(entry);
     }
     // The rewrite also drops a torn last line from a crash mid-append.
-    await journal.#rewrite();
-    journal.#handle = await open(journal.path, 'a');
+    await journal.#file.start(journal.#snapshot);
     return { journal, interrupted };
   }
 
@@ -178,12 +167,12 @@ export class Journal {
     else entry.ref = extra.ref;
     if (extra.printer !== undefined) entry.printer = extra.printer;
     entry.updatedAt = at;
-    const line: Line = { at: at.toISOString(), job: jobId, attempt, event: state };
+    const line: JournalLine = { at: at.toISOString(), job: jobId, attempt, event: state };
     if (extra.printer !== undefined) line.printer = extra.printer;
     if (extra.detail) line.detail = extra.detail;
     if (extra.ref !== undefined) line.ref = extra.ref;
     const result = entry;
-    return this.#append([line], true).then(() => {
+    return this.#file.append([line], true, this.#snapshot).then(() => {
       for (const listener of this.#listeners) listener();
       return result;
     });
@@ -197,78 +186,35 @@ export class Journal {
     if (kind === 'received') entry.receivedAccepted = true;
     else entry.resultAccepted = true;
     const at = this.#clock.now();
-    await this.#append(
+    await this.#file.append(
       [{ at: at.toISOString(), job: jobId, attempt, event: `accepted_${kind}` }],
       false,
+      this.#snapshot,
     );
   }
 
   /** Rewrites the file now (it also happens on open and after many appends). */
   compact(): Promise<void> {
-    return this.#enqueue(async () => {
-      await this.#handle?.close();
-      this.#handle = undefined;
-      await this.#rewrite();
-      this.#handle = await open(this.path, 'a');
-    });
+    return this.#file.compact(this.#snapshot);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#enqueue(async () => {
-      await this.#handle?.close();
-      this.#handle = undefined;
-    });
-  }
-
-  #append(lines: Line[], durable: boolean): Promise<void> {
-    return this.#enqueue(async () => {
-      if (!this.#handle) throw new Error('the journal is closed');
-      await this.#handle.appendFile(lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
-      if (durable) await this.#handle.sync();
-      this.#linesSinceCompaction += lines.length;
-      if (this.#linesSinceCompaction >= this.#compactAfterLines) {
-        await this.#handle.close();
-        this.#handle = undefined;
-        await this.#rewrite();
-        this.#handle = await open(this.path, 'a');
-      }
-    });
-  }
-
-  #enqueue(work: () => Promise<void>): Promise<void> {
-    const run = this.#tail.then(work);
-    // One failed write must not stop the ones after it; its caller gets the error.
-    this.#tail = run.catch(() => {});
-    return run;
+    await this.#file.close();
   }
 
   async #load(): Promise<void> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
-    let bad = 0;
-    for (const raw of text.split('\n')) {
-      if (raw.trim() === '') continue;
-      let line: Line;
-      try {
-        line = JSON.parse(raw) as Line;
-      } catch {
-        bad += 1;
-        continue;
-      }
+    const { lines, unreadable } = await this.#file.read();
+    let bad = unreadable;
+    for (const line of lines) {
       if (!this.#apply(line)) bad += 1;
     }
     if (bad > 0)
       this.#logger.warn({ path: this.path, lines: bad }, 'skipped unreadable journal lines');
   }
 
-  #apply(line: Line): boolean {
+  #apply(line: JournalLine): boolean {
     if (typeof line.job !== 'string' || typeof line.attempt !== 'number') return false;
     const at = new Date(line.at);
     if (Number.isNaN(at.getTime())) return false;
@@ -301,10 +247,10 @@ export class Journal {
     return true;
   }
 
-  /** Writes every entry worth keeping to a temporary file, flushes it and renames it into place. */
-  async #rewrite(): Promise<void> {
+  /** Every entry worth keeping, as lines; settled entries older than the retention are dropped. */
+  #lines(): JournalLine[] {
     const cutoff = this.#clock.now().getTime() - this.#retentionMs;
-    const lines: string[] = [];
+    const lines: JournalLine[] = [];
     for (const [key, entry] of this.#entries) {
       if (isSettled(entry) && entry.updatedAt.getTime() < cutoff) {
         this.#entries.delete(key);
@@ -312,41 +258,13 @@ export class Journal {
       }
       const at = entry.updatedAt.toISOString();
       const base = { at, job: entry.jobId, attempt: entry.attempt };
-      const state: Line = { ...base, event: entry.state, printer: entry.printer };
+      const state: JournalLine = { ...base, event: entry.state, printer: entry.printer };
       if (entry.detail) state.detail = entry.detail;
       if (entry.ref !== undefined) state.ref = entry.ref;
-      lines.push(JSON.stringify(state));
-      if (entry.receivedAccepted)
-        lines.push(JSON.stringify({ ...base, event: 'accepted_received' }));
-      if (entry.resultAccepted) lines.push(JSON.stringify({ ...base, event: 'accepted_result' }));
+      lines.push(state);
+      if (entry.receivedAccepted) lines.push({ ...base, event: 'accepted_received' });
+      if (entry.resultAccepted) lines.push({ ...base, event: 'accepted_result' });
     }
-    const temp = `${this.path}.${process.pid}.tmp`;
-    const handle = await open(temp, 'w', 0o600);
-    try {
-      await handle.writeFile(lines.map((l) => `${l}\n`).join(''));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    try {
-      await rename(temp, this.path);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
-    await syncDir(this.#dir);
-    this.#linesSinceCompaction = 0;
-  }
-}
-
-/** Flushes a directory so a rename in it survives a power cut. */
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch {
-    // Some file systems cannot fsync a directory; the rename is then as durable as they make it.
-  } finally {
-    await handle.close();
+    return lines;
   }
 }
