@@ -45,13 +45,22 @@ interface KeyRow {
   created_at: Date;
 }
 
-export function createIdempotencyStore(pool: pg.Pool, clock: Clock) {
+/** The Idempotency-Key claims of an organization's requests (spec §4). */
+export interface IdempotencyStore {
+  /**
+   * Claims `key` for a request with this fingerprint. A key seen within 24 hours with another
+   * request is a 409 naming it; one whose request finished answers what it answered; one whose
+   * request is still running is `in_progress` until its claim goes stale.
+   */
+  claim(orgId: string, key: string, fingerprint: string): Promise<ClaimResult>;
+  /** Records the answer of a claimed request; a no-op once the claim is completed or taken over. */
+  complete(orgId: string, claim: Claim, status: number, body: Buffer): Promise<void>;
+  /** Frees a claim whose request failed without an answer worth keeping, so a retry does the work. */
+  release(orgId: string, claim: Claim): Promise<void>;
+}
+
+export function createIdempotencyStore(pool: pg.Pool, clock: Clock): IdempotencyStore {
   return {
-    /**
-     * Claims `key` for a request with this fingerprint. A key seen within 24 hours with another
-     * request is a 409 naming it; one whose request finished answers what it answered; one whose
-     * request is still running is `in_progress` until its claim goes stale.
-     */
     async claim(orgId: string, key: string, fingerprint: string): Promise<ClaimResult> {
       return withTx(pool, async (tx) => {
         const now = clock.now();
@@ -93,7 +102,6 @@ export function createIdempotencyStore(pool: pg.Pool, clock: Clock) {
       });
     },
 
-    /** Records the answer of a claimed request; a no-op once the claim is completed or taken over. */
     async complete(orgId: string, c: Claim, status: number, body: Buffer): Promise<void> {
       await withTx(pool, (tx) =>
         tx.query(
@@ -104,7 +112,6 @@ export function createIdempotencyStore(pool: pg.Pool, clock: Clock) {
       );
     },
 
-    /** Frees a claim whose request failed without an answer worth keeping, so a retry does the work. */
     async release(orgId: string, c: Claim): Promise<void> {
       await withTx(pool, (tx) =>
         tx.query(
@@ -115,8 +122,6 @@ export function createIdempotencyStore(pool: pg.Pool, clock: Clock) {
     },
   };
 }
-
-export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;
 
 /** A claim a creation completes: its job, and the answer the gateway gives (`201 {job}`). */
 export interface ClaimCompletion {
