@@ -1,5 +1,8 @@
 /** The console: sign in, then the organization's pages under /console/. */
-import './style.css';
+import './styles/base.css';
+import './styles/shell.css';
+import './styles/content.css';
+import './styles/phones.css';
 import type { JSX } from 'preact';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
