@@ -6,7 +6,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Scope } from '../../lib/credentials.js';
 import { isSpoolError, SpoolError } from '../../lib/errors.js';
-import { EVENT_TYPES } from '../../lib/events.js';
+import { PUBLISHED_EVENT_TYPES } from '../../lib/events.js';
 import { type KeyAuthOptions, requireOwnOrg, requireScope } from '../auth.js';
 import type { EventStreams } from '../event-stream.js';
 import { parseEventId } from '../event-stream.js';
@@ -50,7 +50,7 @@ function stillAllowed(
 }
 
 /** The types a stream can carry: every type of spec §6 a webhook delivers (not `ping`). */
-export const STREAM_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping');
+const STREAM_EVENT_TYPES = PUBLISHED_EVENT_TYPES;
 
 /** `types=job.printed,job.failed`: a set of known types, or undefined for all. */
 export function parseTypes(text: string | undefined): ReadonlySet<string> | undefined {
