@@ -311,10 +311,13 @@ test('an agent that kept its journal in ./.spool-agent, the old default, is not 
     PATH: process.env.PATH ?? '',
     HOME: join(dir, 'home'),
     XDG_STATE_HOME: join(dir, 'state'),
+    // The default state directory, as systemd would give it: as root it is otherwise the machine's
+    // own /var/lib/spool-agent, which an agent run on this machine may have filled.
+    STATE_DIRECTORY: join(dir, 'state', 'spool-agent'),
     SPOOL_DEVICE_TOKEN: 'svc_dev_x',
   };
   const args = [bin, 'agent', '--server', '127.0.0.1:1', '--printer', `desk=file:${dir}`];
-  const refused = await runProcess(process.execPath, args, env, { cwd: dir });
+  const refused = await runProcess(process.execPath, args, env, { cwd: dir, timeoutMs: 60_000 });
   t.is(refused.code, 1);
   t.regex(refused.stderr, /\.spool-agent holds a journal from an agent that kept its state there/);
   t.regex(refused.stderr, /give --state-dir \.spool-agent, so that no job prints twice/);

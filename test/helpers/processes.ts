@@ -78,10 +78,16 @@ export async function runProcess(
   command: string,
   args: string[],
   env: Record<string, string>,
-  options: { cwd?: string } = {},
+  /** `timeoutMs`: the process is killed past it, so a test that waits for an exit never hangs. */
+  options: { cwd?: string; timeoutMs?: number } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(command, args, { env, ...options });
+    const { stdout, stderr } = await exec(command, args, {
+      env,
+      cwd: options.cwd,
+      timeout: options.timeoutMs ?? 0,
+      killSignal: 'SIGKILL',
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
