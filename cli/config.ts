@@ -2,6 +2,8 @@
  * The environment variables each `spool` command reads, declared once. README's configuration table
  * lists the same variables.
  */
+
+import { DEFAULT_EVENT_STREAM_OPTIONS, type StreamLimits } from '../gateway/event-stream.js';
 import { type BusLayout, REGION_PATTERN, SINGLE_REGION } from '../lib/bus.js';
 import {
   address,
@@ -132,6 +134,19 @@ const gatewayOnly = {
     min: 0,
     max: 10_000_000,
   }),
+  streamsPerCredential: int('STREAMS_PER_CREDENTIAL', {
+    description:
+      'event streams one API key or signed-in person may hold open at once on one gateway replica',
+    default: DEFAULT_EVENT_STREAM_OPTIONS.streamsPerCredential,
+    min: 1,
+    max: 1_000_000,
+  }),
+  streamsPerOrg: int('STREAMS_PER_ORG', {
+    description: 'event streams of one organization open at once on one gateway replica',
+    default: DEFAULT_EVENT_STREAM_OPTIONS.streamsPerOrg,
+    min: 1,
+    max: 1_000_000,
+  }),
   publicUrl: {
     ...url('PUBLIC_URL', ['http', 'https'], {
       description:
@@ -155,6 +170,17 @@ const documents = {
     max: 64 * 1024 * 1024,
   }),
 };
+
+/** The bounds on open event streams a gateway takes from its configuration. */
+export function streamLimitsOf(config: {
+  streamsPerCredential: number;
+  streamsPerOrg: number;
+}): StreamLimits {
+  return {
+    streamsPerCredential: config.streamsPerCredential,
+    streamsPerOrg: config.streamsPerOrg,
+  };
+}
 
 /** UPLOAD_QUOTA_BYTES, read by the jobs service alone. */
 function uploadQuota(): Variable<number> {

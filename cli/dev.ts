@@ -16,7 +16,7 @@ import { serveMetrics, telemetry } from '../lib/telemetry.js';
 import { spoolVersion } from '../lib/version.js';
 import type { ServerKeys } from '../services/jobs/server.js';
 import { generateSecretKey, parseSecretKey } from '../services/webhooks/crypto.js';
-import { busLayoutOf, devConfig } from './config.js';
+import { busLayoutOf, devConfig, streamLimitsOf } from './config.js';
 import { checkPortsFree } from './ports.js';
 import { webhookSettings } from './serve.js';
 import { onShutdown } from './shutdown.js';
@@ -134,6 +134,7 @@ export async function runDev(env: Env): Promise<void> {
     keyCacheTtlMs: config.keyCacheTtlMs,
     publicRateLimit: config.publicRateLimit,
     keyRateLimit: config.keyRateLimit,
+    eventStreams: streamLimitsOf(config),
     // On a laptop, documents may come from local servers (DESIGN §5).
     fetchAllowInsecure: true,
     serverKeys: await devServerKeys(config.serverPrivateKey, config.serverPreviousKeys, dataDir),

@@ -44,6 +44,7 @@ import {
   jobsConfig,
   migrateConfig,
   stationsConfig,
+  streamLimitsOf,
   webhooksConfig,
 } from './config.js';
 import { checkPortsFree, type PlannedListener } from './ports.js';
@@ -225,6 +226,7 @@ async function serveGateway(env: Env): Promise<void> {
     health,
     publicRateLimit: config.publicRateLimit,
     keyRateLimit: config.keyRateLimit,
+    eventStreams: streamLimitsOf(config),
     logger,
     clock: systemClock,
     // While a rotation is under way, the token being replaced is accepted too.

@@ -100,7 +100,7 @@ export interface SystemOptions {
   publicUrl?: string | undefined;
   /** Session expiry, invitation lifetime and sign-in limits of the accounts service. */
   sessions?: Partial<SessionSettings>;
-  /** The gateways' event streams: keep-alive interval and per-client buffer. */
+  /** The gateways' event streams: keep-alive interval, per-client buffer, bounds on open ones. */
   eventStreams?: Partial<EventStreamOptions>;
 }
 

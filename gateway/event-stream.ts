@@ -33,13 +33,26 @@ export interface EventStreamOptions {
   bufferBytes: number;
   /** Longest a new stream waits for this process's feed to start before answering 503. */
   readyTimeoutMs: number;
+  /**
+   * Streams one key or signed-in person (STREAMS_PER_CREDENTIAL), and one organization
+   * (STREAMS_PER_ORG), may hold open at once on this replica. A stream holds a connection for as
+   * long as the client likes; without a bound, one key could take every file descriptor of a
+   * replica, one request a stream.
+   */
+  streamsPerCredential: number;
+  streamsPerOrg: number;
 }
 
 export const DEFAULT_EVENT_STREAM_OPTIONS: EventStreamOptions = {
   keepAliveMs: 15_000,
   bufferBytes: 1024 * 1024,
   readyTimeoutMs: 5_000,
+  streamsPerCredential: 20,
+  streamsPerOrg: 100,
 };
+
+/** The bounds on open streams a replica enforces when a stream is asked for. */
+export type StreamLimits = Pick<EventStreamOptions, 'streamsPerCredential' | 'streamsPerOrg'>;
 
 export interface OpenStream {
   orgId: string;
@@ -66,6 +79,8 @@ export interface EventStreams {
   recheck(): void;
   /** Open streams, for metrics and tests. */
   readonly size: number;
+  /** How many may be open at once, by key or person and by organization. */
+  readonly limits: StreamLimits;
   /** Resolves once the feed reads `EVENTS`; rejects after `readyTimeoutMs`. */
   ready(): Promise<void>;
   /** Ends every stream cleanly (clients reconnect elsewhere) and stops the feed. */
@@ -168,6 +183,10 @@ export function createEventStreams(deps: {
   return {
     get size() {
       return count;
+    },
+    limits: {
+      streamsPerCredential: options.streamsPerCredential,
+      streamsPerOrg: options.streamsPerOrg,
     },
     ready,
     async open(stream) {

@@ -61,7 +61,7 @@ export interface GatewayOptions {
   /** Session expiry: unused for this long (default 12 hours), or this long after sign-in (7 days). */
   sessionIdleMs?: number;
   sessionAbsoluteMs?: number;
-  /** Keep-alive interval and per-client buffer of the event streams. */
+  /** Keep-alive interval, per-client buffer and bounds on open streams of the event streams. */
   eventStreams?: Partial<EventStreamOptions>;
 }
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { accountsConfig, gatewayConfig, webhooksConfig } from '../cli/config.js';
+import { accountsConfig, gatewayConfig, streamLimitsOf, webhooksConfig } from '../cli/config.js';
 import { ConfigError, readConfig } from '../lib/config.js';
 
 test('every missing and bad variable is named at once', (t) => {
@@ -112,4 +112,26 @@ test('service addresses take host:port or a gRPC target naming several replicas'
       refused,
     );
   }
+});
+
+test("the gateway's bounds on open event streams default to 20 a key and 100 an organization, and can be set", (t) => {
+  const base = {
+    NATS_URL: 'nats://nats:4222',
+    SPOOL_ADMIN_TOKEN: 'an-operator-token-of-some-length',
+    ACCOUNTS_ADDR: 'spool-accounts:50051',
+    JOBS_ADDR: 'spool-jobs:50051',
+    STATIONS_ADDR: 'spool-stations:50051',
+    WEBHOOKS_ADDR: 'spool-webhooks:50051',
+  };
+  const defaults = readConfig(base, gatewayConfig);
+  t.deepEqual(streamLimitsOf(defaults), { streamsPerCredential: 20, streamsPerOrg: 100 });
+  const set = readConfig(
+    { ...base, STREAMS_PER_CREDENTIAL: '1000', STREAMS_PER_ORG: '1000' },
+    gatewayConfig,
+  );
+  t.deepEqual(streamLimitsOf(set), { streamsPerCredential: 1000, streamsPerOrg: 1000 });
+  const err = t.throws(() =>
+    readConfig({ ...base, STREAMS_PER_CREDENTIAL: '0' }, gatewayConfig),
+  ) as ConfigError;
+  t.regex(err.message, /STREAMS_PER_CREDENTIAL must be/);
 });

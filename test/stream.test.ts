@@ -25,10 +25,20 @@ interface Ctx {
 const test = anyTest as TestFn<Ctx>;
 const KEEP_ALIVE_MS = 300;
 const BUFFER_BYTES = 256 * 1024;
+/** Lowered from the defaults (20 and 100), as STREAMS_PER_CREDENTIAL and STREAMS_PER_ORG do. */
+const STREAMS_PER_CREDENTIAL = 4;
+const STREAMS_PER_ORG = 8;
 
 test.before(async (t) => {
   const [org, receiver] = await Promise.all([
-    startPrintingOrg({ eventStreams: { keepAliveMs: KEEP_ALIVE_MS, bufferBytes: BUFFER_BYTES } }),
+    startPrintingOrg({
+      eventStreams: {
+        keepAliveMs: KEEP_ALIVE_MS,
+        bufferBytes: BUFFER_BYTES,
+        streamsPerCredential: STREAMS_PER_CREDENTIAL,
+        streamsPerOrg: STREAMS_PER_ORG,
+      },
+    }),
     startReceiver(),
   ]);
   t.context = { org, receiver };
@@ -157,12 +167,14 @@ test.serial("another organization's stream hears none of these events", async (t
 });
 
 test.serial(
-  'one key holds at most 20 streams open at once; the 21st answers 429, and a closed one frees its place',
+  `a lowered STREAMS_PER_CREDENTIAL is honoured: one key holds at most ${STREAMS_PER_CREDENTIAL} streams open at once, one more answers 429, and a closed one frees its place`,
   async (t) => {
     const { org } = t.context;
     const { secret } = await createKey(org.sys.url, org.orgId, { scopes: ['jobs:read'] });
     const streams = await Promise.all(
-      Array.from({ length: 20 }, () => openStream(streamUrl(t), { token: secret })),
+      Array.from({ length: STREAMS_PER_CREDENTIAL }, () =>
+        openStream(streamUrl(t), { token: secret }),
+      ),
     );
     t.teardown(() => {
       for (const s of streams) s.close();
@@ -172,7 +184,10 @@ test.serial(
     t.is(refused.status, 429);
     const body = JSON.parse(await refused.body()) as ErrorBody;
     t.is(body.error.code, 'rate_limited');
-    t.regex(body.error.message, /at most 20 event streams of one key/);
+    t.regex(
+      body.error.message,
+      new RegExp(`at most ${STREAMS_PER_CREDENTIAL} event streams of one key`),
+    );
     t.is(refused.headers['retry-after'], '5');
     // Another key of the organization is not held back by this one's.
     const other = await openStream(streamUrl(t), { token: org.key });
@@ -187,6 +202,37 @@ test.serial(
       },
     );
     again.close();
+  },
+);
+
+test.serial(
+  `a lowered STREAMS_PER_ORG is honoured: one organization holds at most ${STREAMS_PER_ORG} streams open at once, whichever keys opened them`,
+  async (t) => {
+    const { org } = t.context;
+    // An organization of its own, so that no stream of another test counts.
+    const orgId = await createOrg(org.sys.url, 'Busy Print');
+    const keys = await Promise.all(
+      [1, 2, 3].map(
+        async () => (await createKey(org.sys.url, orgId, { scopes: ['jobs:read'] })).secret,
+      ),
+    );
+    const streams = await Promise.all(
+      Array.from({ length: STREAMS_PER_ORG }, (_, i) =>
+        openStream(streamUrl(t, orgId), { token: keys[i % 2] as string }),
+      ),
+    );
+    t.teardown(() => {
+      for (const s of streams) s.close();
+    });
+    t.true(streams.every((s) => s.status === 200));
+    const refused = await openStream(streamUrl(t, orgId), { token: keys[2] as string });
+    t.is(refused.status, 429);
+    const body = JSON.parse(await refused.body()) as ErrorBody;
+    t.is(body.error.code, 'rate_limited');
+    t.regex(
+      body.error.message,
+      new RegExp(`at most ${STREAMS_PER_ORG} event streams of one organization`),
+    );
   },
 );
 

@@ -82,14 +82,6 @@ export const STREAM_QUERY = {
   },
 } as const satisfies QuerySpec;
 
-/**
- * Streams one key or signed-in person, and one organization, may hold open at once on a gateway
- * replica. A stream holds a connection for as long as the client likes; without a bound, one key
- * could take every file descriptor of a replica, one request a stream.
- */
-export const MAX_STREAMS_PER_CREDENTIAL = 20;
-export const MAX_STREAMS_PER_ORG = 100;
-
 /** Counts open streams by a name; `take` refuses past `max`, the release comes with the close. */
 class OpenCounts {
   readonly #counts = new Map<string, number>();
@@ -143,18 +135,19 @@ export function streamHandlers(deps: {
       const orgId = orgOf(ctx);
       const credential = `credential:${ctx.state.key?.id ?? ''}`;
       const org = `org:${orgId}`;
-      if (!open.take(credential, MAX_STREAMS_PER_CREDENTIAL)) {
+      const { streamsPerCredential, streamsPerOrg } = deps.events.limits;
+      if (!open.take(credential, streamsPerCredential)) {
         throw new SpoolError(
           'rate_limited',
-          `at most ${MAX_STREAMS_PER_CREDENTIAL} event streams of one key or signed-in person are open at once; close one`,
+          `at most ${streamsPerCredential} event streams of one key or signed-in person are open at once; close one`,
           { retryAfter: 5 },
         );
       }
-      if (!open.take(org, MAX_STREAMS_PER_ORG)) {
+      if (!open.take(org, streamsPerOrg)) {
         open.release(credential);
         throw new SpoolError(
           'rate_limited',
-          `at most ${MAX_STREAMS_PER_ORG} event streams of one organization are open at once; close one`,
+          `at most ${streamsPerOrg} event streams of one organization are open at once; close one`,
           { retryAfter: 5 },
         );
       }
