@@ -230,7 +230,7 @@ async function main(): Promise<void> {
           '`spool serve` gateway, accounts, jobs ×2, stations, webhooks on a fresh database (`spool migrate`) and a nats-server of their own, KEY_RATE_LIMIT=0, LOG_LEVEL=warn, other settings default',
         agents: options.agents,
         'fleet links': options.fleetStations,
-        'event streams': `${STREAMS} on a gateway of their own, ${STREAM_JOB_RATE} jobs/s`,
+        'event streams': `${STREAMS} on a gateway of their own (STREAMS_PER_CREDENTIAL and STREAMS_PER_ORG ${STREAMS}), ${STREAM_JOB_RATE} jobs/s`,
         regions: `${REGIONS_RATE} jobs/s through region a, regions ${REGION_DELAY_MS} ms apart one way, each region's services in one process`,
         postgres: servers.postgresSettings,
         redis: 'appendonly yes, appendfsync always, no snapshots',

@@ -54,9 +54,10 @@ export interface Servers {
   startStations: (() => Promise<StationsProcess>) | undefined;
   /**
    * Starts a gateway of its own (`spool serve gateway`) in front of `spool dev`'s services, so
-   * that its memory and CPU are the gateway's alone; undefined when Spool was given.
+   * that its memory and CPU are the gateway's alone, with `env` beside the harness's own settings;
+   * undefined when Spool was given.
    */
-  startGateway: (() => Promise<GatewayProcess>) | undefined;
+  startGateway: ((env?: Record<string, string>) => Promise<GatewayProcess>) | undefined;
   /**
    * Starts Spool as production runs it (bench/deployment.ts), on a fresh database of the same
    * PostgreSQL; undefined when Spool was given.
@@ -249,7 +250,7 @@ export async function startServers(
           },
         };
       },
-      startGateway: async () => {
+      startGateway: async (env = {}) => {
         const gatewayPort = await freePort();
         const gateway = spawnSpool(
           ['serve', 'gateway'],
@@ -264,6 +265,7 @@ export async function startServers(
             SPOOL_ADMIN_TOKEN: adminToken,
             KEY_RATE_LIMIT: '0',
             LOG_LEVEL: 'info',
+            ...env,
           },
           profiling,
         );
