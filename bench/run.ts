@@ -23,7 +23,7 @@ import type { BullmqApi } from './peer/bullmq.js';
 import { renderChart, type Series } from './report/chart.js';
 import type { Figure } from './report/figures.js';
 import { type Results, resultsMarkdown, tableMarkdown } from './report/markdown.js';
-import { runE2e, WINDOW } from './scenarios/e2e.js';
+import { probeE2eRate, runE2e, WINDOW } from './scenarios/e2e.js';
 import { runFanout } from './scenarios/fanout.js';
 import { runFixedRate } from './scenarios/fixed-rate.js';
 import { runFleet } from './scenarios/fleet.js';
@@ -55,14 +55,12 @@ async function measure(
   const needsOrgs = options.only.some((s) => !['fleet', 'regions', 'production'].includes(s));
   const orgs = needsOrgs ? await setUpOrgs(ctx) : undefined;
 
-  let ingestRate: number | undefined;
   let e2eRate: number | undefined;
   let insertRate: number[] | undefined;
   if (orgs && wants('ingest')) {
     const ingest = await runIngest(ctx, orgs);
     figures.push(...ingest.figures);
     details.ingest = ingest.details;
-    ingestRate = ingest.rate;
     insertRate = ingest.insertRate;
   }
   if (orgs && wants('e2e')) {
@@ -87,23 +85,11 @@ async function measure(
     );
   }
   if (orgs && wants('fixed-rate')) {
-    if (ingestRate === undefined) {
-      ctx.log('fixed rate: probing the ingest maximum');
-      const probe = await ctx.load.call('closedLoop', {
-        target: orgs.ingest,
-        concurrency: INGEST_CONCURRENCY,
-        durationMs: 3_000,
-      });
-      ingestRate = probe.ok / (probe.elapsedMs / 1000);
-      await ctx.checks.quiesce();
+    if (e2eRate === undefined) {
+      ctx.log('fixed rate: probing the end-to-end maximum');
+      e2eRate = await probeE2eRate(ctx, orgs);
     }
-    const fixed = await runFixedRate(ctx, orgs, Math.max(1, Math.round(ingestRate / 2)));
-    if (e2eRate !== undefined && e2eRate < fixed.rate) {
-      // Past the end-to-end maximum, jobs queue: their latency is mostly the wait in the queue.
-      for (const f of fixed.figures.filter((f) => f.label.includes('→'))) {
-        f.note = `${fixed.rate}/s is above the end-to-end maximum (${Math.round(e2eRate)} jobs/s): jobs queue`;
-      }
-    }
+    const fixed = await runFixedRate(ctx, orgs, e2eRate);
     figures.push(...fixed.figures);
     details.fixedRate = fixed.details;
     series.push(

@@ -7,9 +7,13 @@ import type { AgentsApi } from './agents.js';
 import { type Context, type Orgs, PATHS } from './context.js';
 import { type Child, startChild } from './ipc.js';
 import type { JobTarget } from './jobs-client.js';
+import { requireAll } from './shortfall.js';
 
 /** The 20 endpoints an organization may have (spec §8). */
 export const ENDPOINTS_PER_ORG = 20;
+
+/** The links an agents process opened: those that were welcomed with a printer. */
+const linked = (res: { printerIds: string[] }) => res.printerIds.filter(Boolean).length;
 
 /** Registers the printers of `tokens` by connecting their agents once, then leaves them offline. */
 async function offlinePrinters(ctx: Context, tokens: string[]): Promise<string[]> {
@@ -21,7 +25,7 @@ async function offlinePrinters(ctx: Context, tokens: string[]): Promise<string[]
       streamsPerChannel: 100,
       concurrency: 16,
     });
-    if (res.failed > 0) throw new Error(`agents could not connect: ${res.errors.join('; ')}`);
+    requireAll('offline printers: agents connected', tokens.length, linked(res), res.errors);
     await agents.call('disconnect');
     return res.printerIds;
   } finally {
@@ -59,9 +63,7 @@ export async function setUpPrintingOrg(
     streamsPerChannel: 100,
     concurrency: 16,
   });
-  if (connected.failed > 0) {
-    throw new Error(`agents could not connect: ${connected.errors.join('; ')}`);
-  }
+  requireAll(`${name}: agents connected`, stations.length, linked(connected), connected.errors);
   await ctx.load.call('watchPrinted', { natsUrl: spool.natsUrl, orgIds: [orgId] });
   return { spoolUrl: spool.url, key, orgId, printerIds: connected.printerIds };
 }

@@ -25,6 +25,7 @@ import {
 } from '../machine-cpu.js';
 import { startCpuMeter } from '../proc.js';
 import { type Figure, figure, ratioAtLeast, requireCheck, valueAtMost } from '../report/figures.js';
+import { requireFewErrors } from '../shortfall.js';
 import { latency } from '../stats.js';
 
 export const WINDOW = 64;
@@ -36,6 +37,8 @@ const SETTLE_MS = 30_000;
  * third, and `spool dev`'s a quarter more when run on its own.
  */
 const WARM_UP_MS = 10_000;
+/** The length of the run that finds the end-to-end maximum when the scenario itself is not run. */
+const PROBE_MS = 5_000;
 
 export interface E2eResult {
   figures: Figure[];
@@ -62,6 +65,45 @@ export interface PipelineSpec {
   /** The PostgreSQL and nats-server it runs on, for the split of the machine's CPU. */
   postgresPid: number | undefined;
   natsPid: number | undefined;
+}
+
+/** A pipeline run's jobs whose webhook arrived, and its rate: those ÷ (first POST → last webhook). */
+function completed<J extends { id: string; webhookAt?: number }>(res: {
+  jobs: J[];
+  startedAt: number;
+}): { done: J[]; rate: number } {
+  const done = res.jobs.filter((j) => j.id && j.webhookAt !== undefined);
+  const lastWebhook = done.reduce((last, j) => Math.max(last, j.webhookAt as number), 0);
+  return { done, rate: done.length / ((lastWebhook - res.startedAt) / 1000) };
+}
+
+/**
+ * The end-to-end maximum from one short run after another that warms the path up, unpaired and
+ * unchecked, for the fixed-rate scenario when the end-to-end scenario was not asked for.
+ */
+export async function probeE2eRate(ctx: Context, orgs: Orgs): Promise<number> {
+  const run = () =>
+    ctx.load.call('pipeline', {
+      target: orgs.e2e,
+      window: WINDOW,
+      durationMs: PROBE_MS,
+      settleMs: SETTLE_MS,
+      webhookPath: PATHS.e2e,
+    });
+  // A fresh process's first seconds are slower (see WARM_UP_MS): the first run only warms it up.
+  await run();
+  const { rate } = completed(await run());
+  await ctx.load.call('printedTimes', { ids: [] });
+  await ctx.checks.quiesce();
+  ctx.log(`end-to-end maximum: ${rate.toFixed(0)} jobs/s`);
+  return rate;
+}
+
+/** What went wrong with a run's jobs: the POSTs' errors, and those whose webhook never came. */
+export function withoutWebhook(errors: string[], missing: number, settleMs: number): string[] {
+  return missing > 0
+    ? [...errors, `${missing} posted without their webhook within ${settleMs / 1000} s`]
+    : errors;
 }
 
 export function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
@@ -150,9 +192,13 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
     const ok = res.jobs.filter((j) => j.id);
     const ids = ok.map((j) => j.id);
     const printedAt = await load.call('printedTimes', { ids });
-    const done = ok.filter((j) => j.webhookAt !== undefined);
-    const lastWebhook = done.reduce((last, j) => Math.max(last, j.webhookAt as number), 0);
-    const rate = done.length / ((lastWebhook - res.startedAt) / 1000);
+    const { done, rate } = completed(res);
+    requireFewErrors(
+      `${spec.name}: jobs printed with their webhook`,
+      res.jobs.length,
+      res.jobs.length - done.length,
+      withoutWebhook(res.errors, ok.length - done.length, SETTLE_MS),
+    );
     // Every job's work is over once its webhook arrived; those that did not are not counted.
     const split = meters.map((m) => ({ name: m.name, ms: m.cpu.perItemMs(done.length) }));
     const machineSplit = machineCpu.perItem(done.length);

@@ -22,6 +22,7 @@ import {
 import { startCpuMeter } from '../proc.js';
 import { type Figure, figure, ratioAtLeast, requireCheck } from '../report/figures.js';
 import { ENDPOINTS_PER_ORG } from '../setup.js';
+import { requireFewErrors } from '../shortfall.js';
 
 const SETTLE_MS = 120_000;
 
@@ -119,6 +120,7 @@ export async function runFanout(ctx: Context, orgs: Orgs): Promise<FanoutResult>
 async function burst(ctx: Context, orgs: Orgs, count: number) {
   const posted = await ctx.load.call('burst', { target: orgs.fanout, count, concurrency: 16 });
   const ok = posted.jobs.filter((j) => j.id).length;
+  requireFewErrors('webhook fan-out: POST /jobs', count, count - ok, posted.errors);
   const expected = ok * ENDPOINTS_PER_ORG;
   const arrivals = await ctx.load.call('collect', {
     path: PATHS.fanout,
