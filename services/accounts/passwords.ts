@@ -2,9 +2,11 @@
  * Password hashing with scrypt (memory-hard, from node:crypto). Each hash carries its own random
  * salt and the parameters it was made with, `scrypt$<log2 N>$<r>$<p>$<salt>$<hash>` (base64url), so
  * the cost can rise later without invalidating stored hashes. Verification compares in constant
- * time.
+ * time. Every hash of the process waits its turn in one bounded queue (hashing-queue.ts), so a
+ * burst of them is answered `429 rate_limited` beyond what the CPU can do in time.
  */
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
+import { createHashingQueue, defaultHashingOptions } from './hashing-queue.js';
 
 export const PASSWORD_MIN_LENGTH = 10;
 export const PASSWORD_MAX_LENGTH = 200;
@@ -15,6 +17,9 @@ const P = 1;
 const KEY_LENGTH = 32;
 const SALT_LENGTH = 16;
 
+/** One queue per process: the hashes share its CPU whichever request asked for them. */
+const hashing = createHashingQueue(defaultHashingOptions());
+
 function derive(password: string, salt: Buffer, logN: number, r: number, p: number) {
   const options: ScryptOptions = {
     N: 2 ** logN,
@@ -23,11 +28,14 @@ function derive(password: string, salt: Buffer, logN: number, r: number, p: numb
     // scrypt needs 128 · N · r bytes; leave room above it.
     maxmem: 256 * 2 ** logN * r,
   };
-  return new Promise<Buffer>((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, options, (err, key) =>
-      err ? reject(err) : resolve(key),
-    );
-  });
+  return hashing.run(
+    () =>
+      new Promise<Buffer>((resolve, reject) => {
+        scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, options, (err, key) =>
+          err ? reject(err) : resolve(key),
+        );
+      }),
+  );
 }
 
 export async function hashPassword(password: string): Promise<string> {
@@ -39,7 +47,14 @@ export async function hashPassword(password: string): Promise<string> {
 /** A hash of a random password, so that an unknown email costs as much time as a known one. */
 let decoy: Promise<string> | undefined;
 export function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomBytes(16).toString('hex'));
+  if (decoy === undefined) {
+    const made = hashPassword(randomBytes(16).toString('hex'));
+    // Refused while the queue was full, it is made again by the next caller.
+    made.catch(() => {
+      if (decoy === made) decoy = undefined;
+    });
+    decoy = made;
+  }
   return decoy;
 }
 

@@ -138,12 +138,17 @@ export function createPeopleServer(deps: {
    * client address before its password is checked (so that attempts sent at once cannot all pass
    * the limit), and is refused, `429 rate_limited` with the wait, when either is then over its
    * limit. Else it stays counted as a failure unless `succeeded()` takes it back, which also
-   * clears the account's failures.
+   * clears the account's failures. `check` checks its password: one that could not be checked
+   * (the hashing queue is full: `429`) is taken back, as it was no guess.
    */
   async function startAttempt(
     email: string,
     clientIp: string,
-  ): Promise<{ succeeded(): Promise<void> }> {
+  ): Promise<{
+    /** Checks `password` against `hash`, or against a decoy for an unknown account. */
+    check(password: string, hash: string | undefined): Promise<boolean>;
+    succeeded(): Promise<void>;
+  }> {
     const account = `email:${email}`;
     const reserved = await store.reserveAttempt(
       [
@@ -160,8 +165,17 @@ export function createPeopleServer(deps: {
       );
     }
     return {
+      async check(password, hash) {
+        try {
+          // An unknown email costs the same time as a wrong password.
+          return await verifyPassword(password, hash ?? (await decoyHash()));
+        } catch (err) {
+          await store.releaseAttempt(reserved.counted);
+          throw err;
+        }
+      },
       async succeeded() {
-        await store.releaseAttempt(reserved.ids);
+        await store.releaseAttempt(reserved.counted);
         await store.clearFailures(account);
       },
     };
@@ -222,7 +236,7 @@ export function createPeopleServer(deps: {
       if (existing) {
         // The account's password, guessed here, counts as a sign-in does, in the same limits.
         const attempt = await startAttempt(invitation.email, req.clientIp);
-        if (!(await verifyPassword(password, existing.password_hash))) {
+        if (!(await attempt.check(password, existing.password_hash))) {
           throw unauthorized(
             `wrong password: ${invitation.email} has an account, and accepting needs its password`,
           );
@@ -252,10 +266,9 @@ export function createPeopleServer(deps: {
         req.password.length <= PASSWORD_MAX_LENGTH
           ? await store.findPersonByEmail(email)
           : undefined;
-      // An unknown email costs the same time as a wrong password.
-      const ok = await verifyPassword(
+      const ok = await attempt.check(
         req.password.slice(0, PASSWORD_MAX_LENGTH),
-        person?.password_hash ?? (await decoyHash()),
+        person?.password_hash,
       );
       if (!person || !ok) throw unauthorized(WRONG);
       await attempt.succeeded();

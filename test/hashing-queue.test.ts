@@ -1,0 +1,125 @@
+/**
+ * The policies of a busy accounts service, without a database: the password-hashing queue (how
+ * many hashes run and wait, and the `429` beyond that) and the verdict of the sign-in limits on an
+ * attempt's counts.
+ */
+import test from 'ava';
+import { isSpoolError } from '../lib/errors.js';
+import {
+  admits,
+  createHashingQueue,
+  defaultHashingOptions,
+  nextEstimate,
+} from '../services/accounts/hashing-queue.js';
+import { attemptVerdict } from '../services/accounts/sign-in-limits.js';
+
+const OPTIONS = { concurrency: 2, maxWaiting: 4, maxWaitMs: 1_000 };
+
+test('a hash runs while a slot is free, waits while the queue has room and time, else is refused', (t) => {
+  t.true(admits({ running: 1, waiting: 0, estimateMs: 5_000 }, OPTIONS));
+  t.true(admits({ running: 2, waiting: 3, estimateMs: 100 }, OPTIONS));
+  t.false(admits({ running: 2, waiting: 4, estimateMs: 100 }, OPTIONS), 'the queue is full');
+  // One waiting ahead of it at 600 ms a hash, two at a time: its turn comes after 600 ms.
+  t.true(admits({ running: 2, waiting: 1, estimateMs: 600 }, OPTIONS));
+  // Two ahead: the second round, after 1,200 ms, past the longest wait.
+  t.false(admits({ running: 2, waiting: 2, estimateMs: 600 }, OPTIONS));
+});
+
+test('the estimate of a hash follows the durations measured', (t) => {
+  t.is(nextEstimate(100, 100), 100);
+  t.is(nextEstimate(100, 600), 200);
+  t.true(nextEstimate(200, 100) < 200);
+});
+
+test('hashes at once: one per core, up to the four threads of libuv', (t) => {
+  t.is(defaultHashingOptions(1).concurrency, 1);
+  t.is(defaultHashingOptions(2).concurrency, 2);
+  t.is(defaultHashingOptions(64).concurrency, 4);
+  t.true(defaultHashingOptions(2).maxWaiting >= 2);
+});
+
+test('the queue runs hashes in turn and refuses one beyond its room at once, with Retry-After', async (t) => {
+  const queue = createHashingQueue({ concurrency: 1, maxWaiting: 2, maxWaitMs: 60_000 });
+  const releases: Array<() => void> = [];
+  const started: number[] = [];
+  const hash = (n: number) => () =>
+    new Promise<number>((resolve) => {
+      started.push(n);
+      releases.push(() => resolve(n));
+    });
+  const first = queue.run(hash(1));
+  const second = queue.run(hash(2));
+  const third = queue.run(hash(3));
+  const refused = await queue.run(hash(4)).catch((err: unknown) => err);
+  t.true(isSpoolError(refused));
+  t.like(refused, { code: 'rate_limited', retryAfter: 1 });
+  t.deepEqual(queue.load().running, 1);
+  t.deepEqual(queue.load().waiting, 2);
+
+  await Promise.resolve();
+  t.deepEqual(started, [1]);
+  releases.shift()?.();
+  t.is(await first, 1);
+  await new Promise(setImmediate);
+  t.deepEqual(started, [1, 2], 'the one that waited longest goes next');
+  releases.shift()?.();
+  t.is(await second, 2);
+  await new Promise(setImmediate);
+  releases.shift()?.();
+  t.is(await third, 3);
+  t.like(queue.load(), { running: 0, waiting: 0 });
+});
+
+test('a hash that fails frees its slot', async (t) => {
+  const queue = createHashingQueue({ concurrency: 1, maxWaiting: 0, maxWaitMs: 60_000 });
+  await t.throwsAsync(queue.run(() => Promise.reject(new Error('scrypt failed'))));
+  t.is(await queue.run(() => Promise.resolve('next')), 'next');
+});
+
+const WINDOW = 15 * 60_000;
+const NOW = new Date('2024-05-01T12:00:00Z');
+const LIMITS = [
+  { subject: 'email:ada@example.com', limit: 10 },
+  { subject: 'ip:203.0.113.7', limit: 50 },
+];
+const count = (subject: string, attempts: number, startedMsAgo = 0) => ({
+  subject,
+  attempts,
+  windowStart: new Date(NOW.getTime() - startedMsAgo),
+});
+
+test('an attempt within every limit goes on; one over a limit waits for that window to end', (t) => {
+  t.deepEqual(
+    attemptVerdict(
+      LIMITS,
+      [count('email:ada@example.com', 10), count('ip:203.0.113.7', 50)],
+      NOW,
+      WINDOW,
+    ),
+    { allowed: true },
+  );
+  t.deepEqual(
+    attemptVerdict(
+      LIMITS,
+      [count('email:ada@example.com', 11, 5 * 60_000), count('ip:203.0.113.7', 3)],
+      NOW,
+      WINDOW,
+    ),
+    { allowed: false, wait: 10 * 60 },
+  );
+  // Over both: the later end.
+  t.deepEqual(
+    attemptVerdict(
+      LIMITS,
+      [count('email:ada@example.com', 11, 14 * 60_000), count('ip:203.0.113.7', 51, 60_000)],
+      NOW,
+      WINDOW,
+    ),
+    { allowed: false, wait: 14 * 60 },
+  );
+  // A window at its very end still asks for a second.
+  t.deepEqual(
+    attemptVerdict(LIMITS, [count('email:ada@example.com', 11, WINDOW - 1)], NOW, WINDOW),
+    { allowed: false, wait: 1 },
+  );
+});
