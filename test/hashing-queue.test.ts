@@ -11,7 +11,6 @@ import {
   defaultHashingOptions,
   nextEstimate,
 } from '../services/accounts/hashing-queue.js';
-import { attemptVerdict } from '../services/accounts/sign-in-limits.js';
 
 const OPTIONS = { concurrency: 2, maxWaiting: 4, maxWaitMs: 1_000 };
 
@@ -74,52 +73,4 @@ test('a hash that fails frees its slot', async (t) => {
   const queue = createHashingQueue({ concurrency: 1, maxWaiting: 0, maxWaitMs: 60_000 });
   await t.throwsAsync(queue.run(() => Promise.reject(new Error('scrypt failed'))));
   t.is(await queue.run(() => Promise.resolve('next')), 'next');
-});
-
-const WINDOW = 15 * 60_000;
-const NOW = new Date('2024-05-01T12:00:00Z');
-const LIMITS = [
-  { subject: 'email:ada@example.com', limit: 10 },
-  { subject: 'ip:203.0.113.7', limit: 50 },
-];
-const count = (subject: string, attempts: number, startedMsAgo = 0) => ({
-  subject,
-  attempts,
-  windowStart: new Date(NOW.getTime() - startedMsAgo),
-});
-
-test('an attempt within every limit goes on; one over a limit waits for that window to end', (t) => {
-  t.deepEqual(
-    attemptVerdict(
-      LIMITS,
-      [count('email:ada@example.com', 10), count('ip:203.0.113.7', 50)],
-      NOW,
-      WINDOW,
-    ),
-    { allowed: true },
-  );
-  t.deepEqual(
-    attemptVerdict(
-      LIMITS,
-      [count('email:ada@example.com', 11, 5 * 60_000), count('ip:203.0.113.7', 3)],
-      NOW,
-      WINDOW,
-    ),
-    { allowed: false, wait: 10 * 60 },
-  );
-  // Over both: the later end.
-  t.deepEqual(
-    attemptVerdict(
-      LIMITS,
-      [count('email:ada@example.com', 11, 14 * 60_000), count('ip:203.0.113.7', 51, 60_000)],
-      NOW,
-      WINDOW,
-    ),
-    { allowed: false, wait: 14 * 60 },
-  );
-  // A window at its very end still asks for a second.
-  t.deepEqual(
-    attemptVerdict(LIMITS, [count('email:ada@example.com', 11, WINDOW - 1)], NOW, WINDOW),
-    { allowed: false, wait: 1 },
-  );
 });

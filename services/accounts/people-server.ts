@@ -170,12 +170,12 @@ export function createPeopleServer(deps: {
           // An unknown email costs the same time as a wrong password.
           return await verifyPassword(password, hash ?? (await decoyHash()));
         } catch (err) {
-          await store.releaseAttempt(reserved.counted);
+          await store.releaseAttempt(reserved.ids);
           throw err;
         }
       },
       async succeeded() {
-        await store.releaseAttempt(reserved.counted);
+        await store.releaseAttempt(reserved.ids);
         await store.clearFailures(account);
       },
     };

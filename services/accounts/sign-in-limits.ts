@@ -1,15 +1,10 @@
 /**
- * The count of sign-in attempts (docs/console-api.md), per account and per client address, that
- * the sign-in limits hold to a window. One row per subject: a window opens at the subject's first
- * failure and lasts the failure window, and every attempt is one upsert that counts it in the open
- * window or opens the next (sign_in_counts, migration 011). The upserts run READ COMMITTED
- * (counter-statements.ts), so a burst of attempts on one subject waits for the row in turn rather
- * than failing to serialize.
+ * The record of failed sign-ins (docs/console-api.md), per account and per client address, that
+ * the sign-in limits count over a window.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
-import { counterStatement } from './counter-statements.js';
 
 /** One subject an attempt counts against (`email:…`, `ip:…`) and the failures it may have. */
 export interface AttemptLimit {
@@ -17,133 +12,83 @@ export interface AttemptLimit {
   limit: number;
 }
 
-/** The counts one attempt added: each subject's, in the window it went into. */
-export interface CountedAttempt {
-  subjects: string[];
-  windowIds: string[];
-}
-
-/** A subject's count after an attempt was added to it. */
-export interface SubjectCount {
-  subject: string;
-  windowStart: Date;
-  attempts: number;
-}
-
 export interface SignInLimits {
   /**
    * Counts a sign-in attempt against each subject before its password is checked, so that
    * attempts sent at once cannot all pass a limit that each alone would see unmet: every one
-   * counts first, and the one that sees its subject over `limit` is refused. Answers the counts
+   * counts first, and the one that sees its subject over `limit` is refused. Answers the rows
    * added, which stay as the attempt's failure unless {@link releaseAttempt} takes them back;
    * or, for a refused attempt (which does not count), the seconds until it may try again.
    */
   reserveAttempt(
     limits: AttemptLimit[],
     windowMs: number,
-  ): Promise<{ counted: CountedAttempt } | { wait: number }>;
-  /** Takes back the counts of an attempt that succeeded, or whose password was not checked. */
-  releaseAttempt(counted: CountedAttempt): Promise<void>;
+  ): Promise<{ ids: string[] } | { wait: number }>;
+  /** Takes back the rows of an attempt that succeeded. */
+  releaseAttempt(ids: string[]): Promise<void>;
   /** Forgets a subject's failures (an account signed in). */
   clearFailures(subject: string): Promise<void>;
 }
 
-/**
- * Whether an attempt counted as `counts` may go on: when no subject is over its limit. Else the
- * seconds until the last of the full windows ends (at least one: attempts still running may take
- * their counts back sooner).
- */
-export function attemptVerdict(
-  limits: AttemptLimit[],
-  counts: SubjectCount[],
-  now: Date,
+/** Seconds until one more attempt of the subject may go: when its limit-th newest failure ages out. */
+async function waitOf(
+  pool: pg.Pool,
+  { subject, limit }: AttemptLimit,
+  since: Date,
   windowMs: number,
-): { allowed: true } | { allowed: false; wait: number } {
-  const over = counts.filter(
-    (c) => c.attempts > (limits.find((l) => l.subject === c.subject)?.limit ?? 0),
+  now: Date,
+): Promise<number> {
+  const { rows } = await pool.query<{ at: Date }>(
+    `SELECT at FROM sign_in_failures WHERE subject = $1 AND at > $2
+     ORDER BY at DESC LIMIT $3`,
+    [subject, since, limit],
   );
-  if (over.length === 0) return { allowed: true };
-  const ends = over.map((c) => c.windowStart.getTime() + windowMs - now.getTime());
-  return { allowed: false, wait: Math.max(1, ...ends.map((ms) => Math.ceil(ms / 1000))) };
+  const oldest = rows.length < limit ? undefined : rows[rows.length - 1];
+  return oldest ? Math.ceil((oldest.at.getTime() + windowMs - now.getTime()) / 1000) : 0;
 }
 
-/**
- * Counts the attempt in each subject's window, or opens a new one where the window has ended or
- * holds nothing (its attempts all taken back). Rows are taken in the order of their subjects, so
- * that two attempts never wait for each other's rows.
- */
-const COUNT_ATTEMPT = `
-  INSERT INTO sign_in_counts AS c (subject, window_id, window_start, attempts)
-  SELECT s.subject, s.window_id, $3::TIMESTAMPTZ, 1
-    FROM unnest($1::TEXT[], $2::UUID[]) AS s (subject, window_id)
-   ORDER BY s.subject
-  ON CONFLICT (subject) DO UPDATE SET
-    window_id = CASE WHEN c.window_start <= $4::TIMESTAMPTZ OR c.attempts <= 0
-                     THEN excluded.window_id ELSE c.window_id END,
-    window_start = CASE WHEN c.window_start <= $4::TIMESTAMPTZ OR c.attempts <= 0
-                        THEN excluded.window_start ELSE c.window_start END,
-    attempts = CASE WHEN c.window_start <= $4::TIMESTAMPTZ OR c.attempts <= 0
-                    THEN 1 ELSE c.attempts + 1 END
-  RETURNING subject, window_id, window_start, attempts`;
-
-/** Takes one attempt back from each window it was counted in, if that window is still open. */
-const TAKE_BACK = `
-  UPDATE sign_in_counts SET attempts = attempts - 1
-   WHERE subject = ANY($1::TEXT[]) AND window_id = ANY($2::UUID[]) AND attempts > 0`;
-
-/** Windows that have ended count for nothing; deleted a few at a time. */
-const SWEEP = `
-  DELETE FROM sign_in_counts
-   WHERE subject IN (SELECT subject FROM sign_in_counts WHERE window_start <= $1
-                      ORDER BY window_start LIMIT 100)
-     AND window_start <= $1`;
-
 export function createSignInLimits(pool: pg.Pool, clock: Clock): SignInLimits {
-  const takeBack = async ({ subjects, windowIds }: CountedAttempt) => {
-    await counterStatement(pool, TAKE_BACK, [subjects, windowIds]);
-  };
-
   return {
     async reserveAttempt(limits, windowMs) {
       const now = clock.now();
       const since = new Date(now.getTime() - windowMs);
-      const { rows } = await counterStatement<{
-        subject: string;
-        window_id: string;
-        window_start: Date;
-        attempts: number;
-      }>(pool, COUNT_ATTEMPT, [
-        limits.map((l) => l.subject),
-        limits.map(() => randomUUID()),
-        now,
-        since,
-      ]);
-      const counted = {
-        subjects: rows.map((r) => r.subject),
-        windowIds: rows.map((r) => r.window_id),
-      };
-      const counts = rows.map((r) => ({
-        subject: r.subject,
-        windowStart: r.window_start,
-        attempts: Number(r.attempts),
-      }));
-      const verdict = attemptVerdict(limits, counts, now, windowMs);
-      if (!verdict.allowed) {
-        await takeBack(counted);
-        return { wait: verdict.wait };
+      const ids = limits.map(() => randomUUID());
+      await pool.query(
+        `INSERT INTO sign_in_failures (id, subject, at)
+         SELECT v.id, v.subject, $3 FROM unnest($1::UUID[], $2::TEXT[]) AS v (id, subject)`,
+        [ids, limits.map((l) => l.subject), now],
+      );
+      const counts = await Promise.all(
+        limits.map(async ({ subject, limit }) => {
+          const { rows } = await pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM (SELECT 1 FROM sign_in_failures
+               WHERE subject = $1 AND at > $2 LIMIT $3) AS recent`,
+            [subject, since, limit + 1],
+          );
+          return Number(rows[0]?.n ?? 0);
+        }),
+      );
+      if (limits.every((l, i) => (counts[i] ?? 0) <= l.limit)) {
+        // Failures older than the window count for nothing any more; each attempt clears a few.
+        await pool.query(
+          `DELETE FROM sign_in_failures WHERE id IN (
+             SELECT id FROM sign_in_failures WHERE at <= $1 ORDER BY at LIMIT 100)`,
+          [since],
+        );
+        return { ids };
       }
-      if (counts.some((c) => c.attempts === 1)) {
-        // A window opened: an ended one goes for each, so that rows do not pile up. Best effort:
-        // an ended window left behind counts for nothing, and the next sweep takes it.
-        await counterStatement(pool, SWEEP, [since]).catch(() => {});
-      }
-      return { counted };
+      await pool.query('DELETE FROM sign_in_failures WHERE id = ANY($1::UUID[])', [ids]);
+      const waits = await Promise.all(limits.map((l) => waitOf(pool, l, since, windowMs, now)));
+      // Over the limit with attempts still running, whose rows may be gone by now: a second.
+      return { wait: Math.max(1, ...waits) };
     },
 
-    releaseAttempt: takeBack,
+    async releaseAttempt(ids) {
+      await pool.query('DELETE FROM sign_in_failures WHERE id = ANY($1::UUID[])', [ids]);
+    },
 
     async clearFailures(subject) {
-      await counterStatement(pool, 'DELETE FROM sign_in_counts WHERE subject = $1', [subject]);
+      await pool.query('DELETE FROM sign_in_failures WHERE subject = $1', [subject]);
     },
   };
 }
