@@ -49,7 +49,8 @@ export interface LinkOffersOptions {
 
 /** One link's offers: what it offered, what the agent holds unfinished, which printers take jobs. */
 export class LinkOffers {
-  readonly #options: LinkOffersOptions;
+  /** What the offers need for the link's life: not the hello's printers and attempts. */
+  readonly #options: Omit<LinkOffersOptions, 'held' | 'printers' | 'printerIds'>;
   #printerIds: Record<string, string>;
   /** Printers whose jobs are not offered now, by id: the agent reports them unable to print. */
   #heldPrinters: Set<string>;
@@ -63,12 +64,13 @@ export class LinkOffers {
   readonly #unfinished = new Map<string, JobAttempt>();
 
   constructor(options: LinkOffersOptions) {
-    this.#options = options;
-    for (const { jobId, attempt } of options.held) {
+    const { held, printers, printerIds, ...kept } = options;
+    this.#options = kept;
+    for (const { jobId, attempt } of held) {
       this.#unfinished.set(attemptKey(jobId, attempt), { jobId, attempt });
     }
-    this.#printerIds = options.printerIds;
-    this.#heldPrinters = heldPrinters(options.printers, options.printerIds);
+    this.#printerIds = printerIds;
+    this.#heldPrinters = heldPrinters(printers, printerIds);
   }
 
   /** The ids of the agent's printers, by name. */

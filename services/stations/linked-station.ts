@@ -50,11 +50,17 @@ export class LinkedStation {
   readonly station: LinkStation;
   readonly offers: LinkOffers;
   readonly #reports: LinkReports;
-  readonly #options: LinkedStationOptions;
+  /** What the link needs for its life: not the hello's printers and attempts, used only here. */
+  readonly #options: Pick<LinkedStationOptions, 'deps' | 'logger' | 'outbound' | 'resync'>;
   readonly #subscriptions: Subscription[] = [];
 
   constructor(options: LinkedStationOptions) {
-    this.#options = options;
+    this.#options = {
+      deps: options.deps,
+      logger: options.logger,
+      outbound: options.outbound,
+      resync: options.resync,
+    };
     this.station = options.station;
     const { deps, station, logger, outbound, closed } = options;
     const common = { deps, station, logger, outbound, closed };
