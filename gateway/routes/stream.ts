@@ -49,9 +49,6 @@ function stillAllowed(
   };
 }
 
-/** The types a stream can carry: every type of spec §6 a webhook delivers (not `ping`). */
-const STREAM_EVENT_TYPES = PUBLISHED_EVENT_TYPES;
-
 /** `types=job.printed,job.failed`: a set of known types, or undefined for all. */
 export function parseTypes(text: string | undefined): ReadonlySet<string> | undefined {
   if (text === undefined) return undefined;
@@ -62,10 +59,10 @@ export function parseTypes(text: string | undefined): ReadonlySet<string> | unde
   if (types.length === 0)
     throw new SpoolError('invalid', 'types names no event type', { param: 'types' });
   for (const t of types) {
-    if (!(STREAM_EVENT_TYPES as readonly string[]).includes(t)) {
+    if (!(PUBLISHED_EVENT_TYPES as readonly string[]).includes(t)) {
       throw new SpoolError(
         'invalid',
-        `unknown event type ${JSON.stringify(t.slice(0, 64))}; types are ${STREAM_EVENT_TYPES.join(', ')}`,
+        `unknown event type ${JSON.stringify(t.slice(0, 64))}; types are ${PUBLISHED_EVENT_TYPES.join(', ')}`,
         { param: 'types' },
       );
     }
@@ -76,7 +73,7 @@ export function parseTypes(text: string | undefined): ReadonlySet<string> | unde
 /** The query of a stream: which types it carries. */
 export const STREAM_QUERY = {
   types: {
-    description: `only these event types, comma separated: ${STREAM_EVENT_TYPES.join(', ')}`,
+    description: `only these event types, comma separated: ${PUBLISHED_EVENT_TYPES.join(', ')}`,
     schema: { type: 'string', example: 'job.printed,job.failed' },
     read: (query, name) => parseTypes(single(query, name)),
   },
