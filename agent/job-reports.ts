@@ -48,7 +48,7 @@ export class JobReports {
   /** Sends `received`; false when no link is up. */
   received(entry: JournalEntry, trace: TraceCarrier = {}): boolean {
     return this.#send({
-      received: { jobId: entry.jobId, attempt: entry.attempt, traceContext: trace },
+      received: { jobId: entry.jobId, attempt: entry.attempt, traceContext: trace, claim: false },
     });
   }
 

@@ -21,6 +21,9 @@ export function optionsJson(options: PrintOptions | undefined) {
   };
 }
 
+/** A job's priority when its creation names none (IPP's job-priority default). */
+export const DEFAULT_PRIORITY = 50;
+
 export function jobJson(job: Job) {
   return {
     id: job.id,
@@ -29,8 +32,10 @@ export function jobJson(job: Job) {
     status_detail: job.statusDetail,
     reference: job.reference,
     title: job.title,
-    printer_id: job.printerId,
-    station_id: job.stationId,
+    printer_id: job.printerId || null,
+    station_id: job.stationId || null,
+    pool_id: job.poolId || null,
+    priority: job.priority || DEFAULT_PRIORITY,
     region: job.region,
     live: job.live,
     options: optionsJson(job.options),

@@ -38,6 +38,8 @@ function row(fields: Partial<JobRow> = {}): JobRow {
     trace_context: {},
     region: 'home',
     document_inline: true,
+    pool_id: null,
+    priority: 50,
     created_at: created,
     updated_at: created,
     ...fields,

@@ -209,6 +209,8 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         actor: actorOf(ctx),
         live: key?.live ?? false,
         printerId: req.printer_id,
+        poolId: '',
+        priority: 0,
         title: req.title ?? '',
         reference: req.reference ?? '',
         options: printOptions(req.options),

@@ -17,7 +17,7 @@ import { queryThenCommit, withTx } from '../../lib/db.js';
 import type { SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
-import { jobJson } from '../../lib/job-view.js';
+import { DEFAULT_PRIORITY, jobJson } from '../../lib/job-view.js';
 import { spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
 import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js';
@@ -52,6 +52,8 @@ const JOB_TYPES = [
   'BOOL', // sealed
   'JSONB', // trace_context
   'TEXT', // region
+  'UUID', // pool_id
+  'INT4', // priority
   'BYTEA', // document
   'TIMESTAMPTZ', // created_at
   'TIMESTAMPTZ', // updated_at
@@ -81,8 +83,8 @@ function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
   return {
     id: job.id,
     org_id: job.orgId,
-    printer_id: job.printerId,
-    station_id: job.stationId,
+    printer_id: job.printerId || null,
+    station_id: job.stationId || null,
     status,
     status_detail: status === 'queued' ? (job.waiting ?? '') : '',
     reference: job.reference,
@@ -107,6 +109,8 @@ function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
     trace_context: trace,
     region: job.region,
     document_inline: job.document !== undefined,
+    pool_id: job.poolId ?? null,
+    priority: job.priority ?? DEFAULT_PRIORITY,
     created_at: now,
     updated_at: now,
   };
@@ -184,6 +188,8 @@ export function createJobCreator(deps: {
         row.sealed,
         JSON.stringify(row.trace_context),
         row.region,
+        row.pool_id,
+        row.priority,
         job.document ?? null,
         now,
         now,
@@ -192,8 +198,8 @@ export function createJobCreator(deps: {
     batch.add(
       `INSERT INTO jobs (id, org_id, printer_id, station_id, status, status_detail, reference,
          title, live, options, content_type, size, sha256, attempt, created_by, schedule_at,
-         expire_after, expire_at, reprint_of, sealed, trace_context, region, document, created_at,
-         updated_at)
+         expire_after, expire_at, reprint_of, sealed, trace_context, region, pool_id, priority, document,
+         created_at, updated_at)
        ${batch.rows(values, JOB_TYPES)}`,
     );
     addJobEvents(batch, group, ({ job }, i) => [

@@ -24,8 +24,9 @@ export const uploadName = (uploadId: string) => `upload-${uploadId}`;
 export interface JobRow {
   id: string;
   org_id: string;
-  printer_id: string;
-  station_id: string;
+  /** NULL while a pool job waits for a member. */
+  printer_id: string | null;
+  station_id: string | null;
   status: JobStatus;
   status_detail: string;
   reference: string;
@@ -46,6 +47,8 @@ export interface JobRow {
   trace_context: TraceCarrier;
   region: string;
   document_inline: boolean;
+  pool_id: string | null;
+  priority: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -55,8 +58,8 @@ export interface JobRow {
 /** The columns of a {@link JobRow}, for a SELECT of `jobs`. */
 export const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
-  expire_at, reprint_of, document_deleted_at, sealed, trace_context, region, created_at,
-  updated_at, document IS NOT NULL AS document_inline`;
+  expire_at, reprint_of, document_deleted_at, sealed, trace_context, region, pool_id, priority,
+  created_at, updated_at, document IS NOT NULL AS document_inline`;
 
 /**
  * The row as the API's {@link Job}. Spelled out rather than renamed by `camelRow`: every job passes
@@ -66,8 +69,8 @@ export function toJob(row: JobRow): Job {
   return {
     id: row.id,
     orgId: row.org_id,
-    printerId: row.printer_id,
-    stationId: row.station_id,
+    printerId: row.printer_id ?? '',
+    stationId: row.station_id ?? '',
     status: row.status,
     statusDetail: row.status_detail,
     reference: row.reference,
@@ -85,6 +88,8 @@ export function toJob(row: JobRow): Job {
     traceContext: row.trace_context,
     region: row.region,
     documentInline: row.document_inline,
+    poolId: row.pool_id ?? '',
+    priority: row.priority,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -98,10 +103,15 @@ export function documentPastRetention(): SpoolError {
 export interface NewJob {
   id: string;
   orgId: string;
+  /** '' for a pool job no member can take yet. */
   printerId: string;
   stationId: string;
-  /** The station's home region. */
+  /** The station's home region (the organization's first, for a pool job not yet routed). */
   region: string;
+  /** The pool a pool job was created for. */
+  poolId?: string;
+  /** 1 to 100 (default 50). */
+  priority?: number;
   live: boolean;
   title: string;
   reference: string;

@@ -11,8 +11,10 @@ import { creationHandlers } from './handlers/creation.js';
 import type { JobsServerDeps } from './handlers/deps.js';
 import { documentHandlers } from './handlers/documents.js';
 import { idempotencyHandlers } from './handlers/idempotency-keys.js';
+import { poolHandlers } from './handlers/pools.js';
 import { purgeHandlers } from './handlers/purge.js';
 import { queryHandlers } from './handlers/queries.js';
+import { routingHandlers } from './handlers/routing.js';
 import { templateHandlers } from './handlers/templates.js';
 import { uploadHandlers } from './handlers/uploads.js';
 
@@ -28,5 +30,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     ...templateHandlers(deps),
     ...idempotencyHandlers(deps),
     ...purgeHandlers(deps),
+    ...poolHandlers(deps),
+    ...routingHandlers(deps),
   };
 }

@@ -6,7 +6,7 @@
  * - creation.ts: new jobs, by group commit;
  * - transitions.ts: moves through the state machine (machine.ts), by group commit too;
  * - job-queries.ts: reading jobs;
- * - upload-store.ts, template-store.ts: uploads and templates;
+ * - upload-store.ts, template-store.ts, pool-store.ts: uploads, templates and pools of printers;
  * - test-prints.ts: the daily count of test-key prints;
  * - retention-store.ts, org-purge-store.ts: removing what is past retention, or of a deleted
  *   organization.
@@ -18,6 +18,7 @@ import type { OutboxRow } from '../../lib/outbox.js';
 import { createJobCreator, type JobCreator } from './creation.js';
 import { createJobQueries, type JobQueries } from './job-queries.js';
 import { createOrgPurgeStore, type OrgPurgeStore } from './org-purge-store.js';
+import { createPoolStore, type PoolStore } from './pool-store.js';
 import { createRetentionStore, type RetentionStore } from './retention-store.js';
 import { createTemplateStore, type TemplateStore } from './template-store.js';
 import { createTestPrintCounts, type TestPrintCounts } from './test-prints.js';
@@ -42,6 +43,7 @@ export interface JobStore
     JobQueries,
     UploadStore,
     TemplateStore,
+    PoolStore,
     TestPrintCounts,
     RetentionStore,
     OrgPurgeStore {}
@@ -65,6 +67,7 @@ export function createJobStore(
     ...createJobQueries(pool),
     ...createUploadStore(pool, clock),
     ...createTemplateStore(pool, clock),
+    ...createPoolStore(pool, clock),
     ...createTestPrintCounts(pool, clock),
     ...createRetentionStore(pool, clock),
     ...createOrgPurgeStore(pool),

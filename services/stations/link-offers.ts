@@ -6,7 +6,7 @@ import type { Context } from '@opentelemetry/api';
 import type { Job } from '../../gen/spool/v1/jobs.js';
 import { type PrinterReport, PrintOptions } from '../../gen/spool/v1/stations.js';
 import type { DispatchMessage, DispatchOffer } from '../../lib/contracts/dispatch.js';
-import { jobJson } from '../../lib/job-view.js';
+import { DEFAULT_PRIORITY, jobJson } from '../../lib/job-view.js';
 import type { Logger } from '../../lib/logger.js';
 import { cannotPrint } from '../../lib/printer-status.js';
 import { contextFrom, inSpan, SpanKind, spoolAttributes, traceCarrier } from '../../lib/tracing.js';
@@ -139,7 +139,10 @@ export class LinkOffers {
       this.#offer(message.job, trace);
       return;
     }
-    this.#unfinished.delete(attemptKey(message.job_id, message.attempt));
+    const key = attemptKey(message.job_id, message.attempt);
+    this.#unfinished.delete(key);
+    // A job moved away may be routed back to this station later, and is offered again then.
+    this.#offered.delete(key);
     void this.#options.outbound.send({
       withdrawn: { jobId: message.job_id, attempt: message.attempt },
     });
@@ -149,11 +152,13 @@ export class LinkOffers {
   #offer(job: OfferedJob, trace = contextFrom(job.trace_context)): void {
     const { closed, logger, outbound } = this.#options;
     const key = attemptKey(job.id, job.attempt);
-    if (this.#offered.has(key) || closed() || this.#heldPrinters.has(job.printer_id)) return;
+    const printerId = job.printer_id;
+    // A pool job not routed yet has no printer, and no station to offer it to.
+    if (!printerId || this.#offered.has(key) || closed() || this.#heldPrinters.has(printerId)) {
+      return;
+    }
     this.#offered.add(key);
-    const printerName = Object.entries(this.#printerIds).find(
-      ([, id]) => id === job.printer_id,
-    )?.[0];
+    const printerName = Object.entries(this.#printerIds).find(([, id]) => id === printerId)?.[0];
     if (printerName === undefined) {
       this.#offered.delete(key);
       logger.warn({ jobId: job.id }, 'job for a printer this agent does not report; it waits');
@@ -175,7 +180,7 @@ export class LinkOffers {
       orgId: station.orgId,
       stationId: station.id,
       jobId: job.id,
-      printerId: job.printer_id,
+      printerId: job.printer_id ?? undefined,
       attempt: job.attempt,
     });
     return inSpan('push job', { kind: SpanKind.PRODUCER, parent: trace, attributes }, () =>
@@ -221,7 +226,7 @@ export class LinkOffers {
       offer: {
         jobId: job.id,
         attempt: job.attempt,
-        printerId: job.printer_id,
+        printerId: job.printer_id ?? '',
         printerName,
         title: job.title,
         contentType: job.content_type,
@@ -229,6 +234,8 @@ export class LinkOffers {
         sha256: job.sha256,
         options: PrintOptions.fromPartial(job.options),
         traceContext: traceCarrier(),
+        claim: Boolean(job.pool_id),
+        priority: job.priority ?? DEFAULT_PRIORITY,
       },
     });
     let offset = 0;

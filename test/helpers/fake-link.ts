@@ -47,6 +47,9 @@ export interface OfferSpec {
   size?: number;
   /** W3C trace context the offer carries. */
   traceContext?: Record<string, string>;
+  /** A pool job's offer: the agent claims it before printing. */
+  claim?: boolean;
+  priority?: number;
 }
 
 export function printerIdFor(name: string): string {
@@ -157,6 +160,8 @@ export class FakeConnection {
         attempt,
         printerId: printerIdFor(spec.printerName),
         printerName: spec.printerName,
+        claim: spec.claim ?? false,
+        priority: spec.priority ?? 50,
         title: spec.title ?? `job ${spec.jobId}`,
         contentType: spec.contentType ?? 'text/plain',
         size: spec.size ?? document.length,

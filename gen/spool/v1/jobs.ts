@@ -63,6 +63,13 @@ export interface Job {
   region: string;
   /** The document is kept with the job (it is small), not in the DOCUMENTS object store. */
   documentInline: boolean;
+  /**
+   * The pool the job was created for; its printer_id (and station_id) are the member chosen,
+   * empty until one is.
+   */
+  poolId: string;
+  /** 1 to 100: of the jobs waiting for one printer, the highest is offered first. */
+  priority: number;
 }
 
 export interface Job_TraceContextEntry {
@@ -108,7 +115,13 @@ export interface CreateJobRequest {
    * The Idempotency-Key claim the request holds, if any: the job's creation completes it in the
    * same transaction, so a retry finds the job however the first answer was lost.
    */
-  idempotency: IdempotencyClaim | undefined;
+  idempotency:
+    | IdempotencyClaim
+    | undefined;
+  /** Instead of printer_id: the pool whose members Spool chooses from. */
+  poolId: string;
+  /** 1 to 100; 0 for the default, 50. */
+  priority: number;
 }
 
 export interface IdempotencyClaim {
@@ -487,6 +500,104 @@ export interface PurgeOrgJobsResponse {
   done: boolean;
 }
 
+export interface Pool {
+  id: string;
+  orgId: string;
+  name: string;
+  /** In the order given: `ordered` tries them in this order. */
+  printerIds: string[];
+  /** least_queued or ordered */
+  strategy: string;
+  /** Seconds a chosen member may stay unable to print before its unacknowledged jobs move; 0 never. */
+  failoverAfter: number;
+  createdAt: Date | undefined;
+  updatedAt: Date | undefined;
+}
+
+export interface CreatePoolRequest {
+  orgId: string;
+  name: string;
+  printerIds: string[];
+  /** Empty for least_queued. */
+  strategy: string;
+  /** Unset for the default, 30 seconds. */
+  failoverAfter?: number | undefined;
+}
+
+export interface CreatePoolResponse {
+  pool: Pool | undefined;
+}
+
+export interface ListPoolsRequest {
+  orgId: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListPoolsResponse {
+  items: Pool[];
+  nextCursor: string;
+}
+
+export interface GetPoolRequest {
+  orgId: string;
+  poolId: string;
+}
+
+export interface GetPoolResponse {
+  pool: Pool | undefined;
+}
+
+export interface UpdatePoolRequest {
+  orgId: string;
+  poolId: string;
+  name?:
+    | string
+    | undefined;
+  /** Whether `printer_ids` replaces the members (a repeated field cannot say "unset"). */
+  setPrinterIds: boolean;
+  printerIds: string[];
+  strategy?: string | undefined;
+  failoverAfter?: number | undefined;
+}
+
+export interface UpdatePoolResponse {
+  pool: Pool | undefined;
+}
+
+export interface DeletePoolRequest {
+  orgId: string;
+  poolId: string;
+}
+
+export interface DeletePoolResponse {
+}
+
+export interface MoveJobRequest {
+  orgId: string;
+  jobId: string;
+  printerId: string;
+  /** Who asks: api_key:<id> or person:<id>. */
+  actor: string;
+}
+
+export interface MoveJobResponse {
+  job: Job | undefined;
+}
+
+export interface ClaimJobRequest {
+  orgId: string;
+  jobId: string;
+  attempt: number;
+  stationId: string;
+  /** The claiming station's home region, where the job now is. */
+  region: string;
+}
+
+export interface ClaimJobResponse {
+  claimed: boolean;
+}
+
 function createBaseJob(): Job {
   return {
     id: "",
@@ -512,6 +623,8 @@ function createBaseJob(): Job {
     traceContext: {},
     region: "",
     documentInline: false,
+    poolId: "",
+    priority: 0,
   };
 }
 
@@ -585,6 +698,12 @@ export const Job: MessageFns<Job> = {
     }
     if (message.documentInline !== false) {
       writer.uint32(184).bool(message.documentInline);
+    }
+    if (message.poolId !== "") {
+      writer.uint32(194).string(message.poolId);
+    }
+    if (message.priority !== 0) {
+      writer.uint32(200).uint32(message.priority);
     }
     return writer;
   },
@@ -789,6 +908,22 @@ export const Job: MessageFns<Job> = {
             message.documentInline = reader.bool();
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.poolId = reader.string();
+            continue;
+          }
+          case 25: {
+            if (tag !== 200) {
+              break;
+            }
+
+            message.priority = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -900,6 +1035,12 @@ export const Job: MessageFns<Job> = {
         : isSet(object.document_inline)
         ? globalThis.Boolean(object.document_inline)
         : false,
+      poolId: isSet(object.poolId)
+        ? globalThis.String(object.poolId)
+        : isSet(object.pool_id)
+        ? globalThis.String(object.pool_id)
+        : "",
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
     };
   },
 
@@ -980,6 +1121,12 @@ export const Job: MessageFns<Job> = {
     if (message.documentInline !== false) {
       obj.documentInline = message.documentInline;
     }
+    if (message.poolId !== "") {
+      obj.poolId = message.poolId;
+    }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
     return obj;
   },
 
@@ -1021,6 +1168,8 @@ export const Job: MessageFns<Job> = {
     );
     message.region = object.region ?? "";
     message.documentInline = object.documentInline ?? false;
+    message.poolId = object.poolId ?? "";
+    message.priority = object.priority ?? 0;
     return message;
   },
 };
@@ -1261,6 +1410,8 @@ function createBaseCreateJobRequest(): CreateJobRequest {
     hold: false,
     expireAfter: 0,
     idempotency: undefined,
+    poolId: "",
+    priority: 0,
   };
 }
 
@@ -1313,6 +1464,12 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     }
     if (message.idempotency !== undefined) {
       IdempotencyClaim.encode(message.idempotency, writer.uint32(146).fork()).join();
+    }
+    if (message.poolId !== "") {
+      writer.uint32(154).string(message.poolId);
+    }
+    if (message.priority !== 0) {
+      writer.uint32(160).uint32(message.priority);
     }
     return writer;
   },
@@ -1458,6 +1615,22 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
             message.idempotency = IdempotencyClaim.decode(reader, reader.uint32());
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.poolId = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.priority = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1508,6 +1681,12 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
         ? globalThis.Number(object.expire_after)
         : 0,
       idempotency: isSet(object.idempotency) ? IdempotencyClaim.fromJSON(object.idempotency) : undefined,
+      poolId: isSet(object.poolId)
+        ? globalThis.String(object.poolId)
+        : isSet(object.pool_id)
+        ? globalThis.String(object.pool_id)
+        : "",
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
     };
   },
 
@@ -1561,6 +1740,12 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     if (message.idempotency !== undefined) {
       obj.idempotency = IdempotencyClaim.toJSON(message.idempotency);
     }
+    if (message.poolId !== "") {
+      obj.poolId = message.poolId;
+    }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
     return obj;
   },
 
@@ -1595,6 +1780,8 @@ export const CreateJobRequest: MessageFns<CreateJobRequest> = {
     message.idempotency = (object.idempotency !== undefined && object.idempotency !== null)
       ? IdempotencyClaim.fromPartial(object.idempotency)
       : undefined;
+    message.poolId = object.poolId ?? "";
+    message.priority = object.priority ?? 0;
     return message;
   },
 };
@@ -7654,6 +7841,1595 @@ export const PurgeOrgJobsResponse: MessageFns<PurgeOrgJobsResponse> = {
   },
 };
 
+function createBasePool(): Pool {
+  return {
+    id: "",
+    orgId: "",
+    name: "",
+    printerIds: [],
+    strategy: "",
+    failoverAfter: 0,
+    createdAt: undefined,
+    updatedAt: undefined,
+  };
+}
+
+export const Pool: MessageFns<Pool> = {
+  encode(message: Pool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    for (const v of message.printerIds) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.strategy !== "") {
+      writer.uint32(42).string(message.strategy);
+    }
+    if (message.failoverAfter !== 0) {
+      writer.uint32(48).uint32(message.failoverAfter);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(58).fork()).join();
+    }
+    if (message.updatedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updatedAt), writer.uint32(66).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Pool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.printerIds.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.strategy = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.failoverAfter = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.updatedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Pool {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      printerIds: globalThis.Array.isArray(object?.printerIds)
+        ? object.printerIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.printer_ids)
+        ? object.printer_ids.map((e: any) => globalThis.String(e))
+        : [],
+      strategy: isSet(object.strategy) ? globalThis.String(object.strategy) : "",
+      failoverAfter: isSet(object.failoverAfter)
+        ? globalThis.Number(object.failoverAfter)
+        : isSet(object.failover_after)
+        ? globalThis.Number(object.failover_after)
+        : 0,
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      updatedAt: isSet(object.updatedAt)
+        ? fromJsonTimestamp(object.updatedAt)
+        : isSet(object.updated_at)
+        ? fromJsonTimestamp(object.updated_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Pool): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.printerIds?.length) {
+      obj.printerIds = message.printerIds;
+    }
+    if (message.strategy !== "") {
+      obj.strategy = message.strategy;
+    }
+    if (message.failoverAfter !== 0) {
+      obj.failoverAfter = Math.round(message.failoverAfter);
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.updatedAt !== undefined) {
+      obj.updatedAt = message.updatedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Pool>): Pool {
+    return Pool.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Pool>): Pool {
+    const message = createBasePool();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.printerIds = object.printerIds?.map((e) => e) || [];
+    message.strategy = object.strategy ?? "";
+    message.failoverAfter = object.failoverAfter ?? 0;
+    message.createdAt = object.createdAt ?? undefined;
+    message.updatedAt = object.updatedAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreatePoolRequest(): CreatePoolRequest {
+  return { orgId: "", name: "", printerIds: [], strategy: "", failoverAfter: undefined };
+}
+
+export const CreatePoolRequest: MessageFns<CreatePoolRequest> = {
+  encode(message: CreatePoolRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    for (const v of message.printerIds) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.strategy !== "") {
+      writer.uint32(34).string(message.strategy);
+    }
+    if (message.failoverAfter !== undefined) {
+      writer.uint32(40).uint32(message.failoverAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreatePoolRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreatePoolRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.printerIds.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.strategy = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.failoverAfter = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreatePoolRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      printerIds: globalThis.Array.isArray(object?.printerIds)
+        ? object.printerIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.printer_ids)
+        ? object.printer_ids.map((e: any) => globalThis.String(e))
+        : [],
+      strategy: isSet(object.strategy) ? globalThis.String(object.strategy) : "",
+      failoverAfter: isSet(object.failoverAfter)
+        ? globalThis.Number(object.failoverAfter)
+        : isSet(object.failover_after)
+        ? globalThis.Number(object.failover_after)
+        : undefined,
+    };
+  },
+
+  toJSON(message: CreatePoolRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.printerIds?.length) {
+      obj.printerIds = message.printerIds;
+    }
+    if (message.strategy !== "") {
+      obj.strategy = message.strategy;
+    }
+    if (message.failoverAfter !== undefined) {
+      obj.failoverAfter = Math.round(message.failoverAfter);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreatePoolRequest>): CreatePoolRequest {
+    return CreatePoolRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreatePoolRequest>): CreatePoolRequest {
+    const message = createBaseCreatePoolRequest();
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.printerIds = object.printerIds?.map((e) => e) || [];
+    message.strategy = object.strategy ?? "";
+    message.failoverAfter = object.failoverAfter ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreatePoolResponse(): CreatePoolResponse {
+  return { pool: undefined };
+}
+
+export const CreatePoolResponse: MessageFns<CreatePoolResponse> = {
+  encode(message: CreatePoolResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pool !== undefined) {
+      Pool.encode(message.pool, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreatePoolResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreatePoolResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pool = Pool.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreatePoolResponse {
+    return { pool: isSet(object.pool) ? Pool.fromJSON(object.pool) : undefined };
+  },
+
+  toJSON(message: CreatePoolResponse): unknown {
+    const obj: any = {};
+    if (message.pool !== undefined) {
+      obj.pool = Pool.toJSON(message.pool);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreatePoolResponse>): CreatePoolResponse {
+    return CreatePoolResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreatePoolResponse>): CreatePoolResponse {
+    const message = createBaseCreatePoolResponse();
+    message.pool = (object.pool !== undefined && object.pool !== null) ? Pool.fromPartial(object.pool) : undefined;
+    return message;
+  },
+};
+
+function createBaseListPoolsRequest(): ListPoolsRequest {
+  return { orgId: "", limit: 0, cursor: "" };
+}
+
+export const ListPoolsRequest: MessageFns<ListPoolsRequest> = {
+  encode(message: ListPoolsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPoolsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPoolsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPoolsRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListPoolsRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListPoolsRequest>): ListPoolsRequest {
+    return ListPoolsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListPoolsRequest>): ListPoolsRequest {
+    const message = createBaseListPoolsRequest();
+    message.orgId = object.orgId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListPoolsResponse(): ListPoolsResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListPoolsResponse: MessageFns<ListPoolsResponse> = {
+  encode(message: ListPoolsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Pool.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPoolsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPoolsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Pool.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPoolsResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Pool.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListPoolsResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Pool.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListPoolsResponse>): ListPoolsResponse {
+    return ListPoolsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListPoolsResponse>): ListPoolsResponse {
+    const message = createBaseListPoolsResponse();
+    message.items = object.items?.map((e) => Pool.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPoolRequest(): GetPoolRequest {
+  return { orgId: "", poolId: "" };
+}
+
+export const GetPoolRequest: MessageFns<GetPoolRequest> = {
+  encode(message: GetPoolRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.poolId !== "") {
+      writer.uint32(18).string(message.poolId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPoolRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPoolRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.poolId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPoolRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      poolId: isSet(object.poolId)
+        ? globalThis.String(object.poolId)
+        : isSet(object.pool_id)
+        ? globalThis.String(object.pool_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetPoolRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.poolId !== "") {
+      obj.poolId = message.poolId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetPoolRequest>): GetPoolRequest {
+    return GetPoolRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPoolRequest>): GetPoolRequest {
+    const message = createBaseGetPoolRequest();
+    message.orgId = object.orgId ?? "";
+    message.poolId = object.poolId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPoolResponse(): GetPoolResponse {
+  return { pool: undefined };
+}
+
+export const GetPoolResponse: MessageFns<GetPoolResponse> = {
+  encode(message: GetPoolResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pool !== undefined) {
+      Pool.encode(message.pool, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPoolResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPoolResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pool = Pool.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPoolResponse {
+    return { pool: isSet(object.pool) ? Pool.fromJSON(object.pool) : undefined };
+  },
+
+  toJSON(message: GetPoolResponse): unknown {
+    const obj: any = {};
+    if (message.pool !== undefined) {
+      obj.pool = Pool.toJSON(message.pool);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetPoolResponse>): GetPoolResponse {
+    return GetPoolResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPoolResponse>): GetPoolResponse {
+    const message = createBaseGetPoolResponse();
+    message.pool = (object.pool !== undefined && object.pool !== null) ? Pool.fromPartial(object.pool) : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdatePoolRequest(): UpdatePoolRequest {
+  return {
+    orgId: "",
+    poolId: "",
+    name: undefined,
+    setPrinterIds: false,
+    printerIds: [],
+    strategy: undefined,
+    failoverAfter: undefined,
+  };
+}
+
+export const UpdatePoolRequest: MessageFns<UpdatePoolRequest> = {
+  encode(message: UpdatePoolRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.poolId !== "") {
+      writer.uint32(18).string(message.poolId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.setPrinterIds !== false) {
+      writer.uint32(32).bool(message.setPrinterIds);
+    }
+    for (const v of message.printerIds) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.strategy !== undefined) {
+      writer.uint32(50).string(message.strategy);
+    }
+    if (message.failoverAfter !== undefined) {
+      writer.uint32(56).uint32(message.failoverAfter);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePoolRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePoolRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.poolId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.setPrinterIds = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.printerIds.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.strategy = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.failoverAfter = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdatePoolRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      poolId: isSet(object.poolId)
+        ? globalThis.String(object.poolId)
+        : isSet(object.pool_id)
+        ? globalThis.String(object.pool_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      setPrinterIds: isSet(object.setPrinterIds)
+        ? globalThis.Boolean(object.setPrinterIds)
+        : isSet(object.set_printer_ids)
+        ? globalThis.Boolean(object.set_printer_ids)
+        : false,
+      printerIds: globalThis.Array.isArray(object?.printerIds)
+        ? object.printerIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.printer_ids)
+        ? object.printer_ids.map((e: any) => globalThis.String(e))
+        : [],
+      strategy: isSet(object.strategy) ? globalThis.String(object.strategy) : undefined,
+      failoverAfter: isSet(object.failoverAfter)
+        ? globalThis.Number(object.failoverAfter)
+        : isSet(object.failover_after)
+        ? globalThis.Number(object.failover_after)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdatePoolRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.poolId !== "") {
+      obj.poolId = message.poolId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.setPrinterIds !== false) {
+      obj.setPrinterIds = message.setPrinterIds;
+    }
+    if (message.printerIds?.length) {
+      obj.printerIds = message.printerIds;
+    }
+    if (message.strategy !== undefined) {
+      obj.strategy = message.strategy;
+    }
+    if (message.failoverAfter !== undefined) {
+      obj.failoverAfter = Math.round(message.failoverAfter);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdatePoolRequest>): UpdatePoolRequest {
+    return UpdatePoolRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdatePoolRequest>): UpdatePoolRequest {
+    const message = createBaseUpdatePoolRequest();
+    message.orgId = object.orgId ?? "";
+    message.poolId = object.poolId ?? "";
+    message.name = object.name ?? undefined;
+    message.setPrinterIds = object.setPrinterIds ?? false;
+    message.printerIds = object.printerIds?.map((e) => e) || [];
+    message.strategy = object.strategy ?? undefined;
+    message.failoverAfter = object.failoverAfter ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdatePoolResponse(): UpdatePoolResponse {
+  return { pool: undefined };
+}
+
+export const UpdatePoolResponse: MessageFns<UpdatePoolResponse> = {
+  encode(message: UpdatePoolResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pool !== undefined) {
+      Pool.encode(message.pool, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePoolResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePoolResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pool = Pool.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdatePoolResponse {
+    return { pool: isSet(object.pool) ? Pool.fromJSON(object.pool) : undefined };
+  },
+
+  toJSON(message: UpdatePoolResponse): unknown {
+    const obj: any = {};
+    if (message.pool !== undefined) {
+      obj.pool = Pool.toJSON(message.pool);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdatePoolResponse>): UpdatePoolResponse {
+    return UpdatePoolResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdatePoolResponse>): UpdatePoolResponse {
+    const message = createBaseUpdatePoolResponse();
+    message.pool = (object.pool !== undefined && object.pool !== null) ? Pool.fromPartial(object.pool) : undefined;
+    return message;
+  },
+};
+
+function createBaseDeletePoolRequest(): DeletePoolRequest {
+  return { orgId: "", poolId: "" };
+}
+
+export const DeletePoolRequest: MessageFns<DeletePoolRequest> = {
+  encode(message: DeletePoolRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.poolId !== "") {
+      writer.uint32(18).string(message.poolId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePoolRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePoolRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.poolId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeletePoolRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      poolId: isSet(object.poolId)
+        ? globalThis.String(object.poolId)
+        : isSet(object.pool_id)
+        ? globalThis.String(object.pool_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeletePoolRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.poolId !== "") {
+      obj.poolId = message.poolId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeletePoolRequest>): DeletePoolRequest {
+    return DeletePoolRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeletePoolRequest>): DeletePoolRequest {
+    const message = createBaseDeletePoolRequest();
+    message.orgId = object.orgId ?? "";
+    message.poolId = object.poolId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeletePoolResponse(): DeletePoolResponse {
+  return {};
+}
+
+export const DeletePoolResponse: MessageFns<DeletePoolResponse> = {
+  encode(_: DeletePoolResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePoolResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePoolResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeletePoolResponse {
+    return {};
+  },
+
+  toJSON(_: DeletePoolResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeletePoolResponse>): DeletePoolResponse {
+    return DeletePoolResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<DeletePoolResponse>): DeletePoolResponse {
+    const message = createBaseDeletePoolResponse();
+    return message;
+  },
+};
+
+function createBaseMoveJobRequest(): MoveJobRequest {
+  return { orgId: "", jobId: "", printerId: "", actor: "" };
+}
+
+export const MoveJobRequest: MessageFns<MoveJobRequest> = {
+  encode(message: MoveJobRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.jobId !== "") {
+      writer.uint32(18).string(message.jobId);
+    }
+    if (message.printerId !== "") {
+      writer.uint32(26).string(message.printerId);
+    }
+    if (message.actor !== "") {
+      writer.uint32(34).string(message.actor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MoveJobRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMoveJobRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.printerId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.actor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MoveJobRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+      printerId: isSet(object.printerId)
+        ? globalThis.String(object.printerId)
+        : isSet(object.printer_id)
+        ? globalThis.String(object.printer_id)
+        : "",
+      actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
+    };
+  },
+
+  toJSON(message: MoveJobRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    if (message.printerId !== "") {
+      obj.printerId = message.printerId;
+    }
+    if (message.actor !== "") {
+      obj.actor = message.actor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MoveJobRequest>): MoveJobRequest {
+    return MoveJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MoveJobRequest>): MoveJobRequest {
+    const message = createBaseMoveJobRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    message.printerId = object.printerId ?? "";
+    message.actor = object.actor ?? "";
+    return message;
+  },
+};
+
+function createBaseMoveJobResponse(): MoveJobResponse {
+  return { job: undefined };
+}
+
+export const MoveJobResponse: MessageFns<MoveJobResponse> = {
+  encode(message: MoveJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.job !== undefined) {
+      Job.encode(message.job, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MoveJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMoveJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.job = Job.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MoveJobResponse {
+    return { job: isSet(object.job) ? Job.fromJSON(object.job) : undefined };
+  },
+
+  toJSON(message: MoveJobResponse): unknown {
+    const obj: any = {};
+    if (message.job !== undefined) {
+      obj.job = Job.toJSON(message.job);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MoveJobResponse>): MoveJobResponse {
+    return MoveJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MoveJobResponse>): MoveJobResponse {
+    const message = createBaseMoveJobResponse();
+    message.job = (object.job !== undefined && object.job !== null) ? Job.fromPartial(object.job) : undefined;
+    return message;
+  },
+};
+
+function createBaseClaimJobRequest(): ClaimJobRequest {
+  return { orgId: "", jobId: "", attempt: 0, stationId: "", region: "" };
+}
+
+export const ClaimJobRequest: MessageFns<ClaimJobRequest> = {
+  encode(message: ClaimJobRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.jobId !== "") {
+      writer.uint32(18).string(message.jobId);
+    }
+    if (message.attempt !== 0) {
+      writer.uint32(24).uint32(message.attempt);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(34).string(message.stationId);
+    }
+    if (message.region !== "") {
+      writer.uint32(42).string(message.region);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimJobRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimJobRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.jobId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.attempt = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.region = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimJobRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      jobId: isSet(object.jobId)
+        ? globalThis.String(object.jobId)
+        : isSet(object.job_id)
+        ? globalThis.String(object.job_id)
+        : "",
+      attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+      region: isSet(object.region) ? globalThis.String(object.region) : "",
+    };
+  },
+
+  toJSON(message: ClaimJobRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.jobId !== "") {
+      obj.jobId = message.jobId;
+    }
+    if (message.attempt !== 0) {
+      obj.attempt = Math.round(message.attempt);
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    if (message.region !== "") {
+      obj.region = message.region;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClaimJobRequest>): ClaimJobRequest {
+    return ClaimJobRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClaimJobRequest>): ClaimJobRequest {
+    const message = createBaseClaimJobRequest();
+    message.orgId = object.orgId ?? "";
+    message.jobId = object.jobId ?? "";
+    message.attempt = object.attempt ?? 0;
+    message.stationId = object.stationId ?? "";
+    message.region = object.region ?? "";
+    return message;
+  },
+};
+
+function createBaseClaimJobResponse(): ClaimJobResponse {
+  return { claimed: false };
+}
+
+export const ClaimJobResponse: MessageFns<ClaimJobResponse> = {
+  encode(message: ClaimJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.claimed !== false) {
+      writer.uint32(8).bool(message.claimed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.claimed = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimJobResponse {
+    return { claimed: isSet(object.claimed) ? globalThis.Boolean(object.claimed) : false };
+  },
+
+  toJSON(message: ClaimJobResponse): unknown {
+    const obj: any = {};
+    if (message.claimed !== false) {
+      obj.claimed = message.claimed;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClaimJobResponse>): ClaimJobResponse {
+    return ClaimJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClaimJobResponse>): ClaimJobResponse {
+    const message = createBaseClaimJobResponse();
+    message.claimed = object.claimed ?? false;
+    return message;
+  },
+};
+
 /** Jobs owns print jobs, their events and documents, and the job state machine. */
 export type JobsServiceService = typeof JobsServiceService;
 export const JobsServiceService = {
@@ -7925,6 +9701,78 @@ export const JobsServiceService = {
       Buffer.from(PurgeOrgJobsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PurgeOrgJobsResponse => PurgeOrgJobsResponse.decode(value),
   },
+  /** Pools of printers a job may name instead of one printer (docs/jobs.md, "Pools and routing"). */
+  createPool: {
+    path: "/spool.v1.JobsService/CreatePool" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreatePoolRequest): Buffer => Buffer.from(CreatePoolRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreatePoolRequest => CreatePoolRequest.decode(value),
+    responseSerialize: (value: CreatePoolResponse): Buffer => Buffer.from(CreatePoolResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreatePoolResponse => CreatePoolResponse.decode(value),
+  },
+  listPools: {
+    path: "/spool.v1.JobsService/ListPools" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListPoolsRequest): Buffer => Buffer.from(ListPoolsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPoolsRequest => ListPoolsRequest.decode(value),
+    responseSerialize: (value: ListPoolsResponse): Buffer => Buffer.from(ListPoolsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPoolsResponse => ListPoolsResponse.decode(value),
+  },
+  getPool: {
+    path: "/spool.v1.JobsService/GetPool" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPoolRequest): Buffer => Buffer.from(GetPoolRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPoolRequest => GetPoolRequest.decode(value),
+    responseSerialize: (value: GetPoolResponse): Buffer => Buffer.from(GetPoolResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPoolResponse => GetPoolResponse.decode(value),
+  },
+  /** Changes the fields given. */
+  updatePool: {
+    path: "/spool.v1.JobsService/UpdatePool" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdatePoolRequest): Buffer => Buffer.from(UpdatePoolRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdatePoolRequest => UpdatePoolRequest.decode(value),
+    responseSerialize: (value: UpdatePoolResponse): Buffer => Buffer.from(UpdatePoolResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePoolResponse => UpdatePoolResponse.decode(value),
+  },
+  /** Refused while jobs of the pool wait for a member; jobs already routed keep their printer. */
+  deletePool: {
+    path: "/spool.v1.JobsService/DeletePool" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeletePoolRequest): Buffer => Buffer.from(DeletePoolRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeletePoolRequest => DeletePoolRequest.decode(value),
+    responseSerialize: (value: DeletePoolResponse): Buffer => Buffer.from(DeletePoolResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeletePoolResponse => DeletePoolResponse.decode(value),
+  },
+  /** Sends a queued, scheduled or held job to another printer of its organization. */
+  moveJob: {
+    path: "/spool.v1.JobsService/MoveJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: MoveJobRequest): Buffer => Buffer.from(MoveJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): MoveJobRequest => MoveJobRequest.decode(value),
+    responseSerialize: (value: MoveJobResponse): Buffer => Buffer.from(MoveJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MoveJobResponse => MoveJobResponse.decode(value),
+  },
+  /**
+   * A station is about to print a pool job it was offered: the job becomes `sent` and can no
+   * longer be routed elsewhere, unless it was routed elsewhere first (then `claimed` is false and
+   * the station drops it).
+   */
+  claimJob: {
+    path: "/spool.v1.JobsService/ClaimJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ClaimJobRequest): Buffer => Buffer.from(ClaimJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ClaimJobRequest => ClaimJobRequest.decode(value),
+    responseSerialize: (value: ClaimJobResponse): Buffer => Buffer.from(ClaimJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ClaimJobResponse => ClaimJobResponse.decode(value),
+  },
 } as const;
 
 export interface JobsServiceServer extends UntypedServiceImplementation {
@@ -7978,6 +9826,22 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
    * their events and documents), uploads, templates and Idempotency-Keys. Call again until `done`.
    */
   purgeOrg: handleUnaryCall<PurgeOrgJobsRequest, PurgeOrgJobsResponse>;
+  /** Pools of printers a job may name instead of one printer (docs/jobs.md, "Pools and routing"). */
+  createPool: handleUnaryCall<CreatePoolRequest, CreatePoolResponse>;
+  listPools: handleUnaryCall<ListPoolsRequest, ListPoolsResponse>;
+  getPool: handleUnaryCall<GetPoolRequest, GetPoolResponse>;
+  /** Changes the fields given. */
+  updatePool: handleUnaryCall<UpdatePoolRequest, UpdatePoolResponse>;
+  /** Refused while jobs of the pool wait for a member; jobs already routed keep their printer. */
+  deletePool: handleUnaryCall<DeletePoolRequest, DeletePoolResponse>;
+  /** Sends a queued, scheduled or held job to another printer of its organization. */
+  moveJob: handleUnaryCall<MoveJobRequest, MoveJobResponse>;
+  /**
+   * A station is about to print a pool job it was offered: the job becomes `sent` and can no
+   * longer be routed elsewhere, unless it was routed elsewhere first (then `claimed` is false and
+   * the station drops it).
+   */
+  claimJob: handleUnaryCall<ClaimJobRequest, ClaimJobResponse>;
 }
 
 export interface JobsServiceClient extends Client {
@@ -8366,6 +10230,120 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PurgeOrgJobsResponse) => void,
+  ): ClientUnaryCall;
+  /** Pools of printers a job may name instead of one printer (docs/jobs.md, "Pools and routing"). */
+  createPool(
+    request: CreatePoolRequest,
+    callback: (error: ServiceError | null, response: CreatePoolResponse) => void,
+  ): ClientUnaryCall;
+  createPool(
+    request: CreatePoolRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreatePoolResponse) => void,
+  ): ClientUnaryCall;
+  createPool(
+    request: CreatePoolRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreatePoolResponse) => void,
+  ): ClientUnaryCall;
+  listPools(
+    request: ListPoolsRequest,
+    callback: (error: ServiceError | null, response: ListPoolsResponse) => void,
+  ): ClientUnaryCall;
+  listPools(
+    request: ListPoolsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPoolsResponse) => void,
+  ): ClientUnaryCall;
+  listPools(
+    request: ListPoolsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPoolsResponse) => void,
+  ): ClientUnaryCall;
+  getPool(
+    request: GetPoolRequest,
+    callback: (error: ServiceError | null, response: GetPoolResponse) => void,
+  ): ClientUnaryCall;
+  getPool(
+    request: GetPoolRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetPoolResponse) => void,
+  ): ClientUnaryCall;
+  getPool(
+    request: GetPoolRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetPoolResponse) => void,
+  ): ClientUnaryCall;
+  /** Changes the fields given. */
+  updatePool(
+    request: UpdatePoolRequest,
+    callback: (error: ServiceError | null, response: UpdatePoolResponse) => void,
+  ): ClientUnaryCall;
+  updatePool(
+    request: UpdatePoolRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePoolResponse) => void,
+  ): ClientUnaryCall;
+  updatePool(
+    request: UpdatePoolRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePoolResponse) => void,
+  ): ClientUnaryCall;
+  /** Refused while jobs of the pool wait for a member; jobs already routed keep their printer. */
+  deletePool(
+    request: DeletePoolRequest,
+    callback: (error: ServiceError | null, response: DeletePoolResponse) => void,
+  ): ClientUnaryCall;
+  deletePool(
+    request: DeletePoolRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeletePoolResponse) => void,
+  ): ClientUnaryCall;
+  deletePool(
+    request: DeletePoolRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeletePoolResponse) => void,
+  ): ClientUnaryCall;
+  /** Sends a queued, scheduled or held job to another printer of its organization. */
+  moveJob(
+    request: MoveJobRequest,
+    callback: (error: ServiceError | null, response: MoveJobResponse) => void,
+  ): ClientUnaryCall;
+  moveJob(
+    request: MoveJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MoveJobResponse) => void,
+  ): ClientUnaryCall;
+  moveJob(
+    request: MoveJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MoveJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A station is about to print a pool job it was offered: the job becomes `sent` and can no
+   * longer be routed elsewhere, unless it was routed elsewhere first (then `claimed` is false and
+   * the station drops it).
+   */
+  claimJob(
+    request: ClaimJobRequest,
+    callback: (error: ServiceError | null, response: ClaimJobResponse) => void,
+  ): ClientUnaryCall;
+  claimJob(
+    request: ClaimJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ClaimJobResponse) => void,
+  ): ClientUnaryCall;
+  claimJob(
+    request: ClaimJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ClaimJobResponse) => void,
   ): ClientUnaryCall;
 }
 

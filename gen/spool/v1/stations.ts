@@ -319,6 +319,11 @@ export interface JobReceived {
   attempt: number;
   /** W3C trace context (traceparent, tracestate) of the agent's work on the job, when traced. */
   traceContext: { [key: string]: string };
+  /**
+   * The claim of a pool job about to print (JobOffer.claim): accepted only once the jobs service
+   * has recorded the job as this station's.
+   */
+  claim: boolean;
 }
 
 export interface JobReceived_TraceContextEntry {
@@ -399,6 +404,14 @@ export interface JobOffer {
   attempt: number;
   /** W3C trace context (traceparent, tracestate) of the offer: the agent's print continues it. */
   traceContext: { [key: string]: string };
+  /**
+   * A pool job (docs/station-link.md): the agent journals it but, before printing, sends
+   * `received` with `claim` set and prints only once that is accepted; a withdrawal instead means
+   * the job went to another printer.
+   */
+  claim: boolean;
+  /** 1 to 100: of a printer's jobs waiting in the agent, the highest goes first. */
+  priority: number;
 }
 
 export interface JobOffer_TraceContextEntry {
@@ -4852,7 +4865,7 @@ export const PrintersChanged: MessageFns<PrintersChanged> = {
 };
 
 function createBaseJobReceived(): JobReceived {
-  return { jobId: "", attempt: 0, traceContext: {} };
+  return { jobId: "", attempt: 0, traceContext: {}, claim: false };
 }
 
 export const JobReceived: MessageFns<JobReceived> = {
@@ -4866,6 +4879,9 @@ export const JobReceived: MessageFns<JobReceived> = {
     globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
       JobReceived_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
     });
+    if (message.claim !== false) {
+      writer.uint32(32).bool(message.claim);
+    }
     return writer;
   },
 
@@ -4907,6 +4923,14 @@ export const JobReceived: MessageFns<JobReceived> = {
             if (entry3.value !== undefined) {
               message.traceContext[entry3.key] = entry3.value;
             }
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.claim = reader.bool();
             continue;
           }
         }
@@ -4956,6 +4980,7 @@ export const JobReceived: MessageFns<JobReceived> = {
           {},
         )
         : {},
+      claim: isSet(object.claim) ? globalThis.Boolean(object.claim) : false,
     };
   },
 
@@ -4976,6 +5001,9 @@ export const JobReceived: MessageFns<JobReceived> = {
         });
       }
     }
+    if (message.claim !== false) {
+      obj.claim = message.claim;
+    }
     return obj;
   },
 
@@ -4995,6 +5023,7 @@ export const JobReceived: MessageFns<JobReceived> = {
       },
       {},
     );
+    message.claim = object.claim ?? false;
     return message;
   },
 };
@@ -5968,6 +5997,8 @@ function createBaseJobOffer(): JobOffer {
     options: undefined,
     attempt: 0,
     traceContext: {},
+    claim: false,
+    priority: 0,
   };
 }
 
@@ -6003,6 +6034,12 @@ export const JobOffer: MessageFns<JobOffer> = {
     globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
       JobOffer_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(82).fork()).join();
     });
+    if (message.claim !== false) {
+      writer.uint32(88).bool(message.claim);
+    }
+    if (message.priority !== 0) {
+      writer.uint32(96).uint32(message.priority);
+    }
     return writer;
   },
 
@@ -6102,6 +6139,22 @@ export const JobOffer: MessageFns<JobOffer> = {
             }
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.claim = reader.bool();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.priority = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6168,6 +6221,8 @@ export const JobOffer: MessageFns<JobOffer> = {
           {},
         )
         : {},
+      claim: isSet(object.claim) ? globalThis.Boolean(object.claim) : false,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
     };
   },
 
@@ -6209,6 +6264,12 @@ export const JobOffer: MessageFns<JobOffer> = {
         });
       }
     }
+    if (message.claim !== false) {
+      obj.claim = message.claim;
+    }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
     return obj;
   },
 
@@ -6237,6 +6298,8 @@ export const JobOffer: MessageFns<JobOffer> = {
       },
       {},
     );
+    message.claim = object.claim ?? false;
+    message.priority = object.priority ?? 0;
     return message;
   },
 };

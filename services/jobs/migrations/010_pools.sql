@@ -1,0 +1,41 @@
+-- Pools of printers (docs/jobs.md, "Pools and routing"). A pool job names its pool; its
+-- printer_id and station_id are the member chosen, NULL until one is.
+CREATE TABLE IF NOT EXISTS pools (
+  id UUID PRIMARY KEY,
+  org_id UUID NOT NULL,
+  name TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  failover_after INT4 NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL,
+  updated_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS pools_org_created ON pools (org_id, created_at, id);
+
+-- Each member in its place in the pool. `unready_since` is when the jobs service last saw the
+-- printer become unable to take a pool job (its station offline, its status other than ready),
+-- NULL while it can: failover moves a job off a member unready for the pool's failover_after.
+CREATE TABLE IF NOT EXISTS pool_members (
+  pool_id UUID NOT NULL,
+  org_id UUID NOT NULL,
+  printer_id UUID NOT NULL,
+  position INT4 NOT NULL,
+  unready_since TIMESTAMPTZ,
+  PRIMARY KEY (pool_id, printer_id)
+);
+
+CREATE INDEX IF NOT EXISTS pool_members_printer ON pool_members (org_id, printer_id);
+
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS pool_id UUID;
+
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority INT4 NOT NULL DEFAULT 50;
+
+ALTER TABLE jobs ALTER COLUMN printer_id DROP NOT NULL;
+
+ALTER TABLE jobs ALTER COLUMN station_id DROP NOT NULL;
+
+-- The pool jobs still waiting for a member, and those a member holds, found by pool.
+CREATE INDEX IF NOT EXISTS jobs_pool_status ON jobs (pool_id, status) WHERE pool_id IS NOT NULL;
+
+-- Counting the unfinished jobs of a pool's members (least_queued).
+CREATE INDEX IF NOT EXISTS jobs_printer_status ON jobs (printer_id, status);
