@@ -1,6 +1,7 @@
 /**
  * The API's and the operator's actions on jobs, through the state machine: CancelJob, RetryJob
- * (which releases a held job too) and FailPrinterJobs (a printer or station deleted).
+ * (which releases a held job too) and FailPrinterJobs (a printer or station deleted: its jobs fail
+ * and it leaves its pools).
  */
 import { invalid } from '../../../lib/errors.js';
 import { requireUuid } from '../../../lib/ids.js';
@@ -40,11 +41,23 @@ export function actionHandlers(
       }
     },
 
-    async failPrinterJobs(req) {
+    async failPrinterJobs(req, call) {
       const orgId = requireUuid(req.orgId, 'organization');
       const stationId = requireUuid(req.stationId, 'station');
       if (req.printerIds.length > 10_000) throw invalid('at most 10000 printer ids', 'printer_ids');
       for (const id of req.printerIds) requireUuid(id, 'printer');
+      // The printers leave their pools first, so that no pool job is routed to them meanwhile. A
+      // station's deletion names none: its printers are asked for (they are not deleted yet).
+      const leaving =
+        req.printerIds.length > 0
+          ? req.printerIds
+          : (
+              await deps.stations.printersOf(
+                { printers: [], stations: [{ orgId, stationId }] },
+                { parent: call },
+              )
+            ).items.map((p) => p.id);
+      await store.leavePools(orgId, leaving);
       const failed = await store.failPrinterJobs(orgId, stationId, req.printerIds, {
         actor: req.actor,
         detail: req.detail.slice(0, 500) || 'the printer was deleted',
