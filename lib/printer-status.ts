@@ -24,6 +24,15 @@ export type PrinterStatusName = (typeof LINK_PRINTER_STATUSES)[number];
  * waits. Out of paper, a jam or an open door do not count: the printer's own queue keeps the job
  * until someone sees to it, and a warning about one tray need not stop the others.
  */
+/**
+ * Whether a printer in `status` takes a pool job now: ready, or busy printing (docs/jobs.md,
+ * "Pools and routing"). The router chooses only such members, and the agent claims a pool job only
+ * while its printer is one.
+ */
+export function takesPoolJobs(status: string): boolean {
+  return status === 'ready' || status === 'printing';
+}
+
 export function cannotPrint(status: string): boolean {
   return status === 'offline' || status === 'error';
 }

@@ -9,6 +9,7 @@ export const EVENT_TYPES = [
   'job.failed',
   'job.cancelled',
   'job.retried',
+  'job.rerouted',
   'station.online',
   'station.offline',
   'printer.status',

@@ -24,7 +24,14 @@ import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import { dispatchOffer } from './dispatch-messages.js';
 import { type ClaimCompletion, claimLost, completeClaimsIn } from './idempotency.js';
-import { addJobEvents, type JobRow, type NewJob, OUTBOX_TABLE, toJob } from './job-rows.js';
+import {
+  addJobEvents,
+  type JobEventValues,
+  type JobRow,
+  type NewJob,
+  OUTBOX_TABLE,
+  toJob,
+} from './job-rows.js';
 import type { JobStatus } from './machine.js';
 import { DAILY_TEST_LIMIT, testLimitReached, utcDay } from './test-prints.js';
 
@@ -74,6 +81,9 @@ class Refused extends Error {
   }
 }
 
+/** A pool job given its member as it is created: its history says so (a second event). */
+const routedAtCreation = (job: NewJob) => Boolean(job.poolId && job.printerId);
+
 /** The row a job's INSERT writes, as the store reads it back. */
 function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
   const scheduled = job.scheduleAt !== undefined && job.scheduleAt.getTime() > now.getTime();
@@ -95,7 +105,7 @@ function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
     size: String(job.size),
     sha256: job.sha256,
     attempt: 1,
-    version: 1,
+    version: routedAtCreation(job) ? 2 : 1,
     // Kept when already past, as the time the job was scheduled for (docs/jobs.md).
     schedule_at: job.scheduleAt ?? null,
     expire_after: expireAfter,
@@ -202,17 +212,34 @@ export function createJobCreator(deps: {
          created_at, updated_at)
        ${batch.rows(values, JOB_TYPES)}`,
     );
-    addJobEvents(batch, group, ({ job }, i) => [
-      randomUUID(),
-      job.id,
-      job.orgId,
-      1,
-      now,
-      (jobs[i] as Job).status,
-      job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
-      job.actor,
-      '',
-    ]);
+    const events = group.flatMap(({ job }, i) => {
+      const status = (jobs[i] as Job).status;
+      const created: JobEventValues = [
+        randomUUID(),
+        job.id,
+        job.orgId,
+        1,
+        now,
+        status,
+        job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
+        job.actor,
+        '',
+      ];
+      if (!routedAtCreation(job)) return [created];
+      const routed: JobEventValues = [
+        randomUUID(),
+        job.id,
+        job.orgId,
+        2,
+        now,
+        status,
+        `routed to ${job.printerId}`,
+        'system',
+        '',
+      ];
+      return [created, routed];
+    });
+    addJobEvents(batch, events, (event) => event);
     const messages: OutboxMessage[] = [];
     group.forEach(({ job, trace }, i) => {
       const created = jobs[i] as Job;
@@ -221,7 +248,8 @@ export function createJobCreator(deps: {
         ...eventMessage(created.orgId, 'job.created', { job: jobJson(created) }, now),
         headers,
       });
-      if (created.status === 'queued') {
+      // A pool job no member can take yet waits for the router, with no station to offer it to.
+      if (created.status === 'queued' && created.stationId) {
         messages.push({ ...dispatchOffer(created, job.document), headers });
       }
     });

@@ -20,6 +20,8 @@ import { OUTBOX_TABLE } from './job-rows.js';
 import { followPrinterChanges, PrinterCache } from './printer-cache.js';
 import { createPrinterWaits, startPrinterWaitReader } from './printer-waits.js';
 import { startReportReader } from './reports.js';
+import { Router } from './router.js';
+import { createRoutingStore } from './routing-store.js';
 import { createJobsServer, type ServerKeys } from './server.js';
 import { createJobStore } from './store.js';
 import { Sweeper } from './sweeper.js';
@@ -53,12 +55,15 @@ export interface JobsDeps {
   sweepIntervalMs?: number;
   /** How long retention settings are trusted; default a minute. */
   settingsTtlMs?: number;
+  /** How often the router looks at pools with queued jobs; default every second. */
+  routeIntervalMs?: number;
 }
 
 export interface JobsPart {
   grpc: GrpcService;
   relay: OutboxRelay;
   sweeper: Sweeper;
+  router: Router;
   stop(): Promise<void>;
 }
 
@@ -67,16 +72,33 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const layout = deps.layout ?? SINGLE_REGION;
   const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const printerWaits = createPrinterWaits({ pool: deps.pool });
+  const routing = createRoutingStore(deps.pool);
+  // The router is made once the store it moves jobs with exists; news before that waits for its
+  // first round.
+  let router: Router | undefined;
+  const nudgeRouter = () => router?.nudge();
   const waitReader = await startPrinterWaitReader({
     nc: deps.nc,
     stations: deps.stations,
     waits: printerWaits,
     logger,
+    changed: nudgeRouter,
   });
   // Each change's messages leave as soon as its transaction commits, without a read back.
   const store = createJobStore(deps.pool, deps.clock, {
     onCommit: (rows) => relay.send(rows),
-    onRequeued: (jobs) => waitReader.requeued(jobs),
+    onRequeued: (jobs) => {
+      waitReader.requeued(jobs);
+      if (jobs.some((j) => j.poolId && !j.printerId)) nudgeRouter();
+    },
+  });
+  router = new Router({
+    routing,
+    transitions: store,
+    stations: deps.stations,
+    clock: deps.clock,
+    logger,
+    ...(deps.routeIntervalMs === undefined ? {} : { intervalMs: deps.routeIntervalMs }),
   });
   const documents = await openDocuments(deps.nc, layout);
   const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
@@ -94,6 +116,8 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     ...(deps.serverKeys ? { serverKeys: deps.serverKeys } : {}),
     printers,
     logger,
+    routing,
+    nudgeRouter,
   });
   const reports = await startReportReader({
     nc: deps.nc,
@@ -116,6 +140,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   });
   relay.start();
   sweeper.start();
+  router.start();
   return {
     grpc: {
       name: 'spool.v1.JobsService',
@@ -124,7 +149,9 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     },
     relay,
     sweeper,
+    router,
     async stop() {
+      await router.stop();
       await sweeper.stop();
       await reports.stop();
       await waitReader.stop();

@@ -140,7 +140,7 @@ export function createJobQueries(pool: pg.Pool): JobQueries {
       const { rows } = await pool.query<JobRow>(
         `SELECT ${JOB_COLUMNS} FROM jobs
          WHERE org_id = $1 AND station_id = $2 AND status = ANY($3)
-         ORDER BY created_at, id`,
+         ORDER BY priority DESC, created_at, id`,
         [orgId, stationId, PENDING_STATUSES],
       );
       return rows.map(toJob);
@@ -152,7 +152,7 @@ export function createJobQueries(pool: pg.Pool): JobQueries {
         `SELECT ${JOB_COLUMNS} FROM jobs
          WHERE station_id = ANY($2::UUID[]) AND status = ANY($3)
            AND (org_id, station_id) IN (SELECT * FROM unnest($1::UUID[], $2::UUID[]))
-         ORDER BY created_at, id`,
+         ORDER BY priority DESC, created_at, id`,
         [stations.map((s) => s.orgId), stations.map((s) => s.stationId), PENDING_STATUSES],
       );
       return rows.map(toJob);

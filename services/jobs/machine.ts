@@ -25,7 +25,13 @@ export type Trigger =
   /** a job waited undelivered longer than its expire_after */
   | 'expire'
   /** the operator deleted the job's printer (or its station) */
-  | 'printer_deleted';
+  | 'printer_deleted'
+  /** a pool job waiting for a member is given one (router.ts) */
+  | 'route'
+  /** a pool job moves off a member that has not been able to print for the pool's failover_after */
+  | 'failover'
+  /** POST …/move */
+  | 'move';
 
 export interface Transition {
   trigger: Trigger;
@@ -33,8 +39,11 @@ export interface Transition {
   to: JobStatus;
   /** The webhook event the change emits, if any. */
   event: EventType | null;
-  /** The station must hear of it (a new attempt to print, or a withdrawal). */
-  dispatch: 'offer' | 'withdraw' | null;
+  /**
+   * The station must hear of it: a new attempt to print, a withdrawal, or both (`reroute`: the
+   * job is withdrawn from the station it was offered to and offered to its new printer's).
+   */
+  dispatch: 'offer' | 'withdraw' | 'reroute' | null;
   /** Starts a new attempt: reports of earlier attempts no longer apply. */
   newAttempt?: boolean;
 }
@@ -89,7 +98,22 @@ export const TRANSITIONS: readonly Transition[] = [
     event: 'job.failed',
     dispatch: 'withdraw',
   },
+  // Routing (docs/jobs.md, "Pools and routing") keeps the status and changes the printer.
+  { trigger: 'route', from: ['queued'], to: 'queued', event: null, dispatch: 'offer' },
+  {
+    trigger: 'failover',
+    from: ['queued'],
+    to: 'queued',
+    event: 'job.rerouted',
+    dispatch: 'reroute',
+  },
+  { trigger: 'move', from: ['queued'], to: 'queued', event: 'job.rerouted', dispatch: 'reroute' },
+  { trigger: 'move', from: ['scheduled'], to: 'scheduled', event: 'job.rerouted', dispatch: null },
+  { trigger: 'move', from: ['held'], to: 'held', event: 'job.rerouted', dispatch: null },
 ];
+
+/** The triggers that change a job's printer rather than (or as well as) its status. */
+export const ROUTING_TRIGGERS: readonly Trigger[] = ['route', 'failover', 'move'];
 
 /** Statuses a job does not leave by itself: its document's retention counts from entering one. */
 export const FINISHED_STATUSES: readonly JobStatus[] = ['printed', 'failed', 'cancelled'];

@@ -122,6 +122,8 @@ export async function startPrinterWaitReader(deps: {
   stations: AsyncClient<StationsServiceClient>;
   waits: PrinterWaits;
   logger: Logger;
+  /** Told after each batch of printers brought up to date (the router looks again). */
+  changed?: () => void;
 }): Promise<{
   requeued(jobs: Array<Pick<Job, 'orgId' | 'printerId'>>): void;
   stop(): Promise<void>;
@@ -148,6 +150,7 @@ export async function startPrinterWaitReader(deps: {
       stations: [...stations.values()],
     });
     await deps.waits.printersChanged(items);
+    deps.changed?.();
     // Printers are found only within the organization their concern names.
     const found = new Set(items.map((p) => keyOf(p.orgId, p.id)));
     return concerns.map((c) => ({
@@ -181,7 +184,9 @@ export async function startPrinterWaitReader(deps: {
   ]);
   return {
     requeued(jobs) {
-      const printers = new Map(jobs.map((j) => [keyOf(j.orgId, j.printerId), j]));
+      // A pool job queued again has no printer until the router gives it one.
+      const routed = jobs.filter((j) => j.printerId !== '');
+      const printers = new Map(routed.map((j) => [keyOf(j.orgId, j.printerId), j]));
       for (const { orgId, printerId } of printers.values()) {
         batches.submit({ orgId, printerId }).catch((err: unknown) => {
           if (!stopping) {

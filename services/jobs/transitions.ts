@@ -35,6 +35,9 @@ const TRANSITION_TYPES = [
   'TIMESTAMPTZ', // finished_at
   'TIMESTAMPTZ', // expire_at
   'TEXT', // region
+  'UUID', // printer_id
+  'UUID', // station_id
+  'UUID', // pool_id
   'INT4', // the version read, which the row must still have (see `write`)
 ] as const;
 
@@ -90,6 +93,9 @@ async function write(tx: pg.PoolClient, changes: Change[], readBefore = false): 
     FINISHED_STATUSES.includes(r.status) ? r.updated_at : null,
     r.expire_at,
     r.region,
+    r.printer_id,
+    r.station_id,
+    r.pool_id,
     read.get(r.id),
   ]);
   const updated = batch.add(
@@ -102,9 +108,11 @@ async function write(tx: pg.PoolClient, changes: Change[], readBefore = false): 
            WHEN jobs.status_detail LIKE '${WAITING}%' THEN jobs.status_detail
            ELSE '' END,
          updated_at = v.updated_at, version = v.version, finished_at = v.finished_at,
-         expire_at = v.expire_at, region = v.region
+         expire_at = v.expire_at, region = v.region, printer_id = v.printer_id,
+         station_id = v.station_id, pool_id = v.pool_id
        FROM (${batch.rows(rows, TRANSITION_TYPES)}) AS v (org_id, id, status,
-         status_detail, attempt, updated_at, version, finished_at, expire_at, region, was)
+         status_detail, attempt, updated_at, version, finished_at, expire_at, region, printer_id,
+         station_id, pool_id, was)
        WHERE jobs.org_id = v.org_id AND jobs.id = v.id${
          readBefore ? ' AND jobs.version = v.was RETURNING jobs.id' : ''
        }`,
@@ -163,7 +171,8 @@ export interface JobTransitions {
   expireDue(limit?: number): Promise<Job[]>;
   /**
    * Fails every unfinished job of `printerIds` of `stationId` (of all its printers when
-   * `printerIds` is empty), each once.
+   * `printerIds` is empty), each once; a queued pool job is left for the router, which gives it
+   * another member once the printer has left its pool.
    */
   failPrinterJobs(
     orgId: string,
@@ -303,7 +312,8 @@ export function createJobTransitions(deps: {
             `SELECT ${JOB_COLUMNS} FROM jobs
              WHERE org_id = $1 AND station_id = $2
                AND (cardinality($3::UUID[]) = 0 OR printer_id = ANY($3::UUID[]))
-               AND status = ANY($4) ORDER BY created_at, id LIMIT 500 FOR UPDATE`,
+               AND status = ANY($4) AND NOT (pool_id IS NOT NULL AND status = 'queued')
+             ORDER BY created_at, id LIMIT 500 FOR UPDATE`,
             [orgId, stationId, printerIds, from],
           );
           return applyAll(tx, rows, 'printer_deleted', how);

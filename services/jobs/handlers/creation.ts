@@ -18,6 +18,13 @@ import type { Claim } from '../idempotency.js';
 import { documentName, INLINE_DOCUMENT_BYTES, type NewJob, uploadName } from '../job-rows.js';
 import { checkOptionsFor, checkPages } from '../options.js';
 import { waitingDetail } from '../printer-waits.js';
+import {
+  canTakeJobs,
+  checkPoolCanPrint,
+  chooseMember,
+  honours,
+  waitingForPool,
+} from '../routing.js';
 import type { JobsHandlers, JobsServerDeps } from './deps.js';
 import { documentOf, readObject } from './documents.js';
 import { printerOf, requirePrinterOf } from './printers.js';
@@ -26,6 +33,8 @@ export const MAX_TEXT_LENGTH = 1000;
 /** The longest a job may wait undelivered, and the furthest it may be scheduled. */
 export const MAX_EXPIRE_AFTER_S = 30 * 24 * 60 * 60;
 export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
+/** The highest priority (IPP's job-priority). */
+export const MAX_PRIORITY = 100;
 /** Jobs one `CreateJobs` call may create. */
 export const MAX_CREATIONS_PER_CALL = 256;
 
@@ -90,16 +99,80 @@ async function resolveContent(deps: JobsServerDeps, req: CreateJobRequest, orgId
   throw invalid('content is required', 'content');
 }
 
-/** Creates a job of `content` for the printer `req` names, as it now is. */
+/** Where a new job goes: its printer, or the member of its pool chosen now, or none yet. */
+type Place = Pick<NewJob, 'printerId' | 'stationId' | 'region' | 'waiting' | 'poolId'>;
+
+/** The printer a job names, as it now is, checked against the job's options. */
+async function printerPlace(
+  deps: JobsServerDeps,
+  req: Pick<NewJob, 'orgId' | 'printerId' | 'options'>,
+  call: ServerUnaryCall<unknown, unknown>,
+): Promise<Place> {
+  const printer = await printerOf(deps, req.orgId, req.printerId, call);
+  if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
+  checkOptionsFor(req.options, printer);
+  // A printer that cannot print now says so on the job from the start.
+  const waiting = waitingDetail(printer);
+  return { printerId: printer.id, stationId: printer.stationId, region: printer.region, waiting };
+}
+
+/**
+ * The member of the pool a job names that takes it now (docs/jobs.md, "Pools and routing"), or
+ * none: the job then waits, queued, for the router. A job no member could ever print is refused.
+ */
+async function poolPlace(
+  deps: JobsServerDeps,
+  req: Pick<NewJob, 'orgId' | 'options' | 'hold' | 'scheduleAt'> & { poolId: string },
+  call: ServerUnaryCall<unknown, unknown>,
+): Promise<Place> {
+  const pool = await deps.routing.poolOf(req.orgId, req.poolId);
+  if (!pool) throw invalid('pool_id names no pool of this organization', 'pool_id');
+  const { items } = await deps.stations.printersOf(
+    {
+      printers: pool.printerIds.map((printerId) => ({ orgId: req.orgId, printerId })),
+      stations: [],
+    },
+    { parent: call },
+  );
+  const byId = new Map(items.map((p) => [p.id, p]));
+  const members = pool.printerIds.flatMap((id) => byId.get(id) ?? []);
+  checkPoolCanPrint(pool, members, req.options);
+  const unrouted: Place = {
+    printerId: '',
+    stationId: '',
+    region: members[0]?.region ?? '',
+    poolId: pool.id,
+  };
+  // A held or scheduled job is routed when it is queued.
+  const later =
+    req.scheduleAt !== undefined && req.scheduleAt.getTime() > deps.clock.now().getTime();
+  if (req.hold || later) return unrouted;
+  const able = members.filter((p) => canTakeJobs(p) && honours(p, req.options));
+  const queued =
+    pool.strategy === 'least_queued' && able.length > 1
+      ? await deps.routing.unfinishedCounts(able.map((p) => p.id))
+      : new Map<string, number>();
+  const to = chooseMember(pool, able, req.options, queued);
+  if (!to) return { ...unrouted, waiting: waitingForPool(pool) };
+  return {
+    printerId: to.id,
+    stationId: to.stationId,
+    region: to.region,
+    poolId: pool.id,
+    waiting: '',
+  };
+}
+
+/** Creates a job of `content` for the printer or pool `req` names, as it now is. */
 async function createFrom(
   deps: JobsServerDeps,
   req: Omit<NewJob, 'id' | 'stationId' | 'region' | 'contentType' | 'size' | 'sha256'>,
   content: { contentType: string; document: Buffer },
   call: ServerUnaryCall<unknown, unknown>,
 ) {
-  const printer = await printerOf(deps, req.orgId, req.printerId, call);
-  if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
-  checkOptionsFor(req.options, printer);
+  const place = req.poolId
+    ? await poolPlace(deps, { ...req, poolId: req.poolId }, call)
+    : await printerPlace(deps, req, call);
   const id = randomUUID();
   const inline = content.document.length <= INLINE_DOCUMENT_BYTES;
   // A large document is stored before the job exists; a job whose commit fails leaves an object
@@ -113,15 +186,11 @@ async function createFrom(
   const job = await deps.store.create({
     ...(inline ? { document: content.document } : {}),
     ...req,
+    ...place,
     id,
-    printerId: printer.id,
-    stationId: printer.stationId,
-    region: printer.region,
     contentType: content.contentType,
     size: content.document.length,
     sha256: createHash('sha256').update(content.document).digest('hex'),
-    // A printer that cannot print now says so on the job from the start.
-    waiting: waitingDetail(printer),
   });
   return job;
 }
@@ -133,7 +202,17 @@ async function createOne(
   call: ServerUnaryCall<unknown, unknown>,
 ): Promise<Job> {
   const orgId = requireUuid(req.orgId, 'organization');
-  if (!isUuid(req.printerId)) throw invalid('printer_id must be the id of a printer', 'printer_id');
+  if (Boolean(req.printerId) === Boolean(req.poolId)) {
+    throw invalid('a job names exactly one of printer_id and pool_id', 'printer_id');
+  }
+  if (req.printerId && !isUuid(req.printerId)) {
+    throw invalid('printer_id must be the id of a printer', 'printer_id');
+  }
+  if (req.poolId && !isUuid(req.poolId))
+    throw invalid('pool_id must be the id of a pool', 'pool_id');
+  if (req.priority !== 0 && (req.priority < 1 || req.priority > MAX_PRIORITY)) {
+    throw invalid(`priority must be 1 to ${MAX_PRIORITY}`, 'priority');
+  }
   if (req.title.length > MAX_TEXT_LENGTH) throw invalid('title is too long', 'title');
   if (req.reference.length > MAX_TEXT_LENGTH) throw invalid('reference is too long', 'reference');
   if (req.hold && req.scheduleAt) throw invalid('a job cannot be both held and scheduled', 'hold');
@@ -151,6 +230,8 @@ async function createOne(
     {
       orgId,
       printerId: req.printerId,
+      ...(req.poolId ? { poolId: req.poolId } : {}),
+      ...(req.priority ? { priority: req.priority } : {}),
       live: req.live,
       title: req.title,
       reference: req.reference,
@@ -207,13 +288,16 @@ export function creationHandlers(
         requireUuid(req.jobId, 'job'),
         'reprint',
       );
-      await requirePrinterOf(deps, original, call);
+      // A pool job's reprint goes to the pool again; any other to the same printer.
+      if (!original.poolId) await requirePrinterOf(deps, original, call);
       const document = await documentOf(deps, original);
       const job = await createFrom(
         deps,
         {
           orgId,
-          printerId: original.printerId,
+          printerId: original.poolId ? '' : original.printerId,
+          ...(original.poolId ? { poolId: original.poolId } : {}),
+          priority: original.priority,
           live: req.live,
           title: original.title,
           reference: original.reference,

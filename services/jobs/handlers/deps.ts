@@ -11,6 +11,7 @@ import type { Fetcher } from '../fetch.js';
 import type { IdempotencyStore } from '../idempotency.js';
 import type { PreviewLimits } from '../previews.js';
 import type { PrinterCache } from '../printer-cache.js';
+import type { RoutingStore } from '../routing-store.js';
 import type { JobStore } from '../store.js';
 
 export interface JobsServerDeps {
@@ -32,6 +33,10 @@ export interface JobsServerDeps {
   logger: Logger;
   /** How many PDF previews are made at once, wait, and are kept (previews.ts). */
   previews?: PreviewLimits;
+  /** The pools and their members, as routing reads them. */
+  routing: RoutingStore;
+  /** Asks the router for a round soon (a pool job waits for a member). */
+  nudgeRouter?: () => void;
 }
 
 export interface ServerKeys {

@@ -1,0 +1,178 @@
+/**
+ * What routing reads and writes of the pools tables and the jobs table: a pool with its members,
+ * the pools with queued jobs, those jobs, the unfinished jobs per printer, and when each member
+ * last became unable to take jobs. The pools themselves are kept by pool-store.ts.
+ */
+import type pg from 'pg';
+import type { PrintOptions } from '../../gen/spool/v1/stations.js';
+import { isUuid } from '../../lib/ids.js';
+import type { RoutingPool } from './routing.js';
+
+/** A member as the router reads it. */
+export interface MemberState {
+  printerId: string;
+  /** When the router first saw it unable to take jobs, still so; null while it can. */
+  unreadySince: Date | null;
+}
+
+export interface RoutingPoolState extends RoutingPool {
+  members: MemberState[];
+}
+
+/** A queued pool job, as the router needs it. */
+export interface QueuedPoolJob {
+  id: string;
+  orgId: string;
+  poolId: string;
+  /** null while it waits for a member. */
+  printerId: string | null;
+  options: PrintOptions;
+  statusDetail: string;
+}
+
+export interface RoutingStore {
+  /** The organization's pool, with its members in order; undefined if there is none. */
+  poolOf(orgId: string, poolId: string): Promise<RoutingPool | undefined>;
+  /** The pools, with their members, that have queued jobs (at most `limit`). */
+  poolsWithQueuedJobs(limit: number): Promise<RoutingPoolState[]>;
+  /** The queued jobs of `pools`, highest priority and oldest first (at most `limit`). */
+  queuedJobsOf(pools: RoutingPool[], limit: number): Promise<QueuedPoolJob[]>;
+  /** How many queued and sent jobs each printer has. */
+  unfinishedCounts(printerIds: string[]): Promise<Map<string, number>>;
+  /** Records members becoming unable (`since`) or able again (null) to take jobs. */
+  markMembers(
+    changes: Array<{ poolId: string; printerId: string; since: Date | null }>,
+  ): Promise<void>;
+  /** Sets the `waiting: ` detail of pool jobs no member can take now. */
+  setWaiting(jobs: Array<{ orgId: string; id: string; detail: string }>): Promise<void>;
+}
+
+interface PoolMemberRow {
+  id: string;
+  org_id: string;
+  name: string;
+  strategy: string;
+  failover_after: number;
+  printer_id: string | null;
+  unready_since: Date | null;
+}
+
+/** Folds rows of pools joined with their members (in order) into pools. */
+function poolsFrom(rows: PoolMemberRow[]): RoutingPoolState[] {
+  const pools = new Map<string, RoutingPoolState>();
+  for (const r of rows) {
+    let pool = pools.get(r.id);
+    if (!pool) {
+      pool = {
+        id: r.id,
+        orgId: r.org_id,
+        name: r.name,
+        strategy: r.strategy,
+        failoverAfter: r.failover_after,
+        printerIds: [],
+        members: [],
+      };
+      pools.set(r.id, pool);
+    }
+    if (r.printer_id) {
+      pool.printerIds.push(r.printer_id);
+      pool.members.push({ printerId: r.printer_id, unreadySince: r.unready_since });
+    }
+  }
+  return [...pools.values()];
+}
+
+const POOL_MEMBERS = `SELECT p.id, p.org_id, p.name, p.strategy, p.failover_after, m.printer_id,
+    m.unready_since
+  FROM pools p LEFT JOIN pool_members m ON m.pool_id = p.id`;
+
+export function createRoutingStore(pool: pg.Pool): RoutingStore {
+  return {
+    async poolOf(orgId, poolId) {
+      if (!isUuid(poolId)) return undefined;
+      const { rows } = await pool.query<PoolMemberRow>(
+        `${POOL_MEMBERS} WHERE p.org_id = $1 AND p.id = $2 ORDER BY m.position`,
+        [orgId, poolId],
+      );
+      return poolsFrom(rows)[0];
+    },
+
+    async poolsWithQueuedJobs(limit) {
+      const { rows } = await pool.query<PoolMemberRow>(
+        `${POOL_MEMBERS}
+         WHERE p.id IN (SELECT DISTINCT pool_id FROM jobs
+                        WHERE status = 'queued' AND pool_id IS NOT NULL LIMIT $1)
+         ORDER BY p.id, m.position`,
+        [limit],
+      );
+      return poolsFrom(rows);
+    },
+
+    async queuedJobsOf(pools, limit) {
+      if (pools.length === 0) return [];
+      const { rows } = await pool.query<{
+        id: string;
+        org_id: string;
+        pool_id: string;
+        printer_id: string | null;
+        options: PrintOptions;
+        status_detail: string;
+      }>(
+        `SELECT jobs.id, jobs.org_id, jobs.pool_id, jobs.printer_id, jobs.options,
+           jobs.status_detail
+         FROM unnest($1::UUID[], $2::UUID[]) AS p (org_id, id)
+         JOIN jobs ON jobs.pool_id = p.id AND jobs.org_id = p.org_id
+         WHERE jobs.status = 'queued'
+         ORDER BY jobs.priority DESC, jobs.created_at, jobs.id LIMIT $3`,
+        [pools.map((p) => p.orgId), pools.map((p) => p.id), limit],
+      );
+      return rows.map((r) => ({
+        id: r.id,
+        orgId: r.org_id,
+        poolId: r.pool_id,
+        printerId: r.printer_id,
+        options: r.options,
+        statusDetail: r.status_detail,
+      }));
+    },
+
+    async unfinishedCounts(printerIds) {
+      const counts = new Map<string, number>();
+      if (printerIds.length === 0) return counts;
+      const { rows } = await pool.query<{ printer_id: string; n: string }>(
+        `SELECT printer_id, count(*) AS n FROM jobs
+         WHERE printer_id = ANY($1::UUID[]) AND status IN ('queued', 'sent')
+         GROUP BY printer_id`,
+        [printerIds],
+      );
+      for (const r of rows) counts.set(r.printer_id, Number(r.n));
+      return counts;
+    },
+
+    async markMembers(changes) {
+      if (changes.length === 0) return;
+      await pool.query(
+        `UPDATE pool_members SET unready_since = v.since
+         FROM unnest($1::UUID[], $2::UUID[], $3::TIMESTAMPTZ[]) AS v (pool_id, printer_id, since)
+         WHERE pool_members.pool_id = v.pool_id AND pool_members.printer_id = v.printer_id`,
+        [
+          changes.map((c) => c.poolId),
+          changes.map((c) => c.printerId),
+          changes.map((c) => c.since),
+        ],
+      );
+    },
+
+    async setWaiting(jobs) {
+      if (jobs.length === 0) return;
+      // Only jobs still waiting for a member, and only a detail routing writes.
+      await pool.query(
+        `UPDATE jobs SET status_detail = v.detail
+         FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, detail)
+         WHERE jobs.org_id = v.org_id AND jobs.id = v.id AND jobs.status = 'queued'
+           AND jobs.printer_id IS NULL`,
+        [jobs.map((j) => j.orgId), jobs.map((j) => j.id), jobs.map((j) => j.detail)],
+      );
+    },
+  };
+}

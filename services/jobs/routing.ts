@@ -1,0 +1,98 @@
+/**
+ * Which member of a pool takes a job (docs/jobs.md, "Pools and routing"), decided without the
+ * database or the network: creation (handlers/creation.ts) and the router (router.ts) read the
+ * members' printers and the counts of their unfinished jobs, then ask here.
+ */
+import type { Printer, PrintOptions } from '../../gen/spool/v1/stations.js';
+import { invalid, SpoolError } from '../../lib/errors.js';
+import { takesPoolJobs } from '../../lib/printer-status.js';
+import { checkOptionsFor } from './options.js';
+import { WAITING } from './printer-waits.js';
+
+export const STRATEGIES = ['least_queued', 'ordered'] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+
+/** A pool as routing reads it: its members' printer ids in their order. */
+export interface RoutingPool {
+  id: string;
+  orgId: string;
+  name: string;
+  strategy: string;
+  /** Seconds; 0 never fails over. */
+  failoverAfter: number;
+  printerIds: string[];
+}
+
+/**
+ * Whether a printer can take a pool job now: its station is online and the printer is ready
+ * (or printing, which is busy, not stopped).
+ */
+export function canTakeJobs(printer: Printer): boolean {
+  return printer.stationOnline && takesPoolJobs(printer.status);
+}
+
+/** Whether `printer` can honour `options` at all (its capabilities), whatever its state. */
+export function honours(printer: Printer, options: PrintOptions): boolean {
+  return refusalBy(printer, options) === undefined;
+}
+
+function refusalBy(printer: Printer, options: PrintOptions): SpoolError | undefined {
+  try {
+    checkOptionsFor(options, printer);
+    return undefined;
+  } catch (err) {
+    if (err instanceof SpoolError) return err;
+    throw err;
+  }
+}
+
+/**
+ * Refuses a job none of `members` could ever print: the refusal of the first member, naming the
+ * option, when every member refuses it; a pool with no printer left refuses everything.
+ */
+export function checkPoolCanPrint(
+  pool: RoutingPool,
+  members: Printer[],
+  options: PrintOptions,
+): void {
+  if (members.length === 0) {
+    throw invalid(`pool ${JSON.stringify(pool.name)} has no printers`, 'pool_id');
+  }
+  const refusals = members.map((p) => refusalBy(p, options));
+  if (refusals.every((r) => r !== undefined)) {
+    const first = refusals[0] as SpoolError;
+    throw invalid(
+      `no printer of pool ${JSON.stringify(pool.name)} can print it: ${first.message}`,
+      first.param,
+    );
+  }
+}
+
+/**
+ * The member that takes a job, or undefined when none can now. `members` are in the pool's order
+ * (those the stations service no longer knows left out); `queued` counts each printer's unfinished
+ * jobs; `except` is the printer a job fails over from.
+ */
+export function chooseMember(
+  pool: Pick<RoutingPool, 'strategy'>,
+  members: Printer[],
+  options: PrintOptions,
+  queued: ReadonlyMap<string, number>,
+  except?: string,
+): Printer | undefined {
+  const candidates = members.filter(
+    (p) => p.id !== except && canTakeJobs(p) && honours(p, options),
+  );
+  if (pool.strategy === 'ordered') return candidates[0];
+  let best: Printer | undefined;
+  for (const p of candidates) {
+    // The first in the pool's order wins a tie.
+    if (!best || (queued.get(p.id) ?? 0) < (queued.get(best.id) ?? 0)) best = p;
+  }
+  return best;
+}
+
+/** The detail of a pool job no member can take now. */
+export function waitingForPool(pool: Pick<RoutingPool, 'name'>): string {
+  return `${WAITING}no printer of pool ${JSON.stringify(pool.name)} can print it now`;
+}
