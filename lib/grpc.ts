@@ -200,11 +200,17 @@ export async function startGrpcServer(options: {
    * that mean something while open (station links) need.
    */
   maxConnectionAgeMs?: number | null;
+  /**
+   * How often the server pings each connection, and how long it waits for the answer before
+   * ending the connection (30 s and 20 s by default).
+   */
+  keepalive?: { timeMs: number; timeoutMs: number };
 }): Promise<GrpcServerHandle> {
   const maxAge =
     options.maxConnectionAgeMs === undefined ? MAX_CONNECTION_AGE_MS : options.maxConnectionAgeMs;
   const server = new Server({
-    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_time_ms': options.keepalive?.timeMs ?? 30_000,
+    ...(options.keepalive ? { 'grpc.keepalive_timeout_ms': options.keepalive.timeoutMs } : {}),
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     ...(maxAge === null ? {} : { 'grpc.max_connection_age_ms': maxAge }),

@@ -36,15 +36,28 @@ export const migrations: MigrationSet = {
  * Serves the station link on `host:port` (port 0: any free port). A link's end means something
  * (the station goes offline, and `station.offline` is sent), so unlike the service API's servers,
  * which end connections after `MAX_CONNECTION_AGE_MS` for callers to spread over new replicas,
- * this one keeps each connection for as long as its agent holds it.
+ * this one keeps each connection for as long as its agent holds it. It pings each agent every
+ * {@link LINK_PING_MS} and ends a link whose agent does not answer within
+ * {@link LINK_PING_TIMEOUT_MS}: an agent that hangs (or whose machine froze) is offline within
+ * about 12 s, and the jobs of its pools' members move on (docs/jobs.md).
  */
 export function startLinkServer(
   part: Pick<StationsPart, 'link'>,
   host: string,
   port: number,
 ): Promise<GrpcServerHandle> {
-  return startGrpcServer({ host, port, services: [part.link], maxConnectionAgeMs: null });
+  return startGrpcServer({
+    host,
+    port,
+    services: [part.link],
+    maxConnectionAgeMs: null,
+    keepalive: { timeMs: LINK_PING_MS, timeoutMs: LINK_PING_TIMEOUT_MS },
+  });
 }
+
+/** How often the link server pings each agent, and how long an answer may take. */
+export const LINK_PING_MS = 8_000;
+export const LINK_PING_TIMEOUT_MS = 4_000;
 
 export interface StationsDeps {
   pool: pg.Pool;

@@ -47,7 +47,7 @@ const REPORT_RETRY_WAIT_MS = 1_000;
 export type AgentReport = Omit<StationReport, 'org_id' | 'station_id'>;
 
 export interface LinkReportsOptions {
-  deps: Pick<LinkDeps, 'publisher' | 'reports' | 'reportRetryMs' | 'receivedHoldMs'>;
+  deps: Pick<LinkDeps, 'publisher' | 'reports' | 'reportRetryMs' | 'receivedHoldMs' | 'jobs'>;
   station: LinkStation;
   logger: Logger;
   outbound: AgentOutbound;
@@ -90,6 +90,34 @@ export class LinkReports {
       this.#receivedHoldMs,
     );
     this.#heldReceived.set(key, { body, timer });
+  }
+
+  /**
+   * The agent claims a pool job it is about to print: the jobs service records it as this
+   * station's (accepted: the agent prints it) unless it was routed elsewhere first (withdrawn:
+   * the agent drops it). A claim that cannot be answered now is not answered; the agent claims
+   * again.
+   */
+  async claim(body: JobReceived): Promise<void> {
+    const { deps, station, outbound, logger } = this.#options;
+    const { jobId, attempt } = body;
+    try {
+      const { claimed } = await deps.jobs.claimJob({
+        orgId: station.orgId,
+        jobId,
+        attempt,
+        stationId: station.id,
+        region: station.region,
+      });
+      if (claimed) void outbound.send({ accepted: { jobId, attempt, kind: 'received' } });
+      else {
+        logger.info({ jobId, attempt }, 'a claimed pool job went to another printer: withdrawn');
+        this.#options.finished(attemptKey(jobId, attempt));
+        void outbound.send({ withdrawn: { jobId, attempt } });
+      }
+    } catch (err) {
+      logger.warn({ err, jobId }, 'could not record a claim; the agent claims again');
+    }
   }
 
   /** The job printed or failed: reported with the `received` held for it, if any. */

@@ -154,7 +154,9 @@ export class LinkedStation {
     } else if (msg.received) {
       const body = msg.received;
       checkJobRef('received', body.jobId, body.attempt);
-      await this.#reports.received(body);
+      // A claim waits on the jobs service, not in turn with the agent's other messages.
+      if (body.claim) void this.#reports.claim(body);
+      else await this.#reports.received(body);
     } else if (msg.result) {
       const { result } = msg;
       checkJobRef('result', result.jobId, result.attempt);
