@@ -148,6 +148,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     send: (message) => link.send(message),
     logger,
     untilPrintable: (name) => printers.untilPrintable(name),
+    printable: (name) => printers.printable(name),
     onResult: (result) => {
       if (!result.printed) {
         status.error(`job ${result.jobId} on ${result.printer} failed: ${result.detail}`);

@@ -25,7 +25,9 @@ export class JobReports {
     let sent = 0;
     for (const entry of this.#journal.entries()) {
       if (entry.state === 'withdrawn') continue;
-      if (!entry.receivedAccepted && this.received(entry)) sent += 1;
+      // A pool job's `received` is its claim, sent when its turn to print comes (job-claims.ts).
+      const unclaimed = entry.claim && entry.state === 'received';
+      if (!entry.receivedAccepted && !unclaimed && this.received(entry)) sent += 1;
       if (isFinal(entry) && !entry.resultAccepted && this.result(entry)) sent += 1;
     }
     if (sent > 0) this.#logger.info({ reports: sent }, 'sent again the reports not accepted');
@@ -48,7 +50,12 @@ export class JobReports {
   /** Sends `received`; false when no link is up. */
   received(entry: JournalEntry, trace: TraceCarrier = {}): boolean {
     return this.#send({
-      received: { jobId: entry.jobId, attempt: entry.attempt, traceContext: trace, claim: false },
+      received: {
+        jobId: entry.jobId,
+        attempt: entry.attempt,
+        traceContext: trace,
+        claim: entry.claim ?? false,
+      },
     });
   }
 

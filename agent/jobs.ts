@@ -15,6 +15,7 @@ import type {
 } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
 import type { Backend } from './backends/backend.js';
+import { JobClaims } from './job-claims.js';
 import { DocumentAssembler } from './job-documents.js';
 import { JobReports } from './job-reports.js';
 import { type Journal, journalKey } from './journal.js';
@@ -34,6 +35,10 @@ export interface JobRunnerOptions {
    * (`NotSentError`) waits on it and is then printed; without it, such a job fails.
    */
   untilPrintable?: PrintQueuesOptions['untilPrintable'];
+  /** Whether a printer reads as able to print now (a pool job is claimed only then). */
+  printable?: PrintQueuesOptions['printable'];
+  /** How often an unanswered claim of a pool job is sent again (default 5 s). */
+  claimRetryMs?: number;
 }
 
 /** Takes the server's messages about jobs, one after another, and acts on each. */
@@ -43,6 +48,7 @@ export class JobRunner {
   readonly #documents: DocumentAssembler;
   readonly #reports: JobReports;
   readonly #printing: PrintQueues;
+  readonly #claims: JobClaims;
   #printerIds = new Map<string, string>();
   // Server messages are handled one after another, in the order they came.
   #chain: Promise<void> = Promise.resolve();
@@ -53,7 +59,10 @@ export class JobRunner {
     this.#logger = options.logger;
     this.#documents = new DocumentAssembler(options.logger);
     this.#reports = new JobReports(options.journal, options.send, options.logger);
+    this.#claims = new JobClaims(this.#reports, options.logger, options.claimRetryMs);
     this.#printing = new PrintQueues({
+      claims: this.#claims,
+      ...(options.printable ? { printable: options.printable } : {}),
       journal: options.journal,
       reports: this.#reports,
       backend: options.backend,
@@ -100,6 +109,7 @@ export class JobRunner {
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
     this.#printing.halt();
+    this.#claims.stop();
     await this.#chain;
     await this.#printing.stop(graceMs);
   }
@@ -120,10 +130,14 @@ export class JobRunner {
     const printer = offer.printerName || this.#printerIds.get(offer.printerId) || offer.printerId;
     const entry = this.#journal.get(jobId, attempt);
 
-    if (entry === undefined) {
-      const recorded = await this.#journal.record(jobId, attempt, 'received', { printer });
-      this.#reports.received(recorded, offer.traceContext);
-      log.info({ printer }, 'job received');
+    // A pool job withdrawn before its claim never printed here: routed back, it may print now.
+    const fresh = entry === undefined || (offer.claim && entry.state === 'withdrawn');
+    if (fresh) {
+      const { claim } = offer;
+      const recorded = await this.#journal.record(jobId, attempt, 'received', { printer, claim });
+      // A pool job's `received` is its claim, sent when its turn comes (job-claims.ts).
+      if (!claim) this.#reports.received(recorded, offer.traceContext);
+      log.info({ printer, claim }, 'job received');
       await this.#printing.enqueue(key, printer, offer, document, log);
       return;
     }
@@ -133,7 +147,7 @@ export class JobRunner {
         log.info('ignoring an offer of a withdrawn job');
         return;
       case 'received':
-        if (!entry.receivedAccepted) this.#reports.received(entry);
+        if (!entry.receivedAccepted && !entry.claim) this.#reports.received(entry);
         // Received before a restart and never begun: it has not printed, so it may print now.
         if (!this.#printing.isActive(key))
           await this.#printing.enqueue(key, printer, offer, document, log);
@@ -157,6 +171,7 @@ export class JobRunner {
   async #withdrawn({ jobId, attempt }: JobWithdrawn): Promise<void> {
     const key = journalKey(jobId, attempt);
     this.#documents.withdraw(jobId, attempt);
+    this.#claims.withdrawn(key);
     const entry = this.#journal.get(jobId, attempt);
     const log = this.#logger.child({ job_id: jobId, attempt });
     if (entry === undefined) {
@@ -188,5 +203,6 @@ export class JobRunner {
       return;
     }
     await this.#journal.accept(jobId, attempt, kind);
+    if (kind === 'received') this.#claims.accepted(journalKey(jobId, attempt));
   }
 }

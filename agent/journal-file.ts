@@ -15,6 +15,8 @@ export interface JournalLine {
   printer?: string;
   detail?: string;
   ref?: string;
+  /** A pool job's: it prints only once the server accepts the agent's claim. */
+  claim?: boolean;
 }
 
 /** The lines a rewrite keeps; asked for when the rewrite runs, after the writes before it. */

@@ -5,7 +5,7 @@
  * restart.
  *
  * The file is JSON lines, appended to; each line is one event:
- * `{"at","job","attempt","event","printer"?,"detail"?}` with `event` one of the states
+ * `{"at","job","attempt","event","printer"?,"detail"?,"claim"?}` with `event` one of the states
  * (`received`, `printing`, `printed`, `failed`, `withdrawn`) or `accepted_received` /
  * `accepted_result`. State events are flushed to disk (fsync) before the journal says they are
  * written. Opening the journal, and appending many lines, rewrites it (temporary file, fsync,
@@ -43,7 +43,12 @@ export interface JournalEntry {
   detail: string;
   /** While printing: the printer's spooler's reference for the job (a CUPS job number). */
   ref?: string;
-  /** The server has durably recorded the `received` report. */
+  /**
+   * A pool job's attempt (docs/station-link.md): its `received` is the claim sent just before it
+   * prints, and it prints only once the server accepts it.
+   */
+  claim?: boolean;
+  /** The server has durably recorded the `received` report (for a pool job: the claim). */
   receivedAccepted: boolean;
   /** The server has durably recorded the `result` report. */
   resultAccepted: boolean;
@@ -143,7 +148,7 @@ export class Journal {
     jobId: string,
     attempt: number,
     state: JobState,
-    extra: { printer?: string; detail?: string; ref?: string } = {},
+    extra: { printer?: string; detail?: string; ref?: string; claim?: boolean } = {},
   ): Promise<JournalEntry> {
     const key = journalKey(jobId, attempt);
     const at = this.#clock.now();
@@ -166,9 +171,11 @@ export class Journal {
     if (extra.ref === undefined) delete entry.ref;
     else entry.ref = extra.ref;
     if (extra.printer !== undefined) entry.printer = extra.printer;
+    if (extra.claim) entry.claim = true;
     entry.updatedAt = at;
     const line: JournalLine = { at: at.toISOString(), job: jobId, attempt, event: state };
     if (extra.printer !== undefined) line.printer = extra.printer;
+    if (extra.claim) line.claim = true;
     if (extra.detail) line.detail = extra.detail;
     if (extra.ref !== undefined) line.ref = extra.ref;
     const result = entry;
@@ -235,6 +242,7 @@ export class Journal {
       if (typeof line.ref === 'string') entry.ref = line.ref;
       else delete entry.ref;
       if (line.printer !== undefined) entry.printer = line.printer;
+      if (line.claim === true) entry.claim = true;
       entry.updatedAt = at;
       this.#entries.set(key, entry);
       return true;
@@ -261,6 +269,7 @@ export class Journal {
       const state: JournalLine = { ...base, event: entry.state, printer: entry.printer };
       if (entry.detail) state.detail = entry.detail;
       if (entry.ref !== undefined) state.ref = entry.ref;
+      if (entry.claim) state.claim = true;
       lines.push(state);
       if (entry.receivedAccepted) lines.push({ ...base, event: 'accepted_received' });
       if (entry.resultAccepted) lines.push({ ...base, event: 'accepted_result' });

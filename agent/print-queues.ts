@@ -1,7 +1,8 @@
 /**
- * The printing of a station's jobs: one job at a time per printer, in the order they came, printers
- * in parallel. Each attempt is journaled `printing` before its backend sees it, so that after a
- * crash it is never printed again; its end is journaled and reported.
+ * The printing of a station's jobs: one job at a time per printer, the highest priority first and
+ * then in the order they came, printers in parallel. Each attempt is journaled `printing` before
+ * its backend sees it, so that after a crash it is never printed again; its end is journaled and
+ * reported. A pool job is claimed first, once its printer can print (job-claims.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { type JobOffer, PrintOptions } from '../gen/spool/v1/stations.js';
@@ -19,6 +20,7 @@ import {
 } from '../lib/tracing.js';
 import type { Backend, PrintJob } from './backends/backend.js';
 import { messageOf, NotSentError } from './backends/backend.js';
+import type { JobClaims } from './job-claims.js';
 import type { JobReports } from './job-reports.js';
 import type { Journal, JournalEntry } from './journal.js';
 
@@ -43,6 +45,10 @@ export interface PrintQueuesOptions {
    * ({@link NotSentError}) waits on it and is then printed; without it, such a job fails.
    */
   untilPrintable?(printer: string): Promise<void>;
+  /** Whether `printer` reads as able to print now; without it, every printer is. */
+  printable?(printer: string): boolean;
+  /** The claims of pool jobs. */
+  claims: JobClaims;
 }
 
 interface QueuedJob {
@@ -53,9 +59,12 @@ interface QueuedJob {
   job: PrintJob;
   /** The offer's trace context: the print span continues it. */
   trace: TraceCarrier;
+  /** A pool job: claimed before it prints. */
+  claim: boolean;
+  priority: number;
 }
 
-/** One printer's jobs, printed one at a time in the order they came. */
+/** One printer's jobs, printed one at a time, the highest priority first, then in the order they came. */
 class PrinterQueue {
   readonly pending: QueuedJob[] = [];
   running: Promise<void> | undefined;
@@ -69,6 +78,8 @@ export class PrintQueues {
   readonly #logger: Logger;
   readonly #onResult: PrintQueuesOptions['onResult'];
   readonly #untilPrintable: PrintQueuesOptions['untilPrintable'];
+  readonly #printable: PrintQueuesOptions['printable'];
+  readonly #claims: JobClaims;
   readonly #queues = new Map<string, PrinterQueue>();
   /** Keys of the attempts queued or printing in this process. */
   readonly #active = new Set<string>();
@@ -92,6 +103,8 @@ export class PrintQueues {
     this.#logger = options.logger;
     this.#onResult = options.onResult;
     this.#untilPrintable = options.untilPrintable;
+    this.#printable = options.printable;
+    this.#claims = options.claims;
   }
 
   /** Whether the attempt of `key` is queued or printing in this process. */
@@ -128,14 +141,21 @@ export class PrintQueues {
       this.#queues.set(printer, queue);
     }
     this.#active.add(key);
-    queue.pending.push({
+    const priority = offer.priority || 50;
+    const queued: QueuedJob = {
       key,
       printer,
       printerId: offer.printerId,
       backend,
       job,
       trace: offer.traceContext,
-    });
+      claim: offer.claim,
+      priority,
+    };
+    // Behind every job of the same or a higher priority.
+    const before = queue.pending.findIndex((j) => j.priority < priority);
+    if (before < 0) queue.pending.push(queued);
+    else queue.pending.splice(before, 0, queued);
     log.debug({ printer, queued: queue.pending.length }, 'job queued');
     if (!queue.running) queue.running = this.#drain(queue);
   }
@@ -218,13 +238,32 @@ export class PrintQueues {
     );
   }
 
+  /** Resolves once `printer` reads as able to print, or the queues stop. */
+  async #untilAble(printer: string): Promise<void> {
+    while (
+      this.#printable &&
+      !this.#printable(printer) &&
+      this.#untilPrintable &&
+      !this.#stopping
+    ) {
+      await Promise.race([this.#untilPrintable(printer), this.#stoppedPromise]);
+    }
+  }
+
   async #printInSpan(
-    { key, printer, backend, job }: QueuedJob,
+    { key, printer, backend, job, claim }: QueuedJob,
     span: Span,
   ): Promise<'done' | 'not sent'> {
     const log = this.#logger.child({ job_id: job.id, attempt: job.attempt, printer });
     let waits = false;
     try {
+      const entry = this.#journal.get(job.id, job.attempt);
+      if (claim && entry && !(await this.#claims.claim(entry, this.#untilAble(printer)))) {
+        log.info(
+          'pool job not claimed (routed elsewhere, withdrawn, or the agent stops); not printed',
+        );
+        return 'done';
+      }
       // Journaled before the backend sees the job: after a crash this attempt is never printed again.
       await this.#journal.record(job.id, job.attempt, 'printing', { printer });
       let failure: string | undefined;

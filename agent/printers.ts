@@ -4,7 +4,7 @@
  */
 import type { PrinterCapabilities, PrinterReport } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
-import { cannotPrint } from '../lib/printer-status.js';
+import { cannotPrint, takesPoolJobs } from '../lib/printer-status.js';
 import {
   AS_IS_CAPABILITIES,
   type Backend,
@@ -101,6 +101,12 @@ export class PrinterSet {
    * `error` (or no longer there), or when the set stops. A job the printer could not take waits on
    * it: the read that last said `ready` may be older than what went wrong.
    */
+  /** Whether `name` reads as able to take a pool job now (ready, or printing). */
+  printable(name: string): boolean {
+    const report = this.#reports.find((r) => r.name === name);
+    return report !== undefined && takesPoolJobs(report.status);
+  }
+
   untilPrintable(name: string): Promise<void> {
     return new Promise((resolve) => {
       if (this.#stopped) resolve();
