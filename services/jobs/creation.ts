@@ -51,6 +51,7 @@ const JOB_TYPES = [
   'INT8', // size
   'TEXT', // sha256
   'INT4', // attempt
+  'INT4', // version
   'TEXT', // created_by
   'TIMESTAMPTZ', // schedule_at
   'INT4', // expire_after
@@ -190,6 +191,7 @@ export function createJobCreator(deps: {
         job.size,
         row.sha256,
         row.attempt,
+        row.version,
         job.actor,
         row.schedule_at,
         row.expire_after,
@@ -207,7 +209,7 @@ export function createJobCreator(deps: {
     });
     batch.add(
       `INSERT INTO jobs (id, org_id, printer_id, station_id, status, status_detail, reference,
-         title, live, options, content_type, size, sha256, attempt, created_by, schedule_at,
+         title, live, options, content_type, size, sha256, attempt, version, created_by, schedule_at,
          expire_after, expire_at, reprint_of, sealed, trace_context, region, pool_id, priority, document,
          created_at, updated_at)
        ${batch.rows(values, JOB_TYPES)}`,

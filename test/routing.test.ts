@@ -1,0 +1,467 @@
+/**
+ * Pools and routing (docs/jobs.md, "Pools and routing"), on a running Spool with real agents:
+ * pool jobs spread over the members, wait when none can take them, move off a member whose
+ * station hangs or whose printer runs out of paper, and never print twice; moves and priorities.
+ * The pool's `failover_after` runs on the test's clock, which the test moves on.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { SCOPES } from '../lib/credentials.js';
+import { connectLink, printer } from './helpers/link-client.js';
+import { type SpoolProcess, spawnSpool } from './helpers/spool.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  createStation,
+  eventually,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
+
+interface Job {
+  id: string;
+  status: string;
+  status_detail: string;
+  printer_id: string | null;
+  pool_id: string | null;
+  priority: number;
+}
+
+interface Org {
+  sys: TestSystem;
+  orgId: string;
+  key: string;
+}
+
+async function startOrg(t: ExecutionContext): Promise<Org> {
+  const sys = await startTestSystem();
+  t.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret: key } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  return { sys, orgId, key };
+}
+
+async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Ends an agent, even a stopped (SIGSTOP) one, and kills it if it does not end. */
+async function endAgent(agent: SpoolProcess): Promise<void> {
+  agent.child.kill('SIGCONT');
+  const killer = setTimeout(() => agent.child.kill('SIGKILL'), 10_000);
+  await agent.stop();
+  clearTimeout(killer);
+}
+
+interface Station {
+  name: string;
+  printerId: string;
+  agent: SpoolProcess;
+  /** The ids of the jobs the station's printer wrote, one entry per print. */
+  printed(): Promise<string[]>;
+}
+
+/** A station with a real agent whose printer `desk` writes each job it prints into a folder. */
+async function agentStation(t: ExecutionContext, org: Org, name: string): Promise<Station> {
+  const { sys, orgId, key } = org;
+  const station = await createStation(sys.url, orgId, { name });
+  const folder = await tempDir(t, 'spool-routing-printed-');
+  const state = await tempDir(t, 'spool-routing-agent-');
+  const agent = spawnSpool(
+    [
+      'agent',
+      '--server',
+      sys.linkAddress,
+      '--token',
+      station.token,
+      '--state-dir',
+      state,
+      '--printer',
+      `desk=file:${folder}`,
+    ],
+    { LOG_LEVEL: 'info' },
+  );
+  t.teardown(async () => {
+    await endAgent(agent);
+    if (!t.passed) t.log(`agent ${name}:\n${agent.output().slice(-4000)}`);
+  });
+  const printers = await eventually(
+    () =>
+      call<{ printers: Array<{ id: string; station_id: string; station_online: boolean }> }>(
+        sys.url,
+        'GET',
+        `/v1/orgs/${orgId}/printers`,
+        { token: key },
+      ),
+    (r) => r.body.printers.some((p) => p.station_id === station.id && p.station_online),
+    30_000,
+  );
+  const printerId = printers.body.printers.find((p) => p.station_id === station.id)?.id as string;
+  return {
+    name,
+    printerId,
+    agent,
+    printed: async () =>
+      (await readdir(folder))
+        .filter((f) => !f.startsWith('.'))
+        .map((f) => f.replace(/-\d+\.txt$/, '')),
+  };
+}
+
+async function createPool(org: Org, body: Record<string, unknown>): Promise<string> {
+  const res = await call<{ pool: { id: string } }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/pools`,
+    { token: org.key, body: { name: 'Front', ...body } },
+  );
+  if (res.status !== 201)
+    throw new Error(`create pool answered ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.pool.id;
+}
+
+async function createJob(org: Org, body: Record<string, unknown>) {
+  return call<{ job: Job; error?: { code: string; param?: string; message: string } }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/jobs`,
+    { token: org.key, body: { content: { type: 'text', data: 'hello' }, ...body } },
+  );
+}
+
+async function jobOf(org: Org, id: string) {
+  const res = await call<{
+    job: Job;
+    events: Array<{ status: string; detail: string; actor: string }>;
+  }>(org.sys.url, 'GET', `/v1/orgs/${org.orgId}/jobs/${id}`, { token: org.key });
+  return res.body;
+}
+
+/** Every print of the given stations, as job id → count. */
+async function printCounts(stations: Station[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const s of stations)
+    for (const id of await s.printed()) counts.set(id, (counts.get(id) ?? 0) + 1);
+  return counts;
+}
+
+test('pool jobs spread over the members that can print them, each routed once and printed once', async (t) => {
+  const org = await startOrg(t);
+  const stations = await Promise.all(
+    ['north', 'south', 'east'].map((n) => agentStation(t, org, n)),
+  );
+  const poolId = await createPool(org, { printer_ids: stations.map((s) => s.printerId) });
+
+  const jobs = await Promise.all(
+    Array.from({ length: 24 }, async () => {
+      const res = await createJob(org, { pool_id: poolId });
+      t.is(res.status, 201, JSON.stringify(res.body));
+      t.is(res.body.job.pool_id, poolId);
+      return res.body.job;
+    }),
+  );
+  await eventually(
+    () => printCounts(stations),
+    (c) => c.size === jobs.length,
+    30_000,
+  );
+  const counts = await printCounts(stations);
+  t.deepEqual(
+    [...counts.values()].filter((n) => n !== 1),
+    [],
+    'no job printed twice',
+  );
+  for (const s of stations) t.true((await s.printed()).length > 0, `${s.name} printed some`);
+
+  const { job, events } = await jobOf(org, (jobs[0] as Job).id);
+  t.is(job.status, 'printed');
+  t.true(stations.some((s) => s.printerId === job.printer_id));
+  t.deepEqual(
+    events.filter((e) => e.detail.startsWith('routed to ')).map((e) => e.detail),
+    [`routed to ${job.printer_id}`],
+  );
+});
+
+test('a pool job waits, queued, while no member can take it, and goes out when one can', async (t) => {
+  const org = await startOrg(t);
+  const station = await createStation(org.sys.url, org.orgId, { name: 'back room' });
+  const link = await connectLink(org.sys.linkAddress, station.token, [printer('desk', 'offline')]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.desk as string;
+  const poolId = await createPool(org, { name: 'Back', printer_ids: [printerId] });
+
+  const created = await createJob(org, { pool_id: poolId });
+  t.is(created.status, 201);
+  t.is(created.body.job.status, 'queued');
+  t.is(created.body.job.printer_id, null);
+  t.is(created.body.job.status_detail, 'waiting: no printer of pool "Back" can print it now');
+
+  link.send({ printers: { printers: [printer('desk', 'ready')] } });
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === created.body.job.id), 15_000);
+  const offer = link.jobs.find((j) => j.offer.jobId === created.body.job.id)?.offer;
+  t.true(offer?.claim, 'a pool job is offered to be claimed before it prints');
+  const { job } = await jobOf(org, created.body.job.id);
+  t.is(job.printer_id, printerId);
+  t.is(job.status_detail, '');
+});
+
+test('creation refuses what no member of the pool could ever print, and a body naming both or neither', async (t) => {
+  const org = await startOrg(t);
+  const station = await createStation(org.sys.url, org.orgId);
+  const desk = printer('desk');
+  const oneSided = {
+    ...desk,
+    capabilities: { ...desk.capabilities, duplex: false },
+  } as typeof desk;
+  const link = await connectLink(org.sys.linkAddress, station.token, [oneSided]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.desk as string;
+  const poolId = await createPool(org, { printer_ids: [printerId] });
+
+  const duplex = await createJob(org, {
+    pool_id: poolId,
+    options: { duplex: 'two_sided_long_edge' },
+  });
+  t.is(duplex.status, 400);
+  t.is(duplex.body.error?.param, 'options.duplex');
+
+  const both = await createJob(org, { pool_id: poolId, printer_id: printerId });
+  t.is(both.status, 400);
+  t.is(both.body.error?.param, 'printer_id');
+  const neither = await createJob(org, {});
+  t.is(neither.status, 400);
+  t.is(neither.body.error?.param, 'printer_id');
+  const unknown = await createJob(org, { pool_id: '00000000-0000-4000-8000-000000000000' });
+  t.is(unknown.status, 400);
+  t.is(unknown.body.error?.param, 'pool_id');
+});
+
+test('a member out of paper: its unclaimed jobs move to another member after failover_after, and it cannot claim them after', async (t) => {
+  const org = await startOrg(t);
+  const clock = org.sys.clock;
+  // A station driven by hand, so that it holds its jobs unclaimed as a real agent does while its
+  // printer is out of paper; the other member is a real agent.
+  const first = await createStation(org.sys.url, org.orgId, { name: 'first' });
+  const link = await connectLink(org.sys.linkAddress, first.token, [printer('desk')]);
+  t.teardown(() => link.close());
+  const firstPrinter = link.welcome.printerIds.desk as string;
+  const second = await agentStation(t, org, 'second');
+  const poolId = await createPool(org, {
+    printer_ids: [firstPrinter, second.printerId],
+    strategy: 'ordered',
+    failover_after: 30,
+  });
+
+  const jobs = await Promise.all(
+    [1, 2, 3].map(async () => (await createJob(org, { pool_id: poolId })).body.job),
+  );
+  t.true(
+    jobs.every((j) => j.printer_id === firstPrinter),
+    'ordered: the first member takes them',
+  );
+  await link.until(() => link.jobs.length >= 3, 15_000);
+
+  link.send({ printers: { printers: [printer('desk', 'out_of_paper', 'media-empty-error')] } });
+  // Nothing moves before failover_after on the clock.
+  await eventually(
+    async () => (await jobOf(org, (jobs[0] as Job).id)).job.status_detail,
+    (d) => d.includes('out of paper'),
+  );
+  t.is((await jobOf(org, (jobs[0] as Job).id)).job.printer_id, firstPrinter);
+  // Time runs fast past failover_after: a second a poll.
+  await eventually(
+    async () => {
+      clock.advance(1_000);
+      return printCounts([second]);
+    },
+    (c) => jobs.every((j) => c.get(j.id) === 1),
+    30_000,
+  );
+  for (const j of jobs) {
+    const { job, events } = await jobOf(org, j.id);
+    t.is(job.status, 'printed');
+    t.is(job.printer_id, second.printerId);
+    t.true(events.some((e) => e.detail === `routed to ${second.printerId}`));
+  }
+  await link.until(() => jobs.every((j) => link.withdrawn.some((w) => w.jobId === j.id)));
+
+  // The first station's claim comes too late: refused, withdrawn again, never accepted.
+  const late = jobs[0] as Job;
+  link.send({ received: { jobId: late.id, attempt: 1, claim: true } });
+  await link.until(() => link.withdrawn.filter((w) => w.jobId === late.id).length >= 2);
+  t.false(link.accepted.some((a) => a.jobId === late.id));
+});
+
+test('a member whose station hangs (SIGSTOP): its unclaimed jobs print elsewhere, and nothing prints twice after it resumes', async (t) => {
+  const org = await startOrg(t);
+  const clock = org.sys.clock;
+  const [hung, healthy] = await Promise.all([
+    agentStation(t, org, 'hung'),
+    agentStation(t, org, 'healthy'),
+  ]);
+  const failoverAfter = 20;
+  const poolId = await createPool(org, {
+    printer_ids: [hung.printerId, healthy.printerId],
+    strategy: 'ordered',
+    failover_after: failoverAfter,
+  });
+
+  const stoppedAt = Date.now();
+  hung.agent.child.kill('SIGSTOP');
+  // Its link is still open: the first member takes the jobs, which sit unread on its connection.
+  const jobs = await Promise.all(
+    Array.from({ length: 4 }, async () => (await createJob(org, { pool_id: poolId })).body.job),
+  );
+  t.true(jobs.every((j) => j.printer_id === hung.printerId));
+
+  // The stations service finds the link dead; then failover_after passes on the clock, fast.
+  await eventually(
+    async () => {
+      clock.advance(1_000);
+      return printCounts([healthy]);
+    },
+    (c) => jobs.every((j) => c.get(j.id) === 1),
+    30_000,
+  );
+  const seconds = (Date.now() - stoppedAt) / 1000;
+  t.true(
+    seconds <= 15,
+    `printed elsewhere ${seconds} s (of real time) after the stop, plus failover_after`,
+  );
+
+  hung.agent.child.kill('SIGCONT');
+  await eventually(
+    () =>
+      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
+        org.sys.url,
+        'GET',
+        `/v1/orgs/${org.orgId}/printers`,
+        { token: org.key },
+      ),
+    (r) => r.body.printers.some((p) => p.id === hung.printerId && p.station_online),
+    30_000,
+  );
+  // A job only it can take shows it prints again, after whatever it had before the stop.
+  const after = await createJob(org, { printer_id: hung.printerId });
+  await eventually(
+    () => hung.printed(),
+    (ids) => ids.includes(after.body.job.id),
+    30_000,
+  );
+  const counts = await printCounts([hung, healthy]);
+  for (const j of jobs) t.is(counts.get(j.id), 1, `job ${j.id} printed once`);
+  t.deepEqual(
+    (await hung.printed()).filter((id) => jobs.some((j) => j.id === id)),
+    [],
+    'the hung station printed none of the jobs moved off it',
+  );
+});
+
+test('move: a queued, scheduled or held job goes to another printer with job.rerouted; a sent one is 409', async (t) => {
+  const org = await startOrg(t);
+  const away = await createStation(org.sys.url, org.orgId, { name: 'away' });
+  const awayLink = await connectLink(org.sys.linkAddress, away.token, [printer('desk')]);
+  const awayPrinter = awayLink.welcome.printerIds.desk as string;
+  awayLink.close();
+  await eventually(
+    () =>
+      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
+        org.sys.url,
+        'GET',
+        `/v1/orgs/${org.orgId}/printers`,
+        { token: org.key },
+      ),
+    (r) => r.body.printers.some((p) => p.id === awayPrinter && !p.station_online),
+  );
+  const here = await agentStation(t, org, 'here');
+
+  const queued = (await createJob(org, { printer_id: awayPrinter })).body.job;
+  const held = (await createJob(org, { printer_id: awayPrinter, hold: true })).body.job;
+  const move = (id: string, printerId: string) =>
+    call<{ job: Job; error?: { code: string } }>(
+      org.sys.url,
+      'POST',
+      `/v1/orgs/${org.orgId}/jobs/${id}/move`,
+      { token: org.key, body: { printer_id: printerId } },
+    );
+
+  const moved = await move(queued.id, here.printerId);
+  t.is(moved.status, 200, JSON.stringify(moved.body));
+  t.is(moved.body.job.printer_id, here.printerId);
+  await eventually(
+    () => here.printed(),
+    (ids) => ids.includes(queued.id),
+    30_000,
+  );
+
+  const movedHeld = await move(held.id, here.printerId);
+  t.is(movedHeld.body.job.status, 'held');
+  const released = await call(org.sys.url, 'POST', `/v1/orgs/${org.orgId}/jobs/${held.id}/retry`, {
+    token: org.key,
+  });
+  t.is(released.status, 200);
+  await eventually(
+    () => here.printed(),
+    (ids) => ids.includes(held.id),
+    30_000,
+  );
+
+  const { events } = await jobOf(org, queued.id);
+  t.true(
+    events.some(
+      (e) => e.detail === `routed to ${here.printerId}` && e.actor.startsWith('api_key:'),
+    ),
+  );
+  const printed = await move(queued.id, awayPrinter);
+  t.is(printed.status, 409);
+  t.is(printed.body.error?.code, 'conflict');
+  const unknown = await move('00000000-0000-4000-8000-000000000000', here.printerId);
+  t.is(unknown.status, 404);
+  const nowhere = await move(held.id, '00000000-0000-4000-8000-000000000000');
+  t.is(nowhere.status, 400);
+  t.is((nowhere.body.error as { param?: string } | undefined)?.param, 'printer_id');
+});
+
+test('priority: of the jobs waiting for one printer, the highest is offered first, then the oldest', async (t) => {
+  const org = await startOrg(t);
+  const station = await createStation(org.sys.url, org.orgId);
+  const first = await connectLink(org.sys.linkAddress, station.token, [printer('desk')]);
+  const printerId = first.welcome.printerIds.desk as string;
+  first.close();
+  await eventually(
+    () =>
+      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
+        org.sys.url,
+        'GET',
+        `/v1/orgs/${org.orgId}/printers`,
+        { token: org.key },
+      ),
+    (r) => r.body.printers.some((p) => p.id === printerId && !p.station_online),
+  );
+  const made: Array<{ id: string; priority: number }> = [];
+  for (const priority of [10, 90, undefined, 90, 100]) {
+    // One after another on the clock: of two of the same priority, the older goes first.
+    org.sys.clock.advance(1_000);
+    const res = await createJob(org, { printer_id: printerId, ...(priority ? { priority } : {}) });
+    t.is(res.status, 201);
+    made.push({ id: res.body.job.id, priority: res.body.job.priority });
+  }
+  t.deepEqual(
+    made.map((m) => m.priority),
+    [10, 90, 50, 90, 100],
+  );
+  const bad = await createJob(org, { printer_id: printerId, priority: 101 });
+  t.is(bad.status, 400);
+
+  const link = await connectLink(org.sys.linkAddress, station.token, [printer('desk')]);
+  t.teardown(() => link.close());
+  await link.until(() => link.jobs.length >= made.length, 15_000);
+  const order = link.jobs.slice(0, made.length).map((j) => j.offer.jobId);
+  const expected = [made[4], made[1], made[3], made[2], made[0]].map((m) => m?.id);
+  t.deepEqual(order, expected);
+});
