@@ -15,6 +15,7 @@ import {
   type OperationSpec,
   type Surface,
 } from './openapi-builder.js';
+import { adminPoolOperations, POOLS_TAG } from './openapi-pools.js';
 import { EXAMPLE_ID, LOCATIONS_TAG, operatorList, TEMPLATES_TAG } from './openapi-shared.js';
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
 import {
@@ -28,6 +29,7 @@ import {
   InviteBody,
   SettingsBody,
 } from './routes/admin.js';
+import { PoolSchema } from './routes/pools.js';
 import { WebhookDeliverySchema, WebhookEndpointSchema } from './routes/webhooks.js';
 import { WEBHOOK_CREATED } from './routes/webhooks-admin.js';
 import {
@@ -414,6 +416,7 @@ export function adminOperations(): Map<string, OperationSpec> {
     ...Object.entries(ADMIN_OPERATIONS),
     ...Object.entries(FLEET_OPERATIONS),
     ...adminWebhookOperations(),
+    ...adminPoolOperations(),
   ]);
 }
 
@@ -436,7 +439,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
       title: 'Spool operator API',
       version: '1',
       description:
-        'Organizations, API keys, stations, printers, locations, templates, settings, webhook endpoints and the audit log, for the operator of a Spool. Authenticate with the operator token (`SPOOL_ADMIN_TOKEN`) as `Authorization: Bearer <token>`. Each operation has a `spool admin` command that prints the same JSON.',
+        'Organizations, API keys, stations, printers, pools of printers, locations, templates, settings, webhook endpoints and the audit log, for the operator of a Spool. Authenticate with the operator token (`SPOOL_ADMIN_TOKEN`) as `Authorization: Bearer <token>`. Each operation has a `spool admin` command that prints the same JSON.',
       surface: SURFACE,
       securityScheme: {
         name: 'operatorToken',
@@ -451,6 +454,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
           description: 'Stations, where the agent runs, and their device tokens',
         },
         { name: 'Printers', description: 'The printers stations report' },
+        POOLS_TAG,
         LOCATIONS_TAG,
         TEMPLATES_TAG,
         { name: 'Jobs', description: "An organization's jobs and their events, for support" },
@@ -466,6 +470,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
         Station: StationSchema,
         Location: LocationSchema,
         Template: TemplateSchema,
+        Pool: PoolSchema,
         Settings: SettingsSchema,
         AuditEntry: AuditEntrySchema,
         Invitation: InvitationSchema,

@@ -11,6 +11,7 @@ import {
   type OperationSpec,
   type Surface,
 } from './openapi-builder.js';
+import { POOL_OPERATIONS, POOLS_TAG } from './openapi-pools.js';
 import { PUBLIC_OPERATIONS } from './openapi-public.js';
 import { EXAMPLE_ID as ID, LOCATIONS_TAG, TEMPLATES_TAG } from './openapi-shared.js';
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
@@ -22,7 +23,14 @@ import {
   type ContentKind,
   DOCUMENT_TYPES,
 } from './routes/job-content.js';
-import { CreateJobBody, JOB_LIST_QUERY, OptionsBody, ReprintBody } from './routes/jobs.js';
+import {
+  CreateJobBody,
+  JOB_LIST_QUERY,
+  MoveJobBody,
+  OptionsBody,
+  ReprintBody,
+} from './routes/jobs.js';
+import { PoolSchema } from './routes/pools.js';
 import { STREAM_QUERY } from './routes/stream.js';
 import { V1_ROUTES } from './routes/v1.js';
 import {
@@ -52,6 +60,8 @@ const JOB_EXAMPLE = {
   title: 'Shipping label',
   printer_id: ID.printer,
   station_id: ID.station,
+  pool_id: null,
+  priority: 50,
   region: 'default',
   live: true,
   options: { copies: 2, duplex: 'two_sided_long_edge' },
@@ -226,6 +236,18 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     },
     errors: ['content_deleted'],
   },
+  'POST /v1/orgs/:org/jobs/:id/move': {
+    operationId: 'moveJob',
+    tag: 'Jobs',
+    summary: 'Send a queued, scheduled or held job to another printer',
+    description:
+      'The printer must be one of the organization that can honour the job options (else 400 naming `printer_id`). A pool job moved to a printer outside its pool leaves the pool. A sent or finished job answers 409 conflict: a job a station has acknowledged is never moved.',
+    request: {
+      schema: MoveJobBody,
+      examples: { move: { summary: 'another printer', value: { printer_id: ID.printer } } },
+    },
+    success: { status: 200, ...jobAnswer, description: 'the job, on its new printer' },
+  },
   'GET /v1/orgs/:org/jobs/:id/content': {
     operationId: 'getJobContent',
     tag: 'Jobs',
@@ -344,6 +366,7 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     },
     errors: ['invalid', 'unknown_field'],
   },
+  ...POOL_OPERATIONS,
   ...WEBHOOK_OPERATIONS,
   'GET /v1/orgs/:org/stream': {
     operationId: 'streamEvents',
@@ -396,6 +419,7 @@ export function buildOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown
         },
         { name: 'Uploads', description: 'Documents uploaded before the jobs that print them' },
         { name: 'Printers', description: 'Printers, as the agents on the stations report them' },
+        POOLS_TAG,
         LOCATIONS_TAG,
         TEMPLATES_TAG,
         { name: 'Keys', description: 'The calling API key' },
@@ -418,6 +442,7 @@ export function buildOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown
         JobEvent: EventSchema,
         JobAnswer,
         Printer: PrinterSchema,
+        Pool: PoolSchema,
         Location: LocationSchema,
         Template: TemplateSchema,
         Upload: UploadSchema,

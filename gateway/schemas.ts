@@ -7,6 +7,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import { JOB_STATUSES } from '../lib/contracts/job-status.js';
 import { SCOPES } from '../lib/credentials.js';
 import { ERROR_CATALOGUE } from '../lib/errors.js';
+import { MAX_PRIORITY } from '../lib/job-view.js';
 import { LINK_PRINTER_STATUSES } from '../lib/printer-status.js';
 
 /** A printer's status: what the station link reports (docs/station-link.md), or `removed`. */
@@ -63,8 +64,22 @@ export const JobSchema = Type.Object(
     }),
     reference: Type.String(),
     title: Type.String(),
-    printer_id: Id,
-    station_id: Id,
+    printer_id: Type.Union([Id, Type.Null()], {
+      description:
+        'the printer it prints on: the one it was created for, or the member of its pool chosen; null while a pool job waits for one',
+    }),
+    station_id: Type.Union([Id, Type.Null()], {
+      description: "its printer's station; null while a pool job waits for a printer",
+    }),
+    pool_id: Type.Union([Id, Type.Null()], {
+      description: 'the pool it was created for; null for a job created for a printer',
+    }),
+    priority: Type.Integer({
+      minimum: 1,
+      maximum: MAX_PRIORITY,
+      description:
+        'of the jobs waiting for one printer, the highest priority is offered first, then the oldest',
+    }),
     region: Type.String({
       description:
         'the home region of its station: where it is dispatched and, once reported, printed (`default` with one region)',

@@ -23,6 +23,8 @@ export function optionsJson(options: PrintOptions | undefined) {
 
 /** A job's priority when its creation names none (IPP's job-priority default). */
 export const DEFAULT_PRIORITY = 50;
+/** The highest priority a job may have; the lowest is 1. */
+export const MAX_PRIORITY = 100;
 
 export function jobJson(job: Job) {
   return {

@@ -22,7 +22,7 @@ const READ_SCOPES: readonly Scope[] = [
   'locations:read',
   'webhooks:read',
 ];
-const WRITE_SCOPES: readonly Scope[] = ['jobs:write', 'webhooks:write'];
+const WRITE_SCOPES: readonly Scope[] = ['jobs:write', 'printers:write', 'webhooks:write'];
 
 /** The scopes of a member's session on `/v1`. */
 export function scopesOfRole(role: string): Scope[] {

@@ -48,7 +48,7 @@ test('an unknown scope answers 400 invalid listing the valid scopes', async (t) 
   t.is(res.body.error.param, 'scopes.1');
   t.is(
     res.body.error.message,
-    'scopes.1 must be one of: jobs:write, jobs:read, printers:read, locations:read, webhooks:read, webhooks:write',
+    'scopes.1 must be one of: jobs:write, jobs:read, printers:read, printers:write, locations:read, webhooks:read, webhooks:write',
   );
 });
 
@@ -101,7 +101,7 @@ test('a value of the wrong JSON type, or null, is named with what it must be', a
     [
       { printer_id: 5 },
       'printer_id',
-      'printer_id must be a string, not a number (the id of a printer of this organization)',
+      'printer_id must be a string, not a number (the id of a printer of this organization; give it or pool_id, not both)',
     ],
   ];
   for (const [fields, param, message] of cases) {

@@ -139,6 +139,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orgs/{org}/jobs/{id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a queued, scheduled or held job to another printer
+         * @description The printer must be one of the organization that can honour the job options (else 400 naming `printer_id`). A pool job moved to a printer outside its pool leaves the pool. A sent or finished job answers 409 conflict: a job a station has acknowledged is never moved.
+         *
+         *     Needs the `jobs:write` scope.
+         */
+        post: operations["moveJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orgs/{org}/printers": {
         parameters: {
             query?: never;
@@ -157,6 +179,64 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/pools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pools of printers, oldest first
+         * @description Needs the `printers:read` scope.
+         */
+        get: operations["listPools"];
+        put?: never;
+        /**
+         * Create a pool of printers
+         * @description Each of `printer_ids` must be a printer of the organization (else 400 naming `printer_ids`). A job created with `pool_id` goes to the member `strategy` chooses among those that can print it now, and waits `queued` while none can.
+         *
+         *     Needs the `printers:write` scope.
+         */
+        post: operations["createPool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org}/pools/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A pool of printers
+         * @description Needs the `printers:read` scope.
+         */
+        get: operations["getPool"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a pool of printers
+         * @description Refused with 409 conflict while jobs of the pool wait for a member (cancel them, or move them to a printer, first). Jobs already routed keep their printer.
+         *
+         *     Needs the `printers:write` scope.
+         */
+        delete: operations["deletePool"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a pool's name, members, strategy or failover
+         * @description `printer_ids` replaces the members, in the order given. Jobs already routed keep their printer.
+         *
+         *     Needs the `printers:write` scope.
+         */
+        patch: operations["updatePool"];
         trace?: never;
     };
     "/v1/orgs/{org}/locations": {
@@ -566,8 +646,12 @@ export interface components {
             };
         };
         CreateJobRequest: {
-            /** @description the id of a printer of this organization */
-            printer_id: string;
+            /** @description the id of a printer of this organization; give it or pool_id, not both */
+            printer_id?: string;
+            /** @description instead of printer_id: the id of a pool of this organization, whose members Spool chooses from */
+            pool_id?: string;
+            /** @description from 1 to 100 (default 50): of the jobs waiting for one printer, the highest priority is offered first, then the oldest */
+            priority?: number;
             /** @description at most 1000 characters */
             title?: string;
             /** @description at most 1000 characters */
@@ -706,16 +790,14 @@ export interface components {
             status_detail: string;
             reference: string;
             title: string;
-            /**
-             * Format: uuid
-             * @example 0b7f4c1e-5d2a-4c3b-9e8f-1a2b3c4d5e6f
-             */
-            printer_id: string;
-            /**
-             * Format: uuid
-             * @example 0b7f4c1e-5d2a-4c3b-9e8f-1a2b3c4d5e6f
-             */
-            station_id: string;
+            /** @description the printer it prints on: the one it was created for, or the member of its pool chosen; null while a pool job waits for one */
+            printer_id: string | null;
+            /** @description its printer's station; null while a pool job waits for a printer */
+            station_id: string | null;
+            /** @description the pool it was created for; null for a job created for a printer */
+            pool_id: string | null;
+            /** @description of the jobs waiting for one printer, the highest priority is offered first, then the oldest */
+            priority: number;
             /** @description the home region of its station: where it is dispatched and, once reported, printed (`default` with one region) */
             region: string;
             /** @description false for jobs made with a test key */
@@ -791,6 +873,26 @@ export interface components {
             };
             updated_at: string | null;
         };
+        Pool: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description its members in order; a printer deleted since leaves the pools it was in, so this may be empty */
+            printer_ids: string[];
+            strategy: "least_queued" | "ordered";
+            /** @description seconds; 0 never fails over */
+            failover_after: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, UTC
+             */
+            updated_at: string;
+        };
         Location: {
             /**
              * Format: uuid
@@ -842,7 +944,7 @@ export interface components {
             org_id: string;
             org_name: string;
             live: boolean;
-            scopes: ("jobs:write" | "jobs:read" | "printers:read" | "locations:read" | "webhooks:read" | "webhooks:write")[];
+            scopes: ("jobs:write" | "jobs:read" | "printers:read" | "printers:write" | "locations:read" | "webhooks:read" | "webhooks:write")[];
         };
     };
     responses: never;
@@ -1084,6 +1186,8 @@ export interface operations {
                      *           "title": "Shipping label",
                      *           "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *           "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "pool_id": null,
+                     *           "priority": 50,
                      *           "region": "default",
                      *           "live": true,
                      *           "options": {
@@ -1313,6 +1417,8 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "pool_id": null,
+                     *         "priority": 50,
                      *         "region": "default",
                      *         "live": true,
                      *         "options": {
@@ -1616,6 +1722,8 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "pool_id": null,
+                     *         "priority": 50,
                      *         "region": "default",
                      *         "live": true,
                      *         "options": {
@@ -1843,6 +1951,8 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "pool_id": null,
+                     *         "priority": 50,
                      *         "region": "default",
                      *         "live": true,
                      *         "options": {
@@ -2134,6 +2244,8 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "pool_id": null,
+                     *         "priority": 50,
                      *         "region": "default",
                      *         "live": true,
                      *         "options": {
@@ -2427,6 +2539,8 @@ export interface operations {
                      *         "title": "Shipping label",
                      *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
                      *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "pool_id": null,
+                     *         "priority": 50,
                      *         "region": "default",
                      *         "live": true,
                      *         "options": {
@@ -2695,6 +2809,302 @@ export interface operations {
             };
         };
     };
+    moveJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description the same key with the same request within 24 hours answers what the first answered, without doing the work again
+                 * @example order-4711-label
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description the id of the organization */
+                org: string;
+                /** @description the id of the id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the id of another printer of this organization, which can honour the job options */
+                    printer_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description the job, on its new printer */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "job": {
+                     *         "id": "3f2e1d0c-b9a8-4765-9432-10fedcba9876",
+                     *         "org_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *         "status": "queued",
+                     *         "status_detail": "",
+                     *         "reference": "order-4711",
+                     *         "title": "Shipping label",
+                     *         "printer_id": "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
+                     *         "station_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "pool_id": null,
+                     *         "priority": 50,
+                     *         "region": "default",
+                     *         "live": true,
+                     *         "options": {
+                     *           "copies": 2,
+                     *           "duplex": "two_sided_long_edge"
+                     *         },
+                     *         "content_type": "application/pdf",
+                     *         "size": 18234,
+                     *         "attempt": 1,
+                     *         "schedule_at": null,
+                     *         "expire_at": null,
+                     *         "reprint_of": null,
+                     *         "content_deleted": false,
+                     *         "created_at": "2026-05-01T12:00:00Z",
+                     *         "updated_at": "2026-05-01T12:00:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JobAnswer"];
+                };
+            };
+            /** @description Bad request: invalid, unknown_field, malformed_json */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid",
+                     *         "message": "limit must be a whole number from 1 to 200",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the API key is not valid",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: forbidden */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "this API key lacks the jobs:write scope",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: not_found */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "conflict",
+                     *         "message": "a printed job cannot be cancelled",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload too large: payload_too_large */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the body is larger than 1048576 bytes",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: unsupported_media_type */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "send the body as JSON (Content-Type: application/json)",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: rate_limited */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "too many requests: at most 30 a minute; try again in 12 s",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: internal */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "internal error",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: unavailable */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listPrinters: {
         parameters: {
             query?: {
@@ -2838,6 +3248,1138 @@ export interface operations {
                      *       "error": {
                      *         "code": "not_found",
                      *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: rate_limited */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "too many requests: at most 30 a minute; try again in 12 s",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: internal */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "internal error",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: unavailable */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPools: {
+        parameters: {
+            query?: {
+                /** @description page size, 1 to 200 (default 50) */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the id of the organization */
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of pools */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "5d4c3b2a-1908-4f7e-a6d5-c4b3a2918070",
+                     *           "name": "Warehouse labels",
+                     *           "printer_ids": [
+                     *             "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
+                     *             "e5f4a3b2-c1d0-4e9f-8a7b-6c5d4e3f2a1b"
+                     *           ],
+                     *           "strategy": "ordered",
+                     *           "failover_after": 30,
+                     *           "created_at": "2026-05-01T12:00:00Z",
+                     *           "updated_at": "2026-05-01T12:00:00Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": ""
+                     *     }
+                     */
+                    "application/json": {
+                        items: components["schemas"]["Pool"][];
+                        /** @description pass as cursor for the next page; empty on the last page */
+                        next_cursor: string;
+                    };
+                };
+            };
+            /** @description Bad request: invalid, unknown_field */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid",
+                     *         "message": "limit must be a whole number from 1 to 200",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the API key is not valid",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: forbidden */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "this API key lacks the jobs:write scope",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: not_found */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: rate_limited */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "too many requests: at most 30 a minute; try again in 12 s",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: internal */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "internal error",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: unavailable */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPool: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description the same key with the same request within 24 hours answers what the first answered, without doing the work again
+                 * @example order-4711-label
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description the id of the organization */
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a name of 1 to 200 characters */
+                    name: string;
+                    /** @description 1 to 100 distinct ids of printers of the organization, in order: `ordered` tries them first to last */
+                    printer_ids: string[];
+                    /** @description least_queued (the default): the member with the fewest unfinished jobs; ordered: the first member in printer_ids that can print the job */
+                    strategy?: "least_queued" | "ordered";
+                    /** @description seconds a chosen printer may stay unable to print before its jobs no station has acknowledged move to another member; 0 never (default 30) */
+                    failover_after?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description the pool */
+            201: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description the URL of the new resource: /v1/orgs/{org}/pools/{id} */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "pool": {
+                     *         "id": "5d4c3b2a-1908-4f7e-a6d5-c4b3a2918070",
+                     *         "name": "Warehouse labels",
+                     *         "printer_ids": [
+                     *           "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
+                     *           "e5f4a3b2-c1d0-4e9f-8a7b-6c5d4e3f2a1b"
+                     *         ],
+                     *         "strategy": "ordered",
+                     *         "failover_after": 30,
+                     *         "created_at": "2026-05-01T12:00:00Z",
+                     *         "updated_at": "2026-05-01T12:00:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        pool: components["schemas"]["Pool"];
+                    };
+                };
+            };
+            /** @description Bad request: invalid, unknown_field, malformed_json */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid",
+                     *         "message": "limit must be a whole number from 1 to 200",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the API key is not valid",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: forbidden */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "this API key lacks the jobs:write scope",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: not_found */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "conflict",
+                     *         "message": "a printed job cannot be cancelled",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload too large: payload_too_large */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the body is larger than 1048576 bytes",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: unsupported_media_type */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "send the body as JSON (Content-Type: application/json)",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: rate_limited */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "too many requests: at most 30 a minute; try again in 12 s",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: internal */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "internal error",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: unavailable */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the id of the organization */
+                org: string;
+                /** @description the id of the id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the pool */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "pool": {
+                     *         "id": "5d4c3b2a-1908-4f7e-a6d5-c4b3a2918070",
+                     *         "name": "Warehouse labels",
+                     *         "printer_ids": [
+                     *           "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
+                     *           "e5f4a3b2-c1d0-4e9f-8a7b-6c5d4e3f2a1b"
+                     *         ],
+                     *         "strategy": "ordered",
+                     *         "failover_after": 30,
+                     *         "created_at": "2026-05-01T12:00:00Z",
+                     *         "updated_at": "2026-05-01T12:00:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        pool: components["schemas"]["Pool"];
+                    };
+                };
+            };
+            /** @description Bad request: unknown_field */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unknown_field",
+                     *         "message": "unknown_field",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the API key is not valid",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: forbidden */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "this API key lacks the jobs:write scope",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: not_found */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: rate_limited */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "too many requests: at most 30 a minute; try again in 12 s",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: internal */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "internal error",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: unavailable */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the id of the organization */
+                org: string;
+                /** @description the id of the id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: unknown_field */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unknown_field",
+                     *         "message": "unknown_field",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the API key is not valid",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: forbidden */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "this API key lacks the jobs:write scope",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: not_found */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: conflict */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "conflict",
+                     *         "message": "a printed job cannot be cancelled",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: rate_limited */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "too many requests: at most 30 a minute; try again in 12 s",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: internal */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "internal error",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: unavailable */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the id of the organization */
+                org: string;
+                /** @description the id of the id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a name of 1 to 200 characters */
+                    name?: string;
+                    /** @description 1 to 100 distinct ids of printers of the organization, in order: `ordered` tries them first to last */
+                    printer_ids?: string[];
+                    /** @description least_queued (the default): the member with the fewest unfinished jobs; ordered: the first member in printer_ids that can print the job */
+                    strategy?: "least_queued" | "ordered";
+                    /** @description seconds a chosen printer may stay unable to print before its jobs no station has acknowledged move to another member; 0 never (default 30) */
+                    failover_after?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description the pool */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "pool": {
+                     *         "id": "5d4c3b2a-1908-4f7e-a6d5-c4b3a2918070",
+                     *         "name": "Warehouse labels",
+                     *         "printer_ids": [
+                     *           "6c5b4a39-2817-4f6e-8d5c-4b3a29180f7e",
+                     *           "e5f4a3b2-c1d0-4e9f-8a7b-6c5d4e3f2a1b"
+                     *         ],
+                     *         "strategy": "ordered",
+                     *         "failover_after": 30,
+                     *         "created_at": "2026-05-01T12:00:00Z",
+                     *         "updated_at": "2026-05-01T12:00:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        pool: components["schemas"]["Pool"];
+                    };
+                };
+            };
+            /** @description Bad request: invalid, unknown_field, malformed_json */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid",
+                     *         "message": "limit must be a whole number from 1 to 200",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the API key is not valid",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: forbidden */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "this API key lacks the jobs:write scope",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: not_found */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload too large: payload_too_large */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the body is larger than 1048576 bytes",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported media type: unsupported_media_type */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "send the body as JSON (Content-Type: application/json)",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -4393,7 +5935,7 @@ export interface operations {
                 "application/json": {
                     /** @description an https URL of at most 2048 characters */
                     url: string;
-                    /** @description a list of event types from job.created, job.printed, job.failed, job.cancelled, job.retried, station.online, station.offline, printer.status, ping, * */
+                    /** @description a list of event types from job.created, job.printed, job.failed, job.cancelled, job.retried, job.rerouted, station.online, station.offline, printer.status, ping, * */
                     events: string[];
                     /** @description at most 200 characters */
                     description?: string;
@@ -5107,7 +6649,7 @@ export interface operations {
                 "application/json": {
                     /** @description an https URL of at most 2048 characters */
                     url?: string;
-                    /** @description a list of event types from job.created, job.printed, job.failed, job.cancelled, job.retried, station.online, station.offline, printer.status, ping, * */
+                    /** @description a list of event types from job.created, job.printed, job.failed, job.cancelled, job.retried, job.rerouted, station.online, station.offline, printer.status, ping, * */
                     events?: string[];
                     /** @description true or false */
                     enabled?: boolean;
@@ -6874,7 +8416,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description only these event types, comma separated: job.created, job.printed, job.failed, job.cancelled, job.retried, station.online, station.offline, printer.status */
+                /** @description only these event types, comma separated: job.created, job.printed, job.failed, job.cancelled, job.retried, job.rerouted, station.online, station.offline, printer.status */
                 types?: string;
             };
             header?: {

@@ -31,6 +31,7 @@ import {
   stationView,
   templateView,
 } from '../views.js';
+import { addPoolAdminRoutes } from './pools.js';
 
 export const CreateOrgBody = Type.Object(
   {
@@ -558,5 +559,6 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     ctx.status = 204;
   });
 
+  addPoolAdminRoutes(router, deps);
   return router;
 }

@@ -6,6 +6,7 @@ import type { GetJobResponse, ListJobsRequest, ListJobsResponse } from '../../ge
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { JOB_STATUSES } from '../../lib/contracts/job-status.js';
 import { invalid, SpoolError } from '../../lib/errors.js';
+import { DEFAULT_PRIORITY, MAX_PRIORITY } from '../../lib/job-view.js';
 import { parseRfc3339 } from '../../lib/time.js';
 import { body, readRaw } from '../body.js';
 import type { Backends } from '../clients.js';
@@ -73,7 +74,26 @@ export const OptionsBody = Type.Object(
 
 export const CreateJobBody = Type.Object(
   {
-    printer_id: Type.String({ description: 'the id of a printer of this organization' }),
+    printer_id: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'the id of a printer of this organization; give it or pool_id, not both',
+      }),
+    ),
+    pool_id: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          'instead of printer_id: the id of a pool of this organization, whose members Spool chooses from',
+      }),
+    ),
+    priority: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_PRIORITY,
+        description: `from 1 to ${MAX_PRIORITY} (default ${DEFAULT_PRIORITY}): of the jobs waiting for one printer, the highest priority is offered first, then the oldest`,
+      }),
+    ),
     title: Type.Optional(Text(1000, 'at most 1000 characters')),
     reference: Type.Optional(Text(1000, 'at most 1000 characters')),
     content: ContentBody,
@@ -97,6 +117,17 @@ export const CreateJobBody = Type.Object(
 );
 
 export const ReprintBody = Type.Object({}, { additionalProperties: false });
+
+export const MoveJobBody = Type.Object(
+  {
+    printer_id: Type.String({
+      maxLength: 64,
+      description:
+        'the id of another printer of this organization, which can honour the job options',
+    }),
+  },
+  { additionalProperties: false },
+);
 
 const EmptyBody = Type.Object({}, { additionalProperties: false });
 
@@ -208,9 +239,10 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         orgId: orgOf(ctx),
         actor: actorOf(ctx),
         live: key?.live ?? false,
-        printerId: req.printer_id,
-        poolId: '',
-        priority: 0,
+        // Exactly one of the two, which the jobs service checks.
+        printerId: req.printer_id ?? '',
+        poolId: req.pool_id ?? '',
+        priority: req.priority ?? 0,
         title: req.title ?? '',
         reference: req.reference ?? '',
         options: printOptions(req.options),
@@ -306,6 +338,18 @@ export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
         ...readQuery(ctx.query, LIST_QUERY),
       });
       ctx.body = { templates: res.items.map(templateView), next_cursor: res.nextCursor };
+    },
+
+    'POST /v1/orgs/:org/jobs/:id/move': async (ctx) => {
+      rejectUnknownParams(ctx.query, []);
+      const req = await body(ctx, MoveJobBody, deps.bodyLimit);
+      const { job } = await jobs.moveJob({
+        orgId: orgOf(ctx),
+        jobId: param(ctx, 'id'),
+        printerId: req.printer_id,
+        actor: actorOf(ctx),
+      });
+      ctx.body = { job: jobView(job) };
     },
 
     'POST /v1/orgs/:org/jobs/:id/retry': async (ctx) => {

@@ -18,6 +18,7 @@ import { requireKeyOrSession, type SessionOptions } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
 import { fleetHandlers } from './fleet.js';
 import { jobHandlers } from './jobs.js';
+import { poolV1Handlers } from './pools.js';
 import { STREAM_SCOPE, streamHandlers } from './stream.js';
 import { webhookV1Handlers } from './webhooks.js';
 
@@ -48,7 +49,16 @@ export const V1_ROUTES: readonly V1Route[] = [
   route('POST /v1/orgs/:org/jobs/:id/cancel', 'jobs:write'),
   route('POST /v1/orgs/:org/jobs/:id/retry', 'jobs:write'),
   route('POST /v1/orgs/:org/jobs/:id/reprint', 'jobs:write', JOB_CREATED),
+  route('POST /v1/orgs/:org/jobs/:id/move', 'jobs:write'),
   route('GET /v1/orgs/:org/printers', 'printers:read'),
+  route('POST /v1/orgs/:org/pools', 'printers:write', {
+    field: 'pool',
+    location: '/v1/orgs/{org}/pools/{id}',
+  }),
+  route('GET /v1/orgs/:org/pools', 'printers:read'),
+  route('GET /v1/orgs/:org/pools/:id', 'printers:read'),
+  route('PATCH /v1/orgs/:org/pools/:id', 'printers:write'),
+  route('DELETE /v1/orgs/:org/pools/:id', 'printers:write'),
   route('GET /v1/orgs/:org/locations', 'locations:read'),
   route('GET /v1/orgs/:org/locations/:id', 'locations:read'),
   route('GET /v1/orgs/:org/templates', 'jobs:write'),
@@ -113,6 +123,7 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
     ...keyHandlers,
     ...jobHandlers(deps),
     ...fleetHandlers(deps.backends),
+    ...poolV1Handlers(deps),
     ...webhookV1Handlers(deps),
     ...streamHandlers(deps),
   };

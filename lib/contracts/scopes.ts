@@ -1,12 +1,14 @@
 /**
- * The scopes of spec §5, then Spool's own: `webhooks:read` and `webhooks:write` let integrators
- * manage their webhook endpoints by key (docs/api.md). Plain data with no imports, so the console
- * offers the same list the gateway checks.
+ * The scopes of spec §5, then Spool's own: `printers:write` lets integrators manage pools of
+ * printers, and `webhooks:read` and `webhooks:write` their webhook endpoints, by key
+ * (docs/api.md). Plain data with no imports, so the console offers the same list the gateway
+ * checks.
  */
 export const SCOPES = [
   'jobs:write',
   'jobs:read',
   'printers:read',
+  'printers:write',
   'locations:read',
   'webhooks:read',
   'webhooks:write',
