@@ -37,6 +37,7 @@ export {
   type CreateOptions,
   JobsResource,
   LocationsResource,
+  PoolsResource,
   PrintersResource,
   Spool,
   type SpoolOptions,

@@ -9,6 +9,7 @@ import { walkItems, walkPages } from './pages.js';
 import { createTransport, IDEMPOTENCY_HEADER, type RetryOptions } from './transport.js';
 import type {
   CreateJobRequest,
+  CreatePoolRequest,
   Job,
   JobDocument,
   JobPage,
@@ -16,12 +17,17 @@ import type {
   KeyInfo,
   ListJobsQuery,
   ListLocationsQuery,
+  ListPoolsQuery,
   ListPrintersQuery,
   Location,
   LocationPage,
+  MoveJobRequest,
+  Pool,
+  PoolPage,
   Printer,
   PrinterPage,
   ReprintRequest,
+  UpdatePoolRequest,
   Upload,
   UploadType,
 } from './types.js';
@@ -110,12 +116,14 @@ export class Spool {
    * idempotency keys of this client.
    */
   readonly api: Client<paths>;
-  /** Jobs: create, list, page through, get, cancel, retry, reprint, watch. */
+  /** Jobs: create, list, page through, get, cancel, retry, reprint, move, watch. */
   readonly jobs: JobsResource;
   /** Documents uploaded ahead of the jobs that print them. */
   readonly uploads: UploadsResource;
   /** The organization's printers. */
   readonly printers: PrintersResource;
+  /** The organization's pools of printers. */
+  readonly pools: PoolsResource;
   /** The organization's locations. */
   readonly locations: LocationsResource;
   /** How this client learns a job's changes (polling today). */
@@ -135,6 +143,7 @@ export class Spool {
     this.jobs = new JobsResource(this);
     this.uploads = new UploadsResource(this);
     this.printers = new PrintersResource(this);
+    this.pools = new PoolsResource(this);
     this.locations = new LocationsResource(this);
     this.jobSource = pollingSource(
       async (id, signal) => (await this.jobs.get(id, { signal })).job,
@@ -260,6 +269,23 @@ export class JobsResource {
     const org = await this.#spool.org();
     const answer = await this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/reprint', {
+        params: { path: { org, id } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.job;
+  }
+
+  /**
+   * `POST …/jobs/{id}/move`: sends a queued, scheduled or held job to another printer of the
+   * organization; answers the job. `ConflictError` once a station has it or it finished.
+   */
+  async move(id: string, body: MoveJobRequest, options: CreateOptions = {}): Promise<Job> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/move', {
         params: { path: { org, id } },
         body,
         headers: keyHeader(options),
@@ -414,5 +440,85 @@ export class LocationsResource {
       }),
     );
     return answer.location;
+  }
+}
+
+/** `spool.pools`: pools of printers, which jobs name with `pool_id` instead of a printer. */
+export class PoolsResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /** `POST /v1/orgs/{org}/pools`: creates a pool (scope `printers:write`); answers it. */
+  async create(body: CreatePoolRequest, options: CreateOptions = {}): Promise<Pool> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/pools', {
+        params: { path: { org } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.pool;
+  }
+
+  /** `GET /v1/orgs/{org}/pools`: one page of pools, oldest first. */
+  async list(query: ListPoolsQuery = {}, options: CallOptions = {}): Promise<PoolPage> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/pools', {
+        params: { path: { org }, query },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Every pool, across pages. */
+  iterate(query: ListPoolsQuery = {}, options: CallOptions = {}): AsyncGenerator<Pool> {
+    const pages = walkPages((cursor) =>
+      this.list({ ...query, ...(cursor ? { cursor } : {}) }, options),
+    );
+    return walkItems(pages, (page) => page.items);
+  }
+
+  /** `GET /v1/orgs/{org}/pools/{id}`. */
+  async get(id: string, options: CallOptions = {}): Promise<Pool> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/pools/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
+    return answer.pool;
+  }
+
+  /** `PATCH /v1/orgs/{org}/pools/{id}`: changes the fields given; `printer_ids` replaces them all. */
+  async update(id: string, body: UpdatePoolRequest, options: CallOptions = {}): Promise<Pool> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.PATCH('/v1/orgs/{org}/pools/{id}', {
+        params: { path: { org, id } },
+        body,
+        signal: options.signal,
+      }),
+    );
+    return answer.pool;
+  }
+
+  /**
+   * `DELETE /v1/orgs/{org}/pools/{id}`; `ConflictError` while jobs of the pool wait for a member.
+   */
+  async delete(id: string, options: CallOptions = {}): Promise<void> {
+    const org = await this.#spool.org();
+    await this.#spool.unwrap(
+      this.#spool.api.DELETE('/v1/orgs/{org}/pools/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
   }
 }

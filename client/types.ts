@@ -47,6 +47,18 @@ export type JobWithEvents = AnswerOf<'/v1/orgs/{org}/jobs/{id}', 'get', 200>;
 export type JobEvent = JobWithEvents['events'][number];
 /** The body of `POST …/jobs/{id}/reprint`. */
 export type ReprintRequest = RequestOf<'/v1/orgs/{org}/jobs/{id}/reprint', 'post'>;
+/** The body of `POST …/jobs/{id}/move`. */
+export type MoveJobRequest = RequestOf<'/v1/orgs/{org}/jobs/{id}/move', 'post'>;
+/** The body of `POST /v1/orgs/{org}/pools`. */
+export type CreatePoolRequest = RequestOf<'/v1/orgs/{org}/pools', 'post'>;
+/** The body of `PATCH /v1/orgs/{org}/pools/{id}`: any of the creation's fields. */
+export type UpdatePoolRequest = RequestOf<'/v1/orgs/{org}/pools/{id}', 'patch'>;
+/** The paging of `GET /v1/orgs/{org}/pools`. */
+export type ListPoolsQuery = QueryOf<'/v1/orgs/{org}/pools', 'get'>;
+/** A page of pools: `{items, next_cursor}`. */
+export type PoolPage = AnswerOf<'/v1/orgs/{org}/pools', 'get', 200>;
+/** A pool of printers. */
+export type Pool = PoolPage['items'][number];
 /** The filters and paging of `GET /v1/orgs/{org}/printers`. */
 export type ListPrintersQuery = QueryOf<'/v1/orgs/{org}/printers', 'get'>;
 /** A page of printers: `{printers, next_cursor}`. */
