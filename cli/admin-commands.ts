@@ -13,6 +13,7 @@ import {
 } from './admin-fleet-commands.js';
 import { addAuditCommand, addJobCommands } from './admin-job-commands.js';
 import { addKeyCommands, addOrgCommands, addPeopleCommands } from './admin-org-commands.js';
+import { addPoolCommands } from './admin-pool-commands.js';
 import { addSettingsCommands } from './admin-settings-commands.js';
 import type { Row } from './admin-tables.js';
 import { usageExits } from './exits.js';
@@ -65,6 +66,7 @@ export function addAdminCommands(program: Command, env: Env): Command {
   addSettingsCommands(adminCommand, ctx);
   addWebhookCommands(adminCommand, ctx.admin, ctx.list);
   addPrinterCommands(adminCommand, ctx);
+  addPoolCommands(adminCommand, ctx);
   addJobCommands(adminCommand, ctx);
   addAuditCommand(adminCommand, ctx);
   addConnectionFlags(adminCommand, (f) => {

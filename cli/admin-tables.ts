@@ -89,6 +89,14 @@ export const TEMPLATE_COLUMNS: Columns<Row> = [
   },
 ];
 
+export const POOL_COLUMNS: Columns<Row> = [
+  field('id'),
+  field('name'),
+  field('strategy'),
+  field('failover after', 'failover_after'),
+  field('printers', 'printer_ids'),
+];
+
 export const WEBHOOK_COLUMNS: Columns<Row> = [
   field('id'),
   field('url'),

@@ -108,7 +108,13 @@ function addCreateCommand(jobs: Command, { client, run }: ApiContext): void {
     .command('create')
     .description('create a print job; prints {job}; with --wait, once it printed')
     .argument('[file]', 'the document: .pdf as PDF, .txt as text, anything else sent as it is')
-    .requiredOption('--printer <id>', 'the printer id (spool printers list)')
+    .option('--printer <id>', 'the printer id (spool printers list)')
+    .option('--pool <id>', 'instead of --printer: a pool of printers, whose member Spool chooses')
+    .option(
+      '--priority <n>',
+      'from 1 to 100 (default 50): of the jobs waiting for one printer, the highest goes first',
+      positiveInt,
+    )
     .option('--text <text>', 'print this text instead of a file')
     .option('--copies <n>', 'copies, 1 to 999', positiveInt)
     .addOption(
@@ -148,7 +154,9 @@ function addCreateCommand(jobs: Command, { client, run }: ApiContext): void {
         async (
           file: string | undefined,
           opts: {
-            printer: string;
+            printer?: string;
+            pool?: string;
+            priority?: number;
             text?: string;
             title?: string;
             reference?: string;
@@ -161,9 +169,14 @@ function addCreateCommand(jobs: Command, { client, run }: ApiContext): void {
             format: Format;
           } & PrintFlags,
         ) => {
+          if ((opts.printer === undefined) === (opts.pool === undefined)) {
+            throw new UsageError('give either --printer ID or --pool ID');
+          }
           const options = printOptions(opts);
           const body: CreateJobRequest = {
-            printer_id: opts.printer,
+            ...(opts.printer === undefined ? {} : { printer_id: opts.printer }),
+            ...(opts.pool === undefined ? {} : { pool_id: opts.pool }),
+            ...(opts.priority === undefined ? {} : { priority: opts.priority }),
             content: await contentFrom(file, opts.text),
             ...(opts.title === undefined ? {} : { title: opts.title }),
             ...(opts.reference === undefined ? {} : { reference: opts.reference }),
@@ -276,7 +289,7 @@ function addReadCommands(jobs: Command, { client, run }: ApiContext): void {
     );
 }
 
-/** `spool jobs cancel`, `retry`, `reprint` and `watch`. */
+/** `spool jobs cancel`, `retry`, `reprint`, `move` and `watch`. */
 function addActionCommands(jobs: Command, { client, run }: ApiContext): void {
   for (const [name, description] of [
     ['cancel', 'cancel a scheduled, held, queued or sent job; prints {job}'],
@@ -302,6 +315,28 @@ function addActionCommands(jobs: Command, { client, run }: ApiContext): void {
         }),
       );
   }
+
+  jobs
+    .command('move')
+    .description(
+      'send a queued, scheduled or held job to another printer of the organization; prints {job}',
+    )
+    .argument('[id]', 'job id (or --id)')
+    .option('--id <id>', 'job id')
+    .requiredOption('--printer <id>', 'the printer to move it to')
+    .addOption(formatOption())
+    .action(
+      run(
+        async (arg: string | undefined, opts: { id?: string; printer: string; format: Format }) => {
+          if ((arg === undefined) === (opts.id === undefined)) {
+            throw new UsageError('give the job id once, as ID or --id ID');
+          }
+          const id = (arg ?? opts.id) as string;
+          printJob(opts.format, await client().jobs.move(id, { printer_id: opts.printer }));
+          return EXIT.ok;
+        },
+      ),
+    );
 
   jobs
     .command('watch')
