@@ -9,17 +9,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { SCOPES } from '../lib/credentials.js';
-import { assertPrintedOnce, GatewayClient } from './helpers/gateway-client.js';
-import { startTestNats } from './helpers/nats.js';
-import { startPostgres } from './helpers/postgres.js';
-import {
-  REPLICAS_OPERATOR_TOKEN,
-  type Replica,
-  type ReplicatedCluster,
-  startReplicatedCluster,
-} from './helpers/replicas.js';
-import { Restarter } from './helpers/restarter.js';
+import { assertPrintedOnce } from './helpers/gateway-client.js';
+import type { Replica } from './helpers/replicas.js';
+import { startFaultRun } from './helpers/restarter.js';
 import { type SpoolProcess, spawnSpool } from './helpers/spool.js';
 import { eventually } from './helpers/system.js';
 
@@ -31,41 +23,10 @@ async function tempDir(t: ExecutionContext, prefix: string): Promise<string> {
 
 test('killing jobs and stations replicas while pool jobs flow loses and duplicates nothing', async (t) => {
   t.timeout(300_000);
-  const postgres = await startPostgres();
-  t.teardown(() => postgres.stop());
-  const nats = await startTestNats();
-  t.teardown(() => nats.stop());
-  const cluster: ReplicatedCluster = await startReplicatedCluster({
-    replicas: 2,
-    external: { databaseUrl: postgres.url, nats },
-    env: { gateway: { SHUTDOWN_DELAY_MS: '300' } },
-  });
-  const restarter = new Restarter();
-  t.teardown(async () => {
-    restarter.stop();
-    await cluster.stop();
-  });
-  for (const replica of cluster.replicas) {
-    restarter.watch(
-      `${replica.component} #${replica.index}`,
-      () => replica.process,
-      () => cluster.respawn(replica),
-    );
-  }
-  const client = new GatewayClient(cluster.urls);
-  const admin = { token: REPLICAS_OPERATOR_TOKEN };
-  const orgId = (
-    await client.request<{ org: { id: string } }>('POST', '/admin/v1/orgs', {
-      ...admin,
-      body: { name: 'Pool Fault Print' },
-    })
-  ).body.org.id;
-  const key = (
-    await client.request<{ secret: string }>('POST', `/admin/v1/orgs/${orgId}/keys`, {
-      ...admin,
-      body: { mode: 'live', scopes: SCOPES },
-    })
-  ).body.secret;
+  const { cluster, restarter, client, admin, orgId, key } = await startFaultRun(
+    t,
+    'Pool Fault Print',
+  );
 
   // Both stations print into one folder: a job printed by both would show in the agents' logs.
   const out = await tempDir(t, 'spool-pool-faults-out-');

@@ -12,18 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
-import { SCOPES } from '../lib/credentials.js';
-import { assertPrintedOnce, GatewayClient } from './helpers/gateway-client.js';
-import { startTestNats } from './helpers/nats.js';
-import { startPostgres } from './helpers/postgres.js';
+import { assertPrintedOnce } from './helpers/gateway-client.js';
 import { startReceiver } from './helpers/receiver.js';
-import {
-  REPLICAS_OPERATOR_TOKEN,
-  type Replica,
-  type ReplicatedCluster,
-  startReplicatedCluster,
-} from './helpers/replicas.js';
-import { Restarter } from './helpers/restarter.js';
+import type { Replica } from './helpers/replicas.js';
+import { startFaultRun } from './helpers/restarter.js';
 import { type SpoolProcess, spawnSpool } from './helpers/spool.js';
 import { eventually } from './helpers/system.js';
 
@@ -37,43 +29,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('killing every component in turn, nats-server and PostgreSQL loses, duplicates and strands nothing', async (t) => {
   t.timeout(420_000);
-  const postgres = await startPostgres();
-  t.teardown(() => postgres.stop());
-  const nats = await startTestNats();
-  t.teardown(() => nats.stop());
+  const { postgres, nats, cluster, restarter, client, admin, orgId, key } = await startFaultRun(
+    t,
+    'Fault Print',
+  );
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
-  const cluster: ReplicatedCluster = await startReplicatedCluster({
-    replicas: 2,
-    external: { databaseUrl: postgres.url, nats },
-    env: { gateway: { SHUTDOWN_DELAY_MS: '300' } },
-  });
-  const restarter = new Restarter();
-  t.teardown(async () => {
-    restarter.stop();
-    await cluster.stop();
-  });
-  for (const replica of cluster.replicas) {
-    restarter.watch(
-      `${replica.component} #${replica.index}`,
-      () => replica.process,
-      () => cluster.respawn(replica),
-    );
-  }
-  const client = new GatewayClient(cluster.urls);
-  const admin = { token: REPLICAS_OPERATOR_TOKEN };
-  const orgId = (
-    await client.request<{ org: { id: string } }>('POST', '/admin/v1/orgs', {
-      ...admin,
-      body: { name: 'Fault Print' },
-    })
-  ).body.org.id;
-  const key = (
-    await client.request<{ secret: string }>('POST', `/admin/v1/orgs/${orgId}/keys`, {
-      ...admin,
-      body: { mode: 'live', scopes: SCOPES },
-    })
-  ).body.secret;
   const stationToken = (
     await client.request<{ token: string }>('POST', `/admin/v1/orgs/${orgId}/stations`, {
       ...admin,

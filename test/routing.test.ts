@@ -142,6 +142,21 @@ async function jobOf(org: Org, id: string) {
   return res.body;
 }
 
+/** Waits until the API shows `printerId`'s station online, or offline. */
+async function untilOnline(org: Org, printerId: string, online: boolean): Promise<void> {
+  await eventually(
+    () =>
+      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
+        org.sys.url,
+        'GET',
+        `/v1/orgs/${org.orgId}/printers`,
+        { token: org.key },
+      ),
+    (r) => r.body.printers.some((p) => p.id === printerId && p.station_online === online),
+    30_000,
+  );
+}
+
 /** Every print of the given stations, as job id → count. */
 async function printCounts(stations: Station[]): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
@@ -335,17 +350,7 @@ test('a member whose station hangs (SIGSTOP): its unclaimed jobs print elsewhere
   );
 
   hung.agent.child.kill('SIGCONT');
-  await eventually(
-    () =>
-      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
-        org.sys.url,
-        'GET',
-        `/v1/orgs/${org.orgId}/printers`,
-        { token: org.key },
-      ),
-    (r) => r.body.printers.some((p) => p.id === hung.printerId && p.station_online),
-    30_000,
-  );
+  await untilOnline(org, hung.printerId, true);
   // A job only it can take shows it prints again, after whatever it had before the stop.
   const after = await createJob(org, { printer_id: hung.printerId });
   await eventually(
@@ -368,16 +373,7 @@ test('move: a queued, scheduled or held job goes to another printer with job.rer
   const awayLink = await connectLink(org.sys.linkAddress, away.token, [printer('desk')]);
   const awayPrinter = awayLink.welcome.printerIds.desk as string;
   awayLink.close();
-  await eventually(
-    () =>
-      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
-        org.sys.url,
-        'GET',
-        `/v1/orgs/${org.orgId}/printers`,
-        { token: org.key },
-      ),
-    (r) => r.body.printers.some((p) => p.id === awayPrinter && !p.station_online),
-  );
+  await untilOnline(org, awayPrinter, false);
   const here = await agentStation(t, org, 'here');
 
   const queued = (await createJob(org, { printer_id: awayPrinter })).body.job;
@@ -433,16 +429,7 @@ test('priority: of the jobs waiting for one printer, the highest is offered firs
   const first = await connectLink(org.sys.linkAddress, station.token, [printer('desk')]);
   const printerId = first.welcome.printerIds.desk as string;
   first.close();
-  await eventually(
-    () =>
-      call<{ printers: Array<{ id: string; station_online: boolean }> }>(
-        org.sys.url,
-        'GET',
-        `/v1/orgs/${org.orgId}/printers`,
-        { token: org.key },
-      ),
-    (r) => r.body.printers.some((p) => p.id === printerId && !p.station_online),
-  );
+  await untilOnline(org, printerId, false);
   const made: Array<{ id: string; priority: number }> = [];
   for (const priority of [10, 90, undefined, 90, 100]) {
     // One after another on the clock: of two of the same priority, the older goes first.
