@@ -98,8 +98,7 @@ export class Router {
     const now = this.#deps.clock.now();
     await this.#markMembers(pools, printers, now);
     const jobs = await routing.queuedJobsOf(pools, JOBS_PER_ROUND);
-    const memberIds = [...new Set(pools.flatMap((p) => p.printerIds))];
-    const queued = await routing.unfinishedCounts(memberIds);
+    const queued = await routing.unfinishedCounts([...printers.values()]);
     const byId = new Map(pools.map((p) => [p.id, p]));
     const applied: Array<Promise<{ failover: boolean; changed: boolean }>> = [];
     const waiting: Array<{ orgId: string; id: string; detail: string }> = [];

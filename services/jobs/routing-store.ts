@@ -37,8 +37,10 @@ export interface RoutingStore {
   poolsWithQueuedJobs(limit: number): Promise<RoutingPoolState[]>;
   /** The queued jobs of `pools`, highest priority and oldest first (at most `limit`). */
   queuedJobsOf(pools: RoutingPool[], limit: number): Promise<QueuedPoolJob[]>;
-  /** How many queued and sent jobs each printer has. */
-  unfinishedCounts(printerIds: string[]): Promise<Map<string, number>>;
+  /** How many queued and sent jobs each printer has, by printer id. */
+  unfinishedCounts(
+    printers: Array<{ id: string; stationId: string }>,
+  ): Promise<Map<string, number>>;
   /** Records members becoming unable (`since`) or able again (null) to take jobs. */
   markMembers(
     changes: Array<{ poolId: string; printerId: string; since: Date | null }>,
@@ -136,14 +138,17 @@ export function createRoutingStore(pool: pg.Pool): RoutingStore {
       }));
     },
 
-    async unfinishedCounts(printerIds) {
+    async unfinishedCounts(printers) {
       const counts = new Map<string, number>();
-      if (printerIds.length === 0) return counts;
+      if (printers.length === 0) return counts;
+      // Found through the (station_id, status) index every dispatch uses: a station has few
+      // printers, so no index of its own is kept up for this.
       const { rows } = await pool.query<{ printer_id: string; n: string }>(
         `SELECT printer_id, count(*) AS n FROM jobs
-         WHERE printer_id = ANY($1::UUID[]) AND status IN ('queued', 'sent')
+         WHERE station_id = ANY($1::UUID[]) AND status IN ('queued', 'sent')
+           AND printer_id = ANY($2::UUID[])
          GROUP BY printer_id`,
-        [printerIds],
+        [[...new Set(printers.map((p) => p.stationId))], printers.map((p) => p.id)],
       );
       for (const r of rows) counts.set(r.printer_id, Number(r.n));
       return counts;

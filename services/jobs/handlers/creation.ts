@@ -150,7 +150,7 @@ async function poolPlace(
   const able = members.filter((p) => canTakeJobs(p) && honours(p, req.options));
   const queued =
     pool.strategy === 'least_queued' && able.length > 1
-      ? await deps.routing.unfinishedCounts(able.map((p) => p.id))
+      ? await deps.routing.unfinishedCounts(able)
       : new Map<string, number>();
   const to = chooseMember(pool, able, req.options, queued);
   if (!to) return { ...unrouted, waiting: waitingForPool(pool) };

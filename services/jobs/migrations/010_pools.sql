@@ -34,8 +34,6 @@ ALTER TABLE jobs ALTER COLUMN printer_id DROP NOT NULL;
 
 ALTER TABLE jobs ALTER COLUMN station_id DROP NOT NULL;
 
--- The pool jobs still waiting for a member, and those a member holds, found by pool.
-CREATE INDEX IF NOT EXISTS jobs_pool_status ON jobs (pool_id, status) WHERE pool_id IS NOT NULL;
-
--- Counting the unfinished jobs of a pool's members (least_queued).
-CREATE INDEX IF NOT EXISTS jobs_printer_status ON jobs (printer_id, status);
+-- The router's round: the queued pool jobs, by pool. Only pool jobs are in it, so a Spool without
+-- pools pays nothing for it. (Counting a member's unfinished jobs uses jobs_station_status.)
+CREATE INDEX IF NOT EXISTS jobs_pool_queued ON jobs (status, pool_id) WHERE pool_id IS NOT NULL;
