@@ -9,9 +9,6 @@ import { takesPoolJobs } from '../../lib/printer-status.js';
 import { checkOptionsFor } from './options.js';
 import { WAITING } from './printer-waits.js';
 
-export const STRATEGIES = ['least_queued', 'ordered'] as const;
-export type Strategy = (typeof STRATEGIES)[number];
-
 /** A pool as routing reads it: its members' printer ids in their order. */
 export interface RoutingPool {
   id: string;

@@ -11,6 +11,7 @@ import { PrintOptions } from '../../../gen/spool/v1/stations.js';
 import { invalid, SpoolError } from '../../../lib/errors.js';
 import { toItemError } from '../../../lib/grpc.js';
 import { isUuid, requireUuid } from '../../../lib/ids.js';
+import { MAX_PRIORITY } from '../../../lib/job-view.js';
 import { open as openSealed, SEALING_ALGORITHM } from '../../../lib/sealing.js';
 import { contextFrom } from '../../../lib/tracing.js';
 import { checkDocument, checkSize, renderTemplate } from '../content.js';
@@ -33,8 +34,6 @@ export const MAX_TEXT_LENGTH = 1000;
 /** The longest a job may wait undelivered, and the furthest it may be scheduled. */
 export const MAX_EXPIRE_AFTER_S = 30 * 24 * 60 * 60;
 export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
-/** The highest priority (IPP's job-priority). */
-export const MAX_PRIORITY = 100;
 /** Jobs one `CreateJobs` call may create. */
 export const MAX_CREATIONS_PER_CALL = 256;
 
