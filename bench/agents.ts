@@ -2,7 +2,11 @@
  * Simulated station agents, run as their own process (`bench/run.ts` forks it): each holds one
  * station link (docs/station-link.md), reports one printer, prints to a discard backend (answers
  * every complete offer at once with `received` and then `result printed`), and reconnects when
- * the server ends its stream. Links are spread over a few HTTP/2 connections (`streamsPerChannel`
+ * the server ends its stream. A pool job (`offer.claim`) is claimed first, as the real agent does:
+ * `received {claim}` once the whole document is here and the printer can print, and printed only
+ * once the server accepts the claim (a withdrawal drops it). The pool scenario can make a link's
+ * printer busy (it then keeps pool jobs unclaimed, as a printer working through a long job does)
+ * or report another status, and can read which printer printed each job and when. Links are spread over a few HTTP/2 connections (`streamsPerChannel`
  * streams each) so that 10,000 links do not need 10,000 sockets on the harness's side.
  *
  * The links speak gRPC over `node:http2` directly (a request's headers, length-prefixed protobuf
@@ -18,6 +22,7 @@ import {
   ServerMessage,
   StationLinkService,
 } from '../gen/spool/v1/stations.js';
+import { takesPoolJobs } from '../lib/printer-status.js';
 import { epochMs } from './clock.js';
 import { serve } from './ipc.js';
 
@@ -41,7 +46,26 @@ const channels: Channel[] = [];
 const links: SimLink[] = [];
 /** When each job's offer reached its agent. */
 const offeredAt = new Map<string, number>();
-const counts = { offers: 0, printed: 0, ended: 0, reconnects: 0 };
+const counts = {
+  offers: 0,
+  printed: 0,
+  ended: 0,
+  reconnects: 0,
+  /** Pool jobs claimed, claims the server accepted, and pool jobs withdrawn before printing. */
+  claims: 0,
+  claimsAccepted: 0,
+  withdrawn: 0,
+};
+
+/** A job's `result printed`, sent by the link of `printerId` at `at`. */
+export interface PrintedResult {
+  jobId: string;
+  printerId: string;
+  at: number;
+}
+
+/** Printed results of the links opened with `track`, until taken. */
+let printedResults: PrintedResult[] = [];
 
 /** One HTTP/2 connection to the link address, opened again when the server ends it. */
 class Channel {
@@ -115,12 +139,57 @@ class SimLink {
   #stream: http2.ClientHttp2Stream | undefined;
   #closing = false;
   #backoffMs = 500;
+  readonly #track: boolean;
+  /** The current stream's pool jobs kept unclaimed, and those claimed and not yet answered. */
+  #unclaimed = new Map<string, number>();
+  #claiming = new Map<string, number>();
+  #write: ((message: AgentMessage) => void) | undefined;
   open = false;
   printerId = '';
+  /** The status the printer reports (pool jobs are claimed only while it takes them). */
+  status = 'ready';
+  /** Busy: pool jobs wait unclaimed, as behind a long job, whatever the status. */
+  busy = false;
 
-  constructor(channel: Channel, token: string) {
+  constructor(channel: Channel, token: string, track: boolean) {
     this.#channel = channel;
     this.#token = token;
+    this.#track = track;
+  }
+
+  /** Pool jobs this link holds: kept unclaimed, or claimed and not yet answered. */
+  get holding(): { unclaimed: number; claiming: number } {
+    return { unclaimed: this.#unclaimed.size, claiming: this.#claiming.size };
+  }
+
+  /** Reports the printer's `status` (as `printers`); returns when it was written. */
+  report(status: string): number {
+    this.status = status;
+    this.#write?.(AgentMessage.fromPartial({ printers: { printers: [{ ...PRINTER, status }] } }));
+    const at = epochMs();
+    this.claimWaiting();
+    return at;
+  }
+
+  /** Claims the pool jobs kept unclaimed, if the printer can take them now. */
+  claimWaiting(): void {
+    if (this.busy || !takesPoolJobs(this.status)) return;
+    for (const [jobId, attempt] of this.#unclaimed) this.#claim(jobId, attempt);
+    this.#unclaimed.clear();
+  }
+
+  #claim(jobId: string, attempt: number): void {
+    counts.claims++;
+    this.#claiming.set(jobId, attempt);
+    this.#write?.(AgentMessage.fromPartial({ received: { jobId, attempt, claim: true } }));
+  }
+
+  #printed(jobId: string, attempt: number): void {
+    this.#write?.(
+      AgentMessage.fromPartial({ result: { jobId, attempt, printed: true, detail: '' } }),
+    );
+    counts.printed++;
+    if (this.#track) printedResults.push({ jobId, printerId: this.printerId, at: epochMs() });
   }
 
   /** Opens the link; resolves once the server has said welcome the first time. */
@@ -143,7 +212,12 @@ class SimLink {
     });
     this.#stream = stream;
     this.open = true;
+    // A new stream starts afresh: the server offers again what this link had not claimed.
+    this.#unclaimed = new Map();
+    this.#claiming = new Map();
+    this.#write = (message) => stream.write(frame(message));
     const attempts = new Map<string, number>();
+    const pool = new Set<string>();
     /** The stream's grpc-status, from its trailers (or its headers, when it had no messages). */
     let status: number | undefined;
     stream.on('response', (headers) => {
@@ -163,20 +237,43 @@ class SimLink {
         if (msg.offer) {
           counts.offers++;
           attempts.set(msg.offer.jobId, msg.offer.attempt);
+          if (msg.offer.claim) pool.add(msg.offer.jobId);
           if (!offeredAt.has(msg.offer.jobId)) offeredAt.set(msg.offer.jobId, epochMs());
         }
         if (msg.chunk?.last) {
-          // The discard backend: the whole document is here, so it is received and printed.
           const { jobId } = msg.chunk;
           const attempt = attempts.get(jobId) ?? 1;
           attempts.delete(jobId);
-          stream.write(frame(AgentMessage.fromPartial({ received: { jobId, attempt } })));
-          stream.write(
-            frame(
-              AgentMessage.fromPartial({ result: { jobId, attempt, printed: true, detail: '' } }),
-            ),
-          );
-          counts.printed++;
+          if (pool.delete(jobId)) {
+            // A pool job: claimed when the printer can take it, printed once the claim is accepted.
+            // Offered again while claimed (by two replicas), it is claimed once.
+            if (!this.#claiming.has(jobId)) {
+              this.#unclaimed.set(jobId, attempt);
+              this.claimWaiting();
+            }
+          } else {
+            // The discard backend: the whole document is here, so it is received and printed.
+            stream.write(frame(AgentMessage.fromPartial({ received: { jobId, attempt } })));
+            this.#printed(jobId, attempt);
+          }
+        }
+        if (msg.accepted?.kind === 'received') {
+          const { jobId, attempt } = msg.accepted;
+          if (this.#claiming.get(jobId) === attempt) {
+            this.#claiming.delete(jobId);
+            counts.claimsAccepted++;
+            this.#printed(jobId, attempt);
+          }
+        }
+        if (msg.withdrawn) {
+          const { jobId, attempt } = msg.withdrawn;
+          const held =
+            this.#claiming.get(jobId) === attempt || this.#unclaimed.get(jobId) === attempt;
+          if (held) {
+            this.#claiming.delete(jobId);
+            this.#unclaimed.delete(jobId);
+            counts.withdrawn++;
+          }
         }
       }),
     );
@@ -199,9 +296,19 @@ class SimLink {
       }, wait);
     });
     stream.write(
-      frame(AgentMessage.fromPartial({ hello: { agentVersion: 'bench', printers: [PRINTER] } })),
+      frame(
+        AgentMessage.fromPartial({
+          hello: { agentVersion: 'bench', printers: [{ ...PRINTER, status: this.status }] },
+        }),
+      ),
     );
   }
+}
+
+function linkOf(printerId: string): SimLink {
+  const link = links.find((l) => l.printerId === printerId);
+  if (!link) throw new Error(`no link reports printer ${printerId}`);
+  return link;
 }
 
 const handlers = {
@@ -214,6 +321,8 @@ const handlers = {
     tokens: string[];
     streamsPerChannel: number;
     concurrency: number;
+    /** Keep each printed result (printer, time) for `takePrinted`. */
+    track?: boolean;
   }) {
     const started = epochMs();
     const cpuBefore = process.cpuUsage();
@@ -230,6 +339,7 @@ const handlers = {
             const link = new SimLink(
               channel(p.address, base + i, p.streamsPerChannel),
               p.tokens[i] as string,
+              p.track ?? false,
             );
             await link.start();
             links.push(link);
@@ -252,9 +362,42 @@ const handlers = {
     };
   },
 
-  /** How many links are still open. */
+  /** How many links are still open, and the pool jobs they hold unclaimed or claiming. */
   async status() {
-    return { open: links.filter((l) => l.open).length, ...counts };
+    let unclaimed = 0;
+    let claiming = 0;
+    for (const l of links) {
+      unclaimed += l.holding.unclaimed;
+      claiming += l.holding.claiming;
+    }
+    return { open: links.filter((l) => l.open).length, unclaimed, claiming, ...counts };
+  },
+
+  /** The pool jobs the link of `printerId` holds: kept unclaimed, or claimed and unanswered. */
+  async holding(p: { printerId: string }) {
+    return linkOf(p.printerId).holding;
+  },
+
+  /**
+   * Makes the printer of `printerId` busy or not: while busy, its link keeps pool jobs unclaimed
+   * (a printer working through a long job); no longer busy, it claims them.
+   */
+  async busy(p: { printerId: string; busy: boolean }): Promise<void> {
+    const link = linkOf(p.printerId);
+    link.busy = p.busy;
+    link.claimWaiting();
+  },
+
+  /** The link of `printerId` reports its printer in `status`; returns when it was sent. */
+  async printerStatus(p: { printerId: string; status: string }): Promise<number> {
+    return linkOf(p.printerId).report(p.status);
+  },
+
+  /** The printed results of tracked links since the last call; forgets them. */
+  async takePrinted(): Promise<PrintedResult[]> {
+    const out = printedResults;
+    printedResults = [];
+    return out;
   },
 
   /** When each of `ids` was offered (null: never); forgets every offer seen so far. */
@@ -271,6 +414,7 @@ const handlers = {
     for (const c of channels) c.close();
     channels.length = 0;
     offeredAt.clear();
+    printedResults = [];
   },
 };
 
