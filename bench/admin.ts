@@ -38,12 +38,15 @@ export class Admin {
     return (await this.call<{ org: { id: string } }>('POST', '/admin/v1/orgs', { name })).org.id;
   }
 
-  /** A live key with the job scopes; returns its secret. */
-  async createKey(orgId: string): Promise<string> {
+  /** A live key with the job scopes (or `scopes`); returns its secret. */
+  async createKey(
+    orgId: string,
+    scopes = ['jobs:write', 'jobs:read', 'printers:read'],
+  ): Promise<string> {
     const res = await this.call<{ secret: string }>('POST', `/admin/v1/orgs/${orgId}/keys`, {
       mode: 'live',
       name: 'bench',
-      scopes: ['jobs:write', 'jobs:read', 'printers:read'],
+      scopes,
     });
     return res.secret;
   }

@@ -12,6 +12,8 @@ export interface JobTarget {
   /** Printers jobs go to, picked round robin or at random. */
   printerIds: string[];
   pick?: 'round-robin' | 'random';
+  /** A pool jobs go to instead (`pool_id`), whose member Spool chooses. */
+  poolId?: string;
 }
 
 export interface Posted {
@@ -60,7 +62,7 @@ export class JobPoster {
   async post(dueAt = epochMs()): Promise<Posted> {
     const seq = this.#seq++;
     const body = JSON.stringify({
-      printer_id: this.#printer(),
+      ...(this.#target.poolId ? { pool_id: this.#target.poolId } : { printer_id: this.#printer() }),
       title: 'bench',
       reference: `bench-${seq}`,
       content: { type: 'text', data: DOCUMENT },

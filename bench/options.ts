@@ -13,6 +13,7 @@ export const SCENARIOS = [
   'fanout',
   'fleet',
   'streams',
+  'pool',
   'regions',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];

@@ -28,6 +28,7 @@ import { runFanout } from './scenarios/fanout.js';
 import { runFixedRate } from './scenarios/fixed-rate.js';
 import { runFleet } from './scenarios/fleet.js';
 import { INGEST_CONCURRENCY, PG_CONCURRENCY, runIngest } from './scenarios/ingest.js';
+import { poolSettings, runPool } from './scenarios/pool.js';
 import { runProduction } from './scenarios/production.js';
 import { REGION_DELAY_MS, REGIONS_RATE, runRegions } from './scenarios/regions.js';
 import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
@@ -52,7 +53,9 @@ async function measure(
   const figures: Figure[] = [];
   const series: Series[] = [];
   const details: Record<string, unknown> = {};
-  const needsOrgs = options.only.some((s) => !['fleet', 'regions', 'production'].includes(s));
+  const needsOrgs = options.only.some(
+    (s) => !['fleet', 'regions', 'production', 'pool'].includes(s),
+  );
   const orgs = needsOrgs ? await setUpOrgs(ctx) : undefined;
 
   let e2eRate: number | undefined;
@@ -112,6 +115,11 @@ async function measure(
       label: `${STREAMS} event streams: state change → event`,
       samples: streams.samples,
     });
+  }
+  if (wants('pool')) {
+    const pool = await runPool(ctx);
+    figures.push(...pool.figures);
+    details.pool = pool.details;
   }
   if (wants('regions')) {
     const regions = await runRegions(ctx);
@@ -217,6 +225,7 @@ async function main(): Promise<void> {
         agents: options.agents,
         'fleet links': options.fleetStations,
         'event streams': `${STREAMS} on a gateway of their own (STREAMS_PER_CREDENTIAL and STREAMS_PER_ORG ${STREAMS}), ${STREAM_JOB_RATE} jobs/s`,
+        pools: poolSettings(),
         regions: `${REGIONS_RATE} jobs/s through region a, regions ${REGION_DELAY_MS} ms apart one way, each region's services in one process`,
         postgres: servers.postgresSettings,
         redis: 'appendonly yes, appendfsync always, no snapshots',
