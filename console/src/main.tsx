@@ -21,6 +21,7 @@ import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
 import { JobPage, JobsPage } from './pages/jobs.js';
 import { KeysPage } from './pages/keys.js';
 import { PeoplePage, SettingsPage } from './pages/people.js';
+import { PoolsPage } from './pages/pools.js';
 import { EndpointPage, WebhooksPage } from './pages/webhooks.js';
 import { messageOf } from './resource.js';
 import { Link, navigate, reloadPage, usePath, visitCount } from './router.js';
@@ -31,6 +32,7 @@ const NAV: { href: string; label: string }[] = [
   { href: '/', label: 'Overview' },
   { href: '/jobs', label: 'Jobs' },
   { href: '/printers', label: 'Printers' },
+  { href: '/pools', label: 'Pools' },
   { href: '/stations', label: 'Stations' },
   { href: '/keys', label: 'API keys' },
   { href: '/webhooks', label: 'Webhooks' },
@@ -49,6 +51,8 @@ function Page(props: { path: string }): JSX.Element {
       return second ? <JobPage id={second} /> : <JobsPage />;
     case 'printers':
       return <PrintersPage />;
+    case 'pools':
+      return <PoolsPage />;
     case 'stations':
       return <StationsPage />;
     case 'keys':

@@ -16,6 +16,8 @@ export type {
   JobWithEvents,
   Location,
   LocationPage,
+  Pool,
+  PoolPage,
   Printer,
   PrinterPage,
 } from '../../client/types.js';
