@@ -154,7 +154,11 @@ export function useLiveState(): LiveState {
   return state;
 }
 
-/** The job an event carries (job.* events carry `{job}` as their data). */
+/**
+ * The job an event carries: job.* events carry `{job}` as their data, `job.rerouted` (a job moved
+ * to another printer) beside `from_printer_id` and `to_printer_id`, so pages listening to `job.`
+ * re-read a moved job as they do any other change.
+ */
 export function jobOf(ev: LiveEvent): { id: string } | null {
   const inner = (ev.data.data ?? ev.data) as { job?: { id: string } };
   return inner.job ?? null;

@@ -20,6 +20,8 @@ import type {
   Station,
 } from '../types.js';
 import { ErrorText, PageHeader, Status, short, Time } from '../ui.js';
+import { MOVABLE, MoveForm, Placement, RoutingDetails, withPrinterNames } from './job-routing.js';
+import { usePools } from './pools.js';
 
 /** The statuses in the order the list's filter offers them: the usual path first. */
 const STATUSES: readonly JobStatus[] = [
@@ -108,6 +110,7 @@ function useNames(orgId: string) {
 export function JobsPage(): JSX.Element {
   const { org } = useApp();
   const names = useNames(org.id);
+  const pools = usePools(org.id);
   const search = useSearch();
   const filters = filtersOf(search);
   const key = JSON.stringify(filters);
@@ -250,7 +253,9 @@ export function JobsPage(): JSX.Element {
               {j.live ? null : <span class="tag">test</span>}
               {j.status_detail ? <div class="small muted">{j.status_detail}</div> : null}
             </td>
-            <td data-label="Printer">{names.printer(j.printer_id)}</td>
+            <td data-label="Printer">
+              <Placement job={j} printer={names.printer} pools={pools} />
+            </td>
             <td class="wrap-anywhere" data-label="Reference">
               {j.reference || <span class="muted">—</span>}
             </td>
@@ -304,6 +309,8 @@ export function JobPage(props: { id: string }): JSX.Element {
   const { org } = useApp();
   const canWrite = useCan('developer');
   const names = useNames(org.id);
+  const pools = usePools(org.id);
+  const [moving, setMoving] = useState(false);
   const r = useResource(
     () => get<JobWithEvents>(`/v1/orgs/${enc(org.id)}/jobs/${enc(props.id)}`),
     [org.id, props.id],
@@ -329,6 +336,7 @@ export function JobPage(props: { id: string }): JSX.Element {
       return `by ${who ? who.display_name : `person ${short(id)}`}`;
     }
     if (actor === 'admin') return 'by the operator';
+    if (actor === 'system') return 'by Spool';
     return `by ${actor}`;
   };
   const confirm = useConfirm();
@@ -374,11 +382,35 @@ export function JobPage(props: { id: string }): JSX.Element {
             >
               Reprint job
             </button>
+            {moving ? null : (
+              <button
+                type="button"
+                class="secondary"
+                disabled={act.busy || !MOVABLE.includes(job.status)}
+                title="Send it to another printer: a job a station has not taken yet"
+                onClick={() => setMoving(true)}
+              >
+                Move
+              </button>
+            )}
           </>
         ) : null}
       </PageHeader>
       {confirm.dialog}
       <ErrorText error={r.error || act.error} />
+      {job && canWrite && moving && MOVABLE.includes(job.status) ? (
+        <MoveForm
+          orgId={org.id}
+          job={job}
+          printers={names.printers}
+          pool={job.pool_id ? pools.pool(job.pool_id) : undefined}
+          onClose={() => setMoving(false)}
+          onMoved={async () => {
+            setMoving(false);
+            await r.reload();
+          }}
+        />
+      ) : null}
       {job ? (
         <div class="job-layout">
           <section class="panel" aria-labelledby="job-details">
@@ -395,10 +427,14 @@ export function JobPage(props: { id: string }): JSX.Element {
               </dd>
               <dt>Reference</dt>
               <dd>{job.reference || '—'}</dd>
-              <dt>Printer</dt>
-              <dd>{names.printer(job.printer_id)}</dd>
-              <dt>Station</dt>
-              <dd>{names.station(job.station_id)}</dd>
+              <RoutingDetails
+                job={job}
+                events={r.data?.events ?? []}
+                pools={pools}
+                printer={names.printer}
+                station={names.station}
+                actorName={actorName}
+              />
               <dt>Mode</dt>
               <dd>{job.live ? 'live' : 'test'}</dd>
               <dt>Document</dt>
@@ -432,7 +468,9 @@ export function JobPage(props: { id: string }): JSX.Element {
                 <li key={`${e.at}-${i}`}>
                   <Status status={e.status} /> <Time at={e.at} />
                   <div class="small muted">
-                    {e.detail && e.detail !== e.status ? `${e.detail} · ` : ''}
+                    {e.detail && e.detail !== e.status
+                      ? `${withPrinterNames(e.detail, names.printers)} · `
+                      : ''}
                     {actorName(e.actor)}
                   </div>
                 </li>
