@@ -185,6 +185,8 @@ export class JobRunner {
       log.info('job withdrawn: taking it back from the printer before it prints');
       return;
     }
+    // Withdrawn already (a pool job's refused claim follows its withdrawal): nothing more to do.
+    if (entry.state === 'withdrawn') return;
     if (entry.state !== 'received') {
       log.info({ state: entry.state }, 'job withdrawn too late to drop; it is reported as it ends');
       return;
