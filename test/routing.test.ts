@@ -8,6 +8,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import pg from 'pg';
 import { SCOPES } from '../lib/credentials.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import { type SpoolProcess, spawnSpool } from './helpers/spool.js';
@@ -223,6 +224,42 @@ test('a pool job waits, queued, while no member can take it, and goes out when o
   const { job } = await jobOf(org, created.body.job.id);
   t.is(job.printer_id, printerId);
   t.is(job.status_detail, '');
+});
+
+test('a pool job whose pool was deleted as it was made says so, and can be moved to a printer', async (t) => {
+  const org = await startOrg(t);
+  const station = await createStation(org.sys.url, org.orgId, { name: 'back room' });
+  const link = await connectLink(org.sys.linkAddress, station.token, [printer('desk', 'offline')]);
+  t.teardown(() => link.close());
+  const printerId = link.welcome.printerIds.desk as string;
+  const poolId = await createPool(org, { name: 'Back', printer_ids: [printerId] });
+  const waiting = (await createJob(org, { pool_id: poolId })).body.job;
+  t.is(waiting.printer_id, null);
+  // A deletion refuses a pool with jobs waiting; one made at the very moment it commits slips
+  // past it. Made here by pointing the job at a pool that does not exist.
+  const db = new pg.Client({ connectionString: org.sys.db.url });
+  await db.connect();
+  t.teardown(() => db.end());
+  await db.query('UPDATE jobs SET pool_id = $1 WHERE id = $2', [
+    '00000000-0000-4000-8000-00000000dead',
+    waiting.id,
+  ]);
+  const orphan = await eventually(
+    async () => (await jobOf(org, waiting.id)).job,
+    (j) => j.status_detail === 'waiting: its pool was deleted; move it to a printer or cancel it',
+  );
+  t.is(orphan.status, 'queued');
+
+  link.send({ printers: { printers: [printer('desk', 'ready')] } });
+  const moved = await call<{ job: Job }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/jobs/${waiting.id}/move`,
+    { token: org.key, body: { printer_id: printerId } },
+  );
+  t.is(moved.status, 200);
+  t.is(moved.body.job.pool_id, null, 'moved out of the pool it no longer has');
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === waiting.id), 15_000);
 });
 
 test('creation refuses what no member of the pool could ever print, and a body naming both or neither', async (t) => {

@@ -16,7 +16,7 @@ import type { Clock } from '../../lib/clock.js';
 import { FailureLog } from '../../lib/failure-log.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
-import { canTakeJobs, chooseMember, waitingForPool } from './routing.js';
+import { canTakeJobs, chooseMember, POOL_DELETED, waitingForPool } from './routing.js';
 import type { QueuedPoolJob, RoutingPoolState, RoutingStore } from './routing-store.js';
 import type { JobTransitions } from './transitions.js';
 
@@ -92,6 +92,7 @@ export class Router {
 
   async #round(): Promise<RoundResult> {
     const { routing } = this.#deps;
+    await this.#markOrphans();
     const pools = await routing.poolsWithQueuedJobs(POOLS_PER_ROUND);
     if (pools.length === 0) return { routed: 0, failedOver: 0 };
     const printers = await this.#printersOf(pools);
@@ -129,6 +130,21 @@ export class Router {
       routed: changed.filter((o) => !o.failover).length,
       failedOver: changed.filter((o) => o.failover).length,
     };
+  }
+
+  /**
+   * Pool jobs made while their pool was deleted have no member to wait for: they say so, and wait
+   * for a move or a cancel (a deletion is refused while the pool has jobs waiting, but a job made
+   * at that very moment can slip past it).
+   */
+  async #markOrphans(): Promise<void> {
+    const { routing } = this.#deps;
+    const orphans = await routing.orphans(JOBS_PER_ROUND);
+    await routing.setWaiting(
+      orphans
+        .filter((j) => j.statusDetail !== POOL_DELETED)
+        .map((j) => ({ orgId: j.orgId, id: j.id, detail: POOL_DELETED })),
+    );
   }
 
   /**

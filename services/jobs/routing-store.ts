@@ -45,6 +45,11 @@ export interface RoutingStore {
   markMembers(
     changes: Array<{ poolId: string; printerId: string; since: Date | null }>,
   ): Promise<void>;
+  /**
+   * Queued pool jobs still waiting for a member whose pool no longer exists (created as it was
+   * deleted), at most `limit`, with their detail.
+   */
+  orphans(limit: number): Promise<Array<{ orgId: string; id: string; statusDetail: string }>>;
   /** Sets the `waiting: ` detail of pool jobs no member can take now. */
   setWaiting(jobs: Array<{ orgId: string; id: string; detail: string }>): Promise<void>;
 }
@@ -166,6 +171,17 @@ export function createRoutingStore(pool: pg.Pool): RoutingStore {
           changes.map((c) => c.since),
         ],
       );
+    },
+
+    async orphans(limit) {
+      const { rows } = await pool.query<{ id: string; org_id: string; status_detail: string }>(
+        `SELECT id, org_id, status_detail FROM jobs
+         WHERE status = 'queued' AND pool_id IS NOT NULL AND printer_id IS NULL
+           AND NOT EXISTS (SELECT 1 FROM pools WHERE pools.id = jobs.pool_id)
+         LIMIT $1`,
+        [limit],
+      );
+      return rows.map((r) => ({ orgId: r.org_id, id: r.id, statusDetail: r.status_detail }));
     },
 
     async setWaiting(jobs) {

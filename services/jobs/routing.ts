@@ -89,6 +89,9 @@ export function chooseMember(
   return best;
 }
 
+/** The detail of a pool job whose pool was deleted as it was made: someone has to place it. */
+export const POOL_DELETED = `${WAITING}its pool was deleted; move it to a printer or cancel it`;
+
 /** The detail of a pool job no member can take now. */
 export function waitingForPool(pool: Pick<RoutingPool, 'name'>): string {
   return `${WAITING}no printer of pool ${JSON.stringify(pool.name)} can print it now`;
