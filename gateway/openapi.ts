@@ -11,9 +11,12 @@ import {
   type OperationSpec,
   type Surface,
 } from './openapi-builder.js';
+import { CHILD_OPERATIONS } from './openapi-children.js';
+import { ENROLLMENT_OPERATIONS } from './openapi-enrollments.js';
 import { POOL_OPERATIONS, POOLS_TAG } from './openapi-pools.js';
 import { PUBLIC_OPERATIONS } from './openapi-public.js';
 import { EXAMPLE_ID as ID, LOCATIONS_TAG, TEMPLATES_TAG } from './openapi-shared.js';
+import { USAGE_OPERATIONS } from './openapi-usage.js';
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
 import { LIST_QUERY } from './query.js';
 import { PRINTER_LIST_QUERY } from './routes/fleet.js';
@@ -368,6 +371,9 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
   },
   ...POOL_OPERATIONS,
   ...WEBHOOK_OPERATIONS,
+  ...CHILD_OPERATIONS,
+  ...ENROLLMENT_OPERATIONS,
+  ...USAGE_OPERATIONS,
   'GET /v1/orgs/:org/stream': {
     operationId: 'streamEvents',
     tag: 'Events',

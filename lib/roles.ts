@@ -21,8 +21,15 @@ const READ_SCOPES: readonly Scope[] = [
   'printers:read',
   'locations:read',
   'webhooks:read',
+  'orgs:read',
 ];
-const WRITE_SCOPES: readonly Scope[] = ['jobs:write', 'printers:write', 'webhooks:write'];
+const WRITE_SCOPES: readonly Scope[] = [
+  'jobs:write',
+  'printers:write',
+  'webhooks:write',
+  'orgs:write',
+  'stations:write',
+];
 
 /** The scopes of a member's session on `/v1`. */
 export function scopesOfRole(role: string): Scope[] {

@@ -16,10 +16,13 @@ import type { KeyCache } from '../key-cache.js';
 import { rejectUnknownParams } from '../query.js';
 import { requireKeyOrSession, type SessionOptions } from '../session-auth.js';
 import type { GatewayState } from '../state.js';
+import { childV1Handlers } from './children.js';
+import { enrollmentV1Handlers } from './enrollments.js';
 import { fleetHandlers } from './fleet.js';
 import { jobHandlers } from './jobs.js';
 import { poolV1Handlers } from './pools.js';
 import { STREAM_SCOPE, streamHandlers } from './stream.js';
+import { usageV1Handlers } from './usage.js';
 import { webhookV1Handlers } from './webhooks.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -82,6 +85,15 @@ export const V1_ROUTES: readonly V1Route[] = [
   route('POST /v1/orgs/:org/webhooks/:id/deliveries/:delivery/resend', 'webhooks:write'),
   route('POST /v1/orgs/:org/webhooks/:id/resend-failed', 'webhooks:write'),
   route('GET /v1/orgs/:org/stream', STREAM_SCOPE),
+  route('POST /v1/orgs/:org/children', 'orgs:write', {
+    field: 'org',
+    location: '/v1/orgs/{org}/children/{id}',
+  }),
+  route('GET /v1/orgs/:org/children', 'orgs:read'),
+  route('GET /v1/orgs/:org/children/:id', 'orgs:read'),
+  route('DELETE /v1/orgs/:org/children/:id', 'orgs:write'),
+  route('POST /v1/orgs/:org/enrollments', 'stations:write'),
+  route('GET /v1/orgs/:org/usage', 'jobs:read'),
 ];
 
 export interface V1Deps {
@@ -126,6 +138,9 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
     ...poolV1Handlers(deps),
     ...webhookV1Handlers(deps),
     ...streamHandlers(deps),
+    ...childV1Handlers(deps),
+    ...enrollmentV1Handlers(deps),
+    ...usageV1Handlers(deps),
   };
   for (const route of V1_ROUTES) {
     const chain: Middleware<GatewayState>[] = [

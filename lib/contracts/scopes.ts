@@ -1,7 +1,8 @@
 /**
  * The scopes of spec §5, then Spool's own: `printers:write` lets integrators manage pools of
- * printers, and `webhooks:read` and `webhooks:write` their webhook endpoints, by key
- * (docs/api.md). Plain data with no imports, so the console offers the same list the gateway
+ * printers, `webhooks:read` and `webhooks:write` their webhook endpoints, and `orgs:read`,
+ * `orgs:write` and `stations:write` a platform its customers' organizations and their stations'
+ * enrollment, by key (docs/api.md, docs/platforms.md). Plain data with no imports, so the console offers the same list the gateway
  * checks.
  */
 export const SCOPES = [
@@ -12,6 +13,9 @@ export const SCOPES = [
   'locations:read',
   'webhooks:read',
   'webhooks:write',
+  'orgs:read',
+  'orgs:write',
+  'stations:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
