@@ -198,8 +198,15 @@ export async function startServers(
       },
       profiling,
     );
+    let stopping = false;
     stops.push(async () => {
+      stopping = true;
       await spool.stop();
+    });
+    // Every scenario after it would fail on refused connections: say why it went.
+    void spool.exited.then((code) => {
+      if (!stopping)
+        log(`spool dev exited (${code}); its last output:\n${spool.output().slice(-4096)}`);
     });
     const [, spoolUrl] = await spool.waitFor(/Spool is running at (\S+)/, 120_000);
     const spoolPid = spool.pid;
