@@ -43,34 +43,46 @@ test('a job printed twice, at one printer or at two, ends the run, naming it and
   );
 });
 
-test('jobs that print at another member after the fault moved, and are timed from it', (t) => {
+test('jobs that print at another member after the fault moved, timed from it; those too soon are counted', (t) => {
   const faultAt = 10_000;
   const printed = printedPerJob([
-    result('early', 'p2', 9_000),
+    result('before', 'p2', 9_000),
     result('m1', 'p2', 12_500),
     result('m2', 'p3', 13_000),
+    result('soon', 'p3', 10_100),
     result('late', 'p1', 14_000),
   ]);
   const run = failoverRun({
-    ids: ['early', 'm1', 'm2', 'late', 'lost'],
+    ids: ['before', 'm1', 'm2', 'soon', 'late', 'lost'],
     faulty: 'p1',
     faultAt,
+    failoverAfterMs: 2_000,
     printed,
     // m2's event was not seen: its station's result time stands in.
-    printedAt: [9_010, 12_520, null, 14_010, null],
+    printedAt: [9_010, 12_520, null, 10_110, 14_010, null],
   });
   t.deepEqual(run, {
-    moved: 2,
+    moved: 3,
     before: 1,
     atFaulty: 1,
     unprinted: 1,
-    times: [2_520, 3_000],
+    times: [2_520, 3_000, 110],
     withoutEvent: 1,
+    // Moved 110 ms after the fault, before failover_after had passed.
+    early: 1,
   });
 });
 
 test('a failover falls short when a job did not print or none moved', (t) => {
-  const base = { moved: 3, before: 0, atFaulty: 0, unprinted: 0, times: [], withoutEvent: 0 };
+  const base = {
+    moved: 3,
+    before: 0,
+    atFaulty: 0,
+    unprinted: 0,
+    times: [],
+    withoutEvent: 0,
+    early: 0,
+  };
   t.notThrows(() => requireFailover('pool: failover', 3, base));
   const lost = t.throws(() => requireFailover('pool: failover', 50, { ...base, unprinted: 2 }), {
     instanceOf: ShortfallError,

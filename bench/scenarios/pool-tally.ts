@@ -51,18 +51,22 @@ export interface FailoverRun {
   times: number[];
   /** Moved jobs whose `job.printed` event was not seen, timed by the station's result instead. */
   withoutEvent: number;
+  /** Moved jobs that printed before failover_after had passed since the fault. */
+  early: number;
 }
 
 /**
  * Where each of `ids` printed relative to the fault of printer `faulty` at `faultAt` (harness
  * clock), and, for each that printed at another member after it, the time from the fault to its
  * `job.printed` event (`printedAt`, in the order of `ids`; null when none was seen, then the
- * station's own result time, which is a little earlier, stands in).
+ * station's own result time, which is a little earlier, stands in). A job may not move before the
+ * pool's `failoverAfterMs`: those that did are counted.
  */
 export function failoverRun(p: {
   ids: readonly string[];
   faulty: string;
   faultAt: number;
+  failoverAfterMs: number;
   printed: ReadonlyMap<string, readonly PrintedResult[]>;
   printedAt: ReadonlyArray<number | null>;
 }): FailoverRun {
@@ -73,6 +77,7 @@ export function failoverRun(p: {
     unprinted: 0,
     times: [],
     withoutEvent: 0,
+    early: 0,
   };
   p.ids.forEach((id, i) => {
     const first = p.printed.get(id)?.[0];
@@ -83,7 +88,9 @@ export function failoverRun(p: {
       run.moved++;
       const event = p.printedAt[i] ?? null;
       if (event === null) run.withoutEvent++;
-      run.times.push((event ?? first.at) - p.faultAt);
+      const ms = (event ?? first.at) - p.faultAt;
+      if (ms < p.failoverAfterMs) run.early++;
+      run.times.push(ms);
     }
   });
   return run;
