@@ -16,6 +16,7 @@ export const ERROR_CATALOGUE = {
   method_not_allowed: { http: 405, grpc: GrpcStatus.UNIMPLEMENTED },
   conflict: { http: 409, grpc: GrpcStatus.FAILED_PRECONDITION },
   content_deleted: { http: 410, grpc: GrpcStatus.FAILED_PRECONDITION },
+  gone: { http: 410, grpc: GrpcStatus.FAILED_PRECONDITION },
   payload_too_large: { http: 413, grpc: GrpcStatus.OUT_OF_RANGE },
   unsupported_media_type: { http: 415, grpc: GrpcStatus.INVALID_ARGUMENT },
   rate_limited: { http: 429, grpc: GrpcStatus.RESOURCE_EXHAUSTED },

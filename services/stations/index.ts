@@ -1,17 +1,25 @@
 /**
- * The stations deployable: the stations gRPC service and the station link, built from the
- * connections they are given (used by `spool serve stations` and `spool dev`).
+ * The stations deployable: the stations gRPC service and the station link (with the enrollment
+ * of stations beside it), built from the connections they are given (used by `spool serve stations` and `spool dev`).
  */
 import { fileURLToPath } from 'node:url';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type pg from 'pg';
 import type { JobsServiceClient } from '../../gen/spool/v1/jobs.js';
-import { StationLinkService, StationsServiceService } from '../../gen/spool/v1/stations.js';
+import {
+  type StationEnrollmentServer,
+  StationEnrollmentService,
+  StationLinkService,
+  StationsServiceService,
+} from '../../gen/spool/v1/stations.js';
 import { type BusLayout, type NatsConnection, SINGLE_REGION, subjects } from '../../lib/bus.js';
 import type { Clock } from '../../lib/clock.js';
+import { ENROLL_ATTEMPTS_PER_MINUTE } from '../../lib/contracts/enrollments.js';
 import { openDocuments } from '../../lib/documents.js';
+import { SpoolError } from '../../lib/errors.js';
 import {
   type AsyncClient,
+  type AsyncServer,
   adaptServer,
   type GrpcServerHandle,
   type GrpcService,
@@ -21,9 +29,10 @@ import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { StreamPublisher } from '../../lib/stream-publisher.js';
+import { attemptLimit, peerAddress } from './enroll-limit.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
 import { ReplicaWatch, ReportsHealth } from './replicas.js';
-import { createStationsServer } from './server.js';
+import { createStationsServer, redeemCode } from './server.js';
 import { OUTBOX_TABLE } from './station-outbox.js';
 import { createStationStore } from './store.js';
 
@@ -33,7 +42,8 @@ export const migrations: MigrationSet = {
 };
 
 /**
- * Serves the station link on `host:port` (port 0: any free port). A link's end means something
+ * Serves the station link, and the enrollment of stations beside it, on `host:port` (port 0: any
+ * free port). A link's end means something
  * (the station goes offline, and `station.offline` is sent), so unlike the service API's servers,
  * which end connections after `MAX_CONNECTION_AGE_MS` for callers to spread over new replicas,
  * this one keeps each connection for as long as its agent holds it. It pings each agent every
@@ -42,14 +52,14 @@ export const migrations: MigrationSet = {
  * about 12 s, and the jobs of its pools' members move on (docs/jobs.md).
  */
 export function startLinkServer(
-  part: Pick<StationsPart, 'link'>,
+  part: Pick<StationsPart, 'link'> & Partial<Pick<StationsPart, 'enrollment'>>,
   host: string,
   port: number,
 ): Promise<GrpcServerHandle> {
   return startGrpcServer({
     host,
     port,
-    services: [part.link],
+    services: [part.link, ...(part.enrollment ? [part.enrollment] : [])],
     maxConnectionAgeMs: null,
     keepalive: { timeMs: LINK_PING_MS, timeoutMs: LINK_PING_TIMEOUT_MS },
   });
@@ -80,6 +90,8 @@ export interface StationsPart {
   grpc: GrpcService;
   /** The link agents hold open; served on its own port. */
   link: GrpcService;
+  /** `StationEnrollment`: enrollment codes exchanged for tokens, served beside the link. */
+  enrollment: GrpcService;
   links: LinkRegistry;
   /** This replica's beat, which also records offline the stations of replicas lost. */
   replica: ReplicaWatch;
@@ -120,6 +132,20 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
   });
   relay.start();
   replica.start();
+  const attempts = attemptLimit(deps.clock, ENROLL_ATTEMPTS_PER_MINUTE);
+  const enrollment: AsyncServer<StationEnrollmentServer> = {
+    async enroll(req, call) {
+      const verdict = attempts.take(peerAddress(call.getPeer()));
+      if (!verdict.allowed) {
+        throw new SpoolError(
+          'rate_limited',
+          `too many enrollment attempts from this address: at most ${ENROLL_ATTEMPTS_PER_MINUTE} a minute; try again in ${verdict.retryAfter} s`,
+          { retryAfter: verdict.retryAfter },
+        );
+      }
+      return redeemCode(store, req.code, layout.region);
+    },
+  };
   return {
     grpc: {
       name: 'spool.v1.StationsService',
@@ -143,6 +169,11 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
       name: 'spool.v1.StationLink',
       definition: StationLinkService,
       implementation: { connect: links.handler } as UntypedServiceImplementation,
+    },
+    enrollment: {
+      name: 'spool.v1.StationEnrollment',
+      definition: StationEnrollmentService,
+      implementation: adaptServer(enrollment, logger),
     },
     links,
     replica,

@@ -1,11 +1,17 @@
-/** The stations gRPC service: locations, stations and printers. */
-import type { StationsServiceServer } from '../../gen/spool/v1/stations.js';
+/** The stations gRPC service: locations, stations, their enrollment codes and printers. */
+import type { Station, StationsServiceServer } from '../../gen/spool/v1/stations.js';
 import type { BusLayout } from '../../lib/bus.js';
+import {
+  DEFAULT_ENROLLMENT_EXPIRES_IN_S,
+  MAX_ENROLLMENT_EXPIRES_IN_S,
+  MIN_ENROLLMENT_EXPIRES_IN_S,
+} from '../../lib/contracts/enrollments.js';
 import { generateCredential, hashCredential } from '../../lib/credentials.js';
 import { invalid } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid, requireUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
+import { canonicalCode, hashCode, newEnrollmentCode } from './enrollment-codes.js';
 import type { StationStore } from './store.js';
 
 const MAX_TEXT = 200;
@@ -25,6 +31,44 @@ function text(value: string, param: string, required: boolean): string {
 function optionalId(value: string, param: string): string {
   if (value !== '' && !isUuid(value)) throw invalid(`${param} must be an id`, param);
   return value;
+}
+
+/** The seconds an enrollment code lasts: `expiresIn`, checked, or the default. */
+function enrollmentLifetime(expiresIn: number | undefined): number {
+  if (expiresIn === undefined) return DEFAULT_ENROLLMENT_EXPIRES_IN_S;
+  if (expiresIn < MIN_ENROLLMENT_EXPIRES_IN_S || expiresIn > MAX_ENROLLMENT_EXPIRES_IN_S) {
+    throw invalid(
+      `expires_in must be ${MIN_ENROLLMENT_EXPIRES_IN_S} to ${MAX_ENROLLMENT_EXPIRES_IN_S} seconds (30 days)`,
+      'expires_in',
+    );
+  }
+  return expiresIn;
+}
+
+/**
+ * Redeems an enrollment code (RedeemEnrollment, and the station link's Enroll): the station it
+ * names is made in this process's region, with a new device token.
+ */
+export async function redeemCode(
+  store: Pick<StationStore, 'redeemEnrollment'>,
+  given: string,
+  region: string,
+): Promise<{ station: Station; token: string }> {
+  const code = canonicalCode(given);
+  if (code === undefined) {
+    throw invalid(
+      given.trim() === ''
+        ? 'code is required'
+        : 'code must be an enrollment code such as ABCD-EFGH-JK: 10 letters and digits, without 0, O, 1 or I',
+      'code',
+    );
+  }
+  const token = generateCredential('device');
+  const station = await store.redeemEnrollment(hashCode(code), {
+    region,
+    tokenHash: hashCredential(token),
+  });
+  return { station, token };
 }
 
 export function createStationsServer(deps: {
@@ -191,6 +235,24 @@ export function createStationsServer(deps: {
     async getPrinter(req) {
       const orgId = requireUuid(req.orgId, 'organization');
       return { printer: await store.getPrinter(orgId, requireUuid(req.printerId, 'printer')) };
+    },
+
+    async createEnrollment(req) {
+      const enrollment = await store.createEnrollment({
+        orgId: requireUuid(req.orgId, 'organization'),
+        stationName: text(req.stationName, 'station_name', true),
+        locationId: optionalId(req.locationId, 'location_id'),
+        expiresInMs: enrollmentLifetime(req.expiresIn) * 1000,
+        code: () => {
+          const code = newEnrollmentCode();
+          return { code, hash: hashCode(canonicalCode(code) as string) };
+        },
+      });
+      return { enrollment };
+    },
+
+    async redeemEnrollment(req) {
+      return redeemCode(store, req.code, layout.region);
     },
 
     async printersOf(req) {

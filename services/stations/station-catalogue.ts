@@ -24,13 +24,7 @@ export interface StationCatalogue {
   listStations(orgId: string, limit: number, cursor: string): Promise<StationPage>;
   /** Every organization's stations, oldest first; only the offline ones with `offline`. */
   listAllStations(offline: boolean, limit: number, cursor: string): Promise<StationPage>;
-  createStation(s: {
-    orgId: string;
-    name: string;
-    locationId: string;
-    region: string;
-    tokenHash: Buffer;
-  }): Promise<Station>;
+  createStation(s: NewStation): Promise<Station>;
   /** Revokes the station's token; with `newHash`, replaces it instead. */
   replaceToken(orgId: string, stationId: string, newHash: Buffer | null): Promise<Station>;
   getStation(orgId: string, id: string): Promise<Station>;
@@ -54,8 +48,9 @@ export interface StationCatalogue {
   deleteStation(orgId: string, id: string): Promise<{ station: Station; printerIds: string[] }>;
   /**
    * A batch of the organization's stations deleted with their printers, for the deletion of the
-   * organization; once none is left, its locations too (`done`). Answers the stations deleted,
-   * whose links the caller cuts.
+   * organization (its enrollment codes first, so that none makes another station meanwhile); once
+   * none is left, its locations too (`done`). Answers the stations deleted, whose links the
+   * caller cuts.
    */
   purgeOrg(
     orgId: string,
@@ -63,8 +58,39 @@ export interface StationCatalogue {
   ): Promise<{ deleted: number; stationIds: string[]; done: boolean }>;
 }
 
+/** A station to insert: its token as its SHA-256 only. */
+export interface NewStation {
+  orgId: string;
+  name: string;
+  locationId: string;
+  region: string;
+  tokenHash: Buffer;
+}
+
+/**
+ * Inserts a station in the caller's transaction, after checking its location: the one way a
+ * station is made, whether by the API or from an enrollment code.
+ */
+export async function insertStation(
+  tx: pg.PoolClient,
+  s: NewStation,
+  now: Date,
+): Promise<StationRow> {
+  if (s.locationId) await checkLocation(tx, s.orgId, s.locationId);
+  const { rows } = await tx.query<StationRow>(
+    `INSERT INTO stations (id, org_id, name, location_id, token_hash, region, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${STATION_COLUMNS}`,
+    [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, s.region, now],
+  );
+  return rows[0] as StationRow;
+}
+
 /** Refuses a location id that names no location of the organization. */
-async function checkLocation(tx: pg.PoolClient, orgId: string, locationId: string): Promise<void> {
+export async function checkLocation(
+  tx: pg.PoolClient,
+  orgId: string,
+  locationId: string,
+): Promise<void> {
   const loc = await tx.query('SELECT 1 FROM locations WHERE org_id = $1 AND id = $2', [
     orgId,
     locationId,
@@ -105,15 +131,9 @@ export function createStationCatalogue(
     },
 
     async createStation(s) {
-      return withTx(pool, async (tx) => {
-        if (s.locationId) await checkLocation(tx, s.orgId, s.locationId);
-        const { rows } = await tx.query<StationRow>(
-          `INSERT INTO stations (id, org_id, name, location_id, token_hash, region, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${STATION_COLUMNS}`,
-          [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, s.region, clock.now()],
-        );
-        return toStation(rows[0] as StationRow, clock.now());
-      });
+      return withTx(pool, async (tx) =>
+        toStation(await insertStation(tx, s, clock.now()), clock.now()),
+      );
     },
 
     async replaceToken(orgId, stationId, newHash) {
@@ -186,6 +206,7 @@ export function createStationCatalogue(
 
     async purgeOrg(orgId, limit) {
       return withTx(pool, async (tx) => {
+        const codes = await tx.query('DELETE FROM enrollments WHERE org_id = $1', [orgId]);
         const stations = await tx.query<{ id: string }>(
           `DELETE FROM stations WHERE org_id = $1
              AND id IN (SELECT id FROM stations WHERE org_id = $1 LIMIT $2)
@@ -197,7 +218,7 @@ export function createStationCatalogue(
           'DELETE FROM printers WHERE org_id = $1 AND station_id = ANY($2::UUID[])',
           [orgId, stationIds],
         );
-        let deleted = stationIds.length + (printers.rowCount ?? 0);
+        let deleted = (codes.rowCount ?? 0) + stationIds.length + (printers.rowCount ?? 0);
         const done = stationIds.length < limit;
         if (done) {
           const rest = await tx.query('DELETE FROM printers WHERE org_id = $1', [orgId]);

@@ -1,12 +1,14 @@
 /**
- * The stations tables: locations, stations (device tokens as SHA-256 only), printers and the
- * replicas that hold the stations' links. Every query on tenant data is scoped by organization,
- * except the lookup by token hash that the link needs to learn which station (and organization)
- * is calling, and the sweep of lost replicas' links. Each role is a module of its own; this one
- * puts them together for the callers that take the whole.
+ * The stations tables: locations, stations (device tokens as SHA-256 only), printers, enrollment
+ * codes (SHA-256 only) and the replicas that hold the stations' links. Every query on tenant data
+ * is scoped by organization, except the lookup by token hash that the link needs to learn which
+ * station (and organization) is calling, that of an enrollment code by its hash (the code says
+ * which organization), and the sweep of lost replicas' links. Each role is a module of its own;
+ * this one puts them together for the callers that take the whole.
  */
 import type pg from 'pg';
 import type { Clock } from '../../lib/clock.js';
+import { createEnrollmentStore, type EnrollmentStore } from './enrollments.js';
 import { createLocationStore, type LocationStore } from './locations.js';
 import { createLinkPresence, type LinkPresence } from './presence.js';
 import { createPrinterCatalogue, type PrinterCatalogue } from './printer-catalogue.js';
@@ -22,7 +24,8 @@ export interface StationStore
     PrinterCatalogue,
     PrinterSync,
     LinkPresence,
-    ReplicaRecords {}
+    ReplicaRecords,
+    EnrollmentStore {}
 
 /**
  * @param committed takes the outbox rows of every write once they are committed (a link opened
@@ -41,5 +44,6 @@ export function createStationStore(
     ...createPrinterSync(pool, clock, committed),
     ...createLinkPresence(pool, clock, committed),
     ...createReplicaRecords(pool),
+    ...createEnrollmentStore(pool, clock),
   };
 }

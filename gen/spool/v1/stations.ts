@@ -459,6 +459,47 @@ export interface PurgeOrgStationsResponse {
   done: boolean;
 }
 
+/**
+ * A station's enrollment code, as created. `code` (`XXXX-XXXX-XX`) is set in CreateEnrollment's
+ * answer only: it is never stored.
+ */
+export interface Enrollment {
+  id: string;
+  orgId: string;
+  code: string;
+  stationName: string;
+  locationId: string;
+  expiresAt: Date | undefined;
+  createdAt: Date | undefined;
+}
+
+export interface CreateEnrollmentRequest {
+  orgId: string;
+  /** The name of the station the code will create. */
+  stationName: string;
+  /** The location of the station; empty for none. */
+  locationId: string;
+  /** Seconds the code can be used, 60 to 2,592,000 (30 days); unset for 86,400 (24 hours). */
+  expiresIn?: number | undefined;
+}
+
+export interface CreateEnrollmentResponse {
+  enrollment: Enrollment | undefined;
+}
+
+export interface RedeemEnrollmentRequest {
+  /** As given: case, spaces and dashes do not matter. */
+  code: string;
+}
+
+export interface RedeemEnrollmentResponse {
+  station:
+    | Station
+    | undefined;
+  /** The new station's device token (`svc_dev_…`), returned this once and never stored. */
+  token: string;
+}
+
 function createBaseLocation(): Location {
   return { id: "", orgId: "", name: "", address: "", timezone: "", createdAt: undefined };
 }
@@ -7005,6 +7046,547 @@ export const PurgeOrgStationsResponse: MessageFns<PurgeOrgStationsResponse> = {
   },
 };
 
+function createBaseEnrollment(): Enrollment {
+  return { id: "", orgId: "", code: "", stationName: "", locationId: "", expiresAt: undefined, createdAt: undefined };
+}
+
+export const Enrollment: MessageFns<Enrollment> = {
+  encode(message: Enrollment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.code !== "") {
+      writer.uint32(26).string(message.code);
+    }
+    if (message.stationName !== "") {
+      writer.uint32(34).string(message.stationName);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(42).string(message.locationId);
+    }
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(50).fork()).join();
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Enrollment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnrollment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.stationName = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Enrollment {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      stationName: isSet(object.stationName)
+        ? globalThis.String(object.stationName)
+        : isSet(object.station_name)
+        ? globalThis.String(object.station_name)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? fromJsonTimestamp(object.expiresAt)
+        : isSet(object.expires_at)
+        ? fromJsonTimestamp(object.expires_at)
+        : undefined,
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: Enrollment): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.stationName !== "") {
+      obj.stationName = message.stationName;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.expiresAt !== undefined) {
+      obj.expiresAt = message.expiresAt.toISOString();
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Enrollment>): Enrollment {
+    return Enrollment.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Enrollment>): Enrollment {
+    const message = createBaseEnrollment();
+    message.id = object.id ?? "";
+    message.orgId = object.orgId ?? "";
+    message.code = object.code ?? "";
+    message.stationName = object.stationName ?? "";
+    message.locationId = object.locationId ?? "";
+    message.expiresAt = object.expiresAt ?? undefined;
+    message.createdAt = object.createdAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreateEnrollmentRequest(): CreateEnrollmentRequest {
+  return { orgId: "", stationName: "", locationId: "", expiresIn: undefined };
+}
+
+export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
+  encode(message: CreateEnrollmentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationName !== "") {
+      writer.uint32(18).string(message.stationName);
+    }
+    if (message.locationId !== "") {
+      writer.uint32(26).string(message.locationId);
+    }
+    if (message.expiresIn !== undefined) {
+      writer.uint32(32).uint32(message.expiresIn);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateEnrollmentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateEnrollmentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.locationId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.expiresIn = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateEnrollmentRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationName: isSet(object.stationName)
+        ? globalThis.String(object.stationName)
+        : isSet(object.station_name)
+        ? globalThis.String(object.station_name)
+        : "",
+      locationId: isSet(object.locationId)
+        ? globalThis.String(object.locationId)
+        : isSet(object.location_id)
+        ? globalThis.String(object.location_id)
+        : "",
+      expiresIn: isSet(object.expiresIn)
+        ? globalThis.Number(object.expiresIn)
+        : isSet(object.expires_in)
+        ? globalThis.Number(object.expires_in)
+        : undefined,
+    };
+  },
+
+  toJSON(message: CreateEnrollmentRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationName !== "") {
+      obj.stationName = message.stationName;
+    }
+    if (message.locationId !== "") {
+      obj.locationId = message.locationId;
+    }
+    if (message.expiresIn !== undefined) {
+      obj.expiresIn = Math.round(message.expiresIn);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateEnrollmentRequest>): CreateEnrollmentRequest {
+    return CreateEnrollmentRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateEnrollmentRequest>): CreateEnrollmentRequest {
+    const message = createBaseCreateEnrollmentRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationName = object.stationName ?? "";
+    message.locationId = object.locationId ?? "";
+    message.expiresIn = object.expiresIn ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCreateEnrollmentResponse(): CreateEnrollmentResponse {
+  return { enrollment: undefined };
+}
+
+export const CreateEnrollmentResponse: MessageFns<CreateEnrollmentResponse> = {
+  encode(message: CreateEnrollmentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.enrollment !== undefined) {
+      Enrollment.encode(message.enrollment, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateEnrollmentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateEnrollmentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.enrollment = Enrollment.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateEnrollmentResponse {
+    return { enrollment: isSet(object.enrollment) ? Enrollment.fromJSON(object.enrollment) : undefined };
+  },
+
+  toJSON(message: CreateEnrollmentResponse): unknown {
+    const obj: any = {};
+    if (message.enrollment !== undefined) {
+      obj.enrollment = Enrollment.toJSON(message.enrollment);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateEnrollmentResponse>): CreateEnrollmentResponse {
+    return CreateEnrollmentResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateEnrollmentResponse>): CreateEnrollmentResponse {
+    const message = createBaseCreateEnrollmentResponse();
+    message.enrollment = (object.enrollment !== undefined && object.enrollment !== null)
+      ? Enrollment.fromPartial(object.enrollment)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRedeemEnrollmentRequest(): RedeemEnrollmentRequest {
+  return { code: "" };
+}
+
+export const RedeemEnrollmentRequest: MessageFns<RedeemEnrollmentRequest> = {
+  encode(message: RedeemEnrollmentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== "") {
+      writer.uint32(10).string(message.code);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RedeemEnrollmentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRedeemEnrollmentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RedeemEnrollmentRequest {
+    return { code: isSet(object.code) ? globalThis.String(object.code) : "" };
+  },
+
+  toJSON(message: RedeemEnrollmentRequest): unknown {
+    const obj: any = {};
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RedeemEnrollmentRequest>): RedeemEnrollmentRequest {
+    return RedeemEnrollmentRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RedeemEnrollmentRequest>): RedeemEnrollmentRequest {
+    const message = createBaseRedeemEnrollmentRequest();
+    message.code = object.code ?? "";
+    return message;
+  },
+};
+
+function createBaseRedeemEnrollmentResponse(): RedeemEnrollmentResponse {
+  return { station: undefined, token: "" };
+}
+
+export const RedeemEnrollmentResponse: MessageFns<RedeemEnrollmentResponse> = {
+  encode(message: RedeemEnrollmentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.station !== undefined) {
+      Station.encode(message.station, writer.uint32(10).fork()).join();
+    }
+    if (message.token !== "") {
+      writer.uint32(18).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RedeemEnrollmentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRedeemEnrollmentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.station = Station.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RedeemEnrollmentResponse {
+    return {
+      station: isSet(object.station) ? Station.fromJSON(object.station) : undefined,
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+    };
+  },
+
+  toJSON(message: RedeemEnrollmentResponse): unknown {
+    const obj: any = {};
+    if (message.station !== undefined) {
+      obj.station = Station.toJSON(message.station);
+    }
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RedeemEnrollmentResponse>): RedeemEnrollmentResponse {
+    return RedeemEnrollmentResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RedeemEnrollmentResponse>): RedeemEnrollmentResponse {
+    const message = createBaseRedeemEnrollmentResponse();
+    message.station = (object.station !== undefined && object.station !== null)
+      ? Station.fromPartial(object.station)
+      : undefined;
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
 /** Stations owns locations, stations, their printers and the links that station agents hold open. */
 export type StationsServiceService = typeof StationsServiceService;
 export const StationsServiceService = {
@@ -7210,6 +7792,39 @@ export const StationsServiceService = {
       Buffer.from(PurgeOrgStationsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PurgeOrgStationsResponse => PurgeOrgStationsResponse.decode(value),
   },
+  /**
+   * A one-use enrollment code for a station of the organization: its agent exchanges the code for
+   * the station and its device token (RedeemEnrollment, or StationLink.Enroll). Only the code's
+   * SHA-256 is kept; the code is in this answer alone.
+   */
+  createEnrollment: {
+    path: "/spool.v1.StationsService/CreateEnrollment" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateEnrollmentRequest): Buffer =>
+      Buffer.from(CreateEnrollmentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateEnrollmentRequest => CreateEnrollmentRequest.decode(value),
+    responseSerialize: (value: CreateEnrollmentResponse): Buffer =>
+      Buffer.from(CreateEnrollmentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateEnrollmentResponse => CreateEnrollmentResponse.decode(value),
+  },
+  /**
+   * Creates the station an enrollment code names, as CreateStation does, and marks the code used,
+   * in one transaction. NOT_FOUND for a code that was never made (or is long gone), and the
+   * catalogue code `gone` (FAILED_PRECONDITION) for one used or expired. Not scoped by
+   * organization: the code says which; the caller limits how often a client may try.
+   */
+  redeemEnrollment: {
+    path: "/spool.v1.StationsService/RedeemEnrollment" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RedeemEnrollmentRequest): Buffer =>
+      Buffer.from(RedeemEnrollmentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RedeemEnrollmentRequest => RedeemEnrollmentRequest.decode(value),
+    responseSerialize: (value: RedeemEnrollmentResponse): Buffer =>
+      Buffer.from(RedeemEnrollmentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RedeemEnrollmentResponse => RedeemEnrollmentResponse.decode(value),
+  },
 } as const;
 
 export interface StationsServiceServer extends UntypedServiceImplementation {
@@ -7250,6 +7865,19 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
    * stations (their links close) with their printers, then its locations. Call again until `done`.
    */
   purgeOrg: handleUnaryCall<PurgeOrgStationsRequest, PurgeOrgStationsResponse>;
+  /**
+   * A one-use enrollment code for a station of the organization: its agent exchanges the code for
+   * the station and its device token (RedeemEnrollment, or StationLink.Enroll). Only the code's
+   * SHA-256 is kept; the code is in this answer alone.
+   */
+  createEnrollment: handleUnaryCall<CreateEnrollmentRequest, CreateEnrollmentResponse>;
+  /**
+   * Creates the station an enrollment code names, as CreateStation does, and marks the code used,
+   * in one transaction. NOT_FOUND for a code that was never made (or is long gone), and the
+   * catalogue code `gone` (FAILED_PRECONDITION) for one used or expired. Not scoped by
+   * organization: the code says which; the caller limits how often a client may try.
+   */
+  redeemEnrollment: handleUnaryCall<RedeemEnrollmentRequest, RedeemEnrollmentResponse>;
 }
 
 export interface StationsServiceClient extends Client {
@@ -7542,6 +8170,47 @@ export interface StationsServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PurgeOrgStationsResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * A one-use enrollment code for a station of the organization: its agent exchanges the code for
+   * the station and its device token (RedeemEnrollment, or StationLink.Enroll). Only the code's
+   * SHA-256 is kept; the code is in this answer alone.
+   */
+  createEnrollment(
+    request: CreateEnrollmentRequest,
+    callback: (error: ServiceError | null, response: CreateEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  createEnrollment(
+    request: CreateEnrollmentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  createEnrollment(
+    request: CreateEnrollmentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Creates the station an enrollment code names, as CreateStation does, and marks the code used,
+   * in one transaction. NOT_FOUND for a code that was never made (or is long gone), and the
+   * catalogue code `gone` (FAILED_PRECONDITION) for one used or expired. Not scoped by
+   * organization: the code says which; the caller limits how often a client may try.
+   */
+  redeemEnrollment(
+    request: RedeemEnrollmentRequest,
+    callback: (error: ServiceError | null, response: RedeemEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  redeemEnrollment(
+    request: RedeemEnrollmentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RedeemEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  redeemEnrollment(
+    request: RedeemEnrollmentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RedeemEnrollmentResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const StationsServiceClient = makeGenericClientConstructor(
@@ -7586,6 +8255,68 @@ export const StationLinkClient = makeGenericClientConstructor(
 ) as unknown as {
   new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): StationLinkClient;
   service: typeof StationLinkService;
+  serviceName: string;
+};
+
+/** Served beside StationLink, on the address agents link to, for an agent that has no token yet. */
+export type StationEnrollmentService = typeof StationEnrollmentService;
+export const StationEnrollmentService = {
+  /**
+   * `spool agent enroll`: exchanges an enrollment code for the station and its device token, as
+   * RedeemEnrollment does. It takes no token, and answers one peer address 10 times a minute at
+   * most (RESOURCE_EXHAUSTED beyond, with retry-after).
+   */
+  enroll: {
+    path: "/spool.v1.StationEnrollment/Enroll" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RedeemEnrollmentRequest): Buffer =>
+      Buffer.from(RedeemEnrollmentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RedeemEnrollmentRequest => RedeemEnrollmentRequest.decode(value),
+    responseSerialize: (value: RedeemEnrollmentResponse): Buffer =>
+      Buffer.from(RedeemEnrollmentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RedeemEnrollmentResponse => RedeemEnrollmentResponse.decode(value),
+  },
+} as const;
+
+export interface StationEnrollmentServer extends UntypedServiceImplementation {
+  /**
+   * `spool agent enroll`: exchanges an enrollment code for the station and its device token, as
+   * RedeemEnrollment does. It takes no token, and answers one peer address 10 times a minute at
+   * most (RESOURCE_EXHAUSTED beyond, with retry-after).
+   */
+  enroll: handleUnaryCall<RedeemEnrollmentRequest, RedeemEnrollmentResponse>;
+}
+
+export interface StationEnrollmentClient extends Client {
+  /**
+   * `spool agent enroll`: exchanges an enrollment code for the station and its device token, as
+   * RedeemEnrollment does. It takes no token, and answers one peer address 10 times a minute at
+   * most (RESOURCE_EXHAUSTED beyond, with retry-after).
+   */
+  enroll(
+    request: RedeemEnrollmentRequest,
+    callback: (error: ServiceError | null, response: RedeemEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  enroll(
+    request: RedeemEnrollmentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RedeemEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  enroll(
+    request: RedeemEnrollmentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RedeemEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+}
+
+export const StationEnrollmentClient = makeGenericClientConstructor(
+  StationEnrollmentService,
+  "spool.v1.StationEnrollment",
+) as unknown as {
+  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): StationEnrollmentClient;
+  service: typeof StationEnrollmentService;
   serviceName: string;
 };
 
