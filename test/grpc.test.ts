@@ -39,7 +39,16 @@ const impl: AsyncServer<AccountsServiceServer> = {
   getOrg: async (req, call) => {
     if (req.orgId === 'slow') await new Promise((r) => setTimeout(r, 500));
     if (req.orgId === 'downstream') return downstream.getOrg({ orgId: 'x' }, { parent: call });
-    return { org: { id: req.orgId, name: 'n', createdAt: new Date(0), deletingSince: undefined } };
+    return {
+      org: {
+        id: req.orgId,
+        name: 'n',
+        createdAt: new Date(0),
+        deletingSince: undefined,
+        parentId: '',
+        reference: '',
+      },
+    };
   },
   createApiKey: notCalled,
   closeOrg: notCalled,
@@ -66,6 +75,9 @@ const impl: AsyncServer<AccountsServiceServer> = {
   listOrgs: notCalled,
   recordAudit: notCalled,
   listAudit: notCalled,
+  createChildOrg: notCalled,
+  listChildOrgs: notCalled,
+  getChildOrg: notCalled,
 };
 
 test.before(async (t) => {

@@ -1,27 +1,58 @@
 /**
- * Organizations: their creation, listing, renaming, and the two steps of their deletion.
+ * Organizations: their creation, listing, renaming, and the two steps of their deletion. A
+ * platform's children are organizations too (child-org-store.ts); one with children is not
+ * deleted before them.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Org } from '../../gen/spool/v1/accounts.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
-import { notFound } from '../../lib/errors.js';
+import { conflict, notFound } from '../../lib/errors.js';
 import { listOldestFirst } from '../../lib/paging.js';
 import { camelRow } from '../../lib/rows.js';
 import { announce, keyRevoked, requireOpenOrg, sessionsRevoked } from './outbox.js';
 
-interface OrgRow {
+export interface OrgRow {
   id: string;
   name: string;
   created_at: Date;
   deleting_since: Date | null;
+  parent_id: string | null;
+  reference: string;
 }
 
-const ORG_COLUMNS = 'id, name, created_at, deleting_since';
+export const ORG_COLUMNS = 'id, name, created_at, deleting_since, parent_id, reference';
 
-function toOrg(row: OrgRow): Org {
-  return { ...camelRow(row), deletingSince: row.deleting_since ?? undefined };
+export function toOrg(row: OrgRow): Org {
+  return {
+    ...camelRow(row),
+    deletingSince: row.deleting_since ?? undefined,
+    parentId: row.parent_id ?? '',
+  };
+}
+
+/** Children an organization's refused deletion names at most. */
+const CHILDREN_NAMED = 5;
+
+/**
+ * Refuses, in the caller's transaction, to close an organization that has children: deleting a
+ * platform's organization would otherwise take its customers' with it, or leave them orphaned.
+ */
+async function requireNoChildren(tx: pg.PoolClient, orgId: string): Promise<void> {
+  const { rows } = await tx.query<{ id: string; n: string }>(
+    `SELECT id, count(*) OVER () AS n FROM orgs WHERE parent_id = $1
+     ORDER BY created_at, id LIMIT ${CHILDREN_NAMED}`,
+    [orgId],
+  );
+  if (rows.length === 0) return;
+  const total = Number(rows[0]?.n ?? rows.length);
+  const more = total > rows.length ? ` and ${total - rows.length} more` : '';
+  throw conflict(
+    `the organization has ${total} child organization${total === 1 ? '' : 's'} (${rows
+      .map((r) => r.id)
+      .join(', ')}${more}); delete them first`,
+  );
 }
 
 export interface OrgStore {
@@ -43,7 +74,8 @@ export interface OrgStore {
    * The first step of deleting an organization: it is marked as being deleted, so that nothing
    * can be added to it any more, and every key revoked, every invitation and membership gone,
    * each announced so gateways drop cached keys and sessions at once. The organization stays,
-   * for the other services to delete their share; repeatable (the first time is kept).
+   * for the other services to delete their share; repeatable (the first time is kept). One that
+   * has child organizations is refused (409) and left as it was.
    */
   closeOrg(orgId: string): Promise<void>;
   /**
@@ -107,6 +139,7 @@ export function createOrgStore(pool: pg.Pool, clock: Clock): OrgStore {
 
     async closeOrg(orgId) {
       await withTx(pool, async (tx) => {
+        await requireNoChildren(tx, orgId);
         const org = await tx.query(
           'UPDATE orgs SET deleting_since = COALESCE(deleting_since, $2) WHERE id = $1',
           [orgId, clock.now()],

@@ -5,6 +5,10 @@
 import type { AccountsServiceServer, Settings } from '../../gen/spool/v1/accounts.js';
 import type { Clock } from '../../lib/clock.js';
 import {
+  MAX_CHILD_NAME_LENGTH,
+  MAX_CHILD_REFERENCE_LENGTH,
+} from '../../lib/contracts/child-orgs.js';
+import {
   credentialHint,
   generateCredential,
   hashCredential,
@@ -35,6 +39,18 @@ function checkName(name: string, param: string, required: boolean): string {
   if (required && trimmed === '') throw invalid(`${param} is required`, param);
   if (trimmed.length > MAX_NAME_LENGTH) {
     throw invalid(`${param} must be at most ${MAX_NAME_LENGTH} characters`, param);
+  }
+  return trimmed;
+}
+
+/** A child's reference: trimmed, at most {@link MAX_CHILD_REFERENCE_LENGTH} characters. */
+function checkReference(reference: string): string {
+  const trimmed = reference.trim();
+  if (trimmed.length > MAX_CHILD_REFERENCE_LENGTH) {
+    throw invalid(
+      `reference must be at most ${MAX_CHILD_REFERENCE_LENGTH} characters`,
+      'reference',
+    );
   }
   return trimmed;
 }
@@ -78,6 +94,33 @@ export function createAccountsServer(deps: {
 
     async getOrg(req) {
       return { org: await store.getOrg(requireOrgId(req.orgId)) };
+    },
+
+    async createChildOrg(req) {
+      const name = req.name.trim();
+      if (name === '' || name.length > MAX_CHILD_NAME_LENGTH) {
+        throw invalid(`name must be 1 to ${MAX_CHILD_NAME_LENGTH} characters`, 'name');
+      }
+      const org = await store.createChildOrg({
+        parentId: requireOrgId(req.orgId),
+        name,
+        reference: checkReference(req.reference),
+      });
+      return { org };
+    },
+
+    async listChildOrgs(req) {
+      return store.listChildOrgs(
+        requireOrgId(req.orgId),
+        checkReference(req.reference),
+        pageLimit(req.limit),
+        req.cursor,
+      );
+    },
+
+    async getChildOrg(req) {
+      if (!isUuid(req.childId)) throw notFound('no such child organization');
+      return { org: await store.getChildOrg(requireOrgId(req.orgId), req.childId) };
     },
 
     async renameOrg(req) {

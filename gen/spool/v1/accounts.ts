@@ -67,7 +67,13 @@ export interface Org {
     | Date
     | undefined;
   /** Set once its deletion began; unset otherwise. */
-  deletingSince: Date | undefined;
+  deletingSince:
+    | Date
+    | undefined;
+  /** The organization it is a child of; empty for one that is no child. */
+  parentId: string;
+  /** The parent's own name for a child (its customer number, say); empty when none was given. */
+  reference: string;
 }
 
 export interface ApiKey {
@@ -441,6 +447,40 @@ export interface DeleteOrgRequest {
 }
 
 export interface DeleteOrgResponse {
+}
+
+export interface CreateChildOrgRequest {
+  /** The parent. */
+  orgId: string;
+  name: string;
+  reference: string;
+}
+
+export interface CreateChildOrgResponse {
+  org: Org | undefined;
+}
+
+export interface ListChildOrgsRequest {
+  /** The parent. */
+  orgId: string;
+  reference: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListChildOrgsResponse {
+  items: Org[];
+  nextCursor: string;
+}
+
+export interface GetChildOrgRequest {
+  /** The parent. */
+  orgId: string;
+  childId: string;
+}
+
+export interface GetChildOrgResponse {
+  org: Org | undefined;
 }
 
 function createBaseSettings(): Settings {
@@ -994,7 +1034,7 @@ export const UpdateSettingsResponse: MessageFns<UpdateSettingsResponse> = {
 };
 
 function createBaseOrg(): Org {
-  return { id: "", name: "", createdAt: undefined, deletingSince: undefined };
+  return { id: "", name: "", createdAt: undefined, deletingSince: undefined, parentId: "", reference: "" };
 }
 
 export const Org: MessageFns<Org> = {
@@ -1010,6 +1050,12 @@ export const Org: MessageFns<Org> = {
     }
     if (message.deletingSince !== undefined) {
       Timestamp.encode(toTimestamp(message.deletingSince), writer.uint32(34).fork()).join();
+    }
+    if (message.parentId !== "") {
+      writer.uint32(42).string(message.parentId);
+    }
+    if (message.reference !== "") {
+      writer.uint32(50).string(message.reference);
     }
     return writer;
   },
@@ -1059,6 +1105,22 @@ export const Org: MessageFns<Org> = {
             message.deletingSince = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.parentId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.reference = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1085,6 +1147,12 @@ export const Org: MessageFns<Org> = {
         : isSet(object.deleting_since)
         ? fromJsonTimestamp(object.deleting_since)
         : undefined,
+      parentId: isSet(object.parentId)
+        ? globalThis.String(object.parentId)
+        : isSet(object.parent_id)
+        ? globalThis.String(object.parent_id)
+        : "",
+      reference: isSet(object.reference) ? globalThis.String(object.reference) : "",
     };
   },
 
@@ -1102,6 +1170,12 @@ export const Org: MessageFns<Org> = {
     if (message.deletingSince !== undefined) {
       obj.deletingSince = message.deletingSince.toISOString();
     }
+    if (message.parentId !== "") {
+      obj.parentId = message.parentId;
+    }
+    if (message.reference !== "") {
+      obj.reference = message.reference;
+    }
     return obj;
   },
 
@@ -1114,6 +1188,8 @@ export const Org: MessageFns<Org> = {
     message.name = object.name ?? "";
     message.createdAt = object.createdAt ?? undefined;
     message.deletingSince = object.deletingSince ?? undefined;
+    message.parentId = object.parentId ?? "";
+    message.reference = object.reference ?? "";
     return message;
   },
 };
@@ -6850,6 +6926,548 @@ export const DeleteOrgResponse: MessageFns<DeleteOrgResponse> = {
   },
 };
 
+function createBaseCreateChildOrgRequest(): CreateChildOrgRequest {
+  return { orgId: "", name: "", reference: "" };
+}
+
+export const CreateChildOrgRequest: MessageFns<CreateChildOrgRequest> = {
+  encode(message: CreateChildOrgRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.reference !== "") {
+      writer.uint32(26).string(message.reference);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateChildOrgRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateChildOrgRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reference = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateChildOrgRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      reference: isSet(object.reference) ? globalThis.String(object.reference) : "",
+    };
+  },
+
+  toJSON(message: CreateChildOrgRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.reference !== "") {
+      obj.reference = message.reference;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateChildOrgRequest>): CreateChildOrgRequest {
+    return CreateChildOrgRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateChildOrgRequest>): CreateChildOrgRequest {
+    const message = createBaseCreateChildOrgRequest();
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.reference = object.reference ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateChildOrgResponse(): CreateChildOrgResponse {
+  return { org: undefined };
+}
+
+export const CreateChildOrgResponse: MessageFns<CreateChildOrgResponse> = {
+  encode(message: CreateChildOrgResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.org !== undefined) {
+      Org.encode(message.org, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateChildOrgResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateChildOrgResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.org = Org.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateChildOrgResponse {
+    return { org: isSet(object.org) ? Org.fromJSON(object.org) : undefined };
+  },
+
+  toJSON(message: CreateChildOrgResponse): unknown {
+    const obj: any = {};
+    if (message.org !== undefined) {
+      obj.org = Org.toJSON(message.org);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateChildOrgResponse>): CreateChildOrgResponse {
+    return CreateChildOrgResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateChildOrgResponse>): CreateChildOrgResponse {
+    const message = createBaseCreateChildOrgResponse();
+    message.org = (object.org !== undefined && object.org !== null) ? Org.fromPartial(object.org) : undefined;
+    return message;
+  },
+};
+
+function createBaseListChildOrgsRequest(): ListChildOrgsRequest {
+  return { orgId: "", reference: "", limit: 0, cursor: "" };
+}
+
+export const ListChildOrgsRequest: MessageFns<ListChildOrgsRequest> = {
+  encode(message: ListChildOrgsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.reference !== "") {
+      writer.uint32(18).string(message.reference);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).uint32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(34).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListChildOrgsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListChildOrgsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reference = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListChildOrgsRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      reference: isSet(object.reference) ? globalThis.String(object.reference) : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListChildOrgsRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.reference !== "") {
+      obj.reference = message.reference;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListChildOrgsRequest>): ListChildOrgsRequest {
+    return ListChildOrgsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListChildOrgsRequest>): ListChildOrgsRequest {
+    const message = createBaseListChildOrgsRequest();
+    message.orgId = object.orgId ?? "";
+    message.reference = object.reference ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListChildOrgsResponse(): ListChildOrgsResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListChildOrgsResponse: MessageFns<ListChildOrgsResponse> = {
+  encode(message: ListChildOrgsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Org.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListChildOrgsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListChildOrgsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Org.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListChildOrgsResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Org.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListChildOrgsResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Org.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListChildOrgsResponse>): ListChildOrgsResponse {
+    return ListChildOrgsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListChildOrgsResponse>): ListChildOrgsResponse {
+    const message = createBaseListChildOrgsResponse();
+    message.items = object.items?.map((e) => Org.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseGetChildOrgRequest(): GetChildOrgRequest {
+  return { orgId: "", childId: "" };
+}
+
+export const GetChildOrgRequest: MessageFns<GetChildOrgRequest> = {
+  encode(message: GetChildOrgRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.childId !== "") {
+      writer.uint32(18).string(message.childId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetChildOrgRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetChildOrgRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.childId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetChildOrgRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      childId: isSet(object.childId)
+        ? globalThis.String(object.childId)
+        : isSet(object.child_id)
+        ? globalThis.String(object.child_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetChildOrgRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.childId !== "") {
+      obj.childId = message.childId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetChildOrgRequest>): GetChildOrgRequest {
+    return GetChildOrgRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetChildOrgRequest>): GetChildOrgRequest {
+    const message = createBaseGetChildOrgRequest();
+    message.orgId = object.orgId ?? "";
+    message.childId = object.childId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetChildOrgResponse(): GetChildOrgResponse {
+  return { org: undefined };
+}
+
+export const GetChildOrgResponse: MessageFns<GetChildOrgResponse> = {
+  encode(message: GetChildOrgResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.org !== undefined) {
+      Org.encode(message.org, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetChildOrgResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetChildOrgResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.org = Org.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetChildOrgResponse {
+    return { org: isSet(object.org) ? Org.fromJSON(object.org) : undefined };
+  },
+
+  toJSON(message: GetChildOrgResponse): unknown {
+    const obj: any = {};
+    if (message.org !== undefined) {
+      obj.org = Org.toJSON(message.org);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetChildOrgResponse>): GetChildOrgResponse {
+    return GetChildOrgResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetChildOrgResponse>): GetChildOrgResponse {
+    const message = createBaseGetChildOrgResponse();
+    message.org = (object.org !== undefined && object.org !== null) ? Org.fromPartial(object.org) : undefined;
+    return message;
+  },
+};
+
 /**
  * Accounts owns organizations and the credentials that act for them. Secrets never cross this
  * service's boundary except once, in the answer that creates them; lookups go by SHA-256.
@@ -7015,6 +7633,45 @@ export const AccountsServiceService = {
     requestDeserialize: (value: Buffer): ListAuditRequest => ListAuditRequest.decode(value),
     responseSerialize: (value: ListAuditResponse): Buffer => Buffer.from(ListAuditResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListAuditResponse => ListAuditResponse.decode(value),
+  },
+  /**
+   * A platform's child organizations (DESIGN §5): one level only, so a child of a child answers
+   * FAILED_PRECONDITION (conflict), as does a parent whose deletion began.
+   */
+  createChildOrg: {
+    path: "/spool.v1.AccountsService/CreateChildOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateChildOrgRequest): Buffer =>
+      Buffer.from(CreateChildOrgRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateChildOrgRequest => CreateChildOrgRequest.decode(value),
+    responseSerialize: (value: CreateChildOrgResponse): Buffer =>
+      Buffer.from(CreateChildOrgResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateChildOrgResponse => CreateChildOrgResponse.decode(value),
+  },
+  /** The children of `org_id`, oldest first; `reference`, when set, keeps those with exactly it. */
+  listChildOrgs: {
+    path: "/spool.v1.AccountsService/ListChildOrgs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListChildOrgsRequest): Buffer => Buffer.from(ListChildOrgsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListChildOrgsRequest => ListChildOrgsRequest.decode(value),
+    responseSerialize: (value: ListChildOrgsResponse): Buffer =>
+      Buffer.from(ListChildOrgsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListChildOrgsResponse => ListChildOrgsResponse.decode(value),
+  },
+  /**
+   * One child of `org_id`; NOT_FOUND alike for an unknown organization and for one that is not
+   * its child.
+   */
+  getChildOrg: {
+    path: "/spool.v1.AccountsService/GetChildOrg" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetChildOrgRequest): Buffer => Buffer.from(GetChildOrgRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetChildOrgRequest => GetChildOrgRequest.decode(value),
+    responseSerialize: (value: GetChildOrgResponse): Buffer => Buffer.from(GetChildOrgResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetChildOrgResponse => GetChildOrgResponse.decode(value),
   },
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
@@ -7200,6 +7857,18 @@ export interface AccountsServiceServer extends UntypedServiceImplementation {
   recordAudit: handleUnaryCall<RecordAuditRequest, RecordAuditResponse>;
   /** Entries newest first. */
   listAudit: handleUnaryCall<ListAuditRequest, ListAuditResponse>;
+  /**
+   * A platform's child organizations (DESIGN §5): one level only, so a child of a child answers
+   * FAILED_PRECONDITION (conflict), as does a parent whose deletion began.
+   */
+  createChildOrg: handleUnaryCall<CreateChildOrgRequest, CreateChildOrgResponse>;
+  /** The children of `org_id`, oldest first; `reference`, when set, keeps those with exactly it. */
+  listChildOrgs: handleUnaryCall<ListChildOrgsRequest, ListChildOrgsResponse>;
+  /**
+   * One child of `org_id`; NOT_FOUND alike for an unknown organization and for one that is not
+   * its child.
+   */
+  getChildOrg: handleUnaryCall<GetChildOrgRequest, GetChildOrgResponse>;
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
    * session credentials are looked up by SHA-256, like keys; passwords are kept as scrypt hashes.
@@ -7484,6 +8153,60 @@ export interface AccountsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListAuditResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A platform's child organizations (DESIGN §5): one level only, so a child of a child answers
+   * FAILED_PRECONDITION (conflict), as does a parent whose deletion began.
+   */
+  createChildOrg(
+    request: CreateChildOrgRequest,
+    callback: (error: ServiceError | null, response: CreateChildOrgResponse) => void,
+  ): ClientUnaryCall;
+  createChildOrg(
+    request: CreateChildOrgRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateChildOrgResponse) => void,
+  ): ClientUnaryCall;
+  createChildOrg(
+    request: CreateChildOrgRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateChildOrgResponse) => void,
+  ): ClientUnaryCall;
+  /** The children of `org_id`, oldest first; `reference`, when set, keeps those with exactly it. */
+  listChildOrgs(
+    request: ListChildOrgsRequest,
+    callback: (error: ServiceError | null, response: ListChildOrgsResponse) => void,
+  ): ClientUnaryCall;
+  listChildOrgs(
+    request: ListChildOrgsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListChildOrgsResponse) => void,
+  ): ClientUnaryCall;
+  listChildOrgs(
+    request: ListChildOrgsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListChildOrgsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * One child of `org_id`; NOT_FOUND alike for an unknown organization and for one that is not
+   * its child.
+   */
+  getChildOrg(
+    request: GetChildOrgRequest,
+    callback: (error: ServiceError | null, response: GetChildOrgResponse) => void,
+  ): ClientUnaryCall;
+  getChildOrg(
+    request: GetChildOrgRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetChildOrgResponse) => void,
+  ): ClientUnaryCall;
+  getChildOrg(
+    request: GetChildOrgRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetChildOrgResponse) => void,
   ): ClientUnaryCall;
   /**
    * People, their memberships of organizations and their signed-in sessions. Invitation tokens and
