@@ -50,6 +50,8 @@ export interface AppDeps {
   status: { check(): Promise<PublicStatus> };
   /** The rate limit of the public endpoints (per client address, shared by replicas). */
   publicLimit: Middleware<GatewayState>;
+  /** The tighter limit of enrollment codes tried (`POST /v1/public/enroll`), per client address. */
+  enrollLimit: Middleware<GatewayState>;
   /** The rate limit of authenticated requests (per key). */
   keyLimit: Middleware<GatewayState>;
   /** The rate limit of the console's API (per signed-in session). */
@@ -168,6 +170,7 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     backends: deps.backends,
     status: deps.status,
     limit: deps.publicLimit,
+    enrollLimit: deps.enrollLimit,
   });
   const consoleApi = consoleRouter({
     ...deps,

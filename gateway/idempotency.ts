@@ -31,7 +31,7 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
     if (!KEY.test(key)) {
       throw invalid('Idempotency-Key must be 1 to 255 visible ASCII characters', 'Idempotency-Key');
     }
-    const orgId = ctx.state.key?.orgId ?? '';
+    const orgId = ctx.state.orgId ?? ctx.state.key?.orgId ?? '';
     const raw = await readRaw(ctx, bodyLimit);
     const fingerprint = requestFingerprint(ctx.method, ctx.path, ctx.get('content-type'), raw);
     const scoped = recordedKey(key, ctx.state.key?.live === false && !ctx.state.session);
@@ -81,11 +81,17 @@ export function idempotency(jobs: JobsClient, bodyLimit: number): Middleware<Gat
 
 /**
  * The answer as its key's record keeps it: a secret shown once (a webhook endpoint's signing
- * secret) is never stored outside its service's encryption, so a replay answers without it.
+ * secret, a station's enrollment code) is never stored outside its service, so a replay answers
+ * without it.
  */
 function withoutSecret(answer: unknown): unknown {
-  if (typeof answer !== 'object' || answer === null || !('secret' in answer)) return answer;
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return answer;
   const { secret: _shownOnce, ...rest } = answer as Record<string, unknown>;
+  const enrollment = rest.enrollment;
+  if (typeof enrollment === 'object' && enrollment !== null) {
+    const { code: _codeShownOnce, ...kept } = enrollment as Record<string, unknown>;
+    rest.enrollment = kept;
+  }
   return rest;
 }
 

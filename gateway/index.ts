@@ -13,6 +13,7 @@ import {
   SINGLE_REGION,
 } from '../lib/bus.js';
 import type { Clock } from '../lib/clock.js';
+import { ENROLL_ATTEMPTS_PER_MINUTE } from '../lib/contracts/enrollments.js';
 import type { Logger } from '../lib/logger.js';
 import { createApp } from './app.js';
 import type { OperatorToken } from './auth.js';
@@ -149,16 +150,23 @@ export function createGateway(options: GatewayOptions): Gateway {
     limit: number,
     identify: LimitOptions['identify'],
   ) => rateLimit({ counter, limit, windowMs: 60_000, clock: options.clock, identify, logger });
+  const publicCounter = kvCounter(() =>
+    new Kvm(options.nc).create(RATE_LIMIT_BUCKET, {
+      history: 1,
+      ttl: 2 * 60_000,
+      ...bucketPlacement(options.layout ?? SINGLE_REGION),
+    }),
+  );
   const publicLimit = perMinute(
-    kvCounter(() =>
-      new Kvm(options.nc).create(RATE_LIMIT_BUCKET, {
-        history: 1,
-        ttl: 2 * 60_000,
-        ...bucketPlacement(options.layout ?? SINGLE_REGION),
-      }),
-    ),
+    publicCounter,
     options.publicRateLimit ?? 30,
     (ctx) => `ip_${ctx.ip}`,
+  );
+  // Enrollment codes tried, besides the public limit: too few to guess a code.
+  const enrollLimit = perMinute(
+    publicCounter,
+    ENROLL_ATTEMPTS_PER_MINUTE,
+    (ctx) => `enroll_ip_${ctx.ip}`,
   );
   const keyLimit = perMinute(
     localCounter(),
@@ -172,6 +180,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const app = createApp({
     status,
     publicLimit,
+    enrollLimit,
     keyLimit,
     sessionLimit,
     backends: options.backends,

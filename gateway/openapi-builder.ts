@@ -56,8 +56,11 @@ export interface OperationSpec {
     schema?: Schema;
     binary?: readonly string[];
     example?: unknown;
-    /** For a 201: the template of its `Location` header, such as `/v1/orgs/{org}/jobs/{id}`. */
-    location?: string;
+    /**
+     * For a 201: the template of its `Location` header, such as `/v1/orgs/{org}/jobs/{id}`; null
+     * for one whose resource has no URL to read it at (an enrollment code).
+     */
+    location?: string | null;
   };
   /** Other answers that are not errors (a `202` that says to send the request again). */
   also?: ReadonlyArray<{ status: number; description: string; schema: Schema }>;
@@ -270,7 +273,7 @@ function successResponse(method: Method, op: OperationSpec, surface: Surface) {
   if (method === 'POST' && surface.idempotentPosts) {
     headers['Idempotent-Replayed'] = headerRef('Idempotent-Replayed');
   }
-  if (success.status === 201) {
+  if (success.status === 201 && success.location !== null) {
     if (!success.location) throw new Error(`${op.operationId} answers 201 without a Location`);
     headers.Location = {
       description: `the URL of the new resource: ${success.location}`,

@@ -4,6 +4,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { OperationSpec, Surface } from './openapi-builder.js';
+import { ENROLL_OPERATION } from './openapi-enrollments.js';
 
 const PUBLIC_SURFACE: Surface = { auth: 'none', rateLimited: true, idempotentPosts: false };
 
@@ -89,4 +90,5 @@ export const PUBLIC_OPERATIONS: Record<string, OperationSpec> = {
     },
     errors: ['unknown_field', 'unavailable'],
   },
+  'POST /v1/public/enroll': ENROLL_OPERATION,
 };

@@ -1,8 +1,9 @@
 /**
  * The public endpoints (spec §4), answered without authentication and rate limited per client
  * address across every gateway replica: the server key for sealing, the status, prices and
- * downloads. They are the only paths any web page may read (CORS: any origin, GET only); nothing
- * else answers a browser's cross-origin request.
+ * downloads, and the exchange of a station's enrollment code (routes/enrollments.ts), which has a
+ * tighter limit of its own. The GETs are the only paths any web page may read (CORS: any origin,
+ * GET only); nothing else answers a browser's cross-origin request.
  */
 import { Router } from '@koa/router';
 import type { Middleware } from 'koa';
@@ -10,11 +11,14 @@ import type { Backends } from '../clients.js';
 import { rejectUnknownParams } from '../query.js';
 import type { GatewayState } from '../state.js';
 import type { PublicStatus } from '../status.js';
+import { enrollHandler } from './enrollments.js';
 
 export interface PublicDeps {
   backends: Backends;
   status: { check(): Promise<PublicStatus> };
   limit: Middleware<GatewayState>;
+  /** The limit of enrollment attempts per client address, after `limit`. */
+  enrollLimit: Middleware<GatewayState>;
 }
 
 /** A JSON setting as the public sees it: the object, or null when not published. */
@@ -83,5 +87,6 @@ export function publicRouter(deps: PublicDeps): Router<GatewayState> {
       ctx.body = JSON.stringify(published(settings?.[field] ?? ''));
     });
   }
+  router.post('/enroll', deps.enrollLimit, enrollHandler(deps.backends));
   return router;
 }
