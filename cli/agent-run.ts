@@ -14,6 +14,7 @@ import { prettyDestination } from '../agent/log-format.js';
 import { type Env, port, readConfig, str } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { spoolVersion } from '../lib/version.js';
+import { stateTokenFile } from './agent-enroll.js';
 import {
   type AgentCommonFlags,
   type AgentFlags,
@@ -28,8 +29,9 @@ const metricsEnv = {
 };
 /**
  * The device token, from (in turn) `--token`, SPOOL_DEVICE_TOKEN, the systemd credential
- * `device-token`, the file's `token` or its `token_file`; `source` says which, for the error that
- * says the server refused it.
+ * `device-token`, the file's `token` or its `token_file`, or the state directory's `device-token`
+ * that `spool agent enroll` wrote; `source` says which, for the error that says the server refused
+ * it.
  */
 async function deviceToken(
   flags: AgentFlags,
@@ -68,6 +70,11 @@ async function deviceToken(
       ]);
     }
   }
+  const enrolled = stateTokenFile(s.stateDir);
+  if (existsSync(enrolled)) {
+    const token = (await readFile(enrolled, 'utf8')).trim();
+    return { token, source: `${enrolled} (kept by spool agent enroll)` };
+  }
   return undefined;
 }
 
@@ -100,7 +107,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
   const device = await deviceToken(flags, s, logger);
   if (!device) {
     problems.push(
-      'give the station token: token_file (or token) in the configuration file, or SPOOL_DEVICE_TOKEN',
+      'give the station token: token_file (or token) in the configuration file, or SPOOL_DEVICE_TOKEN; or first enroll the station with its enrollment code (enroll --server HOST:PORT CODE, with the same state directory)',
     );
   }
   if (s.printers.length === 0) {

@@ -1,15 +1,17 @@
 /**
  * `spool agent`: the station agent and its everyday commands. `spool agent run` (or plain
  * `spool agent`) holds the station's link to Spool, reports its printers and prints the jobs it is
- * sent (docs/station-link.md); `status`, `printers`, `test-print` and `install-service` are for the
- * person looking after the station (docs/agent.md). The packaged agent (`spool-agent`) is these
- * same commands. Each command's work is in its own module (`agent-run`, `agent-status`,
- * `agent-printers`, `agent-service`); this one gives them their flags.
+ * sent (docs/station-link.md); `enroll`, `status`, `printers`, `test-print` and `install-service`
+ * are for the person looking after the station (docs/agent.md). The packaged agent
+ * (`spool-agent`) is these same commands. Each command's work is in its own module (`agent-run`,
+ * `agent-enroll`, `agent-status`, `agent-printers`, `agent-service`); this one gives them their
+ * flags.
  */
 import { type Command, Option } from 'commander';
 import { DEFAULT_CONFIG_PATH } from '../agent/config.js';
 import { DEFAULT_UNIT_PATH } from '../agent/service.js';
 import type { Env } from '../lib/config.js';
+import { type EnrollFlags, enrollStation, formatEnrolled } from './agent-enroll.js';
 import { formatPrinters, listPrinters, testPrint } from './agent-printers.js';
 import { runAgentCommand } from './agent-run.js';
 import { type InstallFlags, installService } from './agent-service.js';
@@ -102,6 +104,25 @@ export function addAgentCommands(agent: Command, env: Env): Command {
   ).action(async (printer: string, opts: AgentCommonFlags) => {
     const done = await testPrint(printer, opts, env);
     process.stdout.write(`printed a test page on ${done.printer} (${done.backend})\n`);
+  });
+
+  commonOptions(
+    agent
+      .command('enroll')
+      .description(
+        "exchange the station's enrollment code for its device token, kept in the state directory, so that the agent needs no token",
+      )
+      .argument('<code>', 'the enrollment code (XXXX-XXXX-XX) made for this station')
+      .option(
+        '--server <host:port>',
+        'the station link address, as the agent is given it; or server in the file',
+      )
+      .option('--tls', 'speak TLS to the server, trusting system CAs')
+      .option('--ca <file>', 'PEM file of the CA certificates to trust (implies --tls)'),
+  ).action(async (code: string, opts: EnrollFlags) => {
+    const enrolled = await enrollStation(code, opts, env);
+    const command = agent.parent ? `${agent.parent.name()} ${agent.name()}` : agent.name();
+    process.stdout.write(formatEnrolled(enrolled, command, opts.stateDir));
   });
 
   agent
