@@ -63,6 +63,8 @@ export class MethodNotAllowedError extends SpoolApiError {}
 export class ConflictError extends SpoolApiError {}
 /** 410 `content_deleted`: a job's document is past retention. */
 export class ContentDeletedError extends SpoolApiError {}
+/** 410 `gone`: it was there and is no more: an enrollment code used already, or expired. */
+export class GoneError extends SpoolApiError {}
 /** 413 `payload_too_large`: the body is over the endpoint's limit. */
 export class PayloadTooLargeError extends SpoolApiError {}
 /** 415 `unsupported_media_type`. */
@@ -87,6 +89,7 @@ export const API_ERROR_CLASSES = {
   method_not_allowed: MethodNotAllowedError,
   conflict: ConflictError,
   content_deleted: ContentDeletedError,
+  gone: GoneError,
   payload_too_large: PayloadTooLargeError,
   unsupported_media_type: UnsupportedMediaTypeError,
   rate_limited: RateLimitedError,
@@ -176,6 +179,24 @@ export class SecretNotShownError extends SpoolError {
     );
     this.name = 'SecretNotShownError';
     this.endpoint = endpoint;
+  }
+}
+
+/**
+ * A station's enrollment code was made by an earlier try of the same call (its `Idempotency-Key`),
+ * whose answer, the only one to carry the code, was lost. Spool keeps no code it can show again:
+ * make another one.
+ */
+export class CodeNotShownError extends SpoolError {
+  /** The enrollment as Spool answered it, without its code. */
+  readonly enrollment: { id: string } & Record<string, unknown>;
+
+  constructor(enrollment: { id: string } & Record<string, unknown>) {
+    super(
+      `enrollment ${enrollment.id}: an earlier try of this call made the code, but its answer, the only one with the code, was lost; Spool shows a code once, so create another`,
+    );
+    this.name = 'CodeNotShownError';
+    this.enrollment = enrollment;
   }
 }
 

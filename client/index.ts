@@ -3,13 +3,17 @@
  * (generated from its OpenAPI document), and {@link verifyWebhook} checks the signature of a
  * webhook delivery. README.md shows both.
  */
+
+export { type EnrollOptions, enroll } from './enroll.js';
 export {
   API_ERROR_CLASSES,
   type ApiErrorCode,
   apiErrorFromAnswer,
+  CodeNotShownError,
   ConflictError,
   ContentDeletedError,
   ForbiddenError,
+  GoneError,
   HeadersTooLargeError,
   InternalError,
   InvalidError,
@@ -35,6 +39,7 @@ export { walkItems, walkPages } from './pages.js';
 export {
   type CallOptions,
   type CreateOptions,
+  EnrollmentsResource,
   JobsResource,
   LocationsResource,
   PoolsResource,

@@ -3,13 +3,15 @@
  * idempotency keys, bounded retries, pages as async iterables and waiting for a job.
  */
 import createClient, { type Client } from 'openapi-fetch';
-import { apiErrorFromAnswer } from './errors.js';
+import { apiErrorFromAnswer, CodeNotShownError } from './errors.js';
 import type { paths } from './generated/schema.js';
 import { walkItems, walkPages } from './pages.js';
 import { createTransport, IDEMPOTENCY_HEADER, type RetryOptions } from './transport.js';
 import type {
+  CreateEnrollmentRequest,
   CreateJobRequest,
   CreatePoolRequest,
+  Enrollment,
   Job,
   JobDocument,
   JobPage,
@@ -126,6 +128,8 @@ export class Spool {
   readonly pools: PoolsResource;
   /** The organization's locations. */
   readonly locations: LocationsResource;
+  /** Enrollment codes, which stations install themselves with. */
+  readonly enrollments: EnrollmentsResource;
   /** How this client learns a job's changes (polling today). */
   readonly jobSource: JobSource;
   #org: Promise<string> | undefined;
@@ -145,6 +149,7 @@ export class Spool {
     this.printers = new PrintersResource(this);
     this.pools = new PoolsResource(this);
     this.locations = new LocationsResource(this);
+    this.enrollments = new EnrollmentsResource(this);
     this.jobSource = pollingSource(
       async (id, signal) => (await this.jobs.get(id, { signal })).job,
       options.poll,
@@ -520,5 +525,33 @@ export class PoolsResource {
         signal: options.signal,
       }),
     );
+  }
+}
+
+/** `spool.enrollments`: one-use codes a station's agent exchanges for its device token. */
+export class EnrollmentsResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /**
+   * `POST /v1/orgs/{org}/enrollments`: a code for the station named (scope `stations:write`);
+   * answers it with its `code`, shown this once. `CodeNotShownError` when the answer of the try
+   * that made it was lost: create another.
+   */
+  async create(body: CreateEnrollmentRequest, options: CreateOptions = {}): Promise<Enrollment> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/enrollments', {
+        params: { path: { org } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    if (answer.enrollment.code === undefined) throw new CodeNotShownError(answer.enrollment);
+    return answer.enrollment;
   }
 }

@@ -71,6 +71,14 @@ export type ListLocationsQuery = QueryOf<'/v1/orgs/{org}/locations', 'get'>;
 export type LocationPage = AnswerOf<'/v1/orgs/{org}/locations', 'get', 200>;
 /** A location. */
 export type Location = LocationPage['locations'][number];
+/** The body of `POST /v1/orgs/{org}/enrollments`. */
+export type CreateEnrollmentRequest = RequestOf<'/v1/orgs/{org}/enrollments', 'post'>;
+/** A station's enrollment code, as made: its `code` is in this answer only. */
+export type Enrollment = AnswerOf<'/v1/orgs/{org}/enrollments', 'post', 201>['enrollment'];
+/** What `POST /v1/public/enroll` answers: the station made from the code, and its device token. */
+export type EnrolledStation = AnswerOf<'/v1/public/enroll', 'post', 201>;
+/** A station, where the agent runs. */
+export type Station = EnrolledStation['station'];
 /** The error envelope of every failed call: `{error: {code, message, param?, request_id}}`. */
 export type ErrorEnvelope = AnswerOf<'/v1/key', 'get', 401>;
 /** An upload, as `POST /v1/orgs/{org}/uploads` answers it. */
