@@ -1,13 +1,14 @@
 /**
- * The integrator's commands: `spool jobs …`, `spool printers list`, `spool locations list` and
- * `spool key`, built on @spool/client with the API key of `SPOOL_API_KEY` against `SPOOL_URL`.
- * They print JSON by default (the API's answer) and a table with `--format table`. Exit codes for
- * scripts: 0 done (for `--wait` and `watch`: printed), 1 an API error or a job that failed or was
- * cancelled, 2 wrong usage.
+ * The integrator's commands: `spool jobs …`, `spool printers list`, `spool locations list`,
+ * `spool stations enroll` and `spool key`, built on @spool/client with the API key of
+ * `SPOOL_API_KEY` against `SPOOL_URL`. They print JSON by default (the API's answer) and a table
+ * with `--format table`. Exit codes for scripts: 0 done (for `--wait` and `watch`: printed), 1 an
+ * API error or a job that failed or was cancelled, 2 wrong usage.
  */
 import type { Command } from 'commander';
 import type { Env } from '../lib/config.js';
 import { createApiContext } from './api-context.js';
+import { addEnrollmentCommands } from './enrollment-commands.js';
 import { addJobsCommands } from './jobs-commands.js';
 import { addOrgCommands } from './org-commands.js';
 
@@ -18,5 +19,7 @@ import { addOrgCommands } from './org-commands.js';
 export function addApiCommands(program: Command, env: Env): void {
   const ctx = createApiContext(env);
   const jobs = addJobsCommands(program, ctx);
-  for (const top of [jobs, ...addOrgCommands(program, ctx)]) ctx.addUrlFlag(top);
+  for (const top of [jobs, ...addOrgCommands(program, ctx), addEnrollmentCommands(program, ctx)]) {
+    ctx.addUrlFlag(top);
+  }
 }
