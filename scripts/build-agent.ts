@@ -235,6 +235,7 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
           'Unpack anywhere (for example /opt/spool-agent), write /etc/spool/agent.toml',
           '(see agent.toml.example) and run:',
           '',
+          '  bin/spool-agent enroll CODE       the station takes its token from its enrollment code',
           '  bin/spool-agent run               the agent itself (what the service runs)',
           '  bin/spool-agent status            is the agent running and connected?',
           '  bin/spool-agent printers          the printers it can see',

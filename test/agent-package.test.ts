@@ -326,6 +326,32 @@ test('the packaged agent runs with no Node on PATH, prints, restarts without pri
     [`${first}-1.txt`, `${whileDown}-1.txt`].sort(),
   );
 
+  // The packaged agent enrolls a station with its code, over the station link's address.
+  const made = await call<{ enrollment: { code: string } }>(
+    sys.url,
+    'POST',
+    `/v1/orgs/${orgId}/enrollments`,
+    { token: key, body: { station_name: 'Packed' } },
+  );
+  t.is(made.status, 201);
+  const enrolledState = join(root, 'var', 'lib', 'enrolled');
+  const enrolled = await runProcess(
+    bin,
+    [
+      'enroll',
+      '--server',
+      sys.linkAddress,
+      '--state-dir',
+      enrolledState,
+      made.body.enrollment.code,
+    ],
+    env,
+  );
+  t.is(enrolled.code, 0, enrolled.stderr);
+  t.regex(enrolled.stdout, /^enrolled: station "Packed" /);
+  t.regex(enrolled.stdout, new RegExp(`^ {2}spool-agent --server ${sys.linkAddress} `, 'm'));
+  t.regex(await readFile(join(enrolledState, 'device-token'), 'utf8'), /^svc_dev_/);
+
   // The link is lost: Spool goes away while the agent runs.
   await sys.stop();
   sysStopped = true;
