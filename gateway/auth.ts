@@ -1,7 +1,8 @@
 /**
  * Authentication and authorisation of the key-based API (spec §4 rules 1–3, §5): bearer API keys,
  * 401 for a key that is unknown, revoked or expired, 403 naming a missing scope, 404 for an
- * organization other than the key's own. The operator token guards `/admin/v1`.
+ * organization other than the key's own or one of its children (DESIGN §5). The operator token
+ * guards `/admin/v1`.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
@@ -9,6 +10,7 @@ import type { Clock } from '../lib/clock.js';
 import { credentialKind, hashCredential, ipAllowed, type Scope } from '../lib/credentials.js';
 import { forbidden, notFound, SpoolError, unauthorized } from '../lib/errors.js';
 import { roleForScope, roleMessage } from '../lib/roles.js';
+import type { ParentLookup } from './child-orgs.js';
 import type { KeyCache } from './key-cache.js';
 import type { GatewayState } from './state.js';
 
@@ -73,12 +75,35 @@ export function requireKey(options: KeyAuthOptions): Middleware<GatewayState> {
   };
 }
 
-/** The `{org}` of the path must be the key's own organization; any other answers 404. */
-export const requireOwnOrg: Middleware<GatewayState> = async (ctx, next) => {
-  const org = (ctx as unknown as { params?: Record<string, string> }).params?.org;
-  if (org !== undefined && org !== ctx.state.key?.orgId) throw notFound('no such organization');
-  await next();
-};
+/** Ids as Spool writes them: a path that spells one otherwise names no organization. */
+const CANONICAL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The `{org}` of the path must be the key's own organization or, for an API key, a child of it
+ * (a platform acting on its customer's organization, with the key's scopes); any other, a parent
+ * or a sibling of the key's organization included, answers 404 as an unknown one does. The
+ * organization the request then acts on is left on `ctx.state.orgId`. A signed-in session is a
+ * principal of the path's organization already (session-auth.ts), so it only ever matches.
+ */
+export function requireOwnOrg(children: ParentLookup): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const org = (ctx as unknown as { params?: Record<string, string> }).params?.org;
+    if (org !== undefined) {
+      const key = ctx.state.key;
+      const own = key !== undefined && org === key.orgId;
+      if (!own) {
+        const child =
+          key !== undefined &&
+          !ctx.state.session &&
+          CANONICAL_ID.test(org) &&
+          (await children.parentOf(org)) === key.orgId;
+        if (!child) throw notFound('no such organization');
+      }
+      ctx.state.orgId = org;
+    }
+    await next();
+  };
+}
 
 export function requireScope(scope: Scope): Middleware<GatewayState> {
   return async (ctx, next) => {

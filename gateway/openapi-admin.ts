@@ -51,6 +51,8 @@ const ORG = {
   id: EXAMPLE_ID.org,
   name: 'Acme Print',
   deleting_since: null,
+  parent_id: null,
+  reference: '',
 };
 const STATION = {
   id: EXAMPLE_ID.station,
@@ -144,7 +146,7 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Organizations',
     summary: 'Delete an organization and everything it has',
     description:
-      'First closes it: every API key is revoked (gateways refuse them at once), every invitation withdrawn and every membership ended. Then its stations (their agents are disconnected) and printers, locations, jobs with their documents, uploads, templates, webhook endpoints and deliveries are deleted, and last the organization itself; the audit log keeps its entries. It cannot be undone. A large organization may take more than one request: the answer is then `202`, and the same DELETE goes on where it stopped, until `204`. From the first request on, the organization reads `deleting_since`, and what would add to it or change it answers `409`.',
+      'First closes it: every API key is revoked (gateways refuse them at once), every invitation withdrawn and every membership ended. Then its stations (their agents are disconnected) and printers, locations, jobs with their documents, uploads, templates, webhook endpoints and deliveries are deleted, and last the organization itself; the audit log keeps its entries. It cannot be undone. A large organization may take more than one request: the answer is then `202`, and the same DELETE goes on where it stopped, until `204`. From the first request on, the organization reads `deleting_since`, and what would add to it or change it answers `409`. An organization that has child organizations (a platform) answers `409` naming them, and nothing is deleted: delete its children first.',
     success: { status: 204, description: 'the organization is gone' },
     also: [
       {
@@ -160,7 +162,7 @@ const ADMIN_OPERATIONS: Record<string, OperationSpec> = {
         ),
       },
     ],
-    errors: ORG_ERRORS,
+    errors: [...ORG_ERRORS, 'conflict'],
   },
   'POST /admin/v1/orgs/:org/keys': {
     operationId: 'createKey',

@@ -11,7 +11,7 @@ import {
   type OperationSpec,
   type Surface,
 } from './openapi-builder.js';
-import { CHILD_OPERATIONS } from './openapi-children.js';
+import { CHILD_OPERATIONS, ORGANIZATIONS_TAG } from './openapi-children.js';
 import { ENROLLMENT_OPERATIONS } from './openapi-enrollments.js';
 import { POOL_OPERATIONS, POOLS_TAG } from './openapi-pools.js';
 import { PUBLIC_OPERATIONS } from './openapi-public.js';
@@ -430,6 +430,7 @@ export function buildOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown
         TEMPLATES_TAG,
         { name: 'Keys', description: 'The calling API key' },
         WEBHOOKS_TAG,
+        ORGANIZATIONS_TAG,
         {
           name: 'Events',
           description:

@@ -237,6 +237,13 @@ export const OrgSchema = Type.Object(
       description:
         'when its deletion began, for one a deletion left part-deleted (send the DELETE again); null otherwise',
     }),
+    parent_id: Type.Union([Id, Type.Null()], {
+      description:
+        "for a platform's child organization, its parent (which cannot be deleted before it); null otherwise",
+    }),
+    reference: Type.String({
+      description: "the parent's reference for a child organization; empty otherwise",
+    }),
   },
   { additionalProperties: false },
 );

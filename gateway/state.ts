@@ -29,6 +29,11 @@ export interface GatewayState {
    * principal of the path's organization with the scopes of the member's role.
    */
   key?: AuthenticatedKey;
+  /**
+   * The organization of the path once `requireOwnOrg` let it through: the key's own, or a child
+   * of it that a parent's key acts on. What `/v1` handlers act on (routes/context.ts `orgOf`).
+   */
+  orgId?: string;
   /** Set when a signed-in session (not an API key) authenticated the request. */
   session?: AuthenticatedSession;
   /** The Idempotency-Key claim the request holds, set by the idempotency middleware. */

@@ -12,6 +12,8 @@ export function orgView(org: Org | undefined) {
     name: org.name,
     created_at: rfc3339OrNull(org.createdAt),
     deleting_since: rfc3339OrNull(org.deletingSince),
+    parent_id: org.parentId === '' ? null : org.parentId,
+    reference: org.reference,
   };
 }
 

@@ -4,9 +4,12 @@ import type { GatewayState } from '../state.js';
 
 type Ctx = Context & { state: GatewayState };
 
-/** The organization of the request's API key (already checked against the path). */
+/**
+ * The organization the request acts on: the path's, once checked against the key (the key's own,
+ * or a child of it that a parent's key acts on); the key's own on a route without one.
+ */
 export function orgOf(ctx: Ctx): string {
-  return ctx.state.key?.orgId ?? '';
+  return ctx.state.orgId ?? ctx.state.key?.orgId ?? '';
 }
 
 /** The request's `actor` in job events: `api_key:<id>`, or `person:<id>` for a signed-in session. */

@@ -7,7 +7,7 @@ import type { Context, Middleware } from 'koa';
 import type { Scope } from '../../lib/credentials.js';
 import { isSpoolError, SpoolError } from '../../lib/errors.js';
 import { PUBLISHED_EVENT_TYPES } from '../../lib/events.js';
-import { type KeyAuthOptions, requireOwnOrg, requireScope } from '../auth.js';
+import { type KeyAuthOptions, requireScope } from '../auth.js';
 import type { EventStreams } from '../event-stream.js';
 import { parseEventId } from '../event-stream.js';
 import { type QuerySpec, readQuery, single } from '../query.js';
@@ -102,10 +102,12 @@ export function streamHandlers(deps: {
   cache: KeyAuthOptions['cache'];
   clock: KeyAuthOptions['clock'];
   sessions?: SessionOptions | undefined;
+  /** The check of the path's organization against the key (auth.ts `requireOwnOrg`). */
+  ownOrg: Handler;
 }): Record<string, Handler> {
   const auth = [
     requireKeyOrSession({ cache: deps.cache, clock: deps.clock }, deps.sessions),
-    requireOwnOrg,
+    deps.ownOrg,
     requireScope(STREAM_SCOPE),
   ];
   const open = new OpenCounts();

@@ -8,6 +8,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { Scope } from '../../lib/credentials.js';
 import { SpoolError } from '../../lib/errors.js';
 import { type OperatorToken, operatorMatcher, requireOwnOrg, requireScope } from '../auth.js';
+import { childOrgCache } from '../child-orgs.js';
 import type { Backends } from '../clients.js';
 import type { EventStreams } from '../event-stream.js';
 import { type Created, setLocation } from '../http-manners.js';
@@ -131,14 +132,17 @@ const keyHandlers: Record<string, Middleware<GatewayState>> = {
 export function v1Router(deps: V1Deps): Router<GatewayState> {
   const router = new Router<GatewayState>();
   const isOperator = deps.operatorToken ? operatorMatcher(deps.operatorToken) : undefined;
+  // A parent's key acts on its children's routes; the one place that says which are its children.
+  const children = childOrgCache(deps.backends.accounts, deps.clock);
+  const ownOrg = requireOwnOrg(children);
   const handlers: Partial<Record<string, Middleware<GatewayState>>> = {
     ...keyHandlers,
     ...jobHandlers(deps),
     ...fleetHandlers(deps.backends),
     ...poolV1Handlers(deps),
     ...webhookV1Handlers(deps),
-    ...streamHandlers(deps),
-    ...childV1Handlers(deps),
+    ...streamHandlers({ ...deps, ownOrg }),
+    ...childV1Handlers({ ...deps, children }),
     ...enrollmentV1Handlers(deps),
     ...usageV1Handlers(deps),
   };
@@ -155,7 +159,7 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
         },
         deps.sessions,
       ),
-      requireOwnOrg,
+      ownOrg,
       deps.keyLimit,
     ];
     if (route.scope) chain.push(requireScope(route.scope));
