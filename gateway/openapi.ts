@@ -12,7 +12,7 @@ import {
   type Surface,
 } from './openapi-builder.js';
 import { CHILD_OPERATIONS, ORGANIZATIONS_TAG } from './openapi-children.js';
-import { ENROLLMENT_OPERATIONS } from './openapi-enrollments.js';
+import { ENROLLMENT_OPERATIONS, STATIONS_TAG } from './openapi-enrollments.js';
 import { POOL_OPERATIONS, POOLS_TAG } from './openapi-pools.js';
 import { PUBLIC_OPERATIONS } from './openapi-public.js';
 import { EXAMPLE_ID as ID, LOCATIONS_TAG, TEMPLATES_TAG } from './openapi-shared.js';
@@ -426,6 +426,7 @@ export function buildOpenApi(serverUrl = DEFAULT_SERVER): Record<string, unknown
         { name: 'Uploads', description: 'Documents uploaded before the jobs that print them' },
         { name: 'Printers', description: 'Printers, as the agents on the stations report them' },
         POOLS_TAG,
+        STATIONS_TAG,
         LOCATIONS_TAG,
         TEMPLATES_TAG,
         { name: 'Keys', description: 'The calling API key' },
