@@ -38,6 +38,7 @@ export {
 export { walkItems, walkPages } from './pages.js';
 export {
   type CallOptions,
+  ChildrenResource,
   type CreateOptions,
   EnrollmentsResource,
   JobsResource,

@@ -8,6 +8,9 @@ import type { paths } from './generated/schema.js';
 import { walkItems, walkPages } from './pages.js';
 import { createTransport, IDEMPOTENCY_HEADER, type RetryOptions } from './transport.js';
 import type {
+  ChildOrg,
+  ChildOrgPage,
+  CreateChildOrgRequest,
   CreateEnrollmentRequest,
   CreateJobRequest,
   CreatePoolRequest,
@@ -17,6 +20,7 @@ import type {
   JobPage,
   JobWithEvents,
   KeyInfo,
+  ListChildOrgsQuery,
   ListJobsQuery,
   ListLocationsQuery,
   ListPoolsQuery,
@@ -130,6 +134,11 @@ export class Spool {
   readonly locations: LocationsResource;
   /** Enrollment codes, which stations install themselves with. */
   readonly enrollments: EnrollmentsResource;
+  /**
+   * A platform's child organizations. To act on one, make a client of the same key for it:
+   * `new Spool({ apiKey, baseUrl, org: child.id })`.
+   */
+  readonly children: ChildrenResource;
   /** How this client learns a job's changes (polling today). */
   readonly jobSource: JobSource;
   #org: Promise<string> | undefined;
@@ -150,6 +159,7 @@ export class Spool {
     this.pools = new PoolsResource(this);
     this.locations = new LocationsResource(this);
     this.enrollments = new EnrollmentsResource(this);
+    this.children = new ChildrenResource(this);
     this.jobSource = pollingSource(
       async (id, signal) => (await this.jobs.get(id, { signal })).job,
       options.poll,
@@ -553,5 +563,83 @@ export class EnrollmentsResource {
     );
     if (answer.enrollment.code === undefined) throw new CodeNotShownError(answer.enrollment);
     return answer.enrollment;
+  }
+}
+
+/**
+ * `spool.children`: a platform's child organizations, one for each of its customers (scopes
+ * `orgs:read` and `orgs:write`). The parent's key acts on a child's routes too: a client made with
+ * `org: child.id` sends its jobs, reads its printers and manages its webhooks.
+ */
+export class ChildrenResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /**
+   * `POST /v1/orgs/{org}/children`: creates a child organization; answers it. `ConflictError`
+   * when the key's organization is itself a child (one level only).
+   */
+  async create(body: CreateChildOrgRequest, options: CreateOptions = {}): Promise<ChildOrg> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/children', {
+        params: { path: { org } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.org;
+  }
+
+  /** `GET /v1/orgs/{org}/children`: one page of children, oldest first; `reference` filters. */
+  async list(query: ListChildOrgsQuery = {}, options: CallOptions = {}): Promise<ChildOrgPage> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/children', {
+        params: { path: { org }, query },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Every child organization of the list, across pages. */
+  iterate(query: ListChildOrgsQuery = {}, options: CallOptions = {}): AsyncGenerator<ChildOrg> {
+    const pages = walkPages((cursor) =>
+      this.list({ ...query, ...(cursor ? { cursor } : {}) }, options),
+    );
+    return walkItems(pages, (page) => page.items);
+  }
+
+  /** `GET /v1/orgs/{org}/children/{id}`; `NotFoundError` for an organization not a child of it. */
+  async get(id: string, options: CallOptions = {}): Promise<ChildOrg> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/children/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
+    return answer.org;
+  }
+
+  /**
+   * `DELETE /v1/orgs/{org}/children/{id}`: deletes the child and everything it has. A large one
+   * takes more than one request (each answering 202 until the last's 204): this sends them until
+   * it is gone.
+   */
+  async delete(id: string, options: CallOptions = {}): Promise<void> {
+    const org = await this.#spool.org();
+    for (;;) {
+      const answer = await this.#spool.api.DELETE('/v1/orgs/{org}/children/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      });
+      await this.#spool.unwrap(Promise.resolve(answer));
+      if (answer.response.status !== 202) return;
+    }
   }
 }

@@ -79,6 +79,14 @@ export type Enrollment = AnswerOf<'/v1/orgs/{org}/enrollments', 'post', 201>['en
 export type EnrolledStation = AnswerOf<'/v1/public/enroll', 'post', 201>;
 /** A station, where the agent runs. */
 export type Station = EnrolledStation['station'];
+/** The body of `POST /v1/orgs/{org}/children`: `{name, reference?}`. */
+export type CreateChildOrgRequest = RequestOf<'/v1/orgs/{org}/children', 'post'>;
+/** The filter and paging of `GET /v1/orgs/{org}/children`. */
+export type ListChildOrgsQuery = QueryOf<'/v1/orgs/{org}/children', 'get'>;
+/** A page of child organizations: `{items, next_cursor}`. */
+export type ChildOrgPage = AnswerOf<'/v1/orgs/{org}/children', 'get', 200>;
+/** A platform's child organization: `{id, name, parent_id, reference, created_at}`. */
+export type ChildOrg = ChildOrgPage['items'][number];
 /** The error envelope of every failed call: `{error: {code, message, param?, request_id}}`. */
 export type ErrorEnvelope = AnswerOf<'/v1/key', 'get', 401>;
 /** An upload, as `POST /v1/orgs/{org}/uploads` answers it. */

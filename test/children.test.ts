@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import anyTest, { type TestFn } from 'ava';
 import pg from 'pg';
+import { ConflictError, NotFoundError, Spool } from '../client/index.js';
 import { V1_ROUTES } from '../gateway/routes/v1.js';
 import { SCOPES } from '../lib/credentials.js';
 import { member } from './helpers/console.js';
@@ -594,3 +595,31 @@ test.serial(
     t.is(deleted.status, 204);
   },
 );
+
+test('the client creates, lists, reads and deletes children, and acts on one with the same key', async (t) => {
+  const { sys } = t.context;
+  const parent = await platform(sys, 'Platform J');
+  const spool = new Spool({ apiKey: parent.key, baseUrl: sys.url });
+  const child = await spool.children.create({ name: 'Client child', reference: 'c-1' });
+  t.like(child, { name: 'Client child', parent_id: parent.id, reference: 'c-1' });
+  t.deepEqual(await spool.children.get(child.id), child);
+  sys.clock.advance(1_000);
+  await spool.children.create({ name: 'Second', reference: 'c-2' });
+  t.deepEqual(
+    (await spool.children.list({ reference: 'c-1' })).items.map((o) => o.id),
+    [child.id],
+  );
+  const all: string[] = [];
+  for await (const org of spool.children.iterate({ limit: 1 })) all.push(org.name);
+  t.deepEqual(all, ['Client child', 'Second']);
+
+  const asChild = new Spool({ apiKey: parent.key, baseUrl: sys.url, org: child.id });
+  t.deepEqual((await asChild.printers.list()).printers, []);
+  await t.throwsAsync(asChild.children.create({ name: 'Grandchild' }), {
+    instanceOf: ConflictError,
+  });
+
+  await spool.children.delete(child.id);
+  await t.throwsAsync(spool.children.get(child.id), { instanceOf: NotFoundError });
+  await t.throwsAsync(asChild.printers.list(), { instanceOf: NotFoundError });
+});
