@@ -27,7 +27,10 @@ export function print(format: Format, json: unknown, table: () => string): void 
 
 /** What a command of the integrator's is given. */
 export interface ApiContext {
-  /** The client of `SPOOL_API_KEY` against `--url` or `SPOOL_URL`; wrong usage without a key. */
+  /**
+   * The client of `SPOOL_API_KEY` against `--url` or `SPOOL_URL`, for the organization
+   * `SPOOL_ORG` when set; wrong usage without a key.
+   */
   client(): Spool;
   /** Runs a command's body, turning what it throws into the exit codes of `exits.ts`. */
   run<A extends unknown[]>(
@@ -52,7 +55,8 @@ export function createApiContext(env: Env): ApiContext {
       const source = urlFlag === undefined ? 'SPOOL_URL' : '--url';
       throw new UsageError(`${source} must be an http or https URL, such as ${DEFAULT_SPOOL_URL}`);
     }
-    return new Spool({ apiKey, baseUrl });
+    // SPOOL_ORG: a platform's key acting on one of its child organizations.
+    return new Spool({ apiKey, baseUrl, ...(env.SPOOL_ORG ? { org: env.SPOOL_ORG } : {}) });
   }
 
   function run<A extends unknown[]>(body: (...args: A) => Promise<number | undefined>) {

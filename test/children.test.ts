@@ -13,6 +13,7 @@ import { SCOPES } from '../lib/credentials.js';
 import { member } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import { startReceiver } from './helpers/receiver.js';
+import { runSpool } from './helpers/spool.js';
 import {
   call,
   createKey,
@@ -622,4 +623,45 @@ test('the client creates, lists, reads and deletes children, and acts on one wit
   await spool.children.delete(child.id);
   await t.throwsAsync(spool.children.get(child.id), { instanceOf: NotFoundError });
   await t.throwsAsync(asChild.printers.list(), { instanceOf: NotFoundError });
+});
+
+test('spool orgs children creates, lists, reads and deletes children; SPOOL_ORG acts on one', async (t) => {
+  const { sys } = t.context;
+  const parent = await platform(sys, 'Platform K');
+  const env = { SPOOL_API_KEY: parent.key, SPOOL_URL: sys.url };
+  const created = await runSpool(
+    ['orgs', 'children', 'create', '--name', 'CLI child', '--reference', 'cli-1'],
+    env,
+  );
+  t.is(created.code, 0, created.stderr);
+  const { org } = JSON.parse(created.stdout) as { org: ChildOrg };
+  t.like(org, { name: 'CLI child', parent_id: parent.id, reference: 'cli-1' });
+
+  const listed = await runSpool(['orgs', 'children', 'list', '--reference', 'cli-1'], env);
+  t.is(listed.code, 0, listed.stderr);
+  t.deepEqual(JSON.parse(listed.stdout), { items: [org], next_cursor: '' });
+  const table = await runSpool(['orgs', 'children', 'list', '--format', 'table'], env);
+  t.regex(table.stdout, /CLI child/);
+  const got = await runSpool(['orgs', 'children', 'get', org.id], env);
+  t.deepEqual(JSON.parse(got.stdout), { org });
+
+  const printers = await runSpool(['printers', 'list'], { ...env, SPOOL_ORG: org.id });
+  t.is(printers.code, 0, printers.stderr);
+  t.deepEqual(JSON.parse(printers.stdout), { printers: [], next_cursor: '' });
+  const grandchild = await runSpool(['orgs', 'children', 'create', '--name', 'No'], {
+    ...env,
+    SPOOL_ORG: org.id,
+  });
+  t.is(grandchild.code, 1);
+  t.is((JSON.parse(grandchild.stderr) as { error: { code: string } }).error.code, 'conflict');
+
+  const unsure = await runSpool(['orgs', 'children', 'delete', org.id], env);
+  t.is(unsure.code, 2);
+  t.regex(unsure.stderr, /--yes/);
+  const deleted = await runSpool(['orgs', 'children', 'delete', org.id, '--yes'], env);
+  t.is(deleted.code, 0, deleted.stderr);
+  t.deepEqual(JSON.parse(deleted.stdout), { deleted: true, id: org.id });
+  const missing = await runSpool(['orgs', 'children', 'get', org.id], env);
+  t.is(missing.code, 1);
+  t.is((JSON.parse(missing.stderr) as { error: { code: string } }).error.code, 'not_found');
 });
