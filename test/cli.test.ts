@@ -172,7 +172,7 @@ test('the README walk-through works against spool dev with its embedded database
   t.is(JSON.parse(bad.stderr).error.code, 'invalid');
   t.is(
     JSON.parse(bad.stderr).error.message,
-    'scopes.0 must be one of: jobs:write, jobs:read, printers:read, printers:write, locations:read, webhooks:read, webhooks:write',
+    'scopes.0 must be one of: jobs:write, jobs:read, printers:read, printers:write, locations:read, webhooks:read, webhooks:write, orgs:read, orgs:write, stations:write',
   );
 
   const wrongToken = await runSpool(['admin', 'org', 'get', orgId], {

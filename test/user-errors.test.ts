@@ -48,7 +48,7 @@ test('an unknown scope answers 400 invalid listing the valid scopes', async (t) 
   t.is(res.body.error.param, 'scopes.1');
   t.is(
     res.body.error.message,
-    'scopes.1 must be one of: jobs:write, jobs:read, printers:read, printers:write, locations:read, webhooks:read, webhooks:write',
+    'scopes.1 must be one of: jobs:write, jobs:read, printers:read, printers:write, locations:read, webhooks:read, webhooks:write, orgs:read, orgs:write, stations:write',
   );
 });
 
