@@ -473,3 +473,33 @@ test.serial(
     t.regex(done.token, /^svc_dev_/);
   },
 );
+
+test.serial(
+  "a platform's key makes a code on its child organization, whose station is the child's",
+  async (t) => {
+    const { sys, orgA, keyA } = t.context;
+    const child = await call<{ org: { id: string } }>(
+      sys.url,
+      'POST',
+      `/v1/orgs/${orgA}/children`,
+      {
+        token: keyA,
+        body: { name: 'Corner Bakery' },
+      },
+    );
+    t.is(child.status, 201);
+    const childId = child.body.org.id;
+    const made = await call<EnrollmentBody>(sys.url, 'POST', `/v1/orgs/${childId}/enrollments`, {
+      token: keyA,
+      body: { station_name: 'Counter' },
+    });
+    t.is(made.status, 201);
+    const res = await redeem(t, made.body.enrollment.code);
+    t.is(res.status, 201);
+    t.is(res.body.station.org_id, childId);
+    const admin = { token: OPERATOR_TOKEN };
+    const path = (org: string) => `/admin/v1/orgs/${org}/stations/${res.body.station.id}`;
+    t.is((await call(sys.url, 'GET', path(childId), admin)).status, 200);
+    t.is((await call(sys.url, 'GET', path(orgA), admin)).status, 404);
+  },
+);
