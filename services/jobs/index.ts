@@ -14,9 +14,11 @@ import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
+import type { WindowedRollup } from '../../lib/rollup.js';
 import { createFetcher } from './fetch.js';
 import { createIdempotencyStore } from './idempotency.js';
 import { OUTBOX_TABLE } from './job-rows.js';
+import { createPageCounter } from './page-counts.js';
 import { followPrinterChanges, PrinterCache } from './printer-cache.js';
 import { createPrinterWaits, startPrinterWaitReader } from './printer-waits.js';
 import { startReportReader } from './reports.js';
@@ -25,6 +27,8 @@ import { createRoutingStore } from './routing-store.js';
 import { createJobsServer, type ServerKeys } from './server.js';
 import { createJobStore } from './store.js';
 import { Sweeper } from './sweeper.js';
+import { createUsageRollup } from './usage-rollup.js';
+import { createUsageStore } from './usage-store.js';
 
 /** Bytes of one organization's uploads kept at once, unless UPLOAD_QUOTA_BYTES says otherwise. */
 export const DEFAULT_UPLOAD_QUOTA_BYTES = 1024 * 1024 * 1024;
@@ -57,6 +61,8 @@ export interface JobsDeps {
   settingsTtlMs?: number;
   /** How often the router looks at pools with queued jobs; default every second. */
   routeIntervalMs?: number;
+  /** How often the usage rollup runs; default every minute. */
+  usageIntervalMs?: number;
 }
 
 export interface JobsPart {
@@ -64,6 +70,8 @@ export interface JobsPart {
   relay: OutboxRelay;
   sweeper: Sweeper;
   router: Router;
+  /** The usage rollup, for tests that move the clock and roll up. */
+  usage: WindowedRollup;
   stop(): Promise<void>;
 }
 
@@ -104,6 +112,16 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   const fetcher = createFetcher({ allowInsecure: deps.fetchAllowInsecure ?? false });
   const printers = new PrinterCache({ clock: deps.clock });
   const stopFollowingPrinters = followPrinterChanges(deps.nc, printers, logger);
+  const usageStore = createUsageStore(deps.pool);
+  const usage = createUsageRollup({
+    pool: deps.pool,
+    store: usageStore,
+    documents,
+    pages: createPageCounter(logger),
+    clock: deps.clock,
+    logger,
+    ...(deps.usageIntervalMs === undefined ? {} : { intervalMs: deps.usageIntervalMs }),
+  });
   const server = createJobsServer({
     fetcher,
     store,
@@ -118,6 +136,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     logger,
     routing,
     nudgeRouter,
+    usage: usageStore,
   });
   const reports = await startReportReader({
     nc: deps.nc,
@@ -141,6 +160,7 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
   relay.start();
   sweeper.start();
   router.start();
+  usage.start();
   return {
     grpc: {
       name: 'spool.v1.JobsService',
@@ -150,7 +170,9 @@ export async function createJobs(deps: JobsDeps): Promise<JobsPart> {
     relay,
     sweeper,
     router,
+    usage,
     async stop() {
+      await usage.stop();
       await router.stop();
       await sweeper.stop();
       await reports.stop();

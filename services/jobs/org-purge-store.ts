@@ -1,7 +1,8 @@
 /**
  * The deletion of an organization's data from the jobs tables, a batch at a time: its jobs (with
- * their events), uploads, templates, pools, test-print counts and Idempotency-Keys. The objects of
- * their documents are deleted first, by the caller (the PurgeOrg handler).
+ * their events), uploads, templates, pools, test-print counts, usage per day and
+ * Idempotency-Keys. The objects of their documents are deleted first, by the caller (the PurgeOrg
+ * handler).
  */
 import type pg from 'pg';
 import { withTx } from '../../lib/db.js';
@@ -17,9 +18,9 @@ export interface OrgPurgeStore {
   orgDataToPurge(orgId: string, limit: number): Promise<{ jobs: Stored; uploads: Stored }>;
   /**
    * Deletes the jobs (with their events) and uploads named, once their objects are gone; with
-   * `last`, also the organization's templates, pools (with their members) and test-print counts,
-   * and up to `limit` of its Idempotency-Keys. Answers the rows deleted, and whether nothing of
-   * the organization is left (only ever with `last`).
+   * `last`, also the organization's templates, pools (with their members), test-print counts and
+   * usage per day, and up to `limit` of its Idempotency-Keys. Answers the rows deleted, and
+   * whether nothing of the organization is left (only ever with `last`).
    */
   purgeOrgData(
     orgId: string,
@@ -63,6 +64,7 @@ export function createOrgPurgeStore(pool: pg.Pool): OrgPurgeStore {
             ['DELETE FROM pool_members WHERE org_id = $1', [orgId]],
             ['DELETE FROM pools WHERE org_id = $1', [orgId]],
             ['DELETE FROM test_print_counts WHERE org_id = $1', [orgId]],
+            ['DELETE FROM usage_days WHERE org_id = $1', [orgId]],
           );
         }
         let deleted = 0;

@@ -17,6 +17,7 @@ import { queryHandlers } from './handlers/queries.js';
 import { routingHandlers } from './handlers/routing.js';
 import { templateHandlers } from './handlers/templates.js';
 import { uploadHandlers } from './handlers/uploads.js';
+import { usageHandlers } from './handlers/usage.js';
 
 export type { JobsServerDeps, ServerKeys } from './handlers/deps.js';
 
@@ -32,5 +33,6 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     ...purgeHandlers(deps),
     ...poolHandlers(deps),
     ...routingHandlers(deps),
+    ...usageHandlers(deps),
   };
 }

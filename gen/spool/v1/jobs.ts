@@ -598,6 +598,36 @@ export interface ClaimJobResponse {
   claimed: boolean;
 }
 
+export interface GetUsageRequest {
+  /** 1 to 500 organizations. */
+  orgIds: string[];
+  /** UTC dates, YYYY-MM-DD, both included; at most 366 days. */
+  from: string;
+  to: string;
+}
+
+/** One organization's figures on one UTC day. */
+export interface UsageDay {
+  orgId: string;
+  /** YYYY-MM-DD */
+  date: string;
+  /** Jobs created that day. */
+  jobsCreated: number;
+  /** Jobs that finished printed that day. */
+  jobsPrinted: number;
+  /** Jobs that finished failed that day (and are failed still). */
+  jobsFailed: number;
+  /** Pages of the PDFs printed that day, times their copies. */
+  pages: number;
+  /** Bytes of the documents of the jobs created that day. */
+  bytes: number;
+}
+
+export interface GetUsageResponse {
+  /** The days with any figure, by date, then organization. */
+  items: UsageDay[];
+}
+
 function createBaseJob(): Job {
   return {
     id: "",
@@ -9430,6 +9460,359 @@ export const ClaimJobResponse: MessageFns<ClaimJobResponse> = {
   },
 };
 
+function createBaseGetUsageRequest(): GetUsageRequest {
+  return { orgIds: [], from: "", to: "" };
+}
+
+export const GetUsageRequest: MessageFns<GetUsageRequest> = {
+  encode(message: GetUsageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.orgIds) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.from !== "") {
+      writer.uint32(18).string(message.from);
+    }
+    if (message.to !== "") {
+      writer.uint32(26).string(message.to);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUsageRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUsageRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.from = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.to = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUsageRequest {
+    return {
+      orgIds: globalThis.Array.isArray(object?.orgIds)
+        ? object.orgIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.org_ids)
+        ? object.org_ids.map((e: any) => globalThis.String(e))
+        : [],
+      from: isSet(object.from) ? globalThis.String(object.from) : "",
+      to: isSet(object.to) ? globalThis.String(object.to) : "",
+    };
+  },
+
+  toJSON(message: GetUsageRequest): unknown {
+    const obj: any = {};
+    if (message.orgIds?.length) {
+      obj.orgIds = message.orgIds;
+    }
+    if (message.from !== "") {
+      obj.from = message.from;
+    }
+    if (message.to !== "") {
+      obj.to = message.to;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetUsageRequest>): GetUsageRequest {
+    return GetUsageRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetUsageRequest>): GetUsageRequest {
+    const message = createBaseGetUsageRequest();
+    message.orgIds = object.orgIds?.map((e) => e) || [];
+    message.from = object.from ?? "";
+    message.to = object.to ?? "";
+    return message;
+  },
+};
+
+function createBaseUsageDay(): UsageDay {
+  return { orgId: "", date: "", jobsCreated: 0, jobsPrinted: 0, jobsFailed: 0, pages: 0, bytes: 0 };
+}
+
+export const UsageDay: MessageFns<UsageDay> = {
+  encode(message: UsageDay, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.date !== "") {
+      writer.uint32(18).string(message.date);
+    }
+    if (message.jobsCreated !== 0) {
+      writer.uint32(24).int64(message.jobsCreated);
+    }
+    if (message.jobsPrinted !== 0) {
+      writer.uint32(32).int64(message.jobsPrinted);
+    }
+    if (message.jobsFailed !== 0) {
+      writer.uint32(40).int64(message.jobsFailed);
+    }
+    if (message.pages !== 0) {
+      writer.uint32(48).int64(message.pages);
+    }
+    if (message.bytes !== 0) {
+      writer.uint32(56).int64(message.bytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UsageDay {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUsageDay();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.date = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.jobsCreated = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.jobsPrinted = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.jobsFailed = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.pages = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.bytes = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UsageDay {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      date: isSet(object.date) ? globalThis.String(object.date) : "",
+      jobsCreated: isSet(object.jobsCreated)
+        ? globalThis.Number(object.jobsCreated)
+        : isSet(object.jobs_created)
+        ? globalThis.Number(object.jobs_created)
+        : 0,
+      jobsPrinted: isSet(object.jobsPrinted)
+        ? globalThis.Number(object.jobsPrinted)
+        : isSet(object.jobs_printed)
+        ? globalThis.Number(object.jobs_printed)
+        : 0,
+      jobsFailed: isSet(object.jobsFailed)
+        ? globalThis.Number(object.jobsFailed)
+        : isSet(object.jobs_failed)
+        ? globalThis.Number(object.jobs_failed)
+        : 0,
+      pages: isSet(object.pages) ? globalThis.Number(object.pages) : 0,
+      bytes: isSet(object.bytes) ? globalThis.Number(object.bytes) : 0,
+    };
+  },
+
+  toJSON(message: UsageDay): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.date !== "") {
+      obj.date = message.date;
+    }
+    if (message.jobsCreated !== 0) {
+      obj.jobsCreated = Math.round(message.jobsCreated);
+    }
+    if (message.jobsPrinted !== 0) {
+      obj.jobsPrinted = Math.round(message.jobsPrinted);
+    }
+    if (message.jobsFailed !== 0) {
+      obj.jobsFailed = Math.round(message.jobsFailed);
+    }
+    if (message.pages !== 0) {
+      obj.pages = Math.round(message.pages);
+    }
+    if (message.bytes !== 0) {
+      obj.bytes = Math.round(message.bytes);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UsageDay>): UsageDay {
+    return UsageDay.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UsageDay>): UsageDay {
+    const message = createBaseUsageDay();
+    message.orgId = object.orgId ?? "";
+    message.date = object.date ?? "";
+    message.jobsCreated = object.jobsCreated ?? 0;
+    message.jobsPrinted = object.jobsPrinted ?? 0;
+    message.jobsFailed = object.jobsFailed ?? 0;
+    message.pages = object.pages ?? 0;
+    message.bytes = object.bytes ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetUsageResponse(): GetUsageResponse {
+  return { items: [] };
+}
+
+export const GetUsageResponse: MessageFns<GetUsageResponse> = {
+  encode(message: GetUsageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      UsageDay.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetUsageResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetUsageResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(UsageDay.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetUsageResponse {
+    return { items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => UsageDay.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: GetUsageResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => UsageDay.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetUsageResponse>): GetUsageResponse {
+    return GetUsageResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetUsageResponse>): GetUsageResponse {
+    const message = createBaseGetUsageResponse();
+    message.items = object.items?.map((e) => UsageDay.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /** Jobs owns print jobs, their events and documents, and the job state machine. */
 export type JobsServiceService = typeof JobsServiceService;
 export const JobsServiceService = {
@@ -9773,6 +10156,19 @@ export const JobsServiceService = {
     responseSerialize: (value: ClaimJobResponse): Buffer => Buffer.from(ClaimJobResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ClaimJobResponse => ClaimJobResponse.decode(value),
   },
+  /**
+   * Jobs created, printed and failed, pages and bytes per organization and UTC day, as the usage
+   * rollup has counted them (docs/platforms.md, "Usage").
+   */
+  getUsage: {
+    path: "/spool.v1.JobsService/GetUsage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetUsageRequest): Buffer => Buffer.from(GetUsageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetUsageRequest => GetUsageRequest.decode(value),
+    responseSerialize: (value: GetUsageResponse): Buffer => Buffer.from(GetUsageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetUsageResponse => GetUsageResponse.decode(value),
+  },
 } as const;
 
 export interface JobsServiceServer extends UntypedServiceImplementation {
@@ -9842,6 +10238,11 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
    * the station drops it).
    */
   claimJob: handleUnaryCall<ClaimJobRequest, ClaimJobResponse>;
+  /**
+   * Jobs created, printed and failed, pages and bytes per organization and UTC day, as the usage
+   * rollup has counted them (docs/platforms.md, "Usage").
+   */
+  getUsage: handleUnaryCall<GetUsageRequest, GetUsageResponse>;
 }
 
 export interface JobsServiceClient extends Client {
@@ -10344,6 +10745,25 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ClaimJobResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Jobs created, printed and failed, pages and bytes per organization and UTC day, as the usage
+   * rollup has counted them (docs/platforms.md, "Usage").
+   */
+  getUsage(
+    request: GetUsageRequest,
+    callback: (error: ServiceError | null, response: GetUsageResponse) => void,
+  ): ClientUnaryCall;
+  getUsage(
+    request: GetUsageRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetUsageResponse) => void,
+  ): ClientUnaryCall;
+  getUsage(
+    request: GetUsageRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetUsageResponse) => void,
   ): ClientUnaryCall;
 }
 

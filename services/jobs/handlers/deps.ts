@@ -13,6 +13,7 @@ import type { PreviewLimits } from '../previews.js';
 import type { PrinterCache } from '../printer-cache.js';
 import type { RoutingStore } from '../routing-store.js';
 import type { JobStore } from '../store.js';
+import type { UsageStore } from '../usage-store.js';
 
 export interface JobsServerDeps {
   store: JobStore;
@@ -35,6 +36,8 @@ export interface JobsServerDeps {
   previews?: PreviewLimits;
   /** The pools and their members, as routing reads them. */
   routing: RoutingStore;
+  /** Usage per organization and day, as the usage rollup keeps it. */
+  usage: UsageStore;
   /** Asks the router for a round soon (a pool job waits for a member). */
   nudgeRouter?: () => void;
 }
