@@ -14,6 +14,7 @@ import type { Clock } from '../../lib/clock.js';
 import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
+import type { WindowedRollup } from '../../lib/rollup.js';
 import { createSecretBox, createSecretCache } from './crypto.js';
 import { RETRY_JITTER } from './defaults.js';
 import { createSender, type Sender } from './delivery.js';
@@ -23,6 +24,7 @@ import { DeliveryLogSweeper } from './retention.js';
 import { createWebhooksServer } from './server.js';
 import type { WebhooksSettings } from './settings.js';
 import { createWebhookStore, type WebhookStore } from './store.js';
+import { createDeliveryUsageRollup } from './usage-rollup.js';
 import { DeliveryWorker } from './worker.js';
 
 export const migrations: MigrationSet = {
@@ -41,6 +43,8 @@ export interface WebhooksDeps {
   settings: WebhooksSettings;
   /** For the delivery log's retention setting. */
   accounts: AsyncClient<AccountsServiceClient>;
+  /** How often the usage rollup runs; default every minute. */
+  usageIntervalMs?: number;
 }
 
 export interface WebhooksPart {
@@ -53,6 +57,8 @@ export interface WebhooksPart {
   endpointIndex: EndpointIndex;
   /** The delivery log's retention sweep, for tests that move the clock and sweep. */
   logSweeper: DeliveryLogSweeper;
+  /** The deliveries' usage rollup, for tests that move the clock and roll up. */
+  usage: WindowedRollup;
   stop(): Promise<void>;
 }
 
@@ -116,6 +122,14 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     logger,
   });
   logSweeper.start();
+  const usage = createDeliveryUsageRollup({
+    pool: deps.pool,
+    store,
+    clock: deps.clock,
+    logger,
+    ...(deps.usageIntervalMs === undefined ? {} : { intervalMs: deps.usageIntervalMs }),
+  });
+  usage.start();
   const server = createWebhooksServer({
     store,
     allowInsecure: settings.allowInsecure,
@@ -135,7 +149,9 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     fanout,
     endpointIndex: index,
     logSweeper,
+    usage,
     async stop() {
+      await usage.stop();
       await logSweeper.stop();
       await fanout.stop();
       endpointChanges.stop();

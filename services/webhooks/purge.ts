@@ -19,7 +19,8 @@ export interface PurgeStore {
   /**
    * For the deletion of the organization: its endpoints disabled (so the fan-out adds nothing
    * more for it), a batch of their deliveries deleted with their attempts, and once none is left
-   * the endpoints (`done`). Deliveries are found by endpoint, as their indexes go.
+   * the endpoints and its deliveries per day (`done`). Deliveries are found by endpoint, as
+   * their indexes go.
    */
   purgeOrg(orgId: string, limit: number): Promise<Purged>;
 }
@@ -52,7 +53,10 @@ export function createPurgeStore(pool: pg.Pool): PurgeStore {
           [orgId, ids],
         );
         const done = ids.length < limit;
-        if (done) await tx.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [orgId]);
+        if (done) {
+          await tx.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [orgId]);
+          await tx.query('DELETE FROM webhook_usage_days WHERE org_id = $1', [orgId]);
+        }
         return {
           deleted: ids.length + (attempts.rowCount ?? 0) + (done ? endpointIds.length : 0),
           endpointsChanged: (disabled.rowCount ?? 0) > 0 || (done && endpointIds.length > 0),

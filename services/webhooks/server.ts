@@ -4,10 +4,11 @@
  * test ping or a resend leaves at once.
  */
 import type { WebhooksServiceServer } from '../../gen/spool/v1/webhooks.js';
+import { usageRequestProblem } from '../../lib/contracts/usage.js';
 import { invalid } from '../../lib/errors.js';
 import { EVENT_TYPES } from '../../lib/events.js';
 import type { AsyncServer } from '../../lib/grpc.js';
-import { requireUuid } from '../../lib/ids.js';
+import { isUuid, requireUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
 import { checkPublicUrl } from '../../lib/ssrf.js';
 import { generateSecret } from './crypto.js';
@@ -194,6 +195,13 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
       const resent = await store.resendFailed(org(req.orgId), endpoint(req.endpointId), req.since);
       if (resent > 0) deps.onWork();
       return { resent };
+    },
+
+    async getDeliveryUsage(req) {
+      const problem = usageRequestProblem(req);
+      if (problem) throw invalid(problem.message, problem.param);
+      if (!req.orgIds.every(isUuid)) throw invalid('org_ids must be organization ids', 'org_ids');
+      return { items: await store.deliveryUsage(req.orgIds, req.from, req.to) };
     },
   };
 }

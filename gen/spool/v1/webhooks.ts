@@ -249,6 +249,27 @@ export interface PurgeOrgWebhooksResponse {
   done: boolean;
 }
 
+export interface GetDeliveryUsageRequest {
+  /** 1 to 500 organizations. */
+  orgIds: string[];
+  /** UTC dates, YYYY-MM-DD, both included; at most 366 days. */
+  from: string;
+  to: string;
+}
+
+export interface DeliveryUsageDay {
+  orgId: string;
+  /** YYYY-MM-DD */
+  date: string;
+  /** Deliveries that succeeded that day (a resend delivered again counts again; pings do not). */
+  deliveries: number;
+}
+
+export interface GetDeliveryUsageResponse {
+  /** The days with any delivery, by date, then organization. */
+  items: DeliveryUsageDay[];
+}
+
 function createBaseWebhookEndpoint(): WebhookEndpoint {
   return {
     id: "",
@@ -3479,6 +3500,285 @@ export const PurgeOrgWebhooksResponse: MessageFns<PurgeOrgWebhooksResponse> = {
   },
 };
 
+function createBaseGetDeliveryUsageRequest(): GetDeliveryUsageRequest {
+  return { orgIds: [], from: "", to: "" };
+}
+
+export const GetDeliveryUsageRequest: MessageFns<GetDeliveryUsageRequest> = {
+  encode(message: GetDeliveryUsageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.orgIds) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.from !== "") {
+      writer.uint32(18).string(message.from);
+    }
+    if (message.to !== "") {
+      writer.uint32(26).string(message.to);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetDeliveryUsageRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetDeliveryUsageRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.from = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.to = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetDeliveryUsageRequest {
+    return {
+      orgIds: globalThis.Array.isArray(object?.orgIds)
+        ? object.orgIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.org_ids)
+        ? object.org_ids.map((e: any) => globalThis.String(e))
+        : [],
+      from: isSet(object.from) ? globalThis.String(object.from) : "",
+      to: isSet(object.to) ? globalThis.String(object.to) : "",
+    };
+  },
+
+  toJSON(message: GetDeliveryUsageRequest): unknown {
+    const obj: any = {};
+    if (message.orgIds?.length) {
+      obj.orgIds = message.orgIds;
+    }
+    if (message.from !== "") {
+      obj.from = message.from;
+    }
+    if (message.to !== "") {
+      obj.to = message.to;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetDeliveryUsageRequest>): GetDeliveryUsageRequest {
+    return GetDeliveryUsageRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetDeliveryUsageRequest>): GetDeliveryUsageRequest {
+    const message = createBaseGetDeliveryUsageRequest();
+    message.orgIds = object.orgIds?.map((e) => e) || [];
+    message.from = object.from ?? "";
+    message.to = object.to ?? "";
+    return message;
+  },
+};
+
+function createBaseDeliveryUsageDay(): DeliveryUsageDay {
+  return { orgId: "", date: "", deliveries: 0 };
+}
+
+export const DeliveryUsageDay: MessageFns<DeliveryUsageDay> = {
+  encode(message: DeliveryUsageDay, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.date !== "") {
+      writer.uint32(18).string(message.date);
+    }
+    if (message.deliveries !== 0) {
+      writer.uint32(24).int64(message.deliveries);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeliveryUsageDay {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeliveryUsageDay();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.date = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.deliveries = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeliveryUsageDay {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      date: isSet(object.date) ? globalThis.String(object.date) : "",
+      deliveries: isSet(object.deliveries) ? globalThis.Number(object.deliveries) : 0,
+    };
+  },
+
+  toJSON(message: DeliveryUsageDay): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.date !== "") {
+      obj.date = message.date;
+    }
+    if (message.deliveries !== 0) {
+      obj.deliveries = Math.round(message.deliveries);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeliveryUsageDay>): DeliveryUsageDay {
+    return DeliveryUsageDay.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeliveryUsageDay>): DeliveryUsageDay {
+    const message = createBaseDeliveryUsageDay();
+    message.orgId = object.orgId ?? "";
+    message.date = object.date ?? "";
+    message.deliveries = object.deliveries ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetDeliveryUsageResponse(): GetDeliveryUsageResponse {
+  return { items: [] };
+}
+
+export const GetDeliveryUsageResponse: MessageFns<GetDeliveryUsageResponse> = {
+  encode(message: GetDeliveryUsageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      DeliveryUsageDay.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetDeliveryUsageResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetDeliveryUsageResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(DeliveryUsageDay.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetDeliveryUsageResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => DeliveryUsageDay.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: GetDeliveryUsageResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => DeliveryUsageDay.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetDeliveryUsageResponse>): GetDeliveryUsageResponse {
+    return GetDeliveryUsageResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetDeliveryUsageResponse>): GetDeliveryUsageResponse {
+    const message = createBaseGetDeliveryUsageResponse();
+    message.items = object.items?.map((e) => DeliveryUsageDay.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 /**
  * Webhooks owns the endpoints of each organization, their signing secrets (encrypted at rest), the
  * deliveries fanned out from `events.>` and the log of every attempt. A secret crosses this
@@ -3641,6 +3941,21 @@ export const WebhooksServiceService = {
       Buffer.from(ResendFailedResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ResendFailedResponse => ResendFailedResponse.decode(value),
   },
+  /**
+   * Events delivered to endpoints per organization and UTC day, as the usage rollup has counted
+   * them (docs/platforms.md, "Usage").
+   */
+  getDeliveryUsage: {
+    path: "/spool.v1.WebhooksService/GetDeliveryUsage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetDeliveryUsageRequest): Buffer =>
+      Buffer.from(GetDeliveryUsageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetDeliveryUsageRequest => GetDeliveryUsageRequest.decode(value),
+    responseSerialize: (value: GetDeliveryUsageResponse): Buffer =>
+      Buffer.from(GetDeliveryUsageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetDeliveryUsageResponse => GetDeliveryUsageResponse.decode(value),
+  },
 } as const;
 
 export interface WebhooksServiceServer extends UntypedServiceImplementation {
@@ -3678,6 +3993,11 @@ export interface WebhooksServiceServer extends UntypedServiceImplementation {
   resendDelivery: handleUnaryCall<ResendDeliveryRequest, ResendDeliveryResponse>;
   /** Resends every failed delivery of an endpoint created at or after `since`. */
   resendFailed: handleUnaryCall<ResendFailedRequest, ResendFailedResponse>;
+  /**
+   * Events delivered to endpoints per organization and UTC day, as the usage rollup has counted
+   * them (docs/platforms.md, "Usage").
+   */
+  getDeliveryUsage: handleUnaryCall<GetDeliveryUsageRequest, GetDeliveryUsageResponse>;
 }
 
 export interface WebhooksServiceClient extends Client {
@@ -3897,6 +4217,25 @@ export interface WebhooksServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ResendFailedResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Events delivered to endpoints per organization and UTC day, as the usage rollup has counted
+   * them (docs/platforms.md, "Usage").
+   */
+  getDeliveryUsage(
+    request: GetDeliveryUsageRequest,
+    callback: (error: ServiceError | null, response: GetDeliveryUsageResponse) => void,
+  ): ClientUnaryCall;
+  getDeliveryUsage(
+    request: GetDeliveryUsageRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetDeliveryUsageResponse) => void,
+  ): ClientUnaryCall;
+  getDeliveryUsage(
+    request: GetDeliveryUsageRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetDeliveryUsageResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const WebhooksServiceClient = makeGenericClientConstructor(
@@ -3936,6 +4275,17 @@ function fromJsonTimestamp(o: any): Date {
   } else {
     return fromTimestamp(Timestamp.fromJSON(o));
   }
+}
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
 }
 
 function isSet(value: any): boolean {
