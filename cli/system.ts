@@ -27,6 +27,7 @@ import { createHealthClient } from '../lib/health-client.js';
 import { watchHealth } from '../lib/health-watch.js';
 import type { Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
+import type { WindowedRollup } from '../lib/rollup.js';
 import { migrations as accountsMigrations, createAccounts } from '../services/accounts/index.js';
 import type { SessionSettings } from '../services/accounts/people-server.js';
 import { createJobs, migrations as jobsMigrations } from '../services/jobs/index.js';
@@ -114,6 +115,8 @@ export interface System {
   pool: Pool;
   /** The jobs service's sweeper, for tests that move the clock and sweep. */
   sweeper: Sweeper;
+  /** The jobs service's usage rollup, for tests that move the clock and roll up. */
+  usage: WindowedRollup;
   /** The webhooks service, whose worker tests drive with `runDue()` after moving the clock. */
   webhooks: WebhooksPart;
   /** The stations service, whose replica beat tests call after moving the clock. */
@@ -223,6 +226,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     pool,
     nc,
     sweeper: jobs.sweeper,
+    usage: jobs.usage,
     webhooks,
     stations,
     servicesAddress,
