@@ -349,6 +349,63 @@ test('a member out of paper: its unclaimed jobs move to another member after fai
   t.false(link.accepted.some((a) => a.jobId === late.id));
 });
 
+test('a member that can print again is seen so while its pool has nothing queued, and its next fault waits failover_after afresh', async (t) => {
+  const org = await startOrg(t);
+  const clock = org.sys.clock;
+  const first = await createStation(org.sys.url, org.orgId, { name: 'first' });
+  const link = await connectLink(org.sys.linkAddress, first.token, [printer('desk')]);
+  t.teardown(() => link.close());
+  const firstPrinter = link.welcome.printerIds.desk as string;
+  const second = await agentStation(t, org, 'second');
+  const poolId = await createPool(org, {
+    printer_ids: [firstPrinter, second.printerId],
+    strategy: 'ordered',
+    failover_after: 30,
+  });
+  const db = new pg.Client({ connectionString: org.sys.db.url });
+  await db.connect();
+  t.teardown(() => db.end());
+  const unreadySince = async () =>
+    (
+      await db.query<{ unready_since: Date | null }>(
+        'SELECT unready_since FROM pool_members WHERE pool_id = $1 AND printer_id = $2',
+        [poolId, firstPrinter],
+      )
+    ).rows[0]?.unready_since ?? null;
+
+  // A first fault moves the member's job away; the pool is then empty.
+  const before = (await createJob(org, { pool_id: poolId })).body.job;
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === before.id), 15_000);
+  link.send({ printers: { printers: [printer('desk', 'out_of_paper')] } });
+  await eventually(
+    async () => {
+      clock.advance(1_000);
+      return printCounts([second]);
+    },
+    (c) => c.get(before.id) === 1,
+    30_000,
+  );
+  t.not(await unreadySince(), null);
+
+  // Paper again, with nothing queued: the router still sees it.
+  link.send({ printers: { printers: [printer('desk', 'ready')] } });
+  await eventually(unreadySince, (since) => since === null, 15_000);
+
+  // The next fault counts from its own time, not from the first one's.
+  const after = (await createJob(org, { pool_id: poolId })).body.job;
+  t.is(after.printer_id, firstPrinter);
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === after.id), 15_000);
+  const faultAt = clock.now().getTime();
+  link.send({ printers: { printers: [printer('desk', 'out_of_paper')] } });
+  const since = await eventually(unreadySince, (s) => s !== null, 15_000);
+  t.is(since?.getTime(), faultAt);
+  t.is(
+    (await jobOf(org, after.id)).job.printer_id,
+    firstPrinter,
+    'not moved before failover_after',
+  );
+});
+
 test('a member whose station hangs (SIGSTOP): its unclaimed jobs print elsewhere, and nothing prints twice after it resumes', async (t) => {
   const org = await startOrg(t);
   const clock = org.sys.clock;

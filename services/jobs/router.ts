@@ -93,7 +93,7 @@ export class Router {
   async #round(): Promise<RoundResult> {
     const { routing } = this.#deps;
     await this.#markOrphans();
-    const pools = await routing.poolsWithQueuedJobs(POOLS_PER_ROUND);
+    const pools = await routing.poolsToWatch(POOLS_PER_ROUND);
     if (pools.length === 0) return { routed: 0, failedOver: 0 };
     const printers = await this.#printersOf(pools);
     const now = this.#deps.clock.now();

@@ -33,8 +33,11 @@ export interface QueuedPoolJob {
 export interface RoutingStore {
   /** The organization's pool, with its members in order; undefined if there is none. */
   poolOf(orgId: string, poolId: string): Promise<RoutingPool | undefined>;
-  /** The pools, with their members, that have queued jobs (at most `limit`). */
-  poolsWithQueuedJobs(limit: number): Promise<RoutingPoolState[]>;
+  /**
+   * The pools, with their members, that have queued jobs or a member marked unable to take jobs
+   * (whose recovery must be seen even while the pool has nothing queued), at most `limit`.
+   */
+  poolsToWatch(limit: number): Promise<RoutingPoolState[]>;
   /** The queued jobs of `pools`, highest priority and oldest first (at most `limit`). */
   queuedJobsOf(pools: RoutingPool[], limit: number): Promise<QueuedPoolJob[]>;
   /** How many queued and sent jobs each printer has, by printer id. */
@@ -104,11 +107,12 @@ export function createRoutingStore(pool: pg.Pool): RoutingStore {
       return poolsFrom(rows)[0];
     },
 
-    async poolsWithQueuedJobs(limit) {
+    async poolsToWatch(limit) {
       const { rows } = await pool.query<PoolMemberRow>(
         `${POOL_MEMBERS}
          WHERE p.id IN (SELECT DISTINCT pool_id FROM jobs
-                        WHERE status = 'queued' AND pool_id IS NOT NULL LIMIT $1)
+                          WHERE status = 'queued' AND pool_id IS NOT NULL LIMIT $1)
+            OR p.id IN (SELECT pool_id FROM pool_members WHERE unready_since IS NOT NULL LIMIT $1)
          ORDER BY p.id, m.position`,
         [limit],
       );

@@ -26,6 +26,10 @@ CREATE TABLE IF NOT EXISTS pool_members (
 
 CREATE INDEX IF NOT EXISTS pool_members_printer ON pool_members (org_id, printer_id);
 
+-- The members the router last saw unable to take jobs, whose recovery it watches for.
+CREATE INDEX IF NOT EXISTS pool_members_unready ON pool_members (pool_id)
+  WHERE unready_since IS NOT NULL;
+
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS pool_id UUID;
 
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority INT4 NOT NULL DEFAULT 50;
