@@ -36,7 +36,10 @@ import type {
   UpdatePoolRequest,
   Upload,
   UploadType,
+  UsageDay,
+  UsageQuery,
 } from './types.js';
+import { usageQuery } from './usage.js';
 import {
   type JobSource,
   type PollOptions,
@@ -182,6 +185,22 @@ export class Spool {
       this.#org = asked;
     }
     return this.#org;
+  }
+
+  /**
+   * `GET /v1/orgs/{org}/usage`: each UTC day's jobs created, printed and failed, pages, bytes and
+   * webhook deliveries (the last 30 days unless `from`/`to` say), with `children: true` each child
+   * organization's too; days without activity are zeros.
+   */
+  async usage(query: UsageQuery = {}, options: CallOptions = {}): Promise<UsageDay[]> {
+    const org = await this.org();
+    const answer = await unwrap(
+      this.api.GET('/v1/orgs/{org}/usage', {
+        params: { path: { org }, query: usageQuery(query) },
+        signal: options.signal,
+      }),
+    );
+    return answer.items;
   }
 
   /**

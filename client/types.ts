@@ -87,6 +87,12 @@ export type ListChildOrgsQuery = QueryOf<'/v1/orgs/{org}/children', 'get'>;
 export type ChildOrgPage = AnswerOf<'/v1/orgs/{org}/children', 'get', 200>;
 /** A platform's child organization: `{id, name, parent_id, reference, created_at}`. */
 export type ChildOrg = ChildOrgPage['items'][number];
+/** The range of `GET /v1/orgs/{org}/usage`; `children` is `true` or `false` there. */
+type UsageQueryOf = QueryOf<'/v1/orgs/{org}/usage', 'get'>;
+/** `spool.usage(...)`: the first and last UTC day (`YYYY-MM-DD`), and the children too or not. */
+export type UsageQuery = Omit<UsageQueryOf, 'children'> & { children?: boolean };
+/** One organization's figures on one UTC day: jobs, pages, bytes and webhook deliveries. */
+export type UsageDay = AnswerOf<'/v1/orgs/{org}/usage', 'get', 200>['items'][number];
 /** The error envelope of every failed call: `{error: {code, message, param?, request_id}}`. */
 export type ErrorEnvelope = AnswerOf<'/v1/key', 'get', 401>;
 /** An upload, as `POST /v1/orgs/{org}/uploads` answers it. */

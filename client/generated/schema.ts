@@ -627,6 +627,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orgs/{org}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage per UTC day: jobs, pages, bytes and webhook deliveries
+         * @description One item per UTC day from `from` to `to` (both included; 30 days up to today by default, at most 366) and organization: the organization's own, and with `children=true` each of its child organizations' too. Days without activity are answered with zeros. Items come by date, then the organization before its children, the children oldest first. An answer holds at most 50000 items (days × organizations); ask for fewer days, or for each child on its own (`/v1/orgs/{child}/usage` with the parent's key), beyond.
+         *
+         *     A job counts as created, with its bytes, on the day it was created, and as printed or failed on the day it finished; `pages` counts the pages of the PDFs printed that day times their copies. A delivery is an event delivered to an endpoint (a test ping is not). Figures are counted from the jobs and the delivery log a minute or two after they are written, so today’s grow through the day.
+         *
+         *     Needs the `jobs:read` scope.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/server-key": {
         parameters: {
             query?: never;
@@ -9840,6 +9864,232 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "too many requests: at most 30 a minute; try again in 12 s",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error: internal */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "internal error",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: unavailable */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description the first UTC day, YYYY-MM-DD (default: 29 days before `to`, so 30 days in all); at most 366 days before `to` */
+                from?: string;
+                /** @description the last UTC day, YYYY-MM-DD, included (default: today, UTC) */
+                to?: string;
+                /** @description true: the organization's child organizations too, each with its own items (default false) */
+                children?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description the id of the organization */
+                org: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the figures of each day and organization */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "date": "2026-05-01",
+                     *           "org_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *           "jobs_created": 120,
+                     *           "jobs_printed": 118,
+                     *           "jobs_failed": 2,
+                     *           "pages": 236,
+                     *           "bytes": 4718592,
+                     *           "webhook_deliveries": 240
+                     *         },
+                     *         {
+                     *           "date": "2026-05-01",
+                     *           "org_id": "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                     *           "jobs_created": 0,
+                     *           "jobs_printed": 0,
+                     *           "jobs_failed": 0,
+                     *           "pages": 0,
+                     *           "bytes": 0,
+                     *           "webhook_deliveries": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        items: {
+                            /** @description the UTC day, YYYY-MM-DD */
+                            date: string;
+                            /** Format: uuid */
+                            org_id: string;
+                            /** @description jobs created that day */
+                            jobs_created: number;
+                            /** @description jobs that finished printed that day */
+                            jobs_printed: number;
+                            /** @description jobs that finished failed that day and are failed still (a failed job retried counts where it finishes next) */
+                            jobs_failed: number;
+                            /** @description pages of the PDFs printed that day, each PDF’s page count times its copies (other documents count none) */
+                            pages: number;
+                            /** @description bytes of the documents of the jobs created that day */
+                            bytes: number;
+                            /** @description events delivered to webhook endpoints that day */
+                            webhook_deliveries: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: invalid, unknown_field */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid",
+                     *         "message": "limit must be a whole number from 1 to 200",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized: unauthorized */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the API key is not valid",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: forbidden */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "this API key lacks the jobs:write scope",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: not_found */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "no such job",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests: rate_limited */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
