@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import type pg from 'pg';
+import { Spool } from '../client/index.js';
 import { connectBus } from '../lib/bus.js';
 import { ManualClock } from '../lib/clock.js';
 import { SCOPES } from '../lib/credentials.js';
@@ -21,6 +22,7 @@ import { createUsageRollup } from '../services/jobs/usage-rollup.js';
 import { createUsageStore } from '../services/jobs/usage-store.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
 import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { runSpool } from './helpers/spool.js';
 import {
   call,
   createKey,
@@ -502,6 +504,21 @@ test.serial(
     t.like(bread, { jobs_created: 1, jobs_printed: 1, pages: 2 });
     t.deepEqual(figures(res.body.items.find((i) => i.org_id === owlId && i.date === D2)), NONE);
     await matchesDatabase(t, res.body.items, [parent.id, ...childIds]);
+
+    // The client asks the same.
+    const spool = new Spool({ apiKey: parent.key, baseUrl: sys.url });
+    t.deepEqual(await spool.usage({ from: D1, to: D2, children: true }), res.body.items);
+    t.is((await spool.usage()).length, 30);
+    // And the command line.
+    const env = { SPOOL_API_KEY: parent.key, SPOOL_URL: sys.url };
+    const cli = await runSpool(['usage', '--from', D1, '--to', D2, '--children'], env);
+    t.is(cli.code, 0, cli.stderr);
+    t.deepEqual(JSON.parse(cli.stdout), { items: res.body.items });
+    const table = await runSpool(['usage', '--from', D2, '--to', D2, '--format', 'table'], env);
+    t.regex(table.stdout, /DATE +ORG +CREATED +PRINTED +FAILED +PAGES +BYTES +DELIVERIES\n2026-03-11 /);
+    const bad = await runSpool(['usage', '--from', 'last-week'], env);
+    t.is(bad.code, 1);
+    t.like((JSON.parse(bad.stderr) as ErrorBody).error, { code: 'invalid', param: 'from' });
 
     const alone = await usage(t, `?from=${D1}&to=${D2}`);
     t.deepEqual(
