@@ -66,6 +66,34 @@ export class PrinterCache {
     return printer;
   }
 
+  /**
+   * The organization's printers `printerIds` that exist, from memory or, for those not in it, from
+   * one `read` of them all (the stations service's PrintersOf): a pool job's members.
+   */
+  async getMany(
+    orgId: string,
+    printerIds: string[],
+    read: (missing: string[]) => Promise<Printer[]>,
+  ): Promise<Map<string, Printer>> {
+    const now = this.#clock.now().getTime();
+    const found = new Map<string, Printer>();
+    const missing: string[] = [];
+    for (const id of printerIds) {
+      const entry = this.#entries.get(keyOf(orgId, id));
+      if (entry && now - entry.storedAt < this.#ttlMs) found.set(id, entry.printer);
+      else missing.push(id);
+    }
+    if (missing.length === 0) return found;
+    const generation = this.#generation;
+    for (const printer of await read(missing)) {
+      // Printers are kept within the organization asked about only.
+      if (printer.orgId !== orgId) continue;
+      found.set(printer.id, printer);
+      if (generation === this.#generation) this.#store(keyOf(orgId, printer.id), printer, now);
+    }
+    return found;
+  }
+
   evictPrinter(orgId: string, printerId: string): void {
     this.#generation++;
     this.#drop(keyOf(orgId, printerId));

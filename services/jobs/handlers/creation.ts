@@ -126,14 +126,11 @@ async function poolPlace(
 ): Promise<Place> {
   const pool = await deps.routing.poolOf(req.orgId, req.poolId);
   if (!pool) throw invalid('pool_id names no pool of this organization', 'pool_id');
-  const { items } = await deps.stations.printersOf(
-    {
-      printers: pool.printerIds.map((printerId) => ({ orgId: req.orgId, printerId })),
-      stations: [],
-    },
-    { parent: call },
-  );
-  const byId = new Map(items.map((p) => [p.id, p]));
+  // The members as last read, kept honest by the stations service's events (printer-cache.ts).
+  const byId = await deps.printers.getMany(req.orgId, pool.printerIds, async (missing) => {
+    const printers = missing.map((printerId) => ({ orgId: req.orgId, printerId }));
+    return (await deps.stations.printersOf({ printers, stations: [] }, { parent: call })).items;
+  });
   const members = pool.printerIds.flatMap((id) => byId.get(id) ?? []);
   checkPoolCanPrint(pool, members, req.options);
   const unrouted: Place = {
