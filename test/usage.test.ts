@@ -515,7 +515,10 @@ test.serial(
     t.is(cli.code, 0, cli.stderr);
     t.deepEqual(JSON.parse(cli.stdout), { items: res.body.items });
     const table = await runSpool(['usage', '--from', D2, '--to', D2, '--format', 'table'], env);
-    t.regex(table.stdout, /DATE +ORG +CREATED +PRINTED +FAILED +PAGES +BYTES +DELIVERIES\n2026-03-11 /);
+    t.regex(
+      table.stdout,
+      /DATE +ORG +CREATED +PRINTED +FAILED +PAGES +BYTES +DELIVERIES\n2026-03-11 /,
+    );
     const bad = await runSpool(['usage', '--from', 'last-week'], env);
     t.is(bad.code, 1);
     t.like((JSON.parse(bad.stderr) as ErrorBody).error, { code: 'invalid', param: 'from' });
