@@ -65,8 +65,10 @@ export function drawJobsChart(canvas: HTMLCanvasElement, data: JobsPerDay): Draw
     borderColor: color,
     backgroundColor: color,
     borderWidth: 2,
-    pointRadius: 2,
+    // Points only under the pointer: a month of zeros reads as a line, not a row of dots.
+    pointRadius: 0,
     pointHoverRadius: 4,
+    pointHitRadius: 6,
     tension: 0,
   });
   const chart = new Chart<'bar' | 'line', number[], string>(canvas, {
@@ -80,7 +82,8 @@ export function drawJobsChart(canvas: HTMLCanvasElement, data: JobsPerDay): Draw
           data: data.created,
           backgroundColor: created,
           borderRadius: 2,
-          // Drawn last: the lines stay on top of the bars.
+          // Drawn first, so the lines stay on top of the bars (the legend and the tooltip keep
+          // the datasets' own order: created, printed, failed).
           order: 2,
         },
         { ...line('Printed', data.printed, printed), order: 1 },
@@ -108,9 +111,15 @@ export function drawJobsChart(canvas: HTMLCanvasElement, data: JobsPerDay): Draw
       plugins: {
         legend: {
           position: 'bottom',
-          labels: { color: text, boxWidth: 12, boxHeight: 12 },
+          labels: {
+            color: text,
+            boxWidth: 12,
+            boxHeight: 12,
+            sort: (a, b) => (a.datasetIndex ?? 0) - (b.datasetIndex ?? 0),
+          },
         },
         tooltip: {
+          itemSort: (a, b) => a.datasetIndex - b.datasetIndex,
           callbacks: { title: (items) => titles[items[0]?.dataIndex ?? 0] ?? '' },
         },
       },

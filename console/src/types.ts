@@ -8,6 +8,9 @@ import type { paths } from '../../client/types.js';
 import type { Role } from '../../lib/roles.js';
 
 export type {
+  ChildOrg,
+  ChildOrgPage,
+  CreateChildOrgRequest,
   Job,
   JobEvent,
   /** A page of jobs; `JobPage` is the console's page of one job. */
@@ -20,6 +23,8 @@ export type {
   PoolPage,
   Printer,
   PrinterPage,
+  /** One organization's figures on one UTC day; days without activity are zeros. */
+  UsageDay,
 } from '../../client/types.js';
 export { ROLES, type Role } from '../../lib/roles.js';
 
@@ -118,3 +123,6 @@ export interface Overview {
   /** The start of the UTC day the jobs are counted from. */
   since?: string;
 }
+
+/** What `GET /v1/orgs/{org}/usage` answers: `{items}`, a `UsageDay` per UTC day and organization. */
+export type Usage = Answer<'/v1/orgs/{org}/usage', 'get', 200>;

@@ -5,6 +5,7 @@ import { del, enc, get, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
 import { Field, Form, Options, Panel } from '../forms.js';
+import { JobsPerDaySection } from '../jobs-chart.js';
 import { useLive } from '../live.js';
 import { useAction, useResource } from '../resource.js';
 import { urlPager, useSearch } from '../router.js';
@@ -72,6 +73,7 @@ export function OverviewPage(): JSX.Element {
           </section>
         </div>
       ) : null}
+      <JobsPerDaySection orgId={org.id} />
     </>
   );
 }
