@@ -20,6 +20,7 @@ import { AcceptInvitation, SignIn } from './pages/auth.js';
 import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
 import { JobPage, JobsPage } from './pages/jobs.js';
 import { KeysPage } from './pages/keys.js';
+import { OrganizationsPage, useOrganizationsLink } from './pages/orgs.js';
 import { PeoplePage, SettingsPage } from './pages/people.js';
 import { PoolsPage } from './pages/pools.js';
 import { EndpointPage, WebhooksPage } from './pages/webhooks.js';
@@ -28,6 +29,7 @@ import { Link, navigate, reloadPage, usePath, visitCount } from './router.js';
 import type { Session } from './types.js';
 import { ErrorText } from './ui.js';
 
+/** The menu; `Organizations` only where useOrganizationsLink says (a platform's). */
 const NAV: { href: string; label: string }[] = [
   { href: '/', label: 'Overview' },
   { href: '/jobs', label: 'Jobs' },
@@ -36,6 +38,7 @@ const NAV: { href: string; label: string }[] = [
   { href: '/stations', label: 'Stations' },
   { href: '/keys', label: 'API keys' },
   { href: '/webhooks', label: 'Webhooks' },
+  { href: '/organizations', label: 'Organizations' },
   { href: '/people', label: 'People' },
   { href: '/settings', label: 'Settings' },
 ];
@@ -59,6 +62,8 @@ function Page(props: { path: string }): JSX.Element {
       return <KeysPage />;
     case 'webhooks':
       return second ? <EndpointPage id={second} /> : <WebhooksPage />;
+    case 'organizations':
+      return <OrganizationsPage />;
     case 'people':
       return <PeoplePage />;
     case 'settings':
@@ -90,6 +95,8 @@ function Shell(props: { app: AppState; path: string }): JSX.Element {
   const [menuOpen, setMenuOpen] = useState(false);
   const [signOutError, setSignOutError] = useState('');
   const section = `/${path.split('/')[1] ?? ''}`;
+  const organizations = useOrganizationsLink(app.org);
+  const nav = NAV.filter((n) => n.href !== '/organizations' || organizations);
   useEffect(() => setMenuOpen(false), [path]);
   return (
     <AppContext.Provider value={app}>
@@ -146,7 +153,7 @@ function Shell(props: { app: AppState; path: string }): JSX.Element {
       <div class="layout">
         <nav id="nav" class={menuOpen ? 'nav open' : 'nav'} aria-label="Console">
           <ul>
-            {NAV.map((n) => (
+            {nav.map((n) => (
               <li key={n.href}>
                 <Link href={n.href} current={section === n.href}>
                   {n.label}
