@@ -8,7 +8,6 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import type { UsageDay } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
 import {
   addDays,
@@ -158,7 +157,7 @@ async function figuresOf(
       backends.jobs.getUsage({ orgIds: group, from, to }),
       backends.webhooks.getDeliveryUsage({ orgIds: group, from, to }),
     ]);
-    for (const day of jobs.items as UsageDay[]) {
+    for (const day of jobs.items) {
       Object.assign(at(day.date, day.orgId), {
         jobs_created: day.jobsCreated,
         jobs_printed: day.jobsPrinted,
