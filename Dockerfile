@@ -25,7 +25,8 @@ RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
-# poppler's pdftoppm renders a PDF job's preview (GET …/jobs/{id}/preview) in the jobs service.
+# poppler's pdftoppm renders a PDF job's preview (GET …/jobs/{id}/preview) in the jobs service,
+# and its pdfinfo counts a printed PDF's pages for usage.
 RUN apt-get update \
   && apt-get install -y --no-install-recommends poppler-utils \
   && rm -rf /var/lib/apt/lists/*

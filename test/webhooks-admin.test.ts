@@ -178,6 +178,11 @@ const SPEC_EVENT_TYPES = [
   'ping',
 ];
 
+/** The types an endpoint may choose: spec §6's, with Spool's `job.rerouted` (pools) among them. */
+const VALID_EVENT_TYPES = SPEC_EVENT_TYPES.flatMap((type) =>
+  type === 'job.retried' ? [type, 'job.rerouted'] : [type],
+);
+
 test('an endpoint may choose every event type of spec §6, ping included, and Send test pings it whatever it chose', async (t) => {
   const { hooks } = await org(t);
   const receiver = await startReceiver();
@@ -206,7 +211,7 @@ test('an endpoint may choose every event type of spec §6, ping included, and Se
 test('an unknown event type answers 400 naming every valid one', async (t) => {
   const { hooks } = await org(t);
   type Err = { error: { code: string; param?: string; message: string } };
-  const valid = `${SPEC_EVENT_TYPES.join(', ')}, or * for all`;
+  const valid = `${VALID_EVENT_TYPES.join(', ')}, or * for all`;
   const created = await hooks.raw<Err>('POST', '', {
     url: 'https://example.com/',
     events: ['job.created', 'job.exploded'],
@@ -231,7 +236,7 @@ test('an unknown event type answers 400 naming every valid one', async (t) => {
   });
   t.is(notList.status, 400);
   t.like(notList.body.error, { code: 'invalid', param: 'events' });
-  t.true(notList.body.error.message.includes(`${SPEC_EVENT_TYPES.join(', ')}, *`));
+  t.true(notList.body.error.message.includes(`${VALID_EVENT_TYPES.join(', ')}, *`));
 });
 
 test('secrets are stored only encrypted, bound to their endpoint, under the configured key', async (t) => {
