@@ -75,6 +75,28 @@ export async function deleteOrg(
   return { done: true, deleted };
 }
 
+/**
+ * Answers a DELETE of an organization as far as {@link deleteOrg} went: 204 once it is gone, else
+ * 202 saying to send the same DELETE again (`what` names it: "the organization", "the child
+ * organization").
+ */
+export function answerDeletion(
+  ctx: { status: number; body: unknown },
+  result: { done: boolean; deleted: number },
+  what: string,
+): void {
+  if (result.done) {
+    ctx.status = 204;
+    return;
+  }
+  ctx.status = 202;
+  ctx.body = {
+    deleting: true,
+    deleted: result.deleted,
+    message: `${what}'s keys are revoked and it is partly deleted; send the same DELETE again to go on`,
+  };
+}
+
 /** What adds to an organization or changes it; a DELETE under one being deleted only helps. */
 const CHANGES = new Set(['POST', 'PATCH']);
 const ORG_PATH = /^\/admin\/v1\/orgs\/([^/]+)\/./;

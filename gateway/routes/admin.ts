@@ -14,7 +14,7 @@ import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
 import type { KeyCache } from '../key-cache.js';
-import { deleteOrg, refuseChangesWhileDeleting } from '../org-deletion.js';
+import { answerDeletion, deleteOrg, refuseChangesWhileDeleting } from '../org-deletion.js';
 import {
   invitationUrl,
   invitationView,
@@ -358,20 +358,10 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
     // In small letters, as the key cache holds it, however the path spelled it.
     const orgId = (ctx.params.org ?? '').toLowerCase();
     // An unknown one is a 404 from its first step, before anything is touched.
-    const { done, deleted } = await deleteOrg(deps.backends, orgId, {
+    const result = await deleteOrg(deps.backends, orgId, {
       closed: () => deps.keys.evictOrg(orgId),
     });
-    if (done) {
-      ctx.status = 204;
-      return;
-    }
-    ctx.status = 202;
-    ctx.body = {
-      deleting: true,
-      deleted,
-      message:
-        "the organization's keys are revoked and it is partly deleted; send the same DELETE again to go on",
-    };
+    answerDeletion(ctx, result, 'the organization');
   });
 
   router.post('/orgs/:org/keys', setLocation(ADMIN_CREATED.key), async (ctx) => {

@@ -18,7 +18,7 @@ import { body } from '../body.js';
 import type { ParentLookup } from '../child-orgs.js';
 import type { Backends } from '../clients.js';
 import type { KeyCache } from '../key-cache.js';
-import { deleteOrg } from '../org-deletion.js';
+import { answerDeletion, deleteOrg } from '../org-deletion.js';
 import { LIST_QUERY, type QuerySpec, readQuery, rejectUnknownParams, textParam } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { orgOf, param } from './context.js';
@@ -134,23 +134,13 @@ export function childV1Handlers(deps: ChildHandlerDeps): Record<string, Handler>
     'DELETE /v1/orgs/:org/children/:id': async (ctx) => {
       rejectUnknownParams(ctx.query, []);
       const { id } = await child(ctx);
-      const { done, deleted } = await deleteOrg(deps.backends, id, {
+      const result = await deleteOrg(deps.backends, id, {
         closed: () => {
           deps.cache.evictOrg(id);
           deps.children.forget(id);
         },
       });
-      if (done) {
-        ctx.status = 204;
-        return;
-      }
-      ctx.status = 202;
-      ctx.body = {
-        deleting: true,
-        deleted,
-        message:
-          "the child organization's keys are revoked and it is partly deleted; send the same DELETE again to go on",
-      };
+      answerDeletion(ctx, result, 'the child organization');
     },
   };
 }
