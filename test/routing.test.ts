@@ -4,7 +4,7 @@
  * station hangs or whose printer runs out of paper, and never print twice; moves and priorities.
  * The pool's `failover_after` runs on the test's clock, which the test moves on.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -62,6 +62,8 @@ async function endAgent(agent: SpoolProcess): Promise<void> {
 interface Station {
   name: string;
   printerId: string;
+  /** Where its printer writes what it prints. */
+  folder: string;
   agent: SpoolProcess;
   /** The ids of the jobs the station's printer wrote, one entry per print. */
   printed(): Promise<string[]>;
@@ -106,6 +108,7 @@ async function agentStation(t: ExecutionContext, org: Org, name: string): Promis
   return {
     name,
     printerId,
+    folder,
     agent,
     printed: async () =>
       (await readdir(folder))
@@ -404,6 +407,74 @@ test('a member that can print again is seen so while its pool has nothing queued
     firstPrinter,
     'not moved before failover_after',
   );
+});
+
+test('a real agent whose printer is in error: its pool job waits unsent, prints at another member after failover_after, and never at the first', async (t) => {
+  const org = await startOrg(t);
+  const clock = org.sys.clock;
+  const broken = await agentStation(t, org, 'broken');
+  const poolId = await createPool(org, { printer_ids: [broken.printerId], failover_after: 5 });
+  const statusOf = async (printerId: string) =>
+    (
+      await call<{ printers: Array<{ id: string; status: string }> }>(
+        org.sys.url,
+        'GET',
+        `/v1/orgs/${org.orgId}/printers`,
+        { token: org.key },
+      )
+    ).body.printers.find((p) => p.id === printerId)?.status;
+
+  // Its folder gone, the `file:` printer reads as in error.
+  await rm(broken.folder, { recursive: true, force: true });
+  await eventually(
+    () => statusOf(broken.printerId),
+    (s) => s === 'error',
+    30_000,
+  );
+  const job = (await createJob(org, { pool_id: poolId })).body.job;
+  t.is(job.printer_id, null, 'no member can take it');
+  // Sent to it all the same, by hand: a printer in error is offered nothing, so it waits there.
+  const moved = await call<{ job: Job }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/jobs/${job.id}/move`,
+    { token: org.key, body: { printer_id: broken.printerId } },
+  );
+  t.is(moved.body.job.pool_id, poolId, 'moved to a member, it stays a pool job');
+  const held = (await jobOf(org, job.id)).job;
+  t.is(held.status, 'queued');
+  t.is(held.printer_id, broken.printerId);
+
+  const healthy = await agentStation(t, org, 'healthy');
+  const patched = await call(org.sys.url, 'PATCH', `/v1/orgs/${org.orgId}/pools/${poolId}`, {
+    token: org.key,
+    body: { printer_ids: [broken.printerId, healthy.printerId] },
+  });
+  t.is(patched.status, 200);
+  await eventually(
+    async () => {
+      clock.advance(1_000);
+      return healthy.printed();
+    },
+    (ids) => ids.includes(job.id),
+    30_000,
+  );
+
+  // Its printer back, the first agent still never prints the job.
+  await mkdir(broken.folder, { recursive: true });
+  await eventually(
+    () => statusOf(broken.printerId),
+    (s) => s === 'ready',
+    30_000,
+  );
+  const after = (await createJob(org, { printer_id: broken.printerId })).body.job;
+  await eventually(
+    () => broken.printed(),
+    (ids) => ids.includes(after.id),
+    30_000,
+  );
+  t.false((await broken.printed()).includes(job.id));
+  t.is((await jobOf(org, job.id)).job.status, 'printed');
 });
 
 test('a member whose station hangs (SIGSTOP): its unclaimed jobs print elsewhere, and nothing prints twice after it resumes', async (t) => {
