@@ -2,7 +2,12 @@
  * The OpenAPI operation of usage per organization and UTC day (gateway/routes/usage.ts), keyed as
  * V1_ROUTES keys it, described from the schemas that read its query and check its answer.
  */
-import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, MAX_USAGE_ITEMS } from '../lib/contracts/usage.js';
+import {
+  DEFAULT_USAGE_DAYS,
+  MAX_USAGE_DAYS,
+  MAX_USAGE_ITEMS,
+  ZERO_USAGE,
+} from '../lib/contracts/usage.js';
 import type { OperationSpec } from './openapi-builder.js';
 import { EXAMPLE_ID } from './openapi-shared.js';
 import { USAGE_QUERY, UsageAnswer } from './routes/usage.js';
@@ -12,12 +17,7 @@ const CHILD_ID = '0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f';
 const day = (date: string, orgId: string, figures: Record<string, number>) => ({
   date,
   org_id: orgId,
-  jobs_created: 0,
-  jobs_printed: 0,
-  jobs_failed: 0,
-  pages: 0,
-  bytes: 0,
-  webhook_deliveries: 0,
+  ...ZERO_USAGE,
   ...figures,
 });
 

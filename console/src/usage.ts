@@ -5,7 +5,7 @@
  * browser's clock plays no part. The figures are rolled up about once a minute.
  */
 import { useEffect } from 'preact/hooks';
-import { DEFAULT_USAGE_DAYS } from '../../lib/contracts/usage.js';
+import { DEFAULT_USAGE_DAYS, ZERO_USAGE } from '../../lib/contracts/usage.js';
 import { enc, get } from './api.js';
 import { useResource } from './resource.js';
 import type { Usage, UsageDay } from './types.js';
@@ -19,14 +19,7 @@ const REREAD_MS = 60_000;
 /** The figures an organization's usage adds up, over the days asked for. */
 export type UsageTotals = Omit<UsageDay, 'date' | 'org_id'>;
 
-const ZERO: UsageTotals = {
-  jobs_created: 0,
-  jobs_printed: 0,
-  jobs_failed: 0,
-  pages: 0,
-  bytes: 0,
-  webhook_deliveries: 0,
-};
+const ZERO: UsageTotals = ZERO_USAGE;
 
 /**
  * The last {@link USAGE_DAYS} days of the organization's usage (its children's too with

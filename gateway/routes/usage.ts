@@ -18,7 +18,9 @@ import {
   MAX_USAGE_DAYS,
   MAX_USAGE_ITEMS,
   MAX_USAGE_ORGS,
+  type UsageFigures,
   utcDate,
+  ZERO_USAGE,
 } from '../../lib/contracts/usage.js';
 import { invalid } from '../../lib/errors.js';
 import { MAX_LIMIT } from '../../lib/paging.js';
@@ -83,23 +85,9 @@ export const UsageAnswer = Type.Object(
   { additionalProperties: false },
 );
 
-interface Figures {
-  jobs_created: number;
-  jobs_printed: number;
-  jobs_failed: number;
-  pages: number;
-  bytes: number;
-  webhook_deliveries: number;
-}
+type Figures = UsageFigures;
 
-const ZERO: Figures = {
-  jobs_created: 0,
-  jobs_printed: 0,
-  jobs_failed: 0,
-  pages: 0,
-  bytes: 0,
-  webhook_deliveries: 0,
-};
+const ZERO: Readonly<Figures> = ZERO_USAGE;
 
 /** The first and last day asked for, with the defaults filled in and the bounds checked. */
 export function usageRange(

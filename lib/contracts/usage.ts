@@ -71,3 +71,23 @@ export function usageRequestProblem(req: {
   }
   return undefined;
 }
+
+/** The figures of a day, as the API answers them. */
+export interface UsageFigures {
+  jobs_created: number;
+  jobs_printed: number;
+  jobs_failed: number;
+  pages: number;
+  bytes: number;
+  webhook_deliveries: number;
+}
+
+/** A day on which nothing happened. */
+export const ZERO_USAGE: Readonly<UsageFigures> = Object.freeze({
+  jobs_created: 0,
+  jobs_printed: 0,
+  jobs_failed: 0,
+  pages: 0,
+  bytes: 0,
+  webhook_deliveries: 0,
+});
