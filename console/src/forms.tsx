@@ -33,6 +33,26 @@ export function Form(props: {
   );
 }
 
+/** A form's buttons: the one that submits it, and the one that goes back without it. */
+export function FormButtons(props: {
+  submit: string;
+  /** The submit button waits (a request under way) or cannot be used yet. */
+  disabled?: boolean;
+  back: string;
+  onBack(): void;
+}): JSX.Element {
+  return (
+    <div class="form-buttons">
+      <button type="submit" disabled={props.disabled}>
+        {props.submit}
+      </button>
+      <button type="button" class="secondary" onClick={props.onBack}>
+        {props.back}
+      </button>
+    </div>
+  );
+}
+
 /** The attributes of a text input the console's forms set. */
 interface InputAttributes {
   type?: 'text' | 'email' | 'password' | 'url' | 'datetime-local';

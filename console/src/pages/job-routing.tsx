@@ -5,6 +5,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { enc, post } from '../api.js';
+import { FormButtons } from '../forms.js';
 import { useAction } from '../resource.js';
 import { Link } from '../router.js';
 import type { Job, JobEvent, JobStatus, Pool, Printer } from '../types.js';
@@ -163,14 +164,12 @@ export function MoveForm(props: {
             )}
           </select>
         </label>
-        <div class="form-buttons">
-          <button type="submit" disabled={move.busy || to === ''}>
-            Move job
-          </button>
-          <button type="button" class="secondary" onClick={props.onClose}>
-            Don't move
-          </button>
-        </div>
+        <FormButtons
+          submit="Move job"
+          disabled={move.busy || to === ''}
+          back="Don't move"
+          onBack={props.onClose}
+        />
       </form>
       {others.length === 0 ? <p class="muted">The organization has no other printer.</p> : null}
       {leaves ? (

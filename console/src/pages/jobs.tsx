@@ -5,7 +5,7 @@ import { enc, fetchBlob, get, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
 import { localToRfc3339, rfc3339ToLocal } from '../dates.js';
-import { Field, Form, Options } from '../forms.js';
+import { Field, Form, FormButtons, Options } from '../forms.js';
 import { jobOf, useLive } from '../live.js';
 import { messageOf, useAction, useResource } from '../resource.js';
 import { Link, navigate, setSearch, urlPager, useSearch } from '../router.js';
@@ -225,12 +225,11 @@ export function JobsPage(): JSX.Element {
             value={draft.created_before}
             onValue={(v) => setDraft({ ...draft, created_before: v })}
           />
-          <div class="form-buttons">
-            <button type="submit">Apply filters</button>
-            <button type="button" class="secondary" onClick={() => apply(NO_FILTERS)}>
-              Clear filters
-            </button>
-          </div>
+          <FormButtons
+            submit="Apply filters"
+            back="Clear filters"
+            onBack={() => apply(NO_FILTERS)}
+          />
         </Form>
       </details>
       <ErrorText error={r.error} />

@@ -13,7 +13,7 @@ import { hasRole } from '../../../lib/roles.js';
 import { api, enc, get, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
-import { Field, Form, Panel } from '../forms.js';
+import { Field, Form, FormButtons, Panel } from '../forms.js';
 import { useAction, useResource } from '../resource.js';
 import { urlPager, useSearch } from '../router.js';
 import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
@@ -94,14 +94,12 @@ function ChildForm(props: { orgId: string; onCreated(): Promise<void>; onClose()
             />
           </div>
           <ErrorText error={create.error} />
-          <div class="form-buttons">
-            <button type="submit" disabled={create.busy}>
-              Create organization
-            </button>
-            <button type="button" class="secondary" onClick={props.onClose}>
-              Cancel
-            </button>
-          </div>
+          <FormButtons
+            submit="Create organization"
+            disabled={create.busy}
+            back="Cancel"
+            onBack={props.onClose}
+          />
         </Form>
       </div>
     </Panel>

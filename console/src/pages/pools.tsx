@@ -14,7 +14,7 @@ import {
 import { del, enc, get, patch, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
-import { Field, Form, Panel, Radios } from '../forms.js';
+import { Field, Form, FormButtons, Panel, Radios } from '../forms.js';
 import { useAction, useResource } from '../resource.js';
 import { urlPager, useSearch } from '../router.js';
 import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
@@ -229,14 +229,12 @@ function PoolForm(props: {
             onChange={(strategy) => setDraft({ ...draft, strategy })}
           />
           <ErrorText error={save.error} />
-          <div class="form-buttons">
-            <button type="submit" disabled={save.busy}>
-              {pool ? 'Save pool' : 'Create pool'}
-            </button>
-            <button type="button" class="secondary" onClick={props.onClose}>
-              Cancel
-            </button>
-          </div>
+          <FormButtons
+            submit={pool ? 'Save pool' : 'Create pool'}
+            disabled={save.busy}
+            back="Cancel"
+            onBack={props.onClose}
+          />
         </Form>
       </div>
     </Panel>
