@@ -93,6 +93,14 @@ export function isSpoolError(err: unknown): err is SpoolError {
 export const invalid = (message: string, param?: string) =>
   new SpoolError('invalid', message, param === undefined ? {} : { param });
 export const notFound = (message: string) => new SpoolError('not_found', message);
+
+/** `text` trimmed, refused (400 naming `param`) when longer than `max` characters. */
+export function trimmedText(text: string, max: number, param: string): string {
+  const trimmed = text.trim();
+  if (trimmed.length > max) throw invalid(`${param} must be at most ${max} characters`, param);
+  return trimmed;
+}
+
 export const conflict = (message: string, param?: string) =>
   new SpoolError('conflict', message, param === undefined ? {} : { param });
 /** What a change to an organization whose deletion began is told, wherever it is refused. */

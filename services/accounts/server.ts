@@ -16,7 +16,7 @@ import {
   parseAllowedIps,
   SCOPES,
 } from '../../lib/credentials.js';
-import { invalid, notFound, unauthorized } from '../../lib/errors.js';
+import { invalid, notFound, trimmedText, unauthorized } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
@@ -45,14 +45,7 @@ function checkName(name: string, param: string, required: boolean): string {
 
 /** A child's reference: trimmed, at most {@link MAX_CHILD_REFERENCE_LENGTH} characters. */
 function checkReference(reference: string): string {
-  const trimmed = reference.trim();
-  if (trimmed.length > MAX_CHILD_REFERENCE_LENGTH) {
-    throw invalid(
-      `reference must be at most ${MAX_CHILD_REFERENCE_LENGTH} characters`,
-      'reference',
-    );
-  }
-  return trimmed;
+  return trimmedText(reference, MAX_CHILD_REFERENCE_LENGTH, 'reference');
 }
 
 export function createAccountsServer(deps: {

@@ -5,7 +5,7 @@
  */
 import type { WebhooksServiceServer } from '../../gen/spool/v1/webhooks.js';
 import { usageRequestProblem } from '../../lib/contracts/usage.js';
-import { invalid } from '../../lib/errors.js';
+import { invalid, trimmedText } from '../../lib/errors.js';
 import { EVENT_TYPES } from '../../lib/events.js';
 import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid, requireUuid } from '../../lib/ids.js';
@@ -46,14 +46,7 @@ function checkEvents(events: string[], param = 'events'): string[] {
 }
 
 function checkDescription(text: string): string {
-  const trimmed = text.trim();
-  if (trimmed.length > MAX_DESCRIPTION_LENGTH) {
-    throw invalid(
-      `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`,
-      'description',
-    );
-  }
-  return trimmed;
+  return trimmedText(text, MAX_DESCRIPTION_LENGTH, 'description');
 }
 
 export interface WebhooksServerDeps {
