@@ -240,6 +240,25 @@ export class JobsResource {
     return answer.job;
   }
 
+  /**
+   * `POST /v1/orgs/{org}/jobs/validate`: checks a job as `create` would, creating nothing;
+   * answers `{valid: true, printer_id}` or `{valid: true, pool_id}`, or throws the error the
+   * creation would.
+   */
+  async validate(
+    body: CreateJobRequest,
+    options: CallOptions = {},
+  ): Promise<{ valid: true; printer_id: string } | { valid: true; pool_id: string }> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/jobs/validate', {
+        params: { path: { org } },
+        body,
+        signal: options.signal,
+      }),
+    );
+  }
+
   /** `GET /v1/orgs/{org}/jobs`: one page of jobs, newest first, with `counts` by status. */
   async list(query: ListJobsQuery = {}, options: CallOptions = {}): Promise<JobPage> {
     const org = await this.#spool.org();

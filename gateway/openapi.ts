@@ -175,6 +175,38 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
     success: { status: 201, ...jobAnswer, description: 'the new job' },
     errors: ['content_deleted'],
   },
+  'POST /v1/orgs/:org/jobs/validate': {
+    operationId: 'validateJob',
+    tag: 'Jobs',
+    summary: 'Check a job without creating it',
+    description:
+      "A creation's dry run: the same body, checked as `POST …/jobs` checks it (the document, the printer or pool and whether it can honour the options, a test key's prints of the day), answering the error the creation would. Nothing is created, stored or counted, and an `Idempotency-Key` is not kept.",
+    request: {
+      schema: ref('CreateJobRequest'),
+      examples: {
+        text: {
+          summary: 'a text job for a printer',
+          value: { printer_id: ID.printer, content: CONTENT_EXAMPLES.text },
+        },
+      },
+    },
+    success: {
+      status: 200,
+      description: 'the job would be created: the printer or the pool it names',
+      schema: Type.Union([
+        Type.Object(
+          { valid: Type.Literal(true), printer_id: Type.String() },
+          { additionalProperties: false },
+        ),
+        Type.Object(
+          { valid: Type.Literal(true), pool_id: Type.String() },
+          { additionalProperties: false },
+        ),
+      ]),
+      example: { valid: true, printer_id: ID.printer },
+    },
+    errors: ['content_deleted'],
+  },
   'GET /v1/orgs/:org/jobs': {
     operationId: 'listJobs',
     tag: 'Jobs',

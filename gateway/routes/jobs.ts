@@ -2,7 +2,12 @@
 import type { ParsedUrlQuery } from 'node:querystring';
 import { type Static, Type } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import type { GetJobResponse, ListJobsRequest, ListJobsResponse } from '../../gen/spool/v1/jobs.js';
+import type {
+  CreateJobRequest,
+  GetJobResponse,
+  ListJobsRequest,
+  ListJobsResponse,
+} from '../../gen/spool/v1/jobs.js';
 import { PrintOptions } from '../../gen/spool/v1/stations.js';
 import { JOB_STATUSES } from '../../lib/contracts/job-status.js';
 import { invalid, SpoolError } from '../../lib/errors.js';
@@ -224,36 +229,49 @@ type Handler = Middleware<GatewayState>;
 export function jobHandlers(deps: JobRouteDeps): Record<string, Handler> {
   const { jobs } = deps.backends;
   const creations = new JobCreations(jobs);
+
+  /** The jobs service's request for the job `POST …/jobs` (or its dry run) asks for. */
+  async function creationRequest(ctx: Parameters<Handler>[0]): Promise<CreateJobRequest> {
+    rejectUnknownParams(ctx.query, []);
+    const req = await body(ctx, CreateJobBody, deps.jobBodyLimit);
+    const source = contentSource(req.content);
+    let scheduleAt: Date | undefined;
+    if (req.schedule_at !== undefined) {
+      scheduleAt = parseRfc3339(req.schedule_at);
+      if (!scheduleAt) throw invalid('schedule_at must be an RFC 3339 time', 'schedule_at');
+    }
+    return {
+      orgId: orgOf(ctx),
+      actor: actorOf(ctx),
+      live: ctx.state.key?.live ?? false,
+      // Exactly one of the two, which the jobs service checks.
+      printerId: req.printer_id ?? '',
+      poolId: req.pool_id ?? '',
+      priority: req.priority ?? 0,
+      title: req.title ?? '',
+      reference: req.reference ?? '',
+      options: printOptions(req.options),
+      ...source,
+      scheduleAt,
+      hold: req.hold ?? false,
+      expireAfter: req.expire_after ?? 0,
+      idempotency: undefined,
+    };
+  }
   return {
     'POST /v1/orgs/:org/jobs': async (ctx) => {
-      rejectUnknownParams(ctx.query, []);
-      const req = await body(ctx, CreateJobBody, deps.jobBodyLimit);
-      const source = contentSource(req.content);
-      const key = ctx.state.key;
-      let scheduleAt: Date | undefined;
-      if (req.schedule_at !== undefined) {
-        scheduleAt = parseRfc3339(req.schedule_at);
-        if (!scheduleAt) throw invalid('schedule_at must be an RFC 3339 time', 'schedule_at');
-      }
       const job = await creations.create({
-        orgId: orgOf(ctx),
-        actor: actorOf(ctx),
-        live: key?.live ?? false,
-        // Exactly one of the two, which the jobs service checks.
-        printerId: req.printer_id ?? '',
-        poolId: req.pool_id ?? '',
-        priority: req.priority ?? 0,
-        title: req.title ?? '',
-        reference: req.reference ?? '',
-        options: printOptions(req.options),
-        ...source,
-        scheduleAt,
-        hold: req.hold ?? false,
-        expireAfter: req.expire_after ?? 0,
+        ...(await creationRequest(ctx)),
         idempotency: ctx.state.idempotency,
       });
       ctx.status = 201;
       ctx.body = { job: jobView(job) };
+    },
+
+    // A creation's dry run: the same body and the same checks, nothing created or counted.
+    'POST /v1/orgs/:org/jobs/validate': async (ctx) => {
+      const { printerId, poolId } = await jobs.validateJob(await creationRequest(ctx));
+      ctx.body = { valid: true, ...(poolId ? { pool_id: poolId } : { printer_id: printerId }) };
     },
 
     'GET /v1/orgs/:org/jobs': async (ctx) => {

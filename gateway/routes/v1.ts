@@ -35,6 +35,8 @@ export interface V1Route {
   scope: Scope | null;
   /** For a route answering 201: the new resource, named in its `Location` header. */
   created?: Created;
+  /** A POST that changes nothing (a dry run): an Idempotency-Key is not kept for it. */
+  dryRun?: true;
 }
 
 const JOB_CREATED: Created = { field: 'job', location: '/v1/orgs/{org}/jobs/{id}' };
@@ -45,9 +47,13 @@ function route(key: string, scope: Scope | null, created?: Created): V1Route {
   return { method, path, scope, ...(created ? { created } : {}) };
 }
 
+/** A POST that checks and answers, changing nothing. */
+const dryRun = (key: string, scope: Scope): V1Route => ({ ...route(key, scope), dryRun: true });
+
 export const V1_ROUTES: readonly V1Route[] = [
   route('GET /v1/key', null),
   route('POST /v1/orgs/:org/jobs', 'jobs:write', JOB_CREATED),
+  dryRun('POST /v1/orgs/:org/jobs/validate', 'jobs:write'),
   route('GET /v1/orgs/:org/jobs', 'jobs:read'),
   route('GET /v1/orgs/:org/jobs/:id', 'jobs:read'),
   route('POST /v1/orgs/:org/jobs/:id/cancel', 'jobs:write'),
@@ -163,7 +169,7 @@ export function v1Router(deps: V1Deps): Router<GatewayState> {
       deps.keyLimit,
     ];
     if (route.scope) chain.push(requireScope(route.scope));
-    if (route.method === 'POST') {
+    if (route.method === 'POST' && !route.dryRun) {
       // The body is read here, for its fingerprint: no larger than the route itself takes.
       const limit =
         route.path === '/v1/orgs/:org/jobs'

@@ -18,6 +18,7 @@ import { routingHandlers } from './handlers/routing.js';
 import { templateHandlers } from './handlers/templates.js';
 import { uploadHandlers } from './handlers/uploads.js';
 import { usageHandlers } from './handlers/usage.js';
+import { validationHandlers } from './handlers/validation.js';
 
 export type { JobsServerDeps, ServerKeys } from './handlers/deps.js';
 
@@ -33,6 +34,7 @@ export function createJobsServer(deps: JobsServerDeps): AsyncServer<JobsServiceS
     ...purgeHandlers(deps),
     ...poolHandlers(deps),
     ...routingHandlers(deps),
+    ...validationHandlers(deps),
     ...usageHandlers(deps),
   };
 }

@@ -40,6 +40,8 @@ export interface TestPrintCounts {
   countTestPrint(orgId: string): Promise<string>;
   /** Takes back a test-key print counted for a retry that was refused. */
   uncountTestPrint(orgId: string, day: string): Promise<void>;
+  /** Refuses, as a creation would, when today's test prints are used up; counts nothing. */
+  checkTestPrints(orgId: string): Promise<void>;
 }
 
 export function createTestPrintCounts(pool: pg.Pool, clock: Clock): TestPrintCounts {
@@ -56,6 +58,15 @@ export function createTestPrintCounts(pool: pg.Pool, clock: Clock): TestPrintCou
       );
       if (rowCount === 0) throw testLimitReached(now);
       return day;
+    },
+
+    async checkTestPrints(orgId) {
+      const now = clock.now();
+      const { rows } = await pool.query<{ n: number }>(
+        'SELECT n FROM test_print_counts WHERE org_id = $1 AND day = $2',
+        [orgId, utcDay(now)],
+      );
+      if ((rows[0]?.n ?? 0) >= DAILY_TEST_LIMIT) throw testLimitReached(now);
     },
 
     async uncountTestPrint(orgId, day) {

@@ -628,6 +628,12 @@ export interface GetUsageResponse {
   items: UsageDay[];
 }
 
+export interface ValidateJobResponse {
+  /** The printer the job names, or the pool it names (never both). */
+  printerId: string;
+  poolId: string;
+}
+
 function createBaseJob(): Job {
   return {
     id: "",
@@ -9813,6 +9819,99 @@ export const GetUsageResponse: MessageFns<GetUsageResponse> = {
   },
 };
 
+function createBaseValidateJobResponse(): ValidateJobResponse {
+  return { printerId: "", poolId: "" };
+}
+
+export const ValidateJobResponse: MessageFns<ValidateJobResponse> = {
+  encode(message: ValidateJobResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.printerId !== "") {
+      writer.uint32(10).string(message.printerId);
+    }
+    if (message.poolId !== "") {
+      writer.uint32(18).string(message.poolId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ValidateJobResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseValidateJobResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.printerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.poolId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ValidateJobResponse {
+    return {
+      printerId: isSet(object.printerId)
+        ? globalThis.String(object.printerId)
+        : isSet(object.printer_id)
+        ? globalThis.String(object.printer_id)
+        : "",
+      poolId: isSet(object.poolId)
+        ? globalThis.String(object.poolId)
+        : isSet(object.pool_id)
+        ? globalThis.String(object.pool_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ValidateJobResponse): unknown {
+    const obj: any = {};
+    if (message.printerId !== "") {
+      obj.printerId = message.printerId;
+    }
+    if (message.poolId !== "") {
+      obj.poolId = message.poolId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ValidateJobResponse>): ValidateJobResponse {
+    return ValidateJobResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ValidateJobResponse>): ValidateJobResponse {
+    const message = createBaseValidateJobResponse();
+    message.printerId = object.printerId ?? "";
+    message.poolId = object.poolId ?? "";
+    return message;
+  },
+};
+
 /** Jobs owns print jobs, their events and documents, and the job state machine. */
 export type JobsServiceService = typeof JobsServiceService;
 export const JobsServiceService = {
@@ -10169,6 +10268,19 @@ export const JobsServiceService = {
     responseSerialize: (value: GetUsageResponse): Buffer => Buffer.from(GetUsageResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetUsageResponse => GetUsageResponse.decode(value),
   },
+  /**
+   * What CreateJob would answer, checking everything it checks but creating, storing and counting
+   * nothing: the printer or pool the job would go to, or the same error.
+   */
+  validateJob: {
+    path: "/spool.v1.JobsService/ValidateJob" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateJobRequest): Buffer => Buffer.from(CreateJobRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateJobRequest => CreateJobRequest.decode(value),
+    responseSerialize: (value: ValidateJobResponse): Buffer => Buffer.from(ValidateJobResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ValidateJobResponse => ValidateJobResponse.decode(value),
+  },
 } as const;
 
 export interface JobsServiceServer extends UntypedServiceImplementation {
@@ -10243,6 +10355,11 @@ export interface JobsServiceServer extends UntypedServiceImplementation {
    * rollup has counted them (docs/platforms.md, "Usage").
    */
   getUsage: handleUnaryCall<GetUsageRequest, GetUsageResponse>;
+  /**
+   * What CreateJob would answer, checking everything it checks but creating, storing and counting
+   * nothing: the printer or pool the job would go to, or the same error.
+   */
+  validateJob: handleUnaryCall<CreateJobRequest, ValidateJobResponse>;
 }
 
 export interface JobsServiceClient extends Client {
@@ -10764,6 +10881,25 @@ export interface JobsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetUsageResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * What CreateJob would answer, checking everything it checks but creating, storing and counting
+   * nothing: the printer or pool the job would go to, or the same error.
+   */
+  validateJob(
+    request: CreateJobRequest,
+    callback: (error: ServiceError | null, response: ValidateJobResponse) => void,
+  ): ClientUnaryCall;
+  validateJob(
+    request: CreateJobRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ValidateJobResponse) => void,
+  ): ClientUnaryCall;
+  validateJob(
+    request: CreateJobRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ValidateJobResponse) => void,
   ): ClientUnaryCall;
 }
 

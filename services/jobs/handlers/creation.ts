@@ -49,7 +49,7 @@ function claimOf(c: { key: string; claim: string } | undefined): { idempotency?:
 }
 
 /** The document a new job prints, from whichever source the request names. */
-async function resolveContent(deps: JobsServerDeps, req: CreateJobRequest, orgId: string) {
+export async function resolveContent(deps: JobsServerDeps, req: CreateJobRequest, orgId: string) {
   const { store, maxDocumentBytes } = deps;
   if (req.inline) {
     checkSize(req.inline.data.length, maxDocumentBytes, 'content');
@@ -159,6 +159,17 @@ async function poolPlace(
   };
 }
 
+/** Where a job naming `req`'s printer or pool goes now (or, for a pool, waits). */
+export function placeOf(
+  deps: JobsServerDeps,
+  req: Pick<NewJob, 'orgId' | 'printerId' | 'poolId' | 'options' | 'hold' | 'scheduleAt'>,
+  call: ServerUnaryCall<unknown, unknown>,
+): Promise<Place> {
+  return req.poolId
+    ? poolPlace(deps, { ...req, poolId: req.poolId }, call)
+    : printerPlace(deps, req, call);
+}
+
 /** Creates a job of `content` for the printer or pool `req` names, as it now is. */
 async function createFrom(
   deps: JobsServerDeps,
@@ -166,9 +177,7 @@ async function createFrom(
   content: { contentType: string; document: Buffer },
   call: ServerUnaryCall<unknown, unknown>,
 ) {
-  const place = req.poolId
-    ? await poolPlace(deps, { ...req, poolId: req.poolId }, call)
-    : await printerPlace(deps, req, call);
+  const place = await placeOf(deps, req, call);
   const id = randomUUID();
   const inline = content.document.length <= INLINE_DOCUMENT_BYTES;
   // A large document is stored before the job exists; a job whose commit fails leaves an object
@@ -192,11 +201,11 @@ async function createFrom(
 }
 
 /** A new job, as CreateJob asks for it. */
-async function createOne(
-  deps: JobsServerDeps,
-  req: CreateJobRequest,
-  call: ServerUnaryCall<unknown, unknown>,
-): Promise<Job> {
+/**
+ * What a creation checks of its request before it reads anything (content, printer, pool);
+ * answers the organization.
+ */
+export function checkRequest(deps: Pick<JobsServerDeps, 'clock'>, req: CreateJobRequest): string {
   const orgId = requireUuid(req.orgId, 'organization');
   if (Boolean(req.printerId) === Boolean(req.poolId)) {
     throw invalid('a job names exactly one of printer_id and pool_id', 'printer_id');
@@ -220,6 +229,15 @@ async function createOne(
     throw invalid('schedule_at may be at most a year ahead', 'schedule_at');
   }
   checkPages(req.options?.pages ?? '');
+  return orgId;
+}
+
+async function createOne(
+  deps: JobsServerDeps,
+  req: CreateJobRequest,
+  call: ServerUnaryCall<unknown, unknown>,
+): Promise<Job> {
+  const orgId = checkRequest(deps, req);
   const content = await resolveContent(deps, req, orgId);
   return createFrom(
     deps,
