@@ -3,10 +3,11 @@
  * idempotency keys, bounded retries, pages as async iterables and waiting for a job.
  */
 import createClient, { type Client } from 'openapi-fetch';
-import { apiErrorFromAnswer, CodeNotShownError } from './errors.js';
+import { type Answer, type CallOptions, type CreateOptions, keyHeader, unwrap } from './calls.js';
+import { CodeNotShownError } from './errors.js';
 import type { paths } from './generated/schema.js';
 import { walkItems, walkPages } from './pages.js';
-import { createTransport, IDEMPOTENCY_HEADER, type RetryOptions } from './transport.js';
+import { createTransport, type RetryOptions } from './transport.js';
 import type {
   ChildOrg,
   ChildOrgPage,
@@ -49,6 +50,8 @@ import {
   waitForJob,
 } from './wait.js';
 
+export type { CallOptions, CreateOptions } from './calls.js';
+
 /** Options of {@link Spool}. The client reads nothing from the environment: pass what it needs. */
 export interface SpoolOptions {
   /** An API key, `svc_live_…` or `svc_test_…`. */
@@ -63,49 +66,6 @@ export interface SpoolOptions {
   poll?: PollOptions;
   /** The fetch to send requests with (a proxy agent, a test); `globalThis.fetch` by default. */
   fetch?: (request: Request) => Promise<Response>;
-}
-
-/** Options of one call. */
-export interface CallOptions {
-  /** Abandons the call (and its retries). */
-  signal?: AbortSignal;
-}
-
-/** Options of a call that creates something. */
-export interface CreateOptions extends CallOptions {
-  /**
-   * The `Idempotency-Key`: the same key and body within 24 hours answer what the first call did.
-   * A random UUID by default, reused by the client's own retries; pass your own (an order number)
-   * to make retries of your own, such as after a crash, safe too.
-   */
-  idempotencyKey?: string;
-}
-
-interface Answer<T> {
-  data?: T;
-  error?: unknown;
-  response: Response;
-}
-
-/** Throws the typed error of a failed answer; returns the data of a successful one. */
-async function unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
-  const { data, error, response } = await call;
-  if (!response.ok) throw apiErrorFromAnswer(response.status, error, response.headers);
-  return data as T;
-}
-
-/** What Spool takes as an Idempotency-Key, checked here so that a bad one is said plainly. */
-const KEY = /^[\x21-\x7e]{1,255}$/;
-
-function keyHeader(options: CreateOptions): Record<string, string> {
-  const key = options.idempotencyKey;
-  if (key === undefined) return {};
-  if (typeof key !== 'string' || !KEY.test(key)) {
-    throw new TypeError(
-      `idempotencyKey must be 1 to 255 visible ASCII characters, not ${JSON.stringify(key)}`,
-    );
-  }
-  return { [IDEMPOTENCY_HEADER]: key };
 }
 
 /**
