@@ -16,7 +16,7 @@ import type { Clock } from '../../lib/clock.js';
 import { FailureLog } from '../../lib/failure-log.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
-import { ableMembers, canTakeJobs, chooseMember, POOL_DELETED, waitingForPool } from './routing.js';
+import { canTakeJobs, chooseMember, POOL_DELETED, waitingForPool } from './routing.js';
 import type { QueuedPoolJob, RoutingPoolState, RoutingStore } from './routing-store.js';
 import type { JobTransitions } from './transitions.js';
 
@@ -111,8 +111,7 @@ export class Router {
       const members = pool.printerIds
         .map((id) => printers.get(keyOf(pool.orgId, id)))
         .filter((p): p is Printer => p !== undefined);
-      const able = ableMembers(members, job.options, job.printerId ?? undefined);
-      const to = chooseMember(pool, able, queued);
+      const to = chooseMember(pool, members, job.options, queued, job.printerId ?? undefined);
       if (!to) {
         const detail = waitingForPool(pool);
         if (job.printerId === null && job.statusDetail !== detail) {

@@ -28,14 +28,9 @@ export function canTakeJobs(printer: Printer): boolean {
   return printer.stationOnline && takesPoolJobs(printer.status);
 }
 
-/**
- * The members that can take a job of `options` now, in the pool's order; `except` is the printer
- * a job fails over from.
- */
-export function ableMembers(members: Printer[], options: PrintOptions, except?: string): Printer[] {
-  return members.filter(
-    (p) => p.id !== except && canTakeJobs(p) && refusalBy(p, options) === undefined,
-  );
+/** Whether `printer` can honour `options` at all (its capabilities), whatever its state. */
+export function honours(printer: Printer, options: PrintOptions): boolean {
+  return refusalBy(printer, options) === undefined;
 }
 
 function refusalBy(printer: Printer, options: PrintOptions): SpoolError | undefined {
@@ -71,17 +66,23 @@ export function checkPoolCanPrint(
 }
 
 /**
- * The member of `able` (from {@link ableMembers}) that takes a job, or undefined when there is
- * none; `queued` counts each printer's unfinished jobs.
+ * The member that takes a job, or undefined when none can now. `members` are in the pool's order
+ * (those the stations service no longer knows left out); `queued` counts each printer's unfinished
+ * jobs; `except` is the printer a job fails over from.
  */
 export function chooseMember(
   pool: Pick<RoutingPool, 'strategy'>,
-  able: Printer[],
+  members: Printer[],
+  options: PrintOptions,
   queued: ReadonlyMap<string, number>,
+  except?: string,
 ): Printer | undefined {
-  if (pool.strategy === 'ordered') return able[0];
+  const candidates = members.filter(
+    (p) => p.id !== except && canTakeJobs(p) && honours(p, options),
+  );
+  if (pool.strategy === 'ordered') return candidates[0];
   let best: Printer | undefined;
-  for (const p of able) {
+  for (const p of candidates) {
     // The first in the pool's order wins a tie.
     if (!best || (queued.get(p.id) ?? 0) < (queued.get(best.id) ?? 0)) best = p;
   }

@@ -19,7 +19,13 @@ import type { Claim } from '../idempotency.js';
 import { documentName, INLINE_DOCUMENT_BYTES, type NewJob, uploadName } from '../job-rows.js';
 import { checkOptionsFor, checkPages } from '../options.js';
 import { waitingDetail } from '../printer-waits.js';
-import { ableMembers, checkPoolCanPrint, chooseMember, waitingForPool } from '../routing.js';
+import {
+  canTakeJobs,
+  checkPoolCanPrint,
+  chooseMember,
+  honours,
+  waitingForPool,
+} from '../routing.js';
 import type { JobsHandlers, JobsServerDeps } from './deps.js';
 import { documentOf, readObject } from './documents.js';
 import { printerOf, requirePrinterOf } from './printers.js';
@@ -137,12 +143,12 @@ async function poolPlace(
   const later =
     req.scheduleAt !== undefined && req.scheduleAt.getTime() > deps.clock.now().getTime();
   if (req.hold || later) return unrouted;
-  const able = ableMembers(members, req.options);
+  const able = members.filter((p) => canTakeJobs(p) && honours(p, req.options));
   const queued =
     pool.strategy === 'least_queued' && able.length > 1
       ? await deps.routing.unfinishedCounts(able)
       : new Map<string, number>();
-  const to = chooseMember(pool, able, queued);
+  const to = chooseMember(pool, able, req.options, queued);
   if (!to) return { ...unrouted, waiting: waitingForPool(pool) };
   return {
     printerId: to.id,
