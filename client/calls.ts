@@ -2,9 +2,7 @@
  * What every call of the client shares: its options, the Idempotency-Key it sends, and the
  * typed error a failed answer throws.
  */
-import type { Client } from 'openapi-fetch';
 import { apiErrorFromAnswer } from './errors.js';
-import type { paths } from './generated/schema.js';
 import { IDEMPOTENCY_HEADER } from './transport.js';
 
 /** Options of one call. */
@@ -48,10 +46,4 @@ export function keyHeader(options: CreateOptions): Record<string, string> {
     );
   }
   return { [IDEMPOTENCY_HEADER]: key };
-}
-
-/** What a resource needs of its client: the typed API, and the organization it acts on. */
-export interface ApiContext {
-  readonly api: Client<paths>;
-  org(): Promise<string>;
 }

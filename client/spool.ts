@@ -3,27 +3,38 @@
  * idempotency keys, bounded retries, pages as async iterables and waiting for a job.
  */
 import createClient, { type Client } from 'openapi-fetch';
-import { type CallOptions, type CreateOptions, keyHeader, unwrap } from './calls.js';
+import { type Answer, type CallOptions, type CreateOptions, keyHeader, unwrap } from './calls.js';
+import { CodeNotShownError } from './errors.js';
 import type { paths } from './generated/schema.js';
-import { ChildrenResource, EnrollmentsResource, PoolsResource } from './org-resources.js';
 import { walkItems, walkPages } from './pages.js';
 import { createTransport, type RetryOptions } from './transport.js';
 import type {
+  ChildOrg,
+  ChildOrgPage,
+  CreateChildOrgRequest,
+  CreateEnrollmentRequest,
   CreateJobRequest,
+  CreatePoolRequest,
+  Enrollment,
   Job,
   JobDocument,
   JobPage,
   JobWithEvents,
   KeyInfo,
+  ListChildOrgsQuery,
   ListJobsQuery,
   ListLocationsQuery,
+  ListPoolsQuery,
   ListPrintersQuery,
   Location,
   LocationPage,
   MoveJobRequest,
+  Pool,
+  PoolPage,
   Printer,
   PrinterPage,
   ReprintRequest,
+  UpdatePoolRequest,
   Upload,
   UploadType,
   UsageDay,
@@ -40,7 +51,6 @@ import {
 } from './wait.js';
 
 export type { CallOptions, CreateOptions } from './calls.js';
-export { ChildrenResource, EnrollmentsResource, PoolsResource } from './org-resources.js';
 
 /** Options of {@link Spool}. The client reads nothing from the environment: pass what it needs. */
 export interface SpoolOptions {
@@ -161,6 +171,11 @@ export class Spool {
   waitForJob(id: string, options: WaitOptions = {}): Promise<Job> {
     return waitForJob(this.jobSource, id, options);
   }
+
+  /** @internal */
+  unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
+    return unwrap(call);
+  }
 }
 
 /** `spool.jobs`. */
@@ -174,7 +189,7 @@ export class JobsResource {
   /** `POST /v1/orgs/{org}/jobs`: creates a job; answers it as created (usually `queued`). */
   async create(body: CreateJobRequest, options: CreateOptions = {}): Promise<Job> {
     const org = await this.#spool.org();
-    const answer = await unwrap(
+    const answer = await this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/jobs', {
         params: { path: { org } },
         body,
@@ -195,7 +210,7 @@ export class JobsResource {
     options: CallOptions = {},
   ): Promise<{ valid: true; printer_id: string } | { valid: true; pool_id: string }> {
     const org = await this.#spool.org();
-    return unwrap(
+    return this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/jobs/validate', {
         params: { path: { org } },
         body,
@@ -207,7 +222,7 @@ export class JobsResource {
   /** `GET /v1/orgs/{org}/jobs`: one page of jobs, newest first, with `counts` by status. */
   async list(query: ListJobsQuery = {}, options: CallOptions = {}): Promise<JobPage> {
     const org = await this.#spool.org();
-    return unwrap(
+    return this.#spool.unwrap(
       this.#spool.api.GET('/v1/orgs/{org}/jobs', {
         params: { path: { org }, query },
         signal: options.signal,
@@ -228,7 +243,7 @@ export class JobsResource {
   /** `GET /v1/orgs/{org}/jobs/{id}`: the job and its events. */
   async get(id: string, options: CallOptions = {}): Promise<JobWithEvents> {
     const org = await this.#spool.org();
-    return unwrap(
+    return this.#spool.unwrap(
       this.#spool.api.GET('/v1/orgs/{org}/jobs/{id}', {
         params: { path: { org, id } },
         signal: options.signal,
@@ -239,7 +254,7 @@ export class JobsResource {
   /** `POST …/jobs/{id}/cancel`: answers the job, now `cancelled`; `ConflictError` if it finished. */
   async cancel(id: string, options: CreateOptions = {}): Promise<Job> {
     const org = await this.#spool.org();
-    const answer = await unwrap(
+    const answer = await this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/cancel', {
         params: { path: { org, id } },
         headers: keyHeader(options),
@@ -252,7 +267,7 @@ export class JobsResource {
   /** `POST …/jobs/{id}/retry`: queues a failed or held job again; answers the job. */
   async retry(id: string, options: CreateOptions = {}): Promise<Job> {
     const org = await this.#spool.org();
-    const answer = await unwrap(
+    const answer = await this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/retry', {
         params: { path: { org, id } },
         headers: keyHeader(options),
@@ -265,7 +280,7 @@ export class JobsResource {
   /** `POST …/jobs/{id}/reprint`: a new job with the original's document; answers the new job. */
   async reprint(id: string, body: ReprintRequest = {}, options: CreateOptions = {}): Promise<Job> {
     const org = await this.#spool.org();
-    const answer = await unwrap(
+    const answer = await this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/reprint', {
         params: { path: { org, id } },
         body,
@@ -282,7 +297,7 @@ export class JobsResource {
    */
   async move(id: string, body: MoveJobRequest, options: CreateOptions = {}): Promise<Job> {
     const org = await this.#spool.org();
-    const answer = await unwrap(
+    const answer = await this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/jobs/{id}/move', {
         params: { path: { org, id } },
         body,
@@ -318,7 +333,7 @@ export class JobsResource {
       parseAs: 'arrayBuffer',
       signal: options.signal,
     });
-    const data = await unwrap(Promise.resolve(answer));
+    const data = await this.#spool.unwrap(Promise.resolve(answer));
     return {
       contentType: answer.response.headers.get('content-type') ?? 'application/octet-stream',
       data: new Uint8Array(data as ArrayBuffer),
@@ -359,7 +374,7 @@ export class UploadsResource {
     options: CallOptions = {},
   ): Promise<Upload> {
     const org = await this.#spool.org();
-    const answer = await unwrap(
+    const answer = await this.#spool.unwrap(
       this.#spool.api.POST('/v1/orgs/{org}/uploads', {
         params: { path: { org } },
         // The generated type says string; any body fetch takes goes, untouched.
@@ -384,7 +399,7 @@ export class PrintersResource {
   /** `GET /v1/orgs/{org}/printers`: one page of printers. */
   async list(query: ListPrintersQuery = {}, options: CallOptions = {}): Promise<PrinterPage> {
     const org = await this.#spool.org();
-    return unwrap(
+    return this.#spool.unwrap(
       this.#spool.api.GET('/v1/orgs/{org}/printers', {
         params: { path: { org }, query },
         signal: options.signal,
@@ -412,7 +427,7 @@ export class LocationsResource {
   /** `GET /v1/orgs/{org}/locations`: one page of locations. */
   async list(query: ListLocationsQuery = {}, options: CallOptions = {}): Promise<LocationPage> {
     const org = await this.#spool.org();
-    return unwrap(
+    return this.#spool.unwrap(
       this.#spool.api.GET('/v1/orgs/{org}/locations', {
         params: { path: { org }, query },
         signal: options.signal,
@@ -431,12 +446,198 @@ export class LocationsResource {
   /** `GET /v1/orgs/{org}/locations/{id}`. */
   async get(id: string, options: CallOptions = {}): Promise<Location> {
     const org = await this.#spool.org();
-    const answer = await unwrap(
+    const answer = await this.#spool.unwrap(
       this.#spool.api.GET('/v1/orgs/{org}/locations/{id}', {
         params: { path: { org, id } },
         signal: options.signal,
       }),
     );
     return answer.location;
+  }
+}
+
+/** `spool.pools`: pools of printers, which jobs name with `pool_id` instead of a printer. */
+export class PoolsResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /** `POST /v1/orgs/{org}/pools`: creates a pool (scope `printers:write`); answers it. */
+  async create(body: CreatePoolRequest, options: CreateOptions = {}): Promise<Pool> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/pools', {
+        params: { path: { org } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.pool;
+  }
+
+  /** `GET /v1/orgs/{org}/pools`: one page of pools, oldest first. */
+  async list(query: ListPoolsQuery = {}, options: CallOptions = {}): Promise<PoolPage> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/pools', {
+        params: { path: { org }, query },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Every pool, across pages. */
+  iterate(query: ListPoolsQuery = {}, options: CallOptions = {}): AsyncGenerator<Pool> {
+    const pages = walkPages((cursor) =>
+      this.list({ ...query, ...(cursor ? { cursor } : {}) }, options),
+    );
+    return walkItems(pages, (page) => page.items);
+  }
+
+  /** `GET /v1/orgs/{org}/pools/{id}`. */
+  async get(id: string, options: CallOptions = {}): Promise<Pool> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/pools/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
+    return answer.pool;
+  }
+
+  /** `PATCH /v1/orgs/{org}/pools/{id}`: changes the fields given; `printer_ids` replaces them all. */
+  async update(id: string, body: UpdatePoolRequest, options: CallOptions = {}): Promise<Pool> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.PATCH('/v1/orgs/{org}/pools/{id}', {
+        params: { path: { org, id } },
+        body,
+        signal: options.signal,
+      }),
+    );
+    return answer.pool;
+  }
+
+  /**
+   * `DELETE /v1/orgs/{org}/pools/{id}`; `ConflictError` while jobs of the pool wait for a member.
+   */
+  async delete(id: string, options: CallOptions = {}): Promise<void> {
+    const org = await this.#spool.org();
+    await this.#spool.unwrap(
+      this.#spool.api.DELETE('/v1/orgs/{org}/pools/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
+  }
+}
+
+/** `spool.enrollments`: one-use codes a station's agent exchanges for its device token. */
+export class EnrollmentsResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /**
+   * `POST /v1/orgs/{org}/enrollments`: a code for the station named (scope `stations:write`);
+   * answers it with its `code`, shown this once. `CodeNotShownError` when the answer of the try
+   * that made it was lost: create another.
+   */
+  async create(body: CreateEnrollmentRequest, options: CreateOptions = {}): Promise<Enrollment> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/enrollments', {
+        params: { path: { org } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    if (answer.enrollment.code === undefined) throw new CodeNotShownError(answer.enrollment);
+    return answer.enrollment;
+  }
+}
+
+/**
+ * `spool.children`: a platform's child organizations, one for each of its customers (scopes
+ * `orgs:read` and `orgs:write`). The parent's key acts on a child's routes too: a client made with
+ * `org: child.id` sends its jobs, reads its printers and manages its webhooks.
+ */
+export class ChildrenResource {
+  readonly #spool: Spool;
+
+  constructor(spool: Spool) {
+    this.#spool = spool;
+  }
+
+  /**
+   * `POST /v1/orgs/{org}/children`: creates a child organization; answers it. `ConflictError`
+   * when the key's organization is itself a child (one level only).
+   */
+  async create(body: CreateChildOrgRequest, options: CreateOptions = {}): Promise<ChildOrg> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.POST('/v1/orgs/{org}/children', {
+        params: { path: { org } },
+        body,
+        headers: keyHeader(options),
+        signal: options.signal,
+      }),
+    );
+    return answer.org;
+  }
+
+  /** `GET /v1/orgs/{org}/children`: one page of children, oldest first; `reference` filters. */
+  async list(query: ListChildOrgsQuery = {}, options: CallOptions = {}): Promise<ChildOrgPage> {
+    const org = await this.#spool.org();
+    return this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/children', {
+        params: { path: { org }, query },
+        signal: options.signal,
+      }),
+    );
+  }
+
+  /** Every child organization of the list, across pages. */
+  iterate(query: ListChildOrgsQuery = {}, options: CallOptions = {}): AsyncGenerator<ChildOrg> {
+    const pages = walkPages((cursor) =>
+      this.list({ ...query, ...(cursor ? { cursor } : {}) }, options),
+    );
+    return walkItems(pages, (page) => page.items);
+  }
+
+  /** `GET /v1/orgs/{org}/children/{id}`; `NotFoundError` for an organization not a child of it. */
+  async get(id: string, options: CallOptions = {}): Promise<ChildOrg> {
+    const org = await this.#spool.org();
+    const answer = await this.#spool.unwrap(
+      this.#spool.api.GET('/v1/orgs/{org}/children/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      }),
+    );
+    return answer.org;
+  }
+
+  /**
+   * `DELETE /v1/orgs/{org}/children/{id}`: deletes the child and everything it has. A large one
+   * takes more than one request (each answering 202 until the last's 204): this sends them until
+   * it is gone.
+   */
+  async delete(id: string, options: CallOptions = {}): Promise<void> {
+    const org = await this.#spool.org();
+    for (;;) {
+      const answer = await this.#spool.api.DELETE('/v1/orgs/{org}/children/{id}', {
+        params: { path: { org, id } },
+        signal: options.signal,
+      });
+      await this.#spool.unwrap(Promise.resolve(answer));
+      if (answer.response.status !== 202) return;
+    }
   }
 }
