@@ -68,6 +68,7 @@ export class JobReports {
         printed: entry.state === 'printed',
         detail: entry.detail,
         traceContext: trace,
+        confirmation: undefined,
       },
     });
   }

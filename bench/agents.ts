@@ -36,6 +36,8 @@ const PRINTER: PrinterReport = {
     color: false,
     copies: true,
     pageOptions: true,
+    trays: [],
+    documentFormats: [],
   },
 };
 

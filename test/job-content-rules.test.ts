@@ -42,7 +42,15 @@ const asIs: PrinterReport = {
   name: 'labels',
   status: 'ready',
   detail: '',
-  capabilities: { paperSizes: [], duplex: false, color: false, copies: true, pageOptions: false },
+  capabilities: {
+    paperSizes: [],
+    duplex: false,
+    color: false,
+    copies: true,
+    pageOptions: false,
+    trays: [],
+    documentFormats: [],
+  },
 };
 const bare: PrinterReport = {
   ...asIs,

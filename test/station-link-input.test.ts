@@ -175,6 +175,8 @@ test('printers: details cleaned, an unknown status read as unknown, paper sizes 
       color: false,
       copies: false,
       pageOptions: false,
+      trays: [],
+      documentFormats: [],
     },
   };
   const { id, link } = await station(t, [printer('front'), odd]);

@@ -65,6 +65,8 @@ export const AS_IS_CAPABILITIES: PrinterCapabilities = {
   color: false,
   copies: true,
   pageOptions: false,
+  trays: [],
+  documentFormats: [],
 };
 
 /** How many copies a job asks for: at least one. */

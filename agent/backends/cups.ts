@@ -130,6 +130,8 @@ export const CUPS_CAPABILITIES: PrinterCapabilities = {
   color: false,
   copies: true,
   pageOptions: true,
+  trays: [],
+  documentFormats: [],
 };
 
 export function createCupsBackend(queue: string, options: CupsOptions = {}): Backend {
@@ -508,5 +510,5 @@ export function parseCapabilities(lpoptionsOutput: string): PrinterCapabilities 
   const color = colorChoices.some(
     (c) => /rgb|cmy|colou?r/i.test(c) && !/^(gray|grey|mono)/i.test(c),
   );
-  return { paperSizes, duplex, color, copies: true, pageOptions: true };
+  return { ...CUPS_CAPABILITIES, paperSizes, duplex, color };
 }

@@ -88,6 +88,7 @@ export function toJob(row: JobRow): Job {
     traceContext: row.trace_context,
     region: row.region,
     documentInline: row.document_inline,
+    confirmation: undefined,
     poolId: row.pool_id ?? '',
     priority: row.priority,
     createdAt: row.created_at,

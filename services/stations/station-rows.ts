@@ -86,6 +86,8 @@ export function toPrinter(row: PrinterRow): Printer {
       color: capabilities.color ?? false,
       copies: capabilities.copies ?? false,
       pageOptions: capabilities.pageOptions ?? false,
+      trays: capabilities.trays ?? [],
+      documentFormats: capabilities.documentFormats ?? [],
     },
   };
 }

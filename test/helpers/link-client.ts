@@ -46,6 +46,8 @@ export function printer(name: string, status = 'ready', detail = ''): PrinterRep
       color: false,
       copies: true,
       pageOptions: true,
+      trays: [],
+      documentFormats: [],
     },
   };
 }

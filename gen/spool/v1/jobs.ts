@@ -19,7 +19,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../google/protobuf/timestamp.js";
-import { PrintOptions } from "./stations.js";
+import { PrintConfirmation, PrintOptions } from "./stations.js";
 
 export const protobufPackage = "spool.v1";
 
@@ -70,6 +70,8 @@ export interface Job {
   poolId: string;
   /** 1 to 100: of the jobs waiting for one printer, the highest is offered first. */
   priority: number;
+  /** Set once the job printed: what the station's printer confirmed. */
+  confirmation: PrintConfirmation | undefined;
 }
 
 export interface Job_TraceContextEntry {
@@ -661,6 +663,7 @@ function createBaseJob(): Job {
     documentInline: false,
     poolId: "",
     priority: 0,
+    confirmation: undefined,
   };
 }
 
@@ -740,6 +743,9 @@ export const Job: MessageFns<Job> = {
     }
     if (message.priority !== 0) {
       writer.uint32(200).uint32(message.priority);
+    }
+    if (message.confirmation !== undefined) {
+      PrintConfirmation.encode(message.confirmation, writer.uint32(210).fork()).join();
     }
     return writer;
   },
@@ -960,6 +966,14 @@ export const Job: MessageFns<Job> = {
             message.priority = reader.uint32();
             continue;
           }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.confirmation = PrintConfirmation.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1077,6 +1091,7 @@ export const Job: MessageFns<Job> = {
         ? globalThis.String(object.pool_id)
         : "",
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
+      confirmation: isSet(object.confirmation) ? PrintConfirmation.fromJSON(object.confirmation) : undefined,
     };
   },
 
@@ -1163,6 +1178,9 @@ export const Job: MessageFns<Job> = {
     if (message.priority !== 0) {
       obj.priority = Math.round(message.priority);
     }
+    if (message.confirmation !== undefined) {
+      obj.confirmation = PrintConfirmation.toJSON(message.confirmation);
+    }
     return obj;
   },
 
@@ -1206,6 +1224,9 @@ export const Job: MessageFns<Job> = {
     message.documentInline = object.documentInline ?? false;
     message.poolId = object.poolId ?? "";
     message.priority = object.priority ?? 0;
+    message.confirmation = (object.confirmation !== undefined && object.confirmation !== null)
+      ? PrintConfirmation.fromPartial(object.confirmation)
+      : undefined;
     return message;
   },
 };

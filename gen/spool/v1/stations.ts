@@ -66,6 +66,13 @@ export interface PrinterCapabilities {
    * printer that prints the document as it is (file, raw socket) does not.
    */
   pageOptions: boolean;
+  /** The printer's input trays (IPP `media-source-supported`), for `tray`; empty when unknown. */
+  trays: string[];
+  /**
+   * The document formats the printer takes (IPP `document-format-supported`); empty when it takes
+   * whatever the agent's backend converts (CUPS) or writes as it is (file, raw).
+   */
+  documentFormats: string[];
 }
 
 export interface Printer {
@@ -339,11 +346,24 @@ export interface JobResult {
   detail: string;
   /** W3C trace context (traceparent, tracestate) of the agent's print, when traced. */
   traceContext: { [key: string]: string };
+  /** How far the printer confirmed a printed job; unset for a failed one. */
+  confirmation: PrintConfirmation | undefined;
 }
 
 export interface JobResult_TraceContextEntry {
   key: string;
   value: string;
+}
+
+/** What a printed job's `printed` rests on. */
+export interface PrintConfirmation {
+  /**
+   * handed_off: a spooler or a socket took the whole job (file, raw, CUPS); device_completed: the
+   * printer itself said the job completed (ipp).
+   */
+  level: string;
+  /** The impressions the printer counted (IPP job-impressions-completed), where it reports them. */
+  pages?: number | undefined;
 }
 
 export interface AgentMessage {
@@ -906,7 +926,15 @@ export const Station: MessageFns<Station> = {
 };
 
 function createBasePrinterCapabilities(): PrinterCapabilities {
-  return { paperSizes: [], duplex: false, color: false, copies: false, pageOptions: false };
+  return {
+    paperSizes: [],
+    duplex: false,
+    color: false,
+    copies: false,
+    pageOptions: false,
+    trays: [],
+    documentFormats: [],
+  };
 }
 
 export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
@@ -925,6 +953,12 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
     }
     if (message.pageOptions !== false) {
       writer.uint32(40).bool(message.pageOptions);
+    }
+    for (const v of message.trays) {
+      writer.uint32(50).string(v!);
+    }
+    for (const v of message.documentFormats) {
+      writer.uint32(58).string(v!);
     }
     return writer;
   },
@@ -982,6 +1016,22 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
             message.pageOptions = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.trays.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.documentFormats.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1009,6 +1059,12 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
         : isSet(object.page_options)
         ? globalThis.Boolean(object.page_options)
         : false,
+      trays: globalThis.Array.isArray(object?.trays) ? object.trays.map((e: any) => globalThis.String(e)) : [],
+      documentFormats: globalThis.Array.isArray(object?.documentFormats)
+        ? object.documentFormats.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.document_formats)
+        ? object.document_formats.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1029,6 +1085,12 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
     if (message.pageOptions !== false) {
       obj.pageOptions = message.pageOptions;
     }
+    if (message.trays?.length) {
+      obj.trays = message.trays;
+    }
+    if (message.documentFormats?.length) {
+      obj.documentFormats = message.documentFormats;
+    }
     return obj;
   },
 
@@ -1042,6 +1104,8 @@ export const PrinterCapabilities: MessageFns<PrinterCapabilities> = {
     message.color = object.color ?? false;
     message.copies = object.copies ?? false;
     message.pageOptions = object.pageOptions ?? false;
+    message.trays = object.trays?.map((e) => e) || [];
+    message.documentFormats = object.documentFormats?.map((e) => e) || [];
     return message;
   },
 };
@@ -5155,7 +5219,7 @@ export const JobReceived_TraceContextEntry: MessageFns<JobReceived_TraceContextE
 };
 
 function createBaseJobResult(): JobResult {
-  return { jobId: "", attempt: 0, printed: false, detail: "", traceContext: {} };
+  return { jobId: "", attempt: 0, printed: false, detail: "", traceContext: {}, confirmation: undefined };
 }
 
 export const JobResult: MessageFns<JobResult> = {
@@ -5175,6 +5239,9 @@ export const JobResult: MessageFns<JobResult> = {
     globalThis.Object.entries(message.traceContext).forEach(([key, value]: [string, string]) => {
       JobResult_TraceContextEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
     });
+    if (message.confirmation !== undefined) {
+      PrintConfirmation.encode(message.confirmation, writer.uint32(50).fork()).join();
+    }
     return writer;
   },
 
@@ -5234,6 +5301,14 @@ export const JobResult: MessageFns<JobResult> = {
             }
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.confirmation = PrintConfirmation.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5283,6 +5358,7 @@ export const JobResult: MessageFns<JobResult> = {
           {},
         )
         : {},
+      confirmation: isSet(object.confirmation) ? PrintConfirmation.fromJSON(object.confirmation) : undefined,
     };
   },
 
@@ -5309,6 +5385,9 @@ export const JobResult: MessageFns<JobResult> = {
         });
       }
     }
+    if (message.confirmation !== undefined) {
+      obj.confirmation = PrintConfirmation.toJSON(message.confirmation);
+    }
     return obj;
   },
 
@@ -5330,6 +5409,9 @@ export const JobResult: MessageFns<JobResult> = {
       },
       {},
     );
+    message.confirmation = (object.confirmation !== undefined && object.confirmation !== null)
+      ? PrintConfirmation.fromPartial(object.confirmation)
+      : undefined;
     return message;
   },
 };
@@ -5415,6 +5497,91 @@ export const JobResult_TraceContextEntry: MessageFns<JobResult_TraceContextEntry
     const message = createBaseJobResult_TraceContextEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBasePrintConfirmation(): PrintConfirmation {
+  return { level: "", pages: undefined };
+}
+
+export const PrintConfirmation: MessageFns<PrintConfirmation> = {
+  encode(message: PrintConfirmation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.level !== "") {
+      writer.uint32(10).string(message.level);
+    }
+    if (message.pages !== undefined) {
+      writer.uint32(16).uint32(message.pages);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PrintConfirmation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePrintConfirmation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.level = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.pages = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PrintConfirmation {
+    return {
+      level: isSet(object.level) ? globalThis.String(object.level) : "",
+      pages: isSet(object.pages) ? globalThis.Number(object.pages) : undefined,
+    };
+  },
+
+  toJSON(message: PrintConfirmation): unknown {
+    const obj: any = {};
+    if (message.level !== "") {
+      obj.level = message.level;
+    }
+    if (message.pages !== undefined) {
+      obj.pages = Math.round(message.pages);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PrintConfirmation>): PrintConfirmation {
+    return PrintConfirmation.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrintConfirmation>): PrintConfirmation {
+    const message = createBasePrintConfirmation();
+    message.level = object.level ?? "";
+    message.pages = object.pages ?? undefined;
     return message;
   },
 };
