@@ -290,7 +290,7 @@ async function settleInterrupted(
     .backend(entry.printer)
     ?.outcome?.({ id: entry.jobId, attempt: entry.attempt, ref: entry.ref })
     .catch(() => undefined);
-  if (outcome === 'printed') {
+  if (outcome !== undefined && outcome !== 'not_printed') {
     await journal.record(entry.jobId, entry.attempt, 'printed');
     logger.info(log, 'a job interrupted by a stop had printed; reporting it printed');
   } else if (outcome === 'not_printed') {

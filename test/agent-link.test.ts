@@ -88,7 +88,7 @@ function countingBackend(spec: BackendSpec, prints: Map<string, number>, canTell
     status: () => real.status(),
     async print(job, signal) {
       prints.set(spec.dir, (prints.get(spec.dir) ?? 0) + 1);
-      await real.print(job, signal);
+      return real.print(job, signal);
     },
   };
 }

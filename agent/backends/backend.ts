@@ -29,16 +29,29 @@ export interface PrintJob {
   submitted?(ref: string): Promise<unknown>;
 }
 
+/**
+ * What a printed job's `printed` rests on: `handed_off` when a spooler or a socket took the whole
+ * job (file, raw, CUPS), `device_completed` when the printer itself said the job completed (IPP);
+ * `pages` are the impressions the printer counted, where it reports them.
+ */
+export interface Confirmation {
+  level: 'handed_off' | 'device_completed';
+  pages?: number;
+}
+
+/** The confirmation of a backend whose printer says no more than that it took the job. */
+export const HANDED_OFF: Confirmation = { level: 'handed_off' };
+
 /** A job a backend was given, as the journal knows it: `ref` is what `submitted` said. */
 export type GivenJob = Pick<PrintJob, 'id' | 'attempt'> & { ref?: string };
 
 export interface Backend {
   /**
-   * Prints the job and resolves once the printer (or CUPS) says it is done. Rejects with an Error
-   * whose message is the failure detail reported to the server. `signal` aborts the wait when the
-   * agent stops; the job's outcome is then unknown.
+   * Prints the job and resolves, with how far the printer confirmed it, once the printer (or
+   * CUPS) says it is done. Rejects with an Error whose message is the failure detail reported to
+   * the server. `signal` aborts the wait when the agent stops; the job's outcome is then unknown.
    */
-  print(job: PrintJob, signal?: AbortSignal): Promise<void>;
+  print(job: PrintJob, signal?: AbortSignal): Promise<Confirmation>;
   status(): Promise<PrinterStatus>;
   /**
    * Whether a job the agent was printing when it stopped came out, for a backend that can tell
@@ -47,7 +60,7 @@ export interface Backend {
    * Without it, or when it throws, such a job is reported failed as interrupted rather than risk
    * printing it twice.
    */
-  outcome?(job: GivenJob): Promise<'printed' | 'not_printed'>;
+  outcome?(job: GivenJob): Promise<Confirmation | 'not_printed'>;
   /**
    * Takes back a job the printer has been given and has not printed yet (a job withdrawn while
    * it waits in CUPS's queue). Resolves true when the job will not print.

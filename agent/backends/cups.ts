@@ -11,8 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PrinterCapabilities } from '../../gen/spool/v1/stations.js';
 import type { Logger } from '../../lib/logger.js';
-import type { Backend, PrinterStatus, PrinterStatusName, PrintJob } from './backend.js';
-import { messageOf, NotSentError } from './backend.js';
+import type {
+  Backend,
+  Confirmation,
+  PrinterStatus,
+  PrinterStatusName,
+  PrintJob,
+} from './backend.js';
+import { HANDED_OFF, messageOf, NotSentError } from './backend.js';
 import { type CupsServer, getJobInfo, IPP_NOT_FOUND, IppError, JOB_STATE } from './ipp.js';
 
 export interface CupsOptions {
@@ -198,7 +204,7 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
   }
 
   return {
-    async print(job: PrintJob, signal?: AbortSignal): Promise<void> {
+    async print(job: PrintJob, signal?: AbortSignal): Promise<Confirmation> {
       const args = lpArguments(queue, job);
       const dir = await mkdtemp(join(tmpdir(), 'spool-agent-'));
       let submitted: { id: number; name: string };
@@ -228,6 +234,7 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
       logger?.info({ queue, job: job.id, cups_job: submitted.name }, 'submitted to CUPS');
       await job.submitted?.(String(submitted.id));
       await waitForJob(submitted.id, signal);
+      return HANDED_OFF;
     },
 
     /**
@@ -240,11 +247,11 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
       if (id === undefined) throw new Error('no CUPS job was recorded');
       const name = `${queue}-${id}`;
       const state = await jobOutcome(id, name);
-      if (state === 'printed') return 'printed';
+      if (state === 'printed') return HANDED_OFF;
       if (state !== 'pending') return 'not_printed';
       if (!(await cancelJob(name))) {
         // It may have printed between the two questions.
-        if ((await jobOutcome(id, name)) === 'printed') return 'printed';
+        if ((await jobOutcome(id, name)) === 'printed') return HANDED_OFF;
         throw new Error(`cups: job ${name} could not be cancelled`);
       }
       logger?.warn(

@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import {
   AS_IS_CAPABILITIES,
   type Backend,
+  type Confirmation,
   copiesOf,
+  HANDED_OFF,
   messageOf,
   NotSentError,
   type PrinterStatus,
@@ -84,16 +86,17 @@ export function createFileBackend(dir: string): Backend {
   }
 
   return {
-    async print(job: PrintJob): Promise<void> {
+    async print(job: PrintJob): Promise<Confirmation> {
       // The first copy last: its file tells `outcome` that the whole job came out.
       const copies = copiesOf(job);
       for (let copy = copies; copy >= 1; copy -= 1) await write(job, copy, copy === copies);
+      return HANDED_OFF;
     },
 
     async outcome(job) {
       const prefix = `${fileNameFor({ ...job, contentType: '' }).replace(/\.bin$/, '')}.`;
       const names = await readdir(dir).catch(() => [] as string[]);
-      return names.some((name) => name.startsWith(prefix)) ? 'printed' : 'not_printed';
+      return names.some((name) => name.startsWith(prefix)) ? HANDED_OFF : 'not_printed';
     },
 
     async status(): Promise<PrinterStatus> {

@@ -6,7 +6,9 @@ import { connect } from 'node:net';
 import {
   AS_IS_CAPABILITIES,
   type Backend,
+  type Confirmation,
   copiesOf,
+  HANDED_OFF,
   NotSentError,
   type PrinterStatus,
   type PrintJob,
@@ -88,7 +90,7 @@ export function createRawBackend(options: RawBackendOptions): Backend {
     });
 
   return {
-    async print(job: PrintJob, signal?: AbortSignal): Promise<void> {
+    async print(job: PrintJob, signal?: AbortSignal): Promise<Confirmation> {
       busy += 1;
       try {
         // A raw printer takes the bytes as they are, so each copy is the document sent again.
@@ -101,6 +103,7 @@ export function createRawBackend(options: RawBackendOptions): Backend {
             throw error;
           }
         }
+        return HANDED_OFF;
       } finally {
         busy -= 1;
       }
