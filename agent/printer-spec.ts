@@ -2,12 +2,14 @@
  * The `--printer NAME=BACKEND` argument of `spool agent`: which printers a station drives and how.
  */
 import { isAbsolute, resolve } from 'node:path';
+import { endpointOf } from './ipp/client.js';
 
 /** How the agent reaches one printer. */
 export type BackendSpec =
   | { kind: 'file'; dir: string }
   | { kind: 'cups'; queue: string }
-  | { kind: 'raw'; host: string; port: number };
+  | { kind: 'raw'; host: string; port: number }
+  | { kind: 'ipp'; uri: string };
 
 /** One `--printer` argument, parsed. */
 export interface PrinterSpec {
@@ -27,7 +29,7 @@ const HOST =
 
 const USAGE =
   'expected NAME=BACKEND where NAME is letters, digits, ".", "_" or "-" (at most 64) and BACKEND ' +
-  'is file:DIR, cups:QUEUE, cups:* or raw:HOST:PORT';
+  'is file:DIR, cups:QUEUE, cups:*, raw:HOST:PORT, ipp://HOST[:PORT]/PATH or ipps://HOST[:PORT]/PATH';
 
 /** A `--printer` argument that cannot be used; the message says why and what is expected. */
 export class PrinterSpecError extends Error {
@@ -71,6 +73,13 @@ export function parsePrinterSpec(spec: string, cwd: string = process.cwd()): Pri
     }
     case 'raw':
       return { name, backend: parseRaw(spec, rest) };
+    case 'ipp':
+    case 'ipps':
+      try {
+        return { name, backend: { kind: 'ipp', uri: endpointOf(backend).printerUri } };
+      } catch (error) {
+        throw new PrinterSpecError(spec, (error as Error).message);
+      }
     default:
       throw new PrinterSpecError(spec, `unknown backend ${JSON.stringify(kind)}: ${USAGE}`);
   }

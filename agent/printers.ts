@@ -18,6 +18,7 @@ import {
   discoverCupsQueues,
 } from './backends/cups.js';
 import { createFileBackend } from './backends/file.js';
+import { createIppPrinterBackend } from './backends/ipp-printer.js';
 import { createRawBackend } from './backends/raw.js';
 import {
   ALL_CUPS_QUEUES,
@@ -232,5 +233,7 @@ function defaultBackend(spec: BackendSpec, cups: CupsOptions): Backend {
       return createRawBackend({ host: spec.host, port: spec.port });
     case 'cups':
       return createCupsBackend(spec.queue, cups);
+    case 'ipp':
+      return createIppPrinterBackend(spec.uri, { ...(cups.logger ? { logger: cups.logger } : {}) });
   }
 }

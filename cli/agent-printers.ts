@@ -26,6 +26,8 @@ export interface PrinterListing {
     duplex: boolean;
     color: boolean;
     page_options: boolean;
+    trays: string[];
+    document_formats: string[];
   };
 }
 
@@ -37,6 +39,8 @@ function backendLabel(spec: PrinterSpec['backend']): string {
       return `cups:${spec.queue}`;
     case 'raw':
       return `raw:${spec.host.includes(':') ? `[${spec.host}]` : spec.host}:${spec.port}`;
+    case 'ipp':
+      return spec.uri;
   }
 }
 
@@ -63,6 +67,8 @@ export async function listPrinters(flags: AgentCommonFlags, env: Env): Promise<P
         duplex: r.capabilities?.duplex ?? false,
         color: r.capabilities?.color ?? false,
         page_options: r.capabilities?.pageOptions ?? false,
+        trays: r.capabilities?.trays ?? [],
+        document_formats: r.capabilities?.documentFormats ?? [],
       },
     };
     if (spec && !(spec.backend.kind === 'cups' && spec.backend.queue === ALL_CUPS_QUEUES)) {
@@ -93,6 +99,8 @@ export async function listPrinters(flags: AgentCommonFlags, env: Env): Promise<P
         duplex: false,
         color: false,
         page_options: false,
+        trays: [],
+        document_formats: [],
       },
     });
   }
@@ -130,6 +138,10 @@ export function formatPrinters(printers: PrinterListing[]): string {
       p.capabilities.color ? 'color' : undefined,
       p.capabilities.paper_sizes.length > 0
         ? `paper ${p.capabilities.paper_sizes.join(', ')}`
+        : undefined,
+      p.capabilities.trays.length > 0 ? `trays ${p.capabilities.trays.join(', ')}` : undefined,
+      p.capabilities.document_formats.length > 0
+        ? `formats ${p.capabilities.document_formats.join(', ')}`
         : undefined,
     ].filter((c) => c !== undefined);
     out.push(`${p.name}`);

@@ -5,17 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { NotSentError, type PrintJob } from '../agent/backends/backend.js';
-import {
-  lpArguments,
-  mapCupsState,
-  parseCapabilities,
-  parsePrinterStatus,
-  parseRequestId,
-} from '../agent/backends/cups.js';
+import { lpArguments, parsePrinterStatus, parseRequestId } from '../agent/backends/cups.js';
 import { createFileBackend, fileNameFor } from '../agent/backends/file.js';
-import { encodeRequest, parseResponse } from '../agent/backends/ipp.js';
 import { createRawBackend } from '../agent/backends/raw.js';
 import { parsePrinterSpec } from '../agent/index.js';
+import { capabilitiesOf, jobTemplate, statusOf } from '../agent/ipp/attributes.js';
+import {
+  type Attribute,
+  decodeResponse,
+  encodeRequest,
+  GROUP,
+  groupOf,
+  operationAttributes,
+  TAG,
+} from '../agent/ipp/protocol.js';
 import type { PrintOptions } from '../gen/spool/v1/stations.js';
 import { freePort } from './helpers/ports.js';
 
@@ -89,11 +92,18 @@ test('bad printer specs are refused with a message that says what is wrong', (t)
     ['front=raw:host:0', /bad port "0"/],
     ['front=raw:host:70000', /bad port "70000"/],
     ['front=raw:bad_host!:9100', /bad host "bad_host!"/],
-    ['front=lpd:queue', /unknown backend "lpd".*file:DIR, cups:QUEUE, cups:\* or raw:HOST:PORT/],
+    ['front=ipp://', /"ipp:\/\/" names no host/],
+    ['front=ipp:printer', /"ipp:printer" names no host/],
+    ['front=ipps://user:pw@host/ipp/print', /no user, query or fragment/],
+    ['front=lpd:queue', /unknown backend "lpd".*file:DIR, cups:QUEUE, cups:\*, raw:HOST:PORT, ipp:/],
   ];
   for (const [spec, message] of cases) {
     t.throws(() => parsePrinterSpec(spec), { name: 'PrinterSpecError', message }, spec);
   }
+  t.deepEqual(parsePrinterSpec('front=ipps://[fe80::1]:8443/ipp/print').backend, {
+    kind: 'ipp',
+    uri: 'ipps://[fe80::1]:8443/ipp/print',
+  });
 });
 
 // ── file backend ──
@@ -387,52 +397,156 @@ test('lpstat is mapped to the link statuses, with the raw reasons as detail', (t
   for (const [output, status, detail] of cases) {
     t.deepEqual(parsePrinterStatus(output), { status, detail }, output.split('\n')[0]);
   }
-  t.deepEqual(mapCupsState({ enabled: false, printing: false, reasons: [], message: '' }), {
-    status: 'offline',
-    detail: 'the queue is disabled',
-  });
+  t.deepEqual(
+    statusOf({
+      enabled: false,
+      printing: false,
+      reasons: [],
+      message: '',
+      disabled: 'the queue is disabled',
+    }),
+    { status: 'offline', detail: 'the queue is disabled' },
+  );
 });
 
-test('capabilities are read from lpoptions', (t) => {
-  const output = [
-    'PageSize/Media Size: *Letter Legal A4 Custom.WIDTHxHEIGHT',
-    'Duplex/2-Sided Printing: *None DuplexNoTumble DuplexTumble',
-    'ColorModel/Color Mode: Gray *RGB',
-    'Resolution/Resolution: *600dpi',
-  ].join('\n');
-  t.deepEqual(parseCapabilities(output), {
-    paperSizes: ['Letter', 'Legal', 'A4'],
-    duplex: true,
-    color: true,
-    copies: true,
-    pageOptions: true,
-  });
-  t.deepEqual(
-    parseCapabilities(
-      'PageSize/Media Size: *A4\nColorModel/Color Mode: *Gray\nDuplex/Duplex: *None',
-    ),
+/** A Get-Printer-Attributes answer as an IPP Everywhere printer sends it, decoded. */
+function printerAnswer(attributes: Attribute[]) {
+  // A request encodes like a response: the operation code sits where the status would.
+  return decodeResponse(
+    encodeRequest({
+      operation: 0,
+      requestId: 1,
+      groups: [
+        {
+          tag: GROUP.operation,
+          attributes: operationAttributes({
+            tag: TAG.uri,
+            name: 'printer-uri',
+            values: ['ipp://p/ipp/print'],
+          }),
+        },
+        { tag: GROUP.printer, attributes },
+      ],
+    }),
+  );
+}
+
+test('IPP messages encode and decode: ranges, collections, sets and out-of-band values', (t) => {
+  const media = {
+    'media-size': [{ 'x-dimension': [21000], 'y-dimension': [29700] }],
+    'media-source': ['main'],
+  };
+  const answer = printerAnswer([
+    { tag: TAG.integer, name: 'job-id', values: [42] },
+    { tag: TAG.boolean, name: 'color-supported', values: [false] },
+    { tag: TAG.rangeOfInteger, name: 'copies-supported', values: [{ lower: 1, upper: 999 }] },
+    { tag: TAG.keyword, name: 'sides-supported', values: ['one-sided', 'two-sided-long-edge'] },
     {
-      paperSizes: ['A4'],
-      duplex: false,
-      color: false,
-      copies: true,
-      pageOptions: true,
+      tag: TAG.begCollection,
+      name: 'media-col-ready',
+      values: [media, { 'media-source': ['manual'] }],
+    },
+    { tag: TAG.unknown, name: 'printer-geo-location', values: [''] },
+    { tag: TAG.enum, name: 'printer-state', values: [3] },
+  ]);
+  t.is(answer.status, 0);
+  t.is(answer.requestId, 1);
+  const printer = groupOf(answer, GROUP.printer);
+  t.deepEqual(printer.get('job-id'), [42]);
+  t.deepEqual(printer.get('color-supported'), [false]);
+  t.deepEqual(printer.get('copies-supported'), [{ lower: 1, upper: 999 }]);
+  t.deepEqual(printer.get('sides-supported'), ['one-sided', 'two-sided-long-edge']);
+  t.deepEqual(printer.get('media-col-ready'), [media, { 'media-source': ['manual'] }]);
+  t.deepEqual(printer.get('printer-geo-location'), []);
+  t.deepEqual(printer.get('printer-state'), [3]);
+  t.throws(
+    () => decodeResponse(encodeRequest({ operation: 0, requestId: 1, groups: [] }).subarray(0, 5)),
+    {
+      message: /short IPP response/,
     },
   );
 });
 
-test('an IPP request encodes and an IPP response decodes', (t) => {
-  const request = encodeRequest(0x0009, 7, [
-    [0x47, 'attributes-charset', ['utf-8']],
-    [0x44, 'requested-attributes', ['job-state', 'job-state-reasons']],
-    [0x23, 'job-state', [9]],
+test('capabilities come from IPP printer attributes, for a device and for a CUPS queue', (t) => {
+  const printer = groupOf(
+    printerAnswer([
+      {
+        tag: TAG.keyword,
+        name: 'media-supported',
+        values: [
+          'iso_a4_210x297mm',
+          'na_letter_8.5x11in',
+          'oe_photo-l_3.5x5in',
+          'custom_min_3x5in',
+        ],
+      },
+      { tag: TAG.keyword, name: 'sides-supported', values: ['one-sided'] },
+      { tag: TAG.boolean, name: 'color-supported', values: [true] },
+      { tag: TAG.rangeOfInteger, name: 'copies-supported', values: [{ lower: 1, upper: 99 }] },
+      { tag: TAG.keyword, name: 'media-source-supported', values: ['auto', 'main', 'manual'] },
+      {
+        tag: TAG.mimeMediaType,
+        name: 'document-format-supported',
+        values: ['application/octet-stream', 'application/pdf'],
+      },
+      { tag: TAG.boolean, name: 'page-ranges-supported', values: [true] },
+      { tag: TAG.enum, name: 'orientation-requested-supported', values: [3, 4] },
+    ]),
+    GROUP.printer,
+  );
+  t.deepEqual(capabilitiesOf(printer, false), {
+    paperSizes: ['A4', 'Letter', 'oe_photo-l_3.5x5in'],
+    duplex: false,
+    color: true,
+    copies: true,
+    pageOptions: true,
+    trays: ['main', 'manual'],
+    documentFormats: ['application/pdf'],
+  });
+  // CUPS converts any document and applies copies and page options whatever the printer says.
+  t.like(capabilitiesOf(new Map(), true), { copies: true, pageOptions: true, documentFormats: [] });
+  // A device that says nothing of copies or page ranges is refused them at creation.
+  t.like(capabilitiesOf(new Map(), false), { copies: false, pageOptions: false });
+});
+
+test("a job's options become IPP job template attributes", (t) => {
+  t.deepEqual(jobTemplate(NO_OPTIONS, 1), []);
+  t.deepEqual(
+    jobTemplate(
+      {
+        ...NO_OPTIONS,
+        duplex: 'two_sided_long_edge',
+        color: 'monochrome',
+        paper: 'A4',
+        pages: '1-3,5',
+        rotate: 90,
+        fitToPage: true,
+      },
+      2,
+    ),
+    [
+      { tag: TAG.integer, name: 'copies', values: [2] },
+      { tag: TAG.keyword, name: 'sides', values: ['two-sided-long-edge'] },
+      { tag: TAG.keyword, name: 'print-color-mode', values: ['monochrome'] },
+      { tag: TAG.keyword, name: 'media', values: ['iso_a4_210x297mm'] },
+      {
+        tag: TAG.rangeOfInteger,
+        name: 'page-ranges',
+        values: [
+          { lower: 1, upper: 3 },
+          { lower: 5, upper: 5 },
+        ],
+      },
+      { tag: TAG.enum, name: 'orientation-requested', values: [4] },
+      { tag: TAG.keyword, name: 'print-scaling', values: ['fit'] },
+    ],
+  );
+  // A tray goes in media-col, with the size beside it.
+  t.deepEqual(jobTemplate({ ...NO_OPTIONS, tray: 'manual', paper: 'Letter' }, 1), [
+    {
+      tag: TAG.begCollection,
+      name: 'media-col',
+      values: [{ 'media-source': ['manual'], 'media-size-name': ['na_letter_8.5x11in'] }],
+    },
   ]);
-  t.is(request.readUInt16BE(2), 0x0009);
-  t.is(request.readUInt32BE(4), 7);
-  // A request parses like a response: the operation code sits where the status would.
-  const parsed = parseResponse(request);
-  t.is(parsed.status, 0x0009);
-  t.deepEqual(parsed.attributes.get('requested-attributes'), ['job-state', 'job-state-reasons']);
-  t.deepEqual(parsed.attributes.get('job-state'), [9]);
-  t.deepEqual(parsed.attributes.get('attributes-charset'), ['utf-8']);
 });

@@ -9,7 +9,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { pino } from 'pino';
 import { createCupsBackend, discoverCupsQueues } from '../agent/backends/cups.js';
-import { getJobInfo, JOB_STATE } from '../agent/backends/ipp.js';
+import { getJobInfo, JOB_STATE } from '../agent/backends/cups-ipp.js';
 import { parsePrinterSpec, runAgent } from '../agent/index.js';
 import { JOURNAL_FILE } from '../agent/journal.js';
 import type { PrintOptions } from '../gen/spool/v1/stations.js';
@@ -360,33 +360,36 @@ test('with no CUPS scheduler running, cups:* discovery fails saying so, rather t
   });
 });
 
-test.serial('printer status and capabilities come from lpstat and lpoptions', async (t) => {
-  const cups = cupsOr(t);
-  if (!cups) return;
-  const queue = await cups.addQueue();
-  const backend = createCupsBackend(queue.name, { server: cups.server, env: process.env });
-  const ready = await backend.status();
-  t.is(ready.status, 'ready');
-  t.true(ready.capabilities.paperSizes.includes('A4'), ready.capabilities.paperSizes.join(' '));
-  t.like(ready.capabilities, { duplex: false, color: false, copies: true });
+test.serial(
+  "printer status comes from lpstat and capabilities from the queue's IPP attributes",
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const queue = await cups.addQueue();
+    const backend = createCupsBackend(queue.name, { server: cups.server, env: process.env });
+    const ready = await backend.status();
+    t.is(ready.status, 'ready');
+    t.true(ready.capabilities.paperSizes.includes('A4'), ready.capabilities.paperSizes.join(' '));
+    t.like(ready.capabilities, { duplex: false, color: false, copies: true });
 
-  await cups.run('cupsdisable', ['-r', 'toner change', queue.name]);
-  t.like(await backend.status(), { status: 'offline', detail: 'paused; toner change' });
-  await cups.run('cupsenable', [queue.name]);
-  t.like(await backend.status(), { status: 'ready' });
+    await cups.run('cupsdisable', ['-r', 'toner change', queue.name]);
+    t.like(await backend.status(), { status: 'offline', detail: 'paused; toner change' });
+    await cups.run('cupsenable', [queue.name]);
+    t.like(await backend.status(), { status: 'ready' });
 
-  const missing = await createCupsBackend('spool-test-no-such-queue', {
-    server: cups.server,
-  }).status();
-  t.is(missing.status, 'error');
-  t.regex(missing.detail, /CUPS has no queue spool-test-no-such-queue/);
+    const missing = await createCupsBackend('spool-test-no-such-queue', {
+      server: cups.server,
+    }).status();
+    t.is(missing.status, 'error');
+    t.regex(missing.detail, /CUPS has no queue spool-test-no-such-queue/);
 
-  const down = await createCupsBackend(queue.name, {
-    server: `127.0.0.1:${await freePort()}`,
-  }).status();
-  t.is(down.status, 'offline');
-  t.regex(down.detail, /CUPS is not running/);
-});
+    const down = await createCupsBackend(queue.name, {
+      server: `127.0.0.1:${await freePort()}`,
+    }).status();
+    t.is(down.status, 'offline');
+    t.regex(down.detail, /CUPS is not running/);
+  },
+);
 
 test.serial('the cups backend passes the print options to lp', async (t) => {
   const cups = cupsOr(t);

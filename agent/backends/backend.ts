@@ -97,6 +97,19 @@ export class NotSentError extends Error {
   override name = 'NotSentError';
 }
 
+/** Waits `ms`, or less when `signal` aborts; never rejects. */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 /** The message of anything thrown, for a failure detail. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -1,6 +1,6 @@
 /**
  * `cups:QUEUE`: prints through the station's CUPS with `lp`, follows the job until CUPS says how it
- * ended, and reads the printer's state with `lpstat` and its options with `lpoptions`. `cups:*`
+ * ended, and reads the printer's state with `lpstat` and its capabilities from its IPP attributes. `cups:*`
  * finds every queue with `lpstat -e`. Commands run through `execFile` (never a shell) with `LC_ALL=C`
  * so their output reads the same everywhere.
  */
@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PrinterCapabilities } from '../../gen/spool/v1/stations.js';
 import type { Logger } from '../../lib/logger.js';
+import { statusOf } from '../ipp/attributes.js';
 import type {
   Backend,
   Confirmation,
@@ -18,8 +19,15 @@ import type {
   PrinterStatusName,
   PrintJob,
 } from './backend.js';
-import { HANDED_OFF, messageOf, NotSentError } from './backend.js';
-import { type CupsServer, getJobInfo, IPP_NOT_FOUND, IppError, JOB_STATE } from './ipp.js';
+import { HANDED_OFF, messageOf, NotSentError, pause } from './backend.js';
+import {
+  type CupsServer,
+  getJobInfo,
+  getQueueCapabilities,
+  IPP_NOT_FOUND,
+  IppError,
+  JOB_STATE,
+} from './cups-ipp.js';
 
 export interface CupsOptions {
   /**
@@ -32,7 +40,7 @@ export interface CupsOptions {
   jobPollMs?: number;
   /** How long one command may run (default 30 s). */
   commandTimeoutMs?: number;
-  /** How long printer capabilities (`lpoptions`) are kept before they are read again (default 60 s). */
+  /** How long printer capabilities (the queue's IPP attributes) are kept before they are read again (default 60 s). */
   capabilitiesTtlMs?: number;
   /**
    * The environment the CUPS commands run in (PATH, CUPS_SERVER…); they always get the C locale,
@@ -128,7 +136,7 @@ export async function discoverCupsQueues(options: CupsOptions = {}): Promise<str
 
 /**
  * What any CUPS queue can do whatever its driver says: CUPS counts copies and applies the page
- * options itself. Paper sizes, duplex and color come from the queue's options when it has them.
+ * options itself. Paper sizes, duplex and color come from the queue's IPP attributes.
  */
 export const CUPS_CAPABILITIES: PrinterCapabilities = {
   paperSizes: [],
@@ -158,7 +166,7 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
       const outcome = await jobOutcome(jobId, name);
       if (outcome === 'printed') return;
       if (outcome !== 'pending') throw new Error(outcome);
-      await sleep(jobPollMs, signal);
+      await pause(jobPollMs, signal);
     }
   }
 
@@ -296,10 +304,10 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
     if (capabilities && now - capabilities.at < capabilitiesTtlMs) return capabilities.value;
     let value: PrinterCapabilities;
     try {
-      value = parseCapabilities(await run('lpoptions', ['-p', queue, '-l']));
-    } catch {
-      // Driverless queues and some servers answer no PPD options; CUPS still handles copies and
-      // the page options.
+      value = await getQueueCapabilities(ippServer, queue);
+    } catch (error) {
+      // CUPS still handles copies and the page options; the rest is asked again after the TTL.
+      logger?.warn({ queue, err: messageOf(error) }, "cannot read the queue's IPP attributes");
       value = CUPS_CAPABILITIES;
     }
     capabilities = { at: now, value };
@@ -318,18 +326,6 @@ async function unreachable(
     return { status: 'offline', detail: `CUPS is not running: ${scheduler.trim()}` };
   }
   return { status: 'error', detail: `CUPS has no queue ${queue}: ${messageOf(error)}` };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 function extensionFor(contentType: string): string {
@@ -406,65 +402,6 @@ export function lpArguments(queue: string, job: Omit<PrintJob, 'document'>): str
   return args;
 }
 
-interface ReasonRule {
-  status: PrinterStatusName;
-  match: (reason: string) => boolean;
-}
-
-// In order of precedence: the first rule any reason matches decides the status. Only reasons that
-// stop the printer count (see stopsPrinting).
-const REASON_RULES: ReasonRule[] = [
-  { status: 'paper_jam', match: (r) => r === 'media-jam' },
-  {
-    status: 'door_open',
-    match: (r) => r === 'door-open' || r === 'cover-open' || r === 'interlock-open',
-  },
-  { status: 'out_of_paper', match: (r) => r === 'media-empty' || r === 'media-needed' },
-  {
-    status: 'offline',
-    match: (r) =>
-      r === 'offline' || r === 'shutdown' || r === 'paused' || r === 'connecting-to-device',
-  },
-];
-
-/** A state reason without its severity suffix (`media-empty-error` → `media-empty`). */
-function baseReason(reason: string): string {
-  return reason.replace(/-(error|warning|report)$/, '');
-}
-
-/**
- * Whether a state reason stops the printer. IPP (RFC 8011, printer-state-reasons) says a `-warning`
- * or `-report` reason does not: a `media-empty-warning` is one empty tray of several, and the
- * printer prints from the others. A reason without a suffix counts as an error. The exception is
- * `offline-report`, which CUPS's backends set when they cannot reach the printer.
- */
-function stopsPrinting(reason: string): boolean {
-  return reason === 'offline-report' || !/-(warning|report)$/.test(reason);
-}
-
-/**
- * Maps CUPS's view of a printer to a link status: the state reasons that stop it first (a jam, an
- * open door, no paper, offline), then a disabled queue (offline), any other `-error` reason
- * (error), a job in progress (printing), and otherwise ready. The detail is the raw reasons, warnings
- * included, and the printer message.
- */
-export function mapCupsState(state: {
-  enabled: boolean;
-  printing: boolean;
-  reasons: string[];
-  message: string;
-}): { status: PrinterStatusName; detail: string } {
-  const reasons = state.reasons.filter((r) => r !== 'none');
-  const detail = [reasons.join(', '), state.message].filter((s) => s !== '').join('; ');
-  const stopping = reasons.filter(stopsPrinting).map(baseReason);
-  for (const rule of REASON_RULES) {
-    if (stopping.some(rule.match)) return { status: rule.status, detail };
-  }
-  if (!state.enabled) return { status: 'offline', detail: detail || 'the queue is disabled' };
-  if (reasons.some((r) => r.endsWith('-error'))) return { status: 'error', detail };
-  return { status: state.printing ? 'printing' : 'ready', detail };
-}
-
 /** Reads `lpstat -l -p QUEUE`. */
 export function parsePrinterStatus(lpstatOutput: string): {
   status: PrinterStatusName;
@@ -488,34 +425,11 @@ export function parsePrinterStatus(lpstatOutput: string): {
   const reasons = alerts
     ? alerts.slice('\tAlerts:'.length).trim().split(/\s+/).filter(Boolean)
     : [];
-  return mapCupsState({ enabled, printing, reasons, message: messageLines.join(' ').trim() });
-}
-
-/** Reads `lpoptions -p QUEUE -l` (`Key/Label: choice *default choice …`). */
-export function parseCapabilities(lpoptionsOutput: string): PrinterCapabilities {
-  const choices = new Map<string, string[]>();
-  for (const line of lpoptionsOutput.split('\n')) {
-    const m = /^([^/:\s]+)(?:\/[^:]*)?:\s*(.*)$/.exec(line.trim());
-    if (!m?.[1] || m[2] === undefined) continue;
-    choices.set(
-      m[1],
-      m[2]
-        .split(/\s+/)
-        .filter(Boolean)
-        .map((c) => c.replace(/^\*/, '')),
-    );
-  }
-  const paperSizes = (choices.get('PageSize') ?? choices.get('media') ?? []).filter(
-    (c) => !c.startsWith('Custom.'),
-  );
-  const duplexChoices = choices.get('Duplex') ?? choices.get('sides') ?? [];
-  const duplex = duplexChoices.some((c) => !/^(none|one-sided|off|false)$/i.test(c));
-  const colorChoices = [
-    ...(choices.get('ColorModel') ?? []),
-    ...(choices.get('print-color-mode') ?? []),
-  ];
-  const color = colorChoices.some(
-    (c) => /rgb|cmy|colou?r/i.test(c) && !/^(gray|grey|mono)/i.test(c),
-  );
-  return { ...CUPS_CAPABILITIES, paperSizes, duplex, color };
+  return statusOf({
+    enabled,
+    printing,
+    reasons,
+    message: messageLines.join(' ').trim(),
+    disabled: 'the queue is disabled',
+  });
 }

@@ -1,0 +1,124 @@
+/**
+ * Sends IPP requests over HTTP (RFC 8010 §4): to a printer at `ipp://` or `ipps://`, or to CUPS on
+ * its domain socket. A request's status code is checked here: a client or server error throws
+ * {@link IppError} naming it and the printer's `status-message`.
+ */
+import { request as httpRequest, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import {
+  decodeResponse,
+  encodeRequest,
+  GROUP,
+  groupOf,
+  IppError,
+  type Request,
+  type Response,
+  statusName,
+  strings,
+} from './protocol.js';
+
+/** Where IPP requests go: a host and port (TLS for ipps), or a domain socket; and the path. */
+export interface IppEndpoint {
+  host?: string;
+  port?: number;
+  socketPath?: string;
+  path: string;
+  tls?: boolean;
+  /** The `printer-uri` operation attribute the endpoint's printer answers to. */
+  printerUri: string;
+}
+
+const DEFAULT_PORT = 631;
+
+/**
+ * Reads `ipp://HOST[:PORT]/PATH` or `ipps://…` (IPv6 hosts in brackets). Throws with a message
+ * that says what is expected.
+ */
+export function endpointOf(uri: string): IppEndpoint {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw new Error(`cannot read ${JSON.stringify(uri)} as a URI; expected ipp://HOST[:PORT]/PATH`);
+  }
+  if (url.protocol !== 'ipp:' && url.protocol !== 'ipps:') {
+    throw new Error(`${JSON.stringify(uri)} is not an ipp:// or ipps:// URI`);
+  }
+  if (url.hostname === '') throw new Error(`${JSON.stringify(uri)} names no host`);
+  if (url.username || url.password || url.search || url.hash) {
+    throw new Error(`${JSON.stringify(uri)}: an IPP printer URI has no user, query or fragment`);
+  }
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = url.port === '' ? DEFAULT_PORT : Number(url.port);
+  const path = url.pathname === '' ? '/' : url.pathname;
+  return { host, port, path, tls: url.protocol === 'ipps:', printerUri: url.href };
+}
+
+/** A printer's URI with no port when it is IPP's own, for details and logs. */
+export function describe(endpoint: IppEndpoint): string {
+  return endpoint.socketPath ?? endpoint.printerUri;
+}
+
+let nextRequestId = 1;
+
+/**
+ * Sends `request` (its request id filled in), with `document` after it when given, and decodes
+ * the answer. Throws {@link IppError} when the printer answers an error status, another HTTP
+ * status, or nothing within `timeoutMs`; a network error (refused, unreachable) is thrown as it is.
+ */
+export async function call(
+  endpoint: IppEndpoint,
+  request: Omit<Request, 'requestId'>,
+  options: { document?: Buffer; timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<Response> {
+  const requestId = nextRequestId;
+  nextRequestId = (nextRequestId % 0x7fff_ffff) + 1;
+  const head = encodeRequest({ ...request, requestId });
+  const body = options.document ? Buffer.concat([head, options.document]) : head;
+  const data = await post(endpoint, body, options.timeoutMs ?? 30_000, options.signal);
+  const response = decodeResponse(data);
+  if (response.status >= 0x0400) {
+    const message = strings(groupOf(response, GROUP.operation), 'status-message')[0];
+    throw new IppError(
+      `${describe(endpoint)} answered ${statusName(response.status)}${message ? `: ${message}` : ''}`,
+      response.status,
+    );
+  }
+  return response;
+}
+
+function post(
+  endpoint: IppEndpoint,
+  body: Buffer,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Buffer> {
+  const options: RequestOptions = {
+    ...(endpoint.socketPath
+      ? { socketPath: endpoint.socketPath }
+      : { host: endpoint.host, port: endpoint.port }),
+    method: 'POST',
+    path: endpoint.path,
+    headers: { 'Content-Type': 'application/ipp', 'Content-Length': body.length },
+    timeout: timeoutMs,
+    ...(signal ? { signal } : {}),
+  };
+  const send = endpoint.tls ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(options, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) {
+          reject(new IppError(`${describe(endpoint)} answered HTTP ${res.statusCode}`));
+        } else resolve(Buffer.concat(chunks));
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () =>
+      req.destroy(new IppError(`no answer from ${describe(endpoint)} in ${timeoutMs} ms`)),
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
