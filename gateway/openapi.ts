@@ -348,6 +348,8 @@ export const V1_OPERATIONS: Record<string, OperationSpec> = {
               duplex: true,
               color: false,
               copies: true,
+              trays: ['main', 'manual'],
+              document_formats: ['application/pdf', 'image/pwg-raster'],
             },
             updated_at: '2026-05-01T12:00:00Z',
           },

@@ -150,6 +150,13 @@ export const PrinterSchema = Type.Object(
         duplex: Type.Boolean(),
         color: Type.Boolean(),
         copies: Type.Boolean(),
+        trays: Type.Array(Type.String(), {
+          description: 'the input trays a job may name in options.tray; empty when not known',
+        }),
+        document_formats: Type.Array(Type.String(), {
+          description:
+            'the content types the printer takes; empty when it takes any the job may have',
+        }),
       },
       { additionalProperties: false },
     ),

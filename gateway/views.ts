@@ -76,6 +76,8 @@ export function printerView(printer: Printer) {
       duplex: printer.capabilities?.duplex ?? false,
       color: printer.capabilities?.color ?? false,
       copies: printer.capabilities?.copies ?? false,
+      trays: printer.capabilities?.trays ?? [],
+      document_formats: printer.capabilities?.documentFormats ?? [],
     },
     updated_at: rfc3339OrNull(printer.updatedAt),
   };

@@ -6,10 +6,15 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import type { PrintJob } from '../agent/backends/backend.js';
 import { createFileBackend } from '../agent/backends/file.js';
 import { createRawBackend } from '../agent/backends/raw.js';
-import { type PrinterReport, PrintOptions } from '../gen/spool/v1/stations.js';
+import {
+  type PrinterCapabilities,
+  type PrinterReport,
+  PrintOptions,
+} from '../gen/spool/v1/stations.js';
 import { SCOPES } from '../lib/credentials.js';
 import { seal } from '../lib/sealing.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
+import { minimalPdf } from './helpers/pdf.js';
 import {
   call,
   createKey,
@@ -27,7 +32,7 @@ interface Ctx {
   key: string;
   link: LinkClient;
   /** A full printer (duplex, page options, A4 and Letter), one that prints documents as they are, and one with nothing. */
-  printers: { full: string; asIs: string; bare: string };
+  printers: { full: string; asIs: string; bare: string; device: string };
 }
 
 const test = anyTest as TestFn<Ctx>;
@@ -58,12 +63,27 @@ const bare: PrinterReport = {
   capabilities: { ...asIs.capabilities, copies: false } as PrinterReport['capabilities'],
 };
 
+/** A printer as an IPP Everywhere device reports itself: its trays, and PDF only. */
+const device: PrinterReport = {
+  ...printer('device'),
+  capabilities: {
+    ...(printer('device').capabilities as PrinterCapabilities),
+    trays: ['main', 'manual'],
+    documentFormats: ['application/pdf'],
+  },
+};
+
 test.before(async (t) => {
   const sys = await startTestSystem();
   const orgId = await createOrg(sys.url);
   const key = (await createKey(sys.url, orgId, { scopes: SCOPES })).secret;
   const station = await createStation(sys.url, orgId);
-  const link = await connectLink(sys.linkAddress, station.token, [printer('front'), asIs, bare]);
+  const link = await connectLink(sys.linkAddress, station.token, [
+    printer('front'),
+    asIs,
+    bare,
+    device,
+  ]);
   const ids = link.welcome.printerIds;
   t.context = {
     sys,
@@ -74,6 +94,7 @@ test.before(async (t) => {
       full: ids.front as string,
       asIs: ids.labels as string,
       bare: ids.bare as string,
+      device: ids.device as string,
     },
   };
 });
@@ -107,6 +128,12 @@ test('an option the printer cannot honour is refused at creation, naming it', as
     [full, { paper: 'A3' }, 'options.paper', /has no paper "A3"; it has A4, Letter/],
     [labels, { rotate: 90 }, 'options.rotate', /as it is/],
     [labels, { pages: '1-2' }, 'options.pages', /as it is/],
+    [
+      t.context.printers.device,
+      { tray: 'top' },
+      'options.tray',
+      /no tray "top"; it has main, manual/,
+    ],
   ];
   for (const [printerId, options, param, message] of cases) {
     const res = await newJob(t, printerId, { options });
@@ -115,7 +142,24 @@ test('an option the printer cannot honour is refused at creation, naming it', as
     t.is(res.body.error.param, param);
     t.regex(res.body.error.message, message);
   }
+  // A document of a type the printer does not take is refused too, the printer's types named.
+  const text = await newJob(t, t.context.printers.device);
+  t.is(text.status, 400);
+  t.is(text.body.error.param, 'content');
+  t.regex(
+    text.body.error.message,
+    /does not take text\/plain documents; it takes application\/pdf/,
+  );
   // What each can do is accepted.
+  t.is(
+    (
+      await newJob(t, t.context.printers.device, {
+        content: { type: 'pdf_base64', data: minimalPdf().toString('base64') },
+        options: { tray: 'manual' },
+      })
+    ).status,
+    201,
+  );
   t.is((await newJob(t, labels, { options: { copies: 3 } })).status, 201);
   t.is(
     (await newJob(t, full, { options: { paper: 'a4', duplex: 'two_sided_long_edge' } })).status,

@@ -1012,6 +1012,10 @@ export interface components {
                 duplex: boolean;
                 color: boolean;
                 copies: boolean;
+                /** @description the input trays a job may name in options.tray; empty when not known */
+                trays: string[];
+                /** @description the content types the printer takes; empty when it takes any the job may have */
+                document_formats: string[];
             };
             updated_at: string | null;
         };
@@ -3594,7 +3598,15 @@ export interface operations {
                      *             ],
                      *             "duplex": true,
                      *             "color": false,
-                     *             "copies": true
+                     *             "copies": true,
+                     *             "trays": [
+                     *               "main",
+                     *               "manual"
+                     *             ],
+                     *             "document_formats": [
+                     *               "application/pdf",
+                     *               "image/pwg-raster"
+                     *             ]
                      *           },
                      *           "updated_at": "2026-05-01T12:00:00Z"
                      *         }

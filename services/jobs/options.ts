@@ -30,8 +30,15 @@ export function checkPages(pages: string): void {
   }
 }
 
-/** Refuses an option `printer` cannot honour, naming the option and what the printer can do. */
-export function checkOptionsFor(options: PrintOptions, printer: Printer): void {
+/**
+ * Refuses an option `printer` cannot honour, naming the option and what the printer can do, and a
+ * document of a type the printer does not take, when `contentType` is given.
+ */
+export function checkOptionsFor(
+  options: PrintOptions,
+  printer: Printer,
+  contentType?: string,
+): void {
   const caps = printer.capabilities;
   const name = JSON.stringify(printer.name);
   const refuse = (option: string, why: string) => {
@@ -53,6 +60,18 @@ export function checkOptionsFor(options: PrintOptions, printer: Printer): void {
     if (value && !caps?.pageOptions) {
       refuse(option, 'prints each document as it is (a file or raw printer), without page options');
     }
+  }
+  const trays = caps?.trays ?? [];
+  if (options.tray && trays.length > 0 && !trays.includes(options.tray)) {
+    refuse('tray', `has no tray ${JSON.stringify(options.tray)}; it has ${trays.join(', ')}`);
+  }
+  const formats = caps?.documentFormats ?? [];
+  const type = contentType?.split(';')[0]?.trim().toLowerCase();
+  if (type && formats.length > 0 && !formats.includes(type)) {
+    throw invalid(
+      `printer ${name} does not take ${type} documents; it takes ${formats.join(', ')}`,
+      'content',
+    );
   }
   const sizes = caps?.paperSizes ?? [];
   if (options.paper && sizes.length > 0) {

@@ -104,12 +104,12 @@ type Place = Pick<NewJob, 'printerId' | 'stationId' | 'region' | 'waiting' | 'po
 /** The printer a job names, as it now is, checked against the job's options. */
 async function printerPlace(
   deps: JobsServerDeps,
-  req: Pick<NewJob, 'orgId' | 'printerId' | 'options'>,
+  req: Pick<NewJob, 'orgId' | 'printerId' | 'options' | 'contentType'>,
   call: ServerUnaryCall<unknown, unknown>,
 ): Promise<Place> {
   const printer = await printerOf(deps, req.orgId, req.printerId, call);
   if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
-  checkOptionsFor(req.options, printer);
+  checkOptionsFor(req.options, printer, req.contentType);
   // A printer that cannot print now says so on the job from the start.
   const waiting = waitingDetail(printer);
   return { printerId: printer.id, stationId: printer.stationId, region: printer.region, waiting };
@@ -162,7 +162,10 @@ async function poolPlace(
 /** Where a job naming `req`'s printer or pool goes now (or, for a pool, waits). */
 export function placeOf(
   deps: JobsServerDeps,
-  req: Pick<NewJob, 'orgId' | 'printerId' | 'poolId' | 'options' | 'hold' | 'scheduleAt'>,
+  req: Pick<
+    NewJob,
+    'orgId' | 'printerId' | 'poolId' | 'options' | 'hold' | 'scheduleAt' | 'contentType'
+  >,
   call: ServerUnaryCall<unknown, unknown>,
 ): Promise<Place> {
   return req.poolId
@@ -177,7 +180,7 @@ async function createFrom(
   content: { contentType: string; document: Buffer },
   call: ServerUnaryCall<unknown, unknown>,
 ) {
-  const place = await placeOf(deps, req, call);
+  const place = await placeOf(deps, { ...req, contentType: content.contentType }, call);
   const id = randomUUID();
   const inline = content.document.length <= INLINE_DOCUMENT_BYTES;
   // A large document is stored before the job exists; a job whose commit fails leaves an object

@@ -11,7 +11,7 @@ export function validationHandlers(deps: JobsServerDeps): JobsHandlers<'validate
   return {
     async validateJob(req, call) {
       const orgId = checkRequest(deps, req);
-      await resolveContent(deps, req, orgId);
+      const { contentType } = await resolveContent(deps, req, orgId);
       const place = await placeOf(
         deps,
         {
@@ -19,6 +19,7 @@ export function validationHandlers(deps: JobsServerDeps): JobsHandlers<'validate
           printerId: req.printerId,
           ...(req.poolId ? { poolId: req.poolId } : {}),
           options: req.options ?? PrintOptions.fromPartial({}),
+          contentType,
           hold: req.hold,
           ...(req.scheduleAt ? { scheduleAt: req.scheduleAt } : {}),
         },
