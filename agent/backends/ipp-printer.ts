@@ -43,6 +43,8 @@ export interface IppPrinterOptions {
   jobPollMs?: number;
   /** How long one request may wait for its answer (default 30 s; a document's upload included). */
   requestTimeoutMs?: number;
+  /** How long a printer that has a job may not answer before the job fails as lost (5 min). */
+  lostAfterMs?: number;
   logger?: Logger;
 }
 
@@ -62,6 +64,7 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
   const endpoint = endpointOf(uri);
   const jobPollMs = options.jobPollMs ?? 1_000;
   const timeoutMs = options.requestTimeoutMs ?? 30_000;
+  const lostAfterMs = options.lostAfterMs ?? 300_000;
   const logger = options.logger;
   const printerUri: Attribute = {
     tag: TAG.uri,
@@ -109,10 +112,26 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
 
   /** Follows a job until it ends: its confirmation, or an Error saying how it ended. */
   async function waitForJob(jobId: number, signal?: AbortSignal): Promise<Confirmation> {
+    let unanswered: number | undefined;
     for (;;) {
       if (signal?.aborted)
         throw new Error(`ipp: the agent stopped while ${describe(endpoint)} printed job ${jobId}`);
-      const job = await jobState(jobId);
+      let job: Awaited<ReturnType<typeof jobState>>;
+      try {
+        job = await jobState(jobId);
+        unanswered = undefined;
+      } catch (error) {
+        // The printer has the job: a printer that stops answering for a while (a restart, Wi-Fi)
+        // is asked again, and the job fails as lost only once it has not answered for long.
+        unanswered ??= Date.now();
+        if (Date.now() - unanswered >= lostAfterMs) {
+          throw new Error(
+            `ipp: lost track of job ${jobId}: ${describe(endpoint)} has not answered for ${Math.round(lostAfterMs / 1000)} s (${messageOf(error)})`,
+          );
+        }
+        await pause(jobPollMs, signal);
+        continue;
+      }
       if (job.state === JOB_STATE.completed) return confirmed(job.impressions);
       if (job.state === JOB_STATE.canceled || job.state === JOB_STATE.aborted) {
         const how = job.state === JOB_STATE.canceled ? 'cancelled' : 'aborted';
