@@ -38,29 +38,13 @@ export async function getJobInfo(
   jobId: number,
   timeoutMs = 10_000,
 ): Promise<JobInfo> {
-  const target = `ipp://localhost/jobs/${jobId}`;
-  const response = await call(
-    endpointFor(server, '/jobs/', target),
-    {
-      operation: OPERATION.getJobAttributes,
-      groups: [
-        {
-          tag: GROUP.operation,
-          attributes: operationAttributes(
-            { tag: TAG.uri, name: 'job-uri', values: [target] },
-            { tag: TAG.name, name: 'requesting-user-name', values: [userName()] },
-            {
-              tag: TAG.keyword,
-              name: 'requested-attributes',
-              values: ['job-state', 'job-state-reasons', 'job-printer-state-message'],
-            },
-          ),
-        },
-      ],
-    },
-    { timeoutMs },
+  const attributes = await ask(
+    server,
+    OPERATION.getJobAttributes,
+    { path: '/jobs/', name: 'job-uri', uri: `ipp://localhost/jobs/${jobId}` },
+    ['job-state', 'job-state-reasons', 'job-printer-state-message'],
+    timeoutMs,
   );
-  const attributes = allAttributes(response);
   const state = integer(attributes, 'job-state');
   if (state === undefined) throw new Error('CUPS sent no job-state');
   return {
@@ -77,25 +61,42 @@ export async function getQueueCapabilities(
   timeoutMs = 10_000,
 ): Promise<PrinterCapabilities> {
   const path = `/printers/${encodeURIComponent(queue)}`;
-  const target = `ipp://localhost${path}`;
+  const attributes = await ask(
+    server,
+    OPERATION.getPrinterAttributes,
+    { path, name: 'printer-uri', uri: `ipp://localhost${path}` },
+    PRINTER_ATTRIBUTES,
+    timeoutMs,
+  );
+  return capabilitiesOf(attributes, true);
+}
+
+/** Asks CUPS for the `requested` attributes of the job or printer at `target`. */
+async function ask(
+  server: CupsServer,
+  operation: number,
+  target: { path: string; name: string; uri: string },
+  requested: string[],
+  timeoutMs: number,
+) {
   const response = await call(
-    endpointFor(server, path, target),
+    endpointFor(server, target.path, target.uri),
     {
-      operation: OPERATION.getPrinterAttributes,
+      operation,
       groups: [
         {
           tag: GROUP.operation,
           attributes: operationAttributes(
-            { tag: TAG.uri, name: 'printer-uri', values: [target] },
+            { tag: TAG.uri, name: target.name, values: [target.uri] },
             { tag: TAG.name, name: 'requesting-user-name', values: [userName()] },
-            { tag: TAG.keyword, name: 'requested-attributes', values: PRINTER_ATTRIBUTES },
+            { tag: TAG.keyword, name: 'requested-attributes', values: requested },
           ),
         },
       ],
     },
     { timeoutMs },
   );
-  return capabilitiesOf(allAttributes(response), true);
+  return allAttributes(response);
 }
 
 /** The user `lp` submits jobs as, so CUPS shows the job's owner everything. */
