@@ -9,7 +9,7 @@ import { lpArguments, parsePrinterStatus, parseRequestId } from '../agent/backen
 import { createFileBackend, fileNameFor } from '../agent/backends/file.js';
 import { createRawBackend } from '../agent/backends/raw.js';
 import { parsePrinterSpec } from '../agent/index.js';
-import { capabilitiesOf, jobTemplate, statusOf } from '../agent/ipp/attributes.js';
+import { capabilitiesOf, jobTemplate, printerStatusOf, statusOf } from '../agent/ipp/attributes.js';
 import {
   type Attribute,
   decodeResponse,
@@ -18,6 +18,7 @@ import {
   groupOf,
   operationAttributes,
   TAG,
+  type Value,
 } from '../agent/ipp/protocol.js';
 import type { PrintOptions } from '../gen/spool/v1/stations.js';
 import { freePort } from './helpers/ports.js';
@@ -95,7 +96,10 @@ test('bad printer specs are refused with a message that says what is wrong', (t)
     ['front=ipp://', /"ipp:\/\/" names no host/],
     ['front=ipp:printer', /"ipp:printer" names no host/],
     ['front=ipps://user:pw@host/ipp/print', /no user, query or fragment/],
-    ['front=lpd:queue', /unknown backend "lpd".*file:DIR, cups:QUEUE, cups:\*, raw:HOST:PORT, ipp:/],
+    [
+      'front=lpd:queue',
+      /unknown backend "lpd".*file:DIR, cups:QUEUE, cups:\*, raw:HOST:PORT, ipp:/,
+    ],
   ];
   for (const [spec, message] of cases) {
     t.throws(() => parsePrinterSpec(spec), { name: 'PrinterSpecError', message }, spec);
@@ -507,6 +511,24 @@ test('capabilities come from IPP printer attributes, for a device and for a CUPS
   t.like(capabilitiesOf(new Map(), true), { copies: true, pageOptions: true, documentFormats: [] });
   // A device that says nothing of copies or page ranges is refused them at creation.
   t.like(capabilitiesOf(new Map(), false), { copies: false, pageOptions: false });
+});
+
+test('an IPP printer reads out of paper whatever suffix its state gives the reason', (t) => {
+  const read = (state: number, reasons: string[]) =>
+    printerStatusOf(
+      new Map<string, Value[]>([
+        ['printer-state', [state]],
+        ['printer-state-reasons', reasons],
+      ]),
+    ).status;
+  // Idle with no paper (its jobs wait), and a job waiting for paper.
+  t.is(read(3, ['media-empty-report']), 'out_of_paper');
+  t.is(read(4, ['media-empty-warning', 'media-needed-warning']), 'out_of_paper');
+  t.is(read(4, ['cover-open-warning']), 'door_open');
+  // Low toner is only said.
+  t.is(read(3, ['toner-low-report']), 'ready');
+  t.is(read(4, ['none']), 'printing');
+  t.is(read(5, []), 'offline');
 });
 
 test("a job's options become IPP job template attributes", (t) => {

@@ -158,10 +158,15 @@ export function statusOf(state: {
   message: string;
   /** The detail of a printer not enabled when it says nothing more. */
   disabled?: string;
+  /**
+   * The printer puts a reason's severity by its own state, not the condition's (see
+   * {@link printerStatusOf}): a paper, jam, door or offline reason then counts whatever its suffix.
+   */
+  suffixByState?: boolean;
 }): { status: PrinterStatusName; detail: string } {
   const reasons = state.reasons.filter((r) => r !== 'none');
   const detail = [reasons.join(', '), state.message].filter((s) => s !== '').join('; ');
-  const stopping = reasons.filter(stopsPrinting).map(baseReason);
+  const stopping = (state.suffixByState ? reasons : reasons.filter(stopsPrinting)).map(baseReason);
   for (const rule of REASON_RULES) {
     if (stopping.some(rule.match)) return { status: rule.status, detail };
   }
@@ -171,7 +176,13 @@ export function statusOf(state: {
   return { status: state.printing ? 'printing' : 'ready', detail };
 }
 
-/** The status of a printer from its own attributes. */
+/**
+ * The status of a printer from its own attributes. IPP Everywhere printers built on CUPS's and
+ * PAPPL's printer code (ippeveprinter, the printer applications) suffix every reason by the
+ * printer's state: `media-empty-report` while idle and `media-needed-warning` while a job waits
+ * for paper, both a printer that prints nothing until someone loads paper. So a device's paper,
+ * jam, door and offline reasons count with any suffix.
+ */
 export function printerStatusOf(attributes: Map<string, Value[]>): {
   status: PrinterStatusName;
   detail: string;
@@ -182,6 +193,7 @@ export function printerStatusOf(attributes: Map<string, Value[]>): {
     printing: state === PRINTER_STATE.processing,
     reasons: strings(attributes, 'printer-state-reasons'),
     message: strings(attributes, 'printer-state-message')[0] ?? '',
+    suffixByState: true,
   });
 }
 

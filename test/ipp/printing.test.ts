@@ -1,0 +1,233 @@
+/**
+ * A real `spool agent` driving real IPP Everywhere printers (ippeveprinter) with `ipp://`, no CUPS:
+ * capabilities read from the printers, a one-sided printer refusing duplex at creation, options
+ * reaching the printer as it names them, the printer's own confirmation with its page count, and
+ * its paper running out and coming back on the printer's status.
+ */
+import { rm } from 'node:fs/promises';
+import anyTest, { type TestFn } from 'ava';
+import { SCOPES } from '../../lib/credentials.js';
+import { type IppPrinter, startIppPrinter } from '../helpers/ipp-printer.js';
+import { minimalPdf } from '../helpers/pdf.js';
+import { tempDir } from '../helpers/printing-org.js';
+import { type SpoolProcess, spawnSpool } from '../helpers/spool.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  createStation,
+  eventually,
+  startTestSystem,
+  type TestSystem,
+} from '../helpers/system.js';
+
+interface Printer {
+  id: string;
+  name: string;
+  status: string;
+  detail: string;
+  station_online: boolean;
+  capabilities: {
+    paper_sizes: string[];
+    duplex: boolean;
+    color: boolean;
+    copies: boolean;
+    trays: string[];
+    document_formats: string[];
+  };
+}
+
+interface Job {
+  id: string;
+  status: string;
+  status_detail: string;
+  confirmation: { level: string; pages: number | null } | null;
+}
+
+interface Context {
+  sys: TestSystem;
+  orgId: string;
+  key: string;
+  agent: SpoolProcess;
+  duplex: IppPrinter;
+  simplex: IppPrinter;
+  ids: Map<string, string>;
+}
+
+const test = anyTest as TestFn<Context>;
+
+/** What test.before started, stopped in reverse order after the tests, however they end. */
+const started: Array<() => Promise<unknown>> = [];
+const owner = { teardown: (stop: () => Promise<unknown>) => void started.push(stop) };
+
+test.after.always(async () => {
+  for (const stop of started.reverse()) await stop();
+});
+
+test.before(async (t) => {
+  const sys = await startTestSystem();
+  owner.teardown(() => sys.stop());
+  const orgId = await createOrg(sys.url);
+  const { secret: key } = await createKey(sys.url, orgId, { scopes: SCOPES });
+  const station = await createStation(sys.url, orgId);
+  const duplex = await startIppPrinter(owner, { twoSided: true });
+  const simplex = await startIppPrinter(owner, { formats: ['application/pdf'] });
+  const state = await tempDir('spool-agent-state-');
+  owner.teardown(() => rm(state, { recursive: true, force: true }));
+  const agent = spawnSpool(
+    [
+      'agent',
+      '--server',
+      sys.linkAddress,
+      '--state-dir',
+      state,
+      '--printer',
+      `duplex=${duplex.uri}`,
+      '--printer',
+      `simplex=${simplex.uri}`,
+    ],
+    { SPOOL_DEVICE_TOKEN: station.token, LOG_LEVEL: 'info' },
+  );
+  owner.teardown(() => agent.stop());
+  const listed = await eventually(
+    () => printers({ sys, orgId, key }),
+    (list) => list.length === 2 && list.every((p) => p.station_online && p.status === 'ready'),
+    30_000,
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}\nagent output:\n${agent.output()}`);
+  });
+  t.context = {
+    sys,
+    orgId,
+    key,
+    agent,
+    duplex,
+    simplex,
+    ids: new Map(listed.map((p) => [p.name, p.id])),
+  };
+});
+
+async function printers(c: Pick<Context, 'sys' | 'orgId' | 'key'>): Promise<Printer[]> {
+  const res = await call<{ printers: Printer[] }>(
+    c.sys.url,
+    'GET',
+    `/v1/orgs/${c.orgId}/printers`,
+    {
+      token: c.key,
+    },
+  );
+  return res.body.printers;
+}
+
+function post(c: Context, path: string, body: Record<string, unknown>) {
+  return call<{ job: Job; error: { code: string; param?: string; message: string } }>(
+    c.sys.url,
+    'POST',
+    `/v1/orgs/${c.orgId}/${path}`,
+    { token: c.key, body },
+  );
+}
+
+function job(c: Context, id: string) {
+  return call<{ job: Job }>(c.sys.url, 'GET', `/v1/orgs/${c.orgId}/jobs/${id}`, { token: c.key });
+}
+
+const pdf = () => ({ type: 'pdf_base64', data: minimalPdf().toString('base64') });
+
+test("the printers' capabilities are what the printers say", async (t) => {
+  const byName = new Map((await printers(t.context)).map((p) => [p.name, p]));
+  const duplex = byName.get('duplex');
+  const simplex = byName.get('simplex');
+  t.true(duplex?.capabilities.duplex);
+  t.false(simplex?.capabilities.duplex);
+  for (const printer of [duplex, simplex]) {
+    // ippeveprinter's media, by the names jobs use, and its input trays.
+    t.deepEqual(printer?.capabilities.paper_sizes, ['Letter', 'Legal', 'A4', 'Env10', 'EnvDL']);
+    t.deepEqual(printer?.capabilities.trays, ['main', 'manual', 'by-pass-tray']);
+    t.true(printer?.capabilities.copies);
+    t.false(printer?.capabilities.color);
+  }
+  t.deepEqual(duplex?.capabilities.document_formats, [
+    'application/pdf',
+    'image/pwg-raster',
+    'text/plain',
+  ]);
+  t.deepEqual(simplex?.capabilities.document_formats, ['application/pdf']);
+});
+
+test('a one-sided printer refuses two-sided printing at creation, and a format it lacks', async (t) => {
+  const simplex = t.context.ids.get('simplex');
+  for (const path of ['jobs', 'jobs/validate']) {
+    const twoSided = await post(t.context, path, {
+      printer_id: simplex,
+      content: pdf(),
+      options: { duplex: 'two_sided_long_edge' },
+    });
+    t.is(twoSided.status, 400, path);
+    t.is(twoSided.body.error.param, 'options.duplex');
+    t.regex(twoSided.body.error.message, /one side only/);
+    const text = await post(t.context, path, {
+      printer_id: simplex,
+      content: { type: 'text', data: 'hello' },
+    });
+    t.is(text.status, 400, path);
+    t.is(text.body.error.param, 'content');
+  }
+  const size = await post(t.context, 'jobs', {
+    printer_id: simplex,
+    content: pdf(),
+    options: { paper: 'A3' },
+  });
+  t.is(size.status, 400);
+  t.regex(size.body.error.message, /has no paper "A3"; it has Letter, Legal, A4, Env10, EnvDL/);
+});
+
+test('a job reaches the printer with its options as the printer names them, and the printer confirms it with its pages', async (t) => {
+  const { duplex } = t.context;
+  await duplex.setImpressions(4);
+  const created = await post(t.context, 'jobs', {
+    printer_id: t.context.ids.get('duplex'),
+    title: 'two copies, two-sided, A4',
+    content: pdf(),
+    options: { copies: 2, duplex: 'two_sided_long_edge', paper: 'A4' },
+  });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const printed = await eventually(
+    () => job(t.context, created.body.job.id),
+    (r) => r.body.job.status === 'printed' || r.body.job.status === 'failed',
+    30_000,
+  );
+  t.is(printed.body.job.status, 'printed', printed.body.job.status_detail);
+  t.deepEqual(printed.body.job.confirmation, { level: 'device_completed', pages: 4 });
+  const jobs = await duplex.jobs();
+  t.is(jobs.length, 1);
+  t.like(jobs[0], {
+    'job-name': 'two copies, two-sided, A4',
+    copies: '2',
+    sides: 'two-sided-long-edge',
+    media: 'iso_a4_210x297mm',
+  });
+});
+
+test('a printer out of paper reads so while its job waits, and prints it once paper is loaded', async (t) => {
+  const { simplex } = t.context;
+  const id = t.context.ids.get('simplex');
+  const status = async () =>
+    (await printers(t.context)).find((p) => p.name === 'simplex') as Printer;
+  await simplex.emptyTray();
+  const created = await post(t.context, 'jobs', { printer_id: id, content: pdf() });
+  t.is(created.status, 201);
+  const empty = await eventually(status, (p) => p.status === 'out_of_paper', 30_000);
+  t.regex(empty.detail, /media-empty|media-needed/);
+  t.not((await job(t.context, created.body.job.id)).body.job.status, 'printed');
+
+  await simplex.loadPaper();
+  await eventually(status, (p) => p.status === 'ready', 30_000);
+  const printed = await eventually(
+    () => job(t.context, created.body.job.id),
+    (r) => r.body.job.status === 'printed',
+    30_000,
+  );
+  t.is(printed.body.job.confirmation?.level, 'device_completed');
+  t.is((await simplex.jobs()).length, 1);
+});
