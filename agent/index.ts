@@ -291,7 +291,7 @@ async function settleInterrupted(
     ?.outcome?.({ id: entry.jobId, attempt: entry.attempt, ref: entry.ref })
     .catch(() => undefined);
   if (outcome !== undefined && outcome !== 'not_printed') {
-    await journal.record(entry.jobId, entry.attempt, 'printed');
+    await journal.record(entry.jobId, entry.attempt, 'printed', { confirmation: outcome });
     logger.info(log, 'a job interrupted by a stop had printed; reporting it printed');
   } else if (outcome === 'not_printed') {
     await journal.record(entry.jobId, entry.attempt, 'received');

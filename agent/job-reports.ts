@@ -5,6 +5,7 @@
 import type { AgentMessage } from '../gen/spool/v1/stations.js';
 import type { Logger } from '../lib/logger.js';
 import type { TraceCarrier } from '../lib/tracing.js';
+import { type Confirmation, HANDED_OFF } from './backends/backend.js';
 import type { Journal, JournalEntry } from './journal.js';
 
 /** Sends the reports of job attempts on the link. */
@@ -37,13 +38,17 @@ export class JobReports {
   async finish(
     jobId: string,
     attempt: number,
-    printed: boolean,
-    detail: string,
+    outcome: { confirmation: Confirmation } | { failure: string },
     trace: TraceCarrier,
   ): Promise<void> {
-    const entry = await this.#journal.record(jobId, attempt, printed ? 'printed' : 'failed', {
-      detail,
-    });
+    const entry = await this.#journal.record(
+      jobId,
+      attempt,
+      'confirmation' in outcome ? 'printed' : 'failed',
+      'confirmation' in outcome
+        ? { confirmation: outcome.confirmation }
+        : { detail: outcome.failure },
+    );
     this.result(entry, trace);
   }
 
@@ -68,7 +73,8 @@ export class JobReports {
         printed: entry.state === 'printed',
         detail: entry.detail,
         traceContext: trace,
-        confirmation: undefined,
+        // A printed entry journaled before confirmations were was handed off.
+        confirmation: entry.state === 'printed' ? (entry.confirmation ?? HANDED_OFF) : undefined,
       },
     });
   }

@@ -17,6 +17,8 @@ export interface JournalLine {
   ref?: string;
   /** A pool job's: it prints only once the server accepts the agent's claim. */
   claim?: boolean;
+  /** A printed job's: how far its printer confirmed it (`pages` where the printer counted). */
+  confirmation?: { level: string; pages?: number };
 }
 
 /** The lines a rewrite keeps; asked for when the rewrite runs, after the writes before it. */

@@ -15,6 +15,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import type { Confirmation } from './backends/backend.js';
 import { JournalFile, type JournalLine } from './journal-file.js';
 
 export type JobState = 'received' | 'printing' | 'printed' | 'failed' | 'withdrawn';
@@ -48,6 +49,8 @@ export interface JournalEntry {
    * prints, and it prints only once the server accepts it.
    */
   claim?: boolean;
+  /** A printed attempt's: how far the printer confirmed it. */
+  confirmation?: Confirmation;
   /** The server has durably recorded the `received` report (for a pool job: the claim). */
   receivedAccepted: boolean;
   /** The server has durably recorded the `result` report. */
@@ -148,7 +151,13 @@ export class Journal {
     jobId: string,
     attempt: number,
     state: JobState,
-    extra: { printer?: string; detail?: string; ref?: string; claim?: boolean } = {},
+    extra: {
+      printer?: string;
+      detail?: string;
+      ref?: string;
+      claim?: boolean;
+      confirmation?: Confirmation;
+    } = {},
   ): Promise<JournalEntry> {
     const key = journalKey(jobId, attempt);
     const at = this.#clock.now();
@@ -172,8 +181,11 @@ export class Journal {
     else entry.ref = extra.ref;
     if (extra.printer !== undefined) entry.printer = extra.printer;
     if (extra.claim) entry.claim = true;
+    if (extra.confirmation) entry.confirmation = extra.confirmation;
+    else delete entry.confirmation;
     entry.updatedAt = at;
     const line: JournalLine = { at: at.toISOString(), job: jobId, attempt, event: state };
+    if (extra.confirmation) line.confirmation = extra.confirmation;
     if (extra.printer !== undefined) line.printer = extra.printer;
     if (extra.claim) line.claim = true;
     if (extra.detail) line.detail = extra.detail;
@@ -243,6 +255,9 @@ export class Journal {
       else delete entry.ref;
       if (line.printer !== undefined) entry.printer = line.printer;
       if (line.claim === true) entry.claim = true;
+      const confirmation = confirmationOf(line.confirmation);
+      if (confirmation) entry.confirmation = confirmation;
+      else delete entry.confirmation;
       entry.updatedAt = at;
       this.#entries.set(key, entry);
       return true;
@@ -270,10 +285,22 @@ export class Journal {
       if (entry.detail) state.detail = entry.detail;
       if (entry.ref !== undefined) state.ref = entry.ref;
       if (entry.claim) state.claim = true;
+      if (entry.confirmation) state.confirmation = entry.confirmation;
       lines.push(state);
       if (entry.receivedAccepted) lines.push({ ...base, event: 'accepted_received' });
       if (entry.resultAccepted) lines.push({ ...base, event: 'accepted_result' });
     }
     return lines;
   }
+}
+
+/**
+ * A journaled confirmation, if it is one. A printed line from before confirmations were journaled
+ * has none: its job was printed by a backend that hands jobs off.
+ */
+function confirmationOf(value: JournalLine['confirmation']): Confirmation | undefined {
+  if (value?.level !== 'handed_off' && value?.level !== 'device_completed') return undefined;
+  return typeof value.pages === 'number'
+    ? { level: value.level, pages: value.pages }
+    : { level: value.level };
 }

@@ -19,7 +19,7 @@ import {
   traceCarrier,
 } from '../lib/tracing.js';
 import type { Backend, PrintJob } from './backends/backend.js';
-import { messageOf, NotSentError } from './backends/backend.js';
+import { type Confirmation, HANDED_OFF, messageOf, NotSentError } from './backends/backend.js';
 import type { JobClaims } from './job-claims.js';
 import type { JobReports } from './job-reports.js';
 import type { Journal, JournalEntry } from './journal.js';
@@ -124,7 +124,12 @@ export class PrintQueues {
     if (!backend) {
       const detail = `the station has no printer named ${JSON.stringify(printer)}`;
       log.warn({ printer }, 'job for a printer the station does not have');
-      await this.#reports.finish(offer.jobId, offer.attempt, false, detail, offer.traceContext);
+      await this.#reports.finish(
+        offer.jobId,
+        offer.attempt,
+        { failure: detail },
+        offer.traceContext,
+      );
       return;
     }
     const job: PrintJob = {
@@ -267,9 +272,10 @@ export class PrintQueues {
       // Journaled before the backend sees the job: after a crash this attempt is never printed again.
       await this.#journal.record(job.id, job.attempt, 'printing', { printer });
       let failure: string | undefined;
+      let confirmation: Confirmation = HANDED_OFF;
       const started = performance.now();
       try {
-        await backend.print(
+        confirmation = await backend.print(
           {
             ...job,
             // What the printer's spooler calls it, so that a restart can ask it about the job.
@@ -311,8 +317,7 @@ export class PrintQueues {
       await this.#reports.finish(
         job.id,
         job.attempt,
-        failure === undefined,
-        failure ?? '',
+        failure === undefined ? { confirmation } : { failure },
         traceCarrier(),
       );
       if (failure === undefined) log.info('job printed');

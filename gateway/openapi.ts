@@ -75,6 +75,7 @@ const JOB_EXAMPLE = {
   expire_at: null,
   reprint_of: null,
   content_deleted: false,
+  confirmation: null,
   created_at: '2026-05-01T12:00:00Z',
   updated_at: '2026-05-01T12:00:00Z',
 };

@@ -48,6 +48,9 @@ export function jobJson(job: Job) {
     expire_at: rfc3339OrNull(job.expireAt),
     reprint_of: job.reprintOf || null,
     content_deleted: job.contentDeleted,
+    confirmation: job.confirmation
+      ? { level: job.confirmation.level, pages: job.confirmation.pages ?? null }
+      : null,
     created_at: rfc3339OrNull(job.createdAt),
     updated_at: rfc3339OrNull(job.updatedAt),
   };

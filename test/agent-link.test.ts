@@ -492,6 +492,7 @@ test('a job left printing when the agent stopped is reported failed, interrupted
     detail: INTERRUPTED_DETAIL,
     // Sent again by a restarted agent: the trace of the first print is gone with the process.
     traceContext: {},
+    confirmation: undefined,
   });
   t.false(conn.messages.some((m) => m.received?.jobId === 'job-12'));
   conn.offer({ jobId: 'job-12', printerName: 'front', document: 'again' });
@@ -525,6 +526,8 @@ test('an interrupted file job whose file was written is reported printed and not
     printed: true,
     detail: '',
     traceContext: {},
+    // The file backend says the file was written: the job was handed off.
+    confirmation: { level: 'handed_off', pages: undefined },
   });
   conn.offer({ jobId: 'job-14', printerName: 'front', document: 'again' });
   await waitUntil(

@@ -453,6 +453,8 @@ test.serial(
       duplex: true,
       color: false,
       copies: true,
+      trays: [],
+      document_formats: [],
     });
     link.send({ printers: { printers: [printer('front')] } });
     await events.waitFor(

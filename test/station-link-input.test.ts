@@ -32,7 +32,12 @@ interface PrinterView {
   capabilities: { paper_sizes: string[] };
 }
 interface JobView {
-  job: { id: string; status: string; status_detail: string };
+  job: {
+    id: string;
+    status: string;
+    status_detail: string;
+    confirmation: { level: string; pages: number | null } | null;
+  };
   events: Array<{ status: string; actor: string }>;
 }
 
@@ -164,6 +169,54 @@ test('a failure’s detail with control characters is stored cleaned, and a long
   t.true(detail.startsWith('tray  2 empty xxx'), detail.slice(0, 40));
   t.is(detail.length, 1000);
   t.true(detail.endsWith('…'));
+});
+
+test("a printed job carries its printer's confirmation as far as it makes sense, and a failed one none", async (t) => {
+  const { id, link } = await station(t);
+  t.teardown(() => link.close());
+  const sent: Array<[unknown, unknown]> = [
+    [
+      { level: 'device_completed', pages: 3 },
+      { level: 'device_completed', pages: 3 },
+    ],
+    // An agent from before confirmations says nothing: its printer took the job.
+    [undefined, { level: 'handed_off', pages: null }],
+    // A level Spool does not know is no more than handed off; a count that is none is dropped.
+    [
+      { level: 'stapled', pages: 2 },
+      { level: 'handed_off', pages: 2 },
+    ],
+    [
+      { level: 'device_completed', pages: 2_000_000_000 },
+      { level: 'device_completed', pages: null },
+    ],
+  ];
+  for (const [confirmation, shown] of sent) {
+    const jobId = await offeredJob(t, id, link);
+    link.send({
+      result: { jobId, attempt: 1, printed: true, ...(confirmation ? { confirmation } : {}) },
+    });
+    const printed = await eventually(
+      () => getJob(t, jobId),
+      (res) => res.body.job.status === 'printed',
+    );
+    t.deepEqual(printed.body.job.confirmation, shown, JSON.stringify(confirmation));
+  }
+  const jobId = await offeredJob(t, id, link);
+  link.send({
+    result: {
+      jobId,
+      attempt: 1,
+      printed: false,
+      detail: 'jam',
+      confirmation: { level: 'device_completed' },
+    },
+  });
+  const failed = await eventually(
+    () => getJob(t, jobId),
+    (res) => res.body.job.status === 'failed',
+  );
+  t.is(failed.body.job.confirmation, null);
 });
 
 test('printers: details cleaned, an unknown status read as unknown, paper sizes bounded', async (t) => {

@@ -40,6 +40,7 @@ function row(fields: Partial<JobRow> = {}): JobRow {
     document_inline: true,
     pool_id: null,
     priority: 50,
+    confirmation: null,
     created_at: created,
     updated_at: created,
     ...fields,
@@ -116,4 +117,23 @@ test('a job whose document is past retention cannot be offered again', (t) => {
   const failed = row({ status: 'failed', document_deleted_at: created });
   const refused = t.throws(() => plan(failed, 'retry', { actor: 'operator' }, now));
   t.is((refused as SpoolError).code, 'content_deleted');
+});
+
+test('a printed report keeps its confirmation; a report without one was handed off; anything else has none', (t) => {
+  const sent = row({ status: 'sent' });
+  const device = { level: 'device_completed', pages: 3 };
+  t.deepEqual(
+    plan(sent, 'printed', { ...station, attempt: 1, confirmation: device }, now).after.confirmation,
+    device,
+  );
+  t.deepEqual(plan(sent, 'printed', { ...station, attempt: 1 }, now).after.confirmation, {
+    level: 'handed_off',
+  });
+  t.deepEqual(
+    plan(sent, 'printed', { ...station, confirmation: device }, now).job.confirmation,
+    device,
+  );
+  t.is(plan(sent, 'failed', { ...station, confirmation: device }, now).after.confirmation, null);
+  const failed = row({ status: 'failed', confirmation: null });
+  t.is(plan(failed, 'retry', { actor: 'operator' }, now).after.confirmation, null);
 });

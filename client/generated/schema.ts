@@ -963,6 +963,13 @@ export interface components {
             reprint_of: string | null;
             /** @description the document is past retention */
             content_deleted: boolean;
+            /** @description set once the job is printed: what its printer confirmed */
+            confirmation: {
+                /** @description handed_off: a spooler or socket took the whole job (file, raw, CUPS); device_completed: the printer itself said it completed (IPP) */
+                level: "handed_off" | "device_completed";
+                /** @description the impressions the printer counted, where it reports them */
+                pages: number | null;
+            } | null;
             /**
              * Format: date-time
              * @description RFC 3339, UTC
@@ -1347,6 +1354,7 @@ export interface operations {
                      *           "expire_at": null,
                      *           "reprint_of": null,
                      *           "content_deleted": false,
+                     *           "confirmation": null,
                      *           "created_at": "2026-05-01T12:00:00Z",
                      *           "updated_at": "2026-05-01T12:00:00Z"
                      *         }
@@ -1578,6 +1586,7 @@ export interface operations {
                      *         "expire_at": null,
                      *         "reprint_of": null,
                      *         "content_deleted": false,
+                     *         "confirmation": null,
                      *         "created_at": "2026-05-01T12:00:00Z",
                      *         "updated_at": "2026-05-01T12:00:00Z"
                      *       }
@@ -2180,6 +2189,7 @@ export interface operations {
                      *         "expire_at": null,
                      *         "reprint_of": null,
                      *         "content_deleted": false,
+                     *         "confirmation": null,
                      *         "created_at": "2026-05-01T12:00:00Z",
                      *         "updated_at": "2026-05-01T12:00:00Z"
                      *       },
@@ -2409,6 +2419,7 @@ export interface operations {
                      *         "expire_at": null,
                      *         "reprint_of": null,
                      *         "content_deleted": false,
+                     *         "confirmation": null,
                      *         "created_at": "2026-05-01T12:00:00Z",
                      *         "updated_at": "2026-05-01T12:00:00Z"
                      *       }
@@ -2702,6 +2713,7 @@ export interface operations {
                      *         "expire_at": null,
                      *         "reprint_of": null,
                      *         "content_deleted": false,
+                     *         "confirmation": null,
                      *         "created_at": "2026-05-01T12:00:00Z",
                      *         "updated_at": "2026-05-01T12:00:00Z"
                      *       }
@@ -2997,6 +3009,7 @@ export interface operations {
                      *         "expire_at": null,
                      *         "reprint_of": null,
                      *         "content_deleted": false,
+                     *         "confirmation": null,
                      *         "created_at": "2026-05-01T12:00:00Z",
                      *         "updated_at": "2026-05-01T12:00:00Z"
                      *       }
@@ -3316,6 +3329,7 @@ export interface operations {
                      *         "expire_at": null,
                      *         "reprint_of": null,
                      *         "content_deleted": false,
+                     *         "confirmation": null,
                      *         "created_at": "2026-05-01T12:00:00Z",
                      *         "updated_at": "2026-05-01T12:00:00Z"
                      *       }

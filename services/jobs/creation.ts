@@ -122,6 +122,7 @@ function rowOf(job: NewJob, now: Date, trace: TraceCarrier): JobRow {
     document_inline: job.document !== undefined,
     pool_id: job.poolId ?? null,
     priority: job.priority ?? DEFAULT_PRIORITY,
+    confirmation: null,
     created_at: now,
     updated_at: now,
   };

@@ -4,7 +4,7 @@
  * store builds on these; this one imports none of them.
  */
 import type { Job } from '../../gen/spool/v1/jobs.js';
-import type { PrintOptions } from '../../gen/spool/v1/stations.js';
+import type { PrintConfirmation, PrintOptions } from '../../gen/spool/v1/stations.js';
 import { SpoolError } from '../../lib/errors.js';
 import { columns, type WriteBatch } from '../../lib/sql.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
@@ -49,6 +49,8 @@ export interface JobRow {
   document_inline: boolean;
   pool_id: string | null;
   priority: number;
+  /** Set once printed: what the station's printer confirmed. */
+  confirmation: PrintConfirmation | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -59,7 +61,7 @@ export interface JobRow {
 export const JOB_COLUMNS = `id, org_id, printer_id, station_id, status, status_detail, reference, title,
   live, options, content_type, size, sha256, attempt, version, schedule_at, expire_after,
   expire_at, reprint_of, document_deleted_at, sealed, trace_context, region, pool_id, priority,
-  created_at, updated_at, document IS NOT NULL AS document_inline`;
+  confirmation, created_at, updated_at, document IS NOT NULL AS document_inline`;
 
 /**
  * The row as the API's {@link Job}. Spelled out rather than renamed by `camelRow`: every job passes
@@ -88,7 +90,7 @@ export function toJob(row: JobRow): Job {
     traceContext: row.trace_context,
     region: row.region,
     documentInline: row.document_inline,
-    confirmation: undefined,
+    confirmation: row.confirmation ?? undefined,
     poolId: row.pool_id ?? '',
     priority: row.priority,
     createdAt: row.created_at,

@@ -52,6 +52,7 @@ export async function startReportReader(deps: {
         attempt: report.attempt,
         stationId: report.station_id,
         ...(report.region ? { region: report.region } : {}),
+        ...(report.confirmation ? { confirmation: report.confirmation } : {}),
       };
       const apply = (trigger: Trigger, detail?: string) =>
         deps.store.apply(report.org_id, report.job_id, trigger, detail ? { ...how, detail } : how);

@@ -4,6 +4,7 @@
  * transitions.ts reads the jobs, plans with {@link plan} and writes what it planned.
  */
 import type { Job } from '../../gen/spool/v1/jobs.js';
+import type { PrintConfirmation } from '../../gen/spool/v1/stations.js';
 import { conflict } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
 import { jobJson } from '../../lib/job-view.js';
@@ -26,6 +27,8 @@ export interface How {
   stationId?: string;
   /** A routing (`route`, `failover`, `move`): the printer the job goes to. */
   route?: Route;
+  /** A station's `printed` report: how far its printer confirmed the job. */
+  confirmation?: PrintConfirmation;
 }
 
 /** Where a routing sends a job. */
@@ -145,6 +148,8 @@ export function plan(row: JobRow, trigger: Trigger, how: How, now: Date): Change
     updated_at: now,
     version: row.version + 1,
     expire_at: expireAt,
+    // A printer that said nothing more took the job: a report from an agent before confirmations.
+    confirmation: t.to === 'printed' ? (how.confirmation ?? { level: 'handed_off' }) : null,
   };
   const job = toJob(after);
   const messages: OutboxMessage[] = [];

@@ -38,6 +38,7 @@ const TRANSITION_TYPES = [
   'UUID', // printer_id
   'UUID', // station_id
   'UUID', // pool_id
+  'JSONB', // confirmation
   'INT4', // the version read, which the row must still have (see `write`)
 ] as const;
 
@@ -96,6 +97,7 @@ async function write(tx: pg.PoolClient, changes: Change[], readBefore = false): 
     r.printer_id,
     r.station_id,
     r.pool_id,
+    r.confirmation === null ? null : JSON.stringify(r.confirmation),
     read.get(r.id),
   ]);
   const updated = batch.add(
@@ -109,10 +111,10 @@ async function write(tx: pg.PoolClient, changes: Change[], readBefore = false): 
            ELSE '' END,
          updated_at = v.updated_at, version = v.version, finished_at = v.finished_at,
          expire_at = v.expire_at, region = v.region, printer_id = v.printer_id,
-         station_id = v.station_id, pool_id = v.pool_id
+         station_id = v.station_id, pool_id = v.pool_id, confirmation = v.confirmation
        FROM (${batch.rows(rows, TRANSITION_TYPES)}) AS v (org_id, id, status,
          status_detail, attempt, updated_at, version, finished_at, expire_at, region, printer_id,
-         station_id, pool_id, was)
+         station_id, pool_id, confirmation, was)
        WHERE jobs.org_id = v.org_id AND jobs.id = v.id${
          readBefore ? ' AND jobs.version = v.was RETURNING jobs.id' : ''
        }`,

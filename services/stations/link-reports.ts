@@ -6,7 +6,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import { context } from '@opentelemetry/api';
 import type { JobReceived, JobResult } from '../../gen/spool/v1/stations.js';
 import { subjects } from '../../lib/bus.js';
-import type { StationReport } from '../../lib/contracts/station-report.js';
+import { type StationReport, trustedConfirmation } from '../../lib/contracts/station-report.js';
 import type { Logger } from '../../lib/logger.js';
 import {
   contextFrom,
@@ -154,6 +154,9 @@ export class LinkReports {
           job_id: body.jobId,
           attempt: body.attempt,
           ...(result ? { printed: result.printed, detail: result.detail } : {}),
+          ...(result?.printed && result.confirmation
+            ? { confirmation: trustedConfirmation(result.confirmation) }
+            : {}),
           ...(held ? { received: true } : {}),
         }),
       ),
