@@ -122,6 +122,14 @@ async function nodePackage(arch: string, cacheDir: string): Promise<string> {
 }
 
 /**
+ * Fetches Node's binary for `arch` into the build's cache, so that a build later runs without the
+ * registry (the IPP tests build the agent in a network namespace that cannot reach it).
+ */
+export function cacheNodePackage(arch: string): Promise<string> {
+  return nodePackage(arch, join(ROOT, 'dist', 'cache'));
+}
+
+/**
  * The licences of every package the bundle took code from (its inputs under node_modules), each
  * with its name, version and licence text.
  */

@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { cacheNodePackage } from '../scripts/build-agent.js';
 import {
   inPrivateNetwork,
   missingNetnsPrograms,
@@ -40,6 +41,8 @@ async function ippPhase(args: string[]): Promise<number> {
     );
     return 1;
   }
+  // The namespace cannot reach the npm registry, where the packaged agent's Node comes from.
+  await cacheNodePackage(process.arch === 'arm64' ? 'arm64' : 'x64');
   process.stderr.write('test: the IPP tests, in a private network namespace\n');
   return runInPrivateNetwork(thisScript, args);
 }
