@@ -10,7 +10,9 @@ import { SCOPES } from '../../lib/credentials.js';
 import { type IppPrinter, startIppPrinter } from '../helpers/ipp-printer.js';
 import { minimalPdf } from '../helpers/pdf.js';
 import { tempDir } from '../helpers/printing-org.js';
+import { startReceiver } from '../helpers/receiver.js';
 import { type SpoolProcess, spawnSpool } from '../helpers/spool.js';
+import { openStream } from '../helpers/sse.js';
 import {
   call,
   createKey,
@@ -185,6 +187,15 @@ test('a one-sided printer refuses two-sided printing at creation, and a format i
 test('a job reaches the printer with its options as the printer names them, and the printer confirms it with its pages', async (t) => {
   const { duplex } = t.context;
   await duplex.setImpressions(4);
+  // The confirmation travels with the job.printed webhook and the stream too.
+  const receiver = await startReceiver();
+  t.teardown(() => receiver.close());
+  const hook = await post(t.context, 'webhooks', { url: receiver.url, events: ['job.printed'] });
+  t.is(hook.status, 201, JSON.stringify(hook.body));
+  const stream = await openStream(`${t.context.sys.url}/v1/orgs/${t.context.orgId}/stream`, {
+    token: t.context.key,
+  });
+  t.teardown(() => stream.close());
   const created = await post(t.context, 'jobs', {
     printer_id: t.context.ids.get('duplex'),
     title: 'two copies, two-sided, A4',
@@ -198,7 +209,26 @@ test('a job reaches the printer with its options as the printer names them, and 
     30_000,
   );
   t.is(printed.body.job.status, 'printed', printed.body.job.status_detail);
-  t.deepEqual(printed.body.job.confirmation, { level: 'device_completed', pages: 4 });
+  const confirmation = { level: 'device_completed', pages: 4 };
+  t.deepEqual(printed.body.job.confirmation, confirmation);
+  const isPrinted = (data: string) => {
+    const event = JSON.parse(data) as { type: string; data: { job: Job } };
+    return event.type === 'job.printed' && event.data.job.id === created.body.job.id
+      ? event.data.job
+      : undefined;
+  };
+  const [delivered] = await receiver.until((r) => r.some((q) => isPrinted(q.body.toString())));
+  const webhookJob = receiver.requests
+    .map((q) => isPrinted(q.body.toString()))
+    .find((j) => j !== undefined);
+  t.truthy(delivered);
+  t.deepEqual(webhookJob?.confirmation, confirmation);
+  const messages = await stream.until((m) => m.some((e) => e.event === 'job.printed'));
+  const streamed = messages.find((e) => e.event === 'job.printed');
+  t.deepEqual(
+    (JSON.parse(streamed?.data ?? '{}') as { data?: { job?: Job } }).data?.job?.confirmation,
+    confirmation,
+  );
   const jobs = await duplex.jobs();
   t.is(jobs.length, 1);
   t.like(jobs[0], {
