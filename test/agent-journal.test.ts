@@ -59,6 +59,37 @@ test('states and acceptances survive a reopen, keyed by job and attempt', async 
   await again.close();
 });
 
+test("a printed entry keeps its printer's confirmation across a reopen and a rewrite", async (t) => {
+  const dir = await tempDir(t);
+  const clock = new ManualClock();
+  const { journal } = await Journal.open(dir, { clock, logger: silentLogger });
+  await journal.record('job-1', 1, 'printed', {
+    confirmation: { level: 'device_completed', pages: 3 },
+  });
+  await journal.record('job-2', 1, 'printed', { confirmation: { level: 'handed_off' } });
+  await journal.close();
+  // A line from an agent before confirmations: printed, and nothing more.
+  await writeFile(
+    join(dir, JOURNAL_FILE),
+    `${await readFile(join(dir, JOURNAL_FILE), 'utf8')}${JSON.stringify({
+      at: new Date().toISOString(),
+      job: 'job-3',
+      attempt: 1,
+      event: 'printed',
+    })}\n`,
+  );
+  // Opening rewrites the file from the entries.
+  const { journal: again } = await Journal.open(dir, { clock, logger: silentLogger });
+  t.deepEqual(again.get('job-1', 1)?.confirmation, { level: 'device_completed', pages: 3 });
+  t.deepEqual(again.get('job-2', 1)?.confirmation, { level: 'handed_off' });
+  t.is(again.get('job-3', 1)?.confirmation, undefined);
+  t.deepEqual((await lines(dir)).find((l) => l.job === 'job-1')?.confirmation, {
+    level: 'device_completed',
+    pages: 3,
+  });
+  await again.close();
+});
+
 test('every line is a JSON event with the job, the attempt and the time', async (t) => {
   const dir = await tempDir(t);
   const clock = new ManualClock('2026-03-01T10:00:00Z');

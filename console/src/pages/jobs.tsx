@@ -420,6 +420,19 @@ export function JobPage(props: { id: string }): JSX.Element {
                 <Status status={job.status} />
                 {job.status_detail ? <span class="muted"> {job.status_detail}</span> : null}
               </dd>
+              {job.confirmation ? (
+                <>
+                  <dt>Confirmed</dt>
+                  <dd>
+                    {job.confirmation.level === 'device_completed'
+                      ? 'by the printer'
+                      : 'handed to the printer'}
+                    {job.confirmation.pages !== null
+                      ? `, ${job.confirmation.pages} ${job.confirmation.pages === 1 ? 'page' : 'pages'}`
+                      : ''}
+                  </dd>
+                </>
+              ) : null}
               <dt>Id</dt>
               <dd>
                 <code>{job.id}</code>
