@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Process, runProcess, spawnProcess } from './processes.js';
@@ -20,6 +20,8 @@ const PROGRAMS: [program: string, pkg: string][] = [
   ['avahi-daemon', 'avahi-daemon'],
   ['ippeveprinter', 'cups-ipp-utils'],
 ];
+
+const AVAHI_RUN = '/run/avahi-daemon';
 
 const SBIN_PATH = `${process.env.PATH ?? ''}:/usr/sbin:/sbin`;
 
@@ -37,10 +39,12 @@ export async function missingNetnsPrograms(): Promise<string[]> {
 
 /**
  * Runs `node test/run.ts --ipp ARGS` inside a new network, mount and pid namespace, its output
- * on ours; resolves with its exit code. Unprivileged, the namespace maps the user to root.
+ * on ours; resolves with its exit code.
  */
 export function runInPrivateNetwork(runScript: string, args: string[]): Promise<number> {
-  const rootless = process.getuid?.() !== 0 ? ['--map-root-user'] : [];
+  // Unprivileged, the user stays itself in a user namespace with every capability there (not
+  // root: PostgreSQL would then want another user, which such a namespace does not have).
+  const rootless = process.getuid?.() !== 0 ? ['--map-current-user', '--keep-caps'] : [];
   const child = spawn(
     'unshare',
     [
@@ -85,11 +89,20 @@ export interface PrivateNetwork {
 export async function startPrivateNetwork(): Promise<PrivateNetwork> {
   const env = { PATH: SBIN_PATH };
   await must(runProcess('ip', ['link', 'set', 'lo', 'up', 'multicast', 'on'], env), 'ip link');
-  // avahi-daemon keeps its pid file and socket here; the namespace's own, over the machine's.
-  if (!existsSync('/run/avahi-daemon')) await mkdir('/run/avahi-daemon', { recursive: true });
-  await must(runProcess('mount', ['-t', 'tmpfs', 'tmpfs', '/run/avahi-daemon'], env), 'mount');
+  // avahi-daemon keeps its pid file and socket here; the namespace's own, over the machine's. The
+  // folder exists once the machine's avahi-daemon has run; an unprivileged user cannot make it
+  // in the machine's /run, so it then gets a /run of its own, which nothing else here uses.
+  if (!existsSync(AVAHI_RUN)) {
+    await mkdir(AVAHI_RUN).catch(async () => {
+      await must(runProcess('mount', ['-t', 'tmpfs', 'tmpfs', '/run'], env), 'mount /run');
+      await mkdir(AVAHI_RUN);
+    });
+  }
+  await must(runProcess('mount', ['-t', 'tmpfs', 'tmpfs', AVAHI_RUN], env), 'mount');
 
   const dir = await mkdtemp(join(tmpdir(), 'spool-netns-'));
+  const uid = process.getuid?.() ?? 0;
+  if (uid !== 0) await avahiAs(uid, process.getgid?.() ?? uid, dir, env);
   const socket = join(dir, 'system_bus_socket');
   await writeFile(join(dir, 'dbus.conf'), dbusConfig(socket));
   await writeFile(join(dir, 'avahi.conf'), AVAHI_CONFIG);
@@ -120,6 +133,33 @@ export async function startPrivateNetwork(): Promise<PrivateNetwork> {
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/**
+ * avahi-daemon insists that its run directory belongs to its `avahi` user, whose uid a user
+ * namespace of one mapped user does not have; in the namespace's own /etc/passwd and /etc/group,
+ * `avahi` is the user running the tests.
+ */
+async function avahiAs(
+  uid: number,
+  gid: number,
+  dir: string,
+  env: Record<string, string>,
+): Promise<void> {
+  for (const file of ['passwd', 'group']) {
+    const lines = (await readFile(`/etc/${file}`, 'utf8')).split('\n').map((line) => {
+      const fields = line.split(':');
+      if (fields[0] !== 'avahi') return line;
+      fields[2] = String(file === 'passwd' ? uid : gid);
+      if (file === 'passwd') fields[3] = String(gid);
+      return fields.join(':');
+    });
+    await writeFile(join(dir, file), lines.join('\n'));
+    await must(
+      runProcess('mount', ['--bind', join(dir, file), `/etc/${file}`], env),
+      `mount /etc/${file}`,
+    );
   }
 }
 
