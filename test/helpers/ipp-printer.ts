@@ -1,29 +1,105 @@
 /**
  * A real IPP Everywhere printer for the IPP tests: CUPS's `ippeveprinter`, on a free port of the
- * private network the IPP phase runs in (test/helpers/netns.ts). Each job runs a print command
- * written here, which records the job's IPP attributes (ippeveprinter hands them over as
- * `IPP_*` variables), says how many impressions it printed, and, while the test holds the
- * printer's paper tray empty, reports `media-empty` and waits for paper, as a printer does.
+ * private network the IPP phase runs in (test/helpers/netns.ts).
+ *
+ * ippeveprinter runs a print command, written here, for each job, and reads CUPS-filter lines from
+ * its stderr: `ATTR: job-impressions-completed=N` sets the job's impressions, `STATE: +reason` and
+ * `STATE: -reason` add and remove the printer's state reasons (only its own set of keywords, see
+ * {@link PrinterReason}); they stay after the job, and the printer adds `-warning` while printing
+ * and `-report` while idle. An `ERROR:` line becomes the job's `job-state-message`, and a command
+ * that exits non-zero aborts the job. Outside a job, only its web forms change its state: the
+ * media form sets `media-empty` and `media-low` by the sheets in its trays, and while
+ * `media-empty` is set ippeveprinter starts no job (the job waits, processing, with
+ * `media-needed`).
+ *
+ * The command here records each job's IPP attributes, reports the state the test set, waits while
+ * that state stops a printer (or the test holds jobs), and then fails or completes the job with the
+ * impressions the test set.
  */
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.js';
 import { type Process, spawnProcess } from './processes.js';
 
+/** The printer-state-reasons keywords ippeveprinter knows; it ignores any other. */
+export type PrinterReason =
+  | 'other'
+  | 'cover-open'
+  | 'input-tray-missing'
+  | 'marker-supply-empty'
+  | 'marker-supply-low'
+  | 'marker-waste-almost-full'
+  | 'marker-waste-full'
+  | 'media-empty'
+  | 'media-jam'
+  | 'media-low'
+  | 'media-needed'
+  | 'moving-to-paused'
+  | 'paused'
+  | 'spool-area-full'
+  | 'toner-empty'
+  | 'toner-low';
+
+/** Reasons a printer cannot print with: a job waits in the print command while one is set. */
+const STOPPING: PrinterReason[] = [
+  'cover-open',
+  'input-tray-missing',
+  'marker-supply-empty',
+  'marker-waste-full',
+  'media-empty',
+  'media-jam',
+  'media-needed',
+  'paused',
+  'spool-area-full',
+  'toner-empty',
+];
+
 export interface IppPrinter {
   /** `ipp://127.0.0.1:PORT/ipp/print`. */
   uri: string;
-  /** The IPP attributes of every job it printed, oldest first (`IPP_SIDES` → `sides`). */
+  port: number;
+  /** Its service name (DNS-SD and `printer-name`), unique to it. */
+  name: string;
+  /** Where ippeveprinter keeps the jobs' documents (`-d`). */
+  spoolDir: string;
+  /** The IPP attributes of each job the command ran for, oldest first (`IPP_SIDES` as `sides`). */
   jobs(): Promise<Array<Record<string, string>>>;
-  /** How many impressions each job from now on says it printed. */
+  /** How many impressions each job from now on says it printed (1 at first). */
   setImpressions(count: number): Promise<void>;
   /**
-   * Empties the paper tray: the next job reports `media-empty` and waits, holding the printer,
-   * until {@link loadPaper}.
+   * The printer's state reasons from now on, exactly these ([] for none). `media-empty` and
+   * `media-low` show at once (the printer's media form empties or fills its trays), and while
+   * `media-empty` is set the printer starts no job. The others are what a printer finds while
+   * printing: the print command reports them, at once if a job is printing and otherwise when the
+   * next one starts. A job stays processing while a reason that stops a printer is set (a jam, an
+   * open cover, no paper...), and goes on when it is cleared.
    */
+  setState(reasons: PrinterReason[]): Promise<void>;
+  /** The reasons last given to {@link setState}. */
+  state(): PrinterReason[];
+  /** `setState` with `media-empty` added: out of paper. */
   emptyTray(): Promise<void>;
+  /** `setState` without `media-empty`. */
   loadPaper(): Promise<void>;
+  /** Jobs from now on stay processing, once the printer has their document, until released. */
+  hold(): Promise<void>;
+  release(): Promise<void>;
+  /** Jobs from now on end aborted, `message` their `job-state-message`, until {@link succeed}. */
+  fail(message?: string): Promise<void>;
+  succeed(): Promise<void>;
+  /** Get-Printer-Attributes ({@link getPrinterAttributes}). */
+  attributes(names: string[]): Promise<IppAttributes>;
   output(): string;
   stop(): Promise<void>;
 }
@@ -35,17 +111,42 @@ export interface IppPrinterOptions {
   formats?: string[];
 }
 
-/** The print command: ippeveprinter runs it with the job's file and its attributes as IPP_*. */
+/**
+ * The print command. `state` holds the reasons the test wants, `reported` those the command last
+ * reported, so a job reports only the difference: a full `STATE:` line would also wipe what
+ * ippeveprinter set itself (`media-needed`).
+ */
 function printCommand(dir: string): string {
+  const stopping = STOPPING.join('|');
   return `#!/bin/sh
+dir='${dir}'
 # The job's attributes, one per line, for the test to read.
-env | grep '^IPP_' > "${dir}/jobs/$(date +%s%N).env"
-if [ -e "${dir}/tray-empty" ]; then
-  echo "STATE: +media-empty" >&2
-  while [ -e "${dir}/tray-empty" ]; do sleep 0.1; done
-  echo "STATE: -media-empty" >&2
+env | grep '^IPP_' > "$dir/jobs/$(date +%s%N).env"
+report() {
+  want=$(cat "$dir/state")
+  had=$(cat "$dir/reported")
+  [ "$want" = "$had" ] && return
+  gone=
+  for reason in $(echo "$had" | tr , ' '); do
+    case ",$want," in *",$reason,"*) ;; *) gone="$gone,$reason" ;; esac
+  done
+  [ -n "$gone" ] && echo "STATE: -\${gone#,}" >&2
+  [ -n "$want" ] && echo "STATE: +$want" >&2
+  printf '%s' "$want" > "$dir/reported"
+}
+stopped() {
+  [ -e "$dir/hold" ] || grep -Eq '(^|,)(${stopping})(,|$)' "$dir/state"
+}
+report
+while stopped; do
+  sleep 0.05
+  report
+done
+if [ -e "$dir/fail" ]; then
+  echo "ERROR: $(cat "$dir/fail")" >&2
+  exit 1
 fi
-echo "ATTR: job-impressions-completed=$(cat "${dir}/impressions")" >&2
+echo "ATTR: job-impressions-completed=$(cat "$dir/impressions")" >&2
 exit 0
 `;
 }
@@ -64,10 +165,14 @@ export async function startIppPrinter(
   await writeFile(command, printCommand(dir));
   await chmod(command, 0o755);
   await writeFile(join(dir, 'impressions'), '1');
+  await writeFile(join(dir, 'state'), '');
+  await writeFile(join(dir, 'reported'), '');
   await mkdir(join(dir, 'jobs'));
-  await mkdir(join(dir, 'spool'));
+  const spoolDir = join(dir, 'spool');
+  await mkdir(spoolDir);
 
   const port = await freePort();
+  const name = `Spool test ${port}`;
   const formats = options.formats ?? ['application/pdf', 'image/pwg-raster', 'text/plain'];
   const printer: Process = spawnProcess(
     'ippeveprinter',
@@ -80,8 +185,8 @@ export async function startIppPrinter(
       '-c',
       command,
       '-d',
-      join(dir, 'spool'),
-      `Spool test ${port}`,
+      spoolDir,
+      name,
     ],
     { ...(process.env as Record<string, string>) },
   );
@@ -91,12 +196,36 @@ export async function startIppPrinter(
   };
   t.teardown(stop);
   const uri = `ipp://127.0.0.1:${port}/ipp/print`;
-  await answering(port).catch((error: Error) => {
-    throw new Error(`${error.message}\nippeveprinter said:\n${printer.output()}`);
-  });
+  const attributes = (names: string[]) => getPrinterAttributes(port, names);
+  const trays = await answering(port, printer).then(() => mediaForm(port));
+
+  let state: PrinterReason[] = [];
+  // The command reads these files while a test writes them: each is replaced whole, never seen
+  // half written.
+  const put = async (file: string, text: string) => {
+    await writeFile(join(dir, `${file}.new`), text);
+    await rename(join(dir, `${file}.new`), join(dir, file));
+  };
+  const flag = (file: string, on: boolean, text = '') =>
+    on ? put(file, text) : unlink(join(dir, file)).catch(() => {});
+  const setState = async (reasons: PrinterReason[]) => {
+    const media = (r: PrinterReason[]) =>
+      ['media-empty', 'media-low'].filter((m) => r.includes(m as PrinterReason)).join();
+    const changedMedia = media(reasons) !== media(state);
+    state = [...new Set(reasons)];
+    await put('state', state.join(','));
+    if (!changedMedia) return;
+    const sheets = state.includes('media-empty') ? 0 : state.includes('media-low') ? 5 : undefined;
+    const res = await fetch(`http://127.0.0.1:${port}/media?${trays(sheets)}`);
+    await res.arrayBuffer();
+    if (!res.ok) throw new Error(`ippeveprinter's media form answered ${res.status}`);
+  };
 
   return {
     uri,
+    port,
+    name,
+    spoolDir,
     async jobs() {
       const files = (await readdir(join(dir, 'jobs'))).sort();
       return Promise.all(
@@ -113,25 +242,161 @@ export async function startIppPrinter(
         }),
       );
     },
-    setImpressions: (count) => writeFile(join(dir, 'impressions'), String(count)),
-    emptyTray: () => writeFile(join(dir, 'tray-empty'), ''),
-    loadPaper: () => unlink(join(dir, 'tray-empty')),
+    setImpressions: (count) => put('impressions', String(count)),
+    setState,
+    state: () => [...state],
+    emptyTray: () => setState([...state, 'media-empty']),
+    loadPaper: () => setState(state.filter((r) => r !== 'media-empty')),
+    hold: () => flag('hold', true),
+    release: () => flag('hold', false),
+    fail: (message = 'the printer failed the job') => flag('fail', true, message),
+    succeed: () => flag('fail', false),
+    attributes,
     output: () => printer.output(),
     stop,
   };
 }
 
-/** Resolves once the printer answers HTTP on `port`. */
-async function answering(port: number): Promise<void> {
+/**
+ * Reads the printer's media form: the trays it fills (`sizeN`, `typeN`, `levelN`, N the tray's
+ * place in `media-source-supported`) with the paper it has in them. Returns the query that puts
+ * `sheets` in every tray, or fills each (the largest level it offers) when `sheets` is undefined;
+ * the paper stays what it was, so `media-ready` does not change.
+ */
+async function mediaForm(port: number): Promise<(sheets?: number) => string> {
+  const html = await (await fetch(`http://127.0.0.1:${port}/media`)).text();
+  const selects = new Map<string, string>();
+  for (const m of html.matchAll(/<select name="(\w+)">(.*?)<\/select>/g)) {
+    selects.set(m[1] as string, m[2] as string);
+  }
+  const trays: Array<{ i: string; size: string; type: string; full: number }> = [];
+  for (const [field, options] of selects) {
+    const i = /^level(\d+)$/.exec(field)?.[1];
+    if (i === undefined) continue;
+    const selected = (f: string) => /<option selected>([^<]*)</.exec(selects.get(f) ?? '')?.[1];
+    const levels = [...options.matchAll(/value="(-?\d+)"/g)].map((v) => Number(v[1]));
+    trays.push({
+      i,
+      size: selected(`size${i}`) ?? '',
+      type: selected(`type${i}`) ?? '',
+      full: Math.max(...levels),
+    });
+  }
+  if (trays.length === 0) throw new Error(`ippeveprinter's media form has no trays:\n${html}`);
+  return (sheets) =>
+    new URLSearchParams(
+      trays.flatMap(
+        (tray): Array<[string, string]> => [
+          [`size${tray.i}`, tray.size],
+          [`type${tray.i}`, tray.type],
+          [`level${tray.i}`, String(sheets ?? tray.full)],
+        ],
+      ),
+    ).toString();
+}
+
+/** Resolves once the printer answers Get-Printer-Attributes; rejects if it exits first. */
+async function answering(port: number, printer: Process): Promise<void> {
   const deadline = Date.now() + 15_000;
   for (;;) {
+    if (printer.child.exitCode !== null) {
+      throw new Error(`ippeveprinter exited (${printer.child.exitCode}):\n${printer.output()}`);
+    }
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/`);
-      await res.arrayBuffer();
+      await getPrinterAttributes(port, ['printer-state']);
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`ippeveprinter did not answer: ${error}`);
+      if (Date.now() > deadline) {
+        throw new Error(`ippeveprinter did not answer: ${error}\n${printer.output()}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
+}
+
+/** An IPP attribute's values as text, integers and enums as numbers, booleans as such. */
+export type IppAttributes = Map<string, Array<string | number | boolean>>;
+
+/** The IPP operations the tests send, by their code (RFC 8011). */
+export const IPP_OPERATION = {
+  printJob: 0x0002,
+  getJobAttributes: 0x0009,
+  getPrinterAttributes: 0x000b,
+} as const;
+
+/**
+ * Sends an IPP request to a printer here, encoded in this file so that the tests see the printer
+ * through none of the agent's code: the operation attributes after the charset, language and
+ * printer-uri (a number is sent as an integer, a string as the keyword, mime type or name its tag
+ * says), then `document`. Resolves with the status code and every attribute of the answer, by
+ * name; collections are not decoded.
+ */
+export async function ippRequest(
+  port: number,
+  operation: number,
+  attributes: Array<[tag: number, name: string, value: string | number]> = [],
+  document?: Buffer,
+): Promise<{ status: number; attributes: IppAttributes }> {
+  const parts: Buffer[] = [Buffer.from([2, 0, operation >> 8, operation & 0xff, 0, 0, 0, 1, 0x01])];
+  const all: Array<[number, string, string | number]> = [
+    [0x47, 'attributes-charset', 'utf-8'],
+    [0x48, 'attributes-natural-language', 'en'],
+    [0x45, 'printer-uri', `ipp://127.0.0.1:${port}/ipp/print`],
+    ...attributes,
+  ];
+  for (const [tag, name, value] of all) {
+    const n = Buffer.from(name);
+    const v = typeof value === 'number' ? Buffer.alloc(4) : Buffer.from(value);
+    if (typeof value === 'number') v.writeInt32BE(value);
+    const head = Buffer.alloc(5 + n.length);
+    head.writeUInt8(tag, 0);
+    head.writeUInt16BE(n.length, 1);
+    n.copy(head, 3);
+    head.writeUInt16BE(v.length, 3 + n.length);
+    parts.push(head, v);
+  }
+  parts.push(Buffer.from([0x03]), document ?? Buffer.alloc(0));
+
+  const res = await fetch(`http://127.0.0.1:${port}/ipp/print`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/ipp' },
+    body: Buffer.concat(parts),
+  });
+  const body = Buffer.from(await res.arrayBuffer());
+  if (!res.ok) throw new Error(`IPP operation 0x${operation.toString(16)}: HTTP ${res.status}`);
+
+  const answer: IppAttributes = new Map();
+  let at = 8;
+  let last = '';
+  while (at < body.length) {
+    const tag = body.readUInt8(at++);
+    if (tag === 0x03) break;
+    if (tag < 0x10) continue; // the start of an attribute group
+    const nameLength = body.readUInt16BE(at);
+    const name = body.toString('utf8', at + 2, at + 2 + nameLength);
+    at += 2 + nameLength;
+    const valueLength = body.readUInt16BE(at);
+    const value = body.subarray(at + 2, at + 2 + valueLength);
+    at += 2 + valueLength;
+    if (name !== '') last = name;
+    const decoded =
+      tag === 0x21 || tag === 0x23
+        ? value.readInt32BE(0)
+        : tag === 0x22
+          ? value.readUInt8(0) === 1
+          : value.toString('utf8');
+    answer.set(last, [...(answer.get(last) ?? []), decoded]);
+  }
+  return { status: body.readUInt16BE(2), attributes: answer };
+}
+
+/** Get-Printer-Attributes; rejects unless the printer answers successful-ok. */
+export async function getPrinterAttributes(port: number, names: string[]): Promise<IppAttributes> {
+  const { status, attributes } = await ippRequest(
+    port,
+    IPP_OPERATION.getPrinterAttributes,
+    names.map((name, i) => [0x44, i === 0 ? 'requested-attributes' : '', name]),
+  );
+  if (status !== 0) throw new Error(`Get-Printer-Attributes: status 0x${status.toString(16)}`);
+  return attributes;
 }
