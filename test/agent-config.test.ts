@@ -296,7 +296,7 @@ test('the example in docs/agent.md and the one in the package are valid configur
   const config = parseAgentConfig(example ?? '', PATH);
   t.deepEqual(
     config.printers.map((p) => p.name),
-    ['desk', 'labels', 'office', '*'],
+    ['desk', 'labels', 'front', 'office', '*'],
   );
   t.is(parseAgentConfig(EXAMPLE_CONFIG, PATH).printers.length, 1);
 });

@@ -98,12 +98,18 @@ test.serial(
 
     const chart = page.getByRole('img', { name: /jobs created, printed and failed per day/ });
     await chart.waitFor();
-    // Chart.js has drawn on it: some of its pixels are painted.
-    await page.waitForFunction(`(() => {
+    // Chart.js has drawn on it: some of its pixels are painted. Asked from here, not polled in
+    // the page: the console's CSP forbids the eval a polling predicate needs there.
+    const painted = `(() => {
       const canvas = document.querySelector('canvas');
       const data = canvas?.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height).data;
       return data ? data.some((v, i) => i % 4 === 3 && v > 0) : false;
-    })()`);
+    })()`;
+    await eventually(
+      () => page.evaluate<boolean>(painted),
+      (drawn) => drawn,
+      15_000,
+    );
     await page
       .getByText('3 jobs created in the last 30 days, 3 printed and 0 failed.', { exact: false })
       .waitFor();

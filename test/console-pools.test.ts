@@ -115,8 +115,15 @@ test.serial(
 
     // Edited: it never fails over.
     await row.getByRole('button', { name: 'Edit' }).click();
-    await page.getByLabel('Failover after (seconds)').fill('0');
+    const failover = page.getByLabel('Failover after (seconds)');
+    await failover.fill('0');
+    t.is(await failover.inputValue(), '0');
     await page.getByRole('button', { name: 'Save pool' }).click();
+    // Saved, the form closes; if it stays, what it says is why.
+    const form = page.getByRole('region', { name: 'Edit pool Reception' });
+    await form.waitFor({ state: 'detached' }).catch(async (error: Error) => {
+      throw new Error(`${error.message}\nthe form says: ${await form.textContent()}`);
+    });
     await row.locator('td[data-label="Failover after"]', { hasText: 'never' }).waitFor();
 
     const pools = await api<{ items: { id: string; name: string }[] }>('GET', '/pools');
