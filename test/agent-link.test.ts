@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ import {
   parsePrinterSpec,
   runAgent,
 } from '../agent/index.js';
-import { INTERRUPTED_DETAIL, Journal } from '../agent/journal.js';
+import { INTERRUPTED_DETAIL, JOURNAL_FILE, Journal } from '../agent/journal.js';
 import { BACKOFF_RESET_AFTER_MS, splitServers, startLink } from '../agent/link.js';
 import type { BackendSpec } from '../agent/printer-spec.js';
 import { readStatus } from '../agent/status.js';
@@ -534,6 +534,40 @@ test('an interrupted file job whose file was written is reported printed and not
     () => conn.messages.filter((m) => m.result?.jobId === 'job-14').length === 2,
     'the result is sent again',
   );
+  t.is(s.prints.get(s.out), undefined);
+});
+
+test('a printed result sent again after a restart keeps its confirmation; one journaled before confirmations reads handed off', async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  const s = await station(t, link);
+  const { journal } = await Journal.open(s.stateDir, {
+    clock: new ManualClock(),
+    logger: silentLogger,
+  });
+  // Printed before the stop, each result not yet accepted by the server.
+  await journal.record('job-16', 1, 'received', { printer: 'front' });
+  await journal.accept('job-16', 1, 'received');
+  await journal.record('job-16', 1, 'printed', {
+    confirmation: { level: 'device_completed', pages: 3 },
+  });
+  await journal.close();
+  // A line an agent from before confirmations wrote.
+  await appendFile(
+    join(s.stateDir, JOURNAL_FILE),
+    `${JSON.stringify({ at: new Date().toISOString(), job: 'job-17', attempt: 1, event: 'printed' })}\n`,
+  );
+
+  await s.start();
+  const conn = await link.nextConnection();
+  t.like(await conn.result('job-16'), {
+    printed: true,
+    confirmation: { level: 'device_completed', pages: 3 },
+  });
+  t.like(await conn.result('job-17'), {
+    printed: true,
+    confirmation: { level: 'handed_off', pages: undefined },
+  });
   t.is(s.prints.get(s.out), undefined);
 });
 

@@ -1,6 +1,7 @@
 /**
  * Realtime: `GET /v1/orgs/{org}/stream` (DESIGN §5) against a running Spool with a real agent, read
- * by a real HTTP client: a job's events arrive with the webhook's bodies, only the key's
+ * by a real HTTP client: a job's events arrive with the webhook's bodies, a printed job's
+ * confirmation with them, only the key's
  * organization's events arrive, `jobs:read` or a member's session is needed, `Last-Event-ID`
  * resumes without gaps or repeats, `types=` filters, keep-alive comments come on the configured
  * interval, a draining gateway ends its streams cleanly, a client that stops reading is cut off
@@ -98,7 +99,7 @@ const printed = (jobId: string) => (ms: SseMessage[]) =>
   ofJob(ms, jobId).some((m) => m.event === 'job.printed');
 
 test.serial(
-  'a printed job shows job.created then job.printed, with the webhook bodies',
+  'a printed job shows job.created then job.printed, with the webhook bodies and its printer’s confirmation',
   async (t) => {
     const { org, receiver } = t.context;
     const stream = await openStream(streamUrl(t), { token: org.key });
@@ -136,6 +137,22 @@ test.serial(
     }
     for (const m of stream.messages)
       t.is((JSON.parse(m.data) as { org_id: string }).org_id, org.orgId);
+
+    // A file: printer wrote the whole document: handed off, with no page count. The API says so,
+    // and so does job.printed on the stream, whose body the webhook carried byte for byte above.
+    const handedOff = { level: 'handed_off', pages: null };
+    const [created, done] = mine.map(
+      (m) => (JSON.parse(m.data) as { data: { job: { confirmation: unknown } } }).data.job,
+    );
+    t.is(created?.confirmation, null);
+    t.deepEqual(done?.confirmation, handedOff);
+    const read = await call<{ job: { confirmation: unknown } }>(
+      org.sys.url,
+      'GET',
+      `/v1/orgs/${org.orgId}/jobs/${jobId}`,
+      { token: org.key },
+    );
+    t.deepEqual(read.body.job.confirmation, handedOff);
   },
 );
 
