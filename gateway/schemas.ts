@@ -53,6 +53,20 @@ export const KeyInfoSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** What a printed job's printer confirmed (docs/jobs.md, "Did it really print?"). */
+const ConfirmationSchema = Type.Object(
+  {
+    level: Type.Union([Type.Literal('handed_off'), Type.Literal('device_completed')], {
+      description:
+        'handed_off: a spooler or socket took the whole job (file, raw, CUPS); device_completed: the printer itself said it completed (IPP)',
+    }),
+    pages: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'the impressions the printer counted, where it reports them',
+    }),
+  },
+  { additionalProperties: false },
+);
+
 export const JobSchema = Type.Object(
   {
     id: Id,
@@ -110,24 +124,9 @@ export const JobSchema = Type.Object(
     expire_at: NullableTime,
     reprint_of: NullableId,
     content_deleted: Type.Boolean({ description: 'the document is past retention' }),
-    confirmation: Type.Union(
-      [
-        Type.Object(
-          {
-            level: Type.Union([Type.Literal('handed_off'), Type.Literal('device_completed')], {
-              description:
-                'handed_off: a spooler or socket took the whole job (file, raw, CUPS); device_completed: the printer itself said it completed (IPP)',
-            }),
-            pages: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
-              description: 'the impressions the printer counted, where it reports them',
-            }),
-          },
-          { additionalProperties: false },
-        ),
-        Type.Null(),
-      ],
-      { description: 'set once the job is printed: what its printer confirmed' },
-    ),
+    confirmation: Type.Union([ConfirmationSchema, Type.Null()], {
+      description: 'set once the job is printed: what its printer confirmed',
+    }),
     created_at: Time,
     updated_at: Time,
   },
@@ -143,6 +142,7 @@ export const EventSchema = Type.Object(
       description:
         'api_key:<id>, person:<id> (a signed-in session), station:<id>, system, or admin (an operator deleting its printer or station)',
     }),
+    confirmation: Type.Optional(ConfirmationSchema),
   },
   { additionalProperties: false },
 );

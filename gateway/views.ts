@@ -2,7 +2,7 @@
 import type { ApiKey, Org, Settings } from '../gen/spool/v1/accounts.js';
 import type { Job, JobEvent, Template, Upload } from '../gen/spool/v1/jobs.js';
 import type { Location, Printer, Station } from '../gen/spool/v1/stations.js';
-import { jobJson } from '../lib/job-view.js';
+import { confirmationView, jobJson } from '../lib/job-view.js';
 import { rfc3339, rfc3339OrNull } from '../lib/time.js';
 
 export function orgView(org: Org | undefined) {
@@ -94,6 +94,7 @@ export function eventView(event: JobEvent) {
     status: event.status,
     detail: event.detail,
     actor: event.actor,
+    ...(event.confirmation ? { confirmation: confirmationView(event.confirmation) } : {}),
   };
 }
 

@@ -3,7 +3,7 @@
  * the same shape as the job in API responses").
  */
 import type { Job } from '../gen/spool/v1/jobs.js';
-import type { PrintOptions } from '../gen/spool/v1/stations.js';
+import type { PrintConfirmation, PrintOptions } from '../gen/spool/v1/stations.js';
 import { rfc3339OrNull } from './time.js';
 
 export function optionsJson(options: PrintOptions | undefined) {
@@ -48,12 +48,15 @@ export function jobJson(job: Job) {
     expire_at: rfc3339OrNull(job.expireAt),
     reprint_of: job.reprintOf || null,
     content_deleted: job.contentDeleted,
-    confirmation: job.confirmation
-      ? { level: job.confirmation.level, pages: job.confirmation.pages ?? null }
-      : null,
+    confirmation: job.confirmation ? confirmationView(job.confirmation) : null,
     created_at: rfc3339OrNull(job.createdAt),
     updated_at: rfc3339OrNull(job.updatedAt),
   };
 }
 
 export type JobJson = ReturnType<typeof jobJson>;
+
+/** A printer's confirmation as the API shows it: `pages` null where the printer counted none. */
+export function confirmationView(confirmation: PrintConfirmation) {
+  return { level: confirmation.level, pages: confirmation.pages ?? null };
+}

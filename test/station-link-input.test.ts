@@ -38,7 +38,7 @@ interface JobView {
     status_detail: string;
     confirmation: { level: string; pages: number | null } | null;
   };
-  events: Array<{ status: string; actor: string }>;
+  events: Array<{ status: string; actor: string; confirmation?: unknown }>;
 }
 
 test.before(async (t) => {
@@ -201,6 +201,10 @@ test("a printed job carries its printer's confirmation as far as it makes sense,
       (res) => res.body.job.status === 'printed',
     );
     t.deepEqual(printed.body.job.confirmation, shown, JSON.stringify(confirmation));
+    // The printed event of its history says the same; the others say nothing of it.
+    const history = printed.body.events;
+    t.deepEqual(history.find((e) => e.status === 'printed')?.confirmation, shown);
+    t.true(history.filter((e) => e.status !== 'printed').every((e) => !('confirmation' in e)));
   }
   const jobId = await offeredJob(t, id, link);
   link.send({

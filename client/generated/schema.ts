@@ -991,6 +991,12 @@ export interface components {
             detail: string;
             /** @description api_key:<id>, person:<id> (a signed-in session), station:<id>, system, or admin (an operator deleting its printer or station) */
             actor: string;
+            confirmation?: {
+                /** @description handed_off: a spooler or socket took the whole job (file, raw, CUPS); device_completed: the printer itself said it completed (IPP) */
+                level: "handed_off" | "device_completed";
+                /** @description the impressions the printer counted, where it reports them */
+                pages: number | null;
+            };
         };
         JobAnswer: {
             job: components["schemas"]["Job"];

@@ -227,6 +227,7 @@ export function createJobCreator(deps: {
         job.reprintOf ? `reprint of ${job.reprintOf}` : 'created',
         job.actor,
         '',
+        null,
       ];
       if (!routedAtCreation(job)) return [created];
       const routed: JobEventValues = [
@@ -239,6 +240,7 @@ export function createJobCreator(deps: {
         `routed to ${job.printerId}`,
         'system',
         '',
+        null,
       ];
       return [created, routed];
     });

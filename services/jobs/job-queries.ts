@@ -5,6 +5,7 @@
  */
 import type pg from 'pg';
 import type { Job, JobEvent, ListJobsRequest, ListJobsResponse } from '../../gen/spool/v1/jobs.js';
+import type { PrintConfirmation } from '../../gen/spool/v1/stations.js';
 import { notFound, SpoolError } from '../../lib/errors.js';
 import { decodeCursor, page } from '../../lib/paging.js';
 import { documentPastRetention, JOB_COLUMNS, type JobRow, toJob } from './job-rows.js';
@@ -79,11 +80,19 @@ export function createJobQueries(pool: pg.Pool): JobQueries {
   return {
     async get(orgId, jobId) {
       const row = await getRow(orgId, jobId);
-      const events = await pool.query<JobEvent>(
-        'SELECT at, status, detail, actor, region FROM job_events WHERE org_id = $1 AND job_id = $2 ORDER BY seq',
+      const events = await pool.query<
+        Omit<JobEvent, 'confirmation'> & { confirmation: PrintConfirmation | null }
+      >(
+        `SELECT at, status, detail, actor, region, confirmation FROM job_events
+         WHERE org_id = $1 AND job_id = $2 ORDER BY seq`,
         [orgId, jobId],
       );
-      return { job: toJob(row), events: events.rows };
+      // NULL for every event but a printed one.
+      const history: JobEvent[] = events.rows.map((e) => ({
+        ...e,
+        confirmation: e.confirmation ?? undefined,
+      }));
+      return { job: toJob(row), events: history };
     },
 
     async withDocument(orgId, jobId, use) {

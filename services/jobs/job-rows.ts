@@ -151,11 +151,12 @@ const JOB_EVENT_TYPES = [
   'TEXT',
   'TEXT',
   'TEXT',
+  'JSONB',
 ] as const;
 
 /**
  * A `job_events` row: its id, job, organization, number (the job's version it leaves), time,
- * status, detail, actor and region.
+ * status, detail, actor, region and, for a printed one, the printer's confirmation (JSON).
  */
 export type JobEventValues = [
   id: string,
@@ -167,6 +168,7 @@ export type JobEventValues = [
   detail: string,
   actor: string,
   region: string,
+  confirmation: string | null,
 ];
 
 /** Adds to `batch` the INSERT of one `job_events` row for each of `items`. */
@@ -176,7 +178,8 @@ export function addJobEvents<T>(
   event: (item: T, index: number) => JobEventValues,
 ): void {
   batch.add(
-    `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region)
+    `INSERT INTO job_events (id, job_id, org_id, seq, at, status, detail, actor, region,
+         confirmation)
        ${batch.rows(columns(items, event), JOB_EVENT_TYPES)}`,
   );
 }

@@ -129,6 +129,9 @@ async function write(tx: pg.PoolClient, changes: Change[], readBefore = false): 
     c.event?.detail ?? '',
     c.event?.actor ?? '',
     c.event?.region ?? '',
+    c.after.status === 'printed' && c.after.confirmation
+      ? JSON.stringify(c.after.confirmation)
+      : null,
   ]);
   // One INSERT for the whole group's messages, and the count below a parameter: the statement's
   // text is then the same for every group, and prepared once (lib/db.ts).

@@ -87,6 +87,8 @@ export interface JobEvent {
   actor: string;
   /** Where the station that caused the change is homed; empty for changes not from a station. */
   region: string;
+  /** A printed event's: what the station's printer confirmed. */
+  confirmation: PrintConfirmation | undefined;
 }
 
 export interface CreateJobRequest {
@@ -1317,7 +1319,7 @@ export const Job_TraceContextEntry: MessageFns<Job_TraceContextEntry> = {
 };
 
 function createBaseJobEvent(): JobEvent {
-  return { at: undefined, status: "", detail: "", actor: "", region: "" };
+  return { at: undefined, status: "", detail: "", actor: "", region: "", confirmation: undefined };
 }
 
 export const JobEvent: MessageFns<JobEvent> = {
@@ -1336,6 +1338,9 @@ export const JobEvent: MessageFns<JobEvent> = {
     }
     if (message.region !== "") {
       writer.uint32(42).string(message.region);
+    }
+    if (message.confirmation !== undefined) {
+      PrintConfirmation.encode(message.confirmation, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -1393,6 +1398,14 @@ export const JobEvent: MessageFns<JobEvent> = {
             message.region = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.confirmation = PrintConfirmation.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1412,6 +1425,7 @@ export const JobEvent: MessageFns<JobEvent> = {
       detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
       actor: isSet(object.actor) ? globalThis.String(object.actor) : "",
       region: isSet(object.region) ? globalThis.String(object.region) : "",
+      confirmation: isSet(object.confirmation) ? PrintConfirmation.fromJSON(object.confirmation) : undefined,
     };
   },
 
@@ -1432,6 +1446,9 @@ export const JobEvent: MessageFns<JobEvent> = {
     if (message.region !== "") {
       obj.region = message.region;
     }
+    if (message.confirmation !== undefined) {
+      obj.confirmation = PrintConfirmation.toJSON(message.confirmation);
+    }
     return obj;
   },
 
@@ -1445,6 +1462,9 @@ export const JobEvent: MessageFns<JobEvent> = {
     message.detail = object.detail ?? "";
     message.actor = object.actor ?? "";
     message.region = object.region ?? "";
+    message.confirmation = (object.confirmation !== undefined && object.confirmation !== null)
+      ? PrintConfirmation.fromPartial(object.confirmation)
+      : undefined;
     return message;
   },
 };
