@@ -1,9 +1,11 @@
 /** The JSON shapes of API resources, made from the gRPC messages. */
-import type { ApiKey, Org, Settings } from '../gen/spool/v1/accounts.js';
+import type { Org, Settings } from '../gen/spool/v1/accounts.js';
 import type { Job, JobEvent, Template, Upload } from '../gen/spool/v1/jobs.js';
-import type { Location, Printer, Station } from '../gen/spool/v1/stations.js';
+import type { Location, Printer } from '../gen/spool/v1/stations.js';
 import { confirmationView, jobJson } from '../lib/job-view.js';
-import { rfc3339, rfc3339OrNull } from '../lib/time.js';
+import { rfc3339OrNull } from '../lib/time.js';
+
+export { keyView, stationView } from '../lib/resource-views.js';
 
 export function orgView(org: Org | undefined) {
   if (!org) throw new Error('missing org in response');
@@ -17,23 +19,6 @@ export function orgView(org: Org | undefined) {
   };
 }
 
-export function keyView(key: ApiKey | undefined) {
-  if (!key) throw new Error('missing key in response');
-  return {
-    id: key.id,
-    org_id: key.orgId,
-    name: key.name,
-    live: key.live,
-    scopes: key.scopes,
-    hint: key.hint,
-    allowed_ips: key.allowedIps,
-    expires_at: rfc3339OrNull(key.expiresAt),
-    created_at: key.createdAt ? rfc3339(key.createdAt) : null,
-    revoked_at: rfc3339OrNull(key.revokedAt),
-    last_used_at: rfc3339OrNull(key.lastUsedAt),
-  };
-}
-
 export function locationView(location: Location | undefined) {
   if (!location) throw new Error('missing location in response');
   return {
@@ -42,22 +27,6 @@ export function locationView(location: Location | undefined) {
     address: location.address,
     timezone: location.timezone,
     created_at: rfc3339OrNull(location.createdAt),
-  };
-}
-
-export function stationView(station: Station | undefined) {
-  if (!station) throw new Error('missing station in response');
-  return {
-    id: station.id,
-    org_id: station.orgId,
-    name: station.name,
-    location_id: station.locationId || null,
-    online: station.online,
-    last_seen_at: rfc3339OrNull(station.lastSeenAt),
-    agent_version: station.agentVersion || null,
-    region: station.region,
-    token_revoked_at: rfc3339OrNull(station.tokenRevokedAt),
-    created_at: rfc3339OrNull(station.createdAt),
   };
 }
 

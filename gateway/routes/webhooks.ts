@@ -9,13 +9,10 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import type {
-  WebhookAttempt,
-  WebhookDelivery,
-  WebhookEndpoint,
-} from '../../gen/spool/v1/webhooks.js';
+import type { WebhookAttempt, WebhookDelivery } from '../../gen/spool/v1/webhooks.js';
 import { invalid } from '../../lib/errors.js';
 import { EVENT_TYPES } from '../../lib/events.js';
+import { webhookView } from '../../lib/resource-views.js';
 import { parseRfc3339, rfc3339OrNull } from '../../lib/time.js';
 import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
@@ -28,6 +25,8 @@ import {
 } from '../query.js';
 import type { GatewayState } from '../state.js';
 import { param } from './context.js';
+
+export { webhookView };
 
 const EVENT_NAMES = [...EVENT_TYPES, '*'];
 
@@ -88,25 +87,6 @@ export const DELIVERY_LIST_QUERY = {
   ...LIST_QUERY,
   state: choiceParam('only deliveries in this state', DELIVERY_STATES),
 } as const satisfies QuerySpec;
-
-export function webhookView(endpoint: WebhookEndpoint | undefined) {
-  if (!endpoint) throw new Error('missing webhook endpoint in response');
-  return {
-    id: endpoint.id,
-    org_id: endpoint.orgId,
-    url: endpoint.url,
-    events: endpoint.events,
-    description: endpoint.description,
-    enabled: endpoint.enabled,
-    disabled_reason: endpoint.disabledReason || null,
-    disabled_at: rfc3339OrNull(endpoint.disabledAt),
-    failing_since: rfc3339OrNull(endpoint.failingSince),
-    secret_rotated_at: rfc3339OrNull(endpoint.secretRotatedAt),
-    previous_secret_expires_at: rfc3339OrNull(endpoint.previousSecretExpiresAt),
-    created_at: rfc3339OrNull(endpoint.createdAt),
-    updated_at: rfc3339OrNull(endpoint.updatedAt),
-  };
-}
 
 function attemptView(attempt: WebhookAttempt) {
   return {

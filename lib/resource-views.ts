@@ -1,0 +1,83 @@
+/**
+ * The JSON shapes of the resources whose changes the event stream carries (stations, API keys,
+ * webhook endpoints, members, invitations), made from the gRPC messages: the gateway answers with
+ * them, and the services that make a change publish its event with them, so an event's resource
+ * reads as the API's does. None holds a secret: no key, token or signing secret.
+ */
+import type { ApiKey, Invitation, Member } from '../gen/spool/v1/accounts.js';
+import type { Station } from '../gen/spool/v1/stations.js';
+import type { WebhookEndpoint } from '../gen/spool/v1/webhooks.js';
+import { rfc3339, rfc3339OrNull } from './time.js';
+
+export function keyView(key: ApiKey | undefined) {
+  if (!key) throw new Error('missing key in response');
+  return {
+    id: key.id,
+    org_id: key.orgId,
+    name: key.name,
+    live: key.live,
+    scopes: key.scopes,
+    hint: key.hint,
+    allowed_ips: key.allowedIps,
+    expires_at: rfc3339OrNull(key.expiresAt),
+    created_at: key.createdAt ? rfc3339(key.createdAt) : null,
+    revoked_at: rfc3339OrNull(key.revokedAt),
+    last_used_at: rfc3339OrNull(key.lastUsedAt),
+  };
+}
+
+export function stationView(station: Station | undefined) {
+  if (!station) throw new Error('missing station in response');
+  return {
+    id: station.id,
+    org_id: station.orgId,
+    name: station.name,
+    location_id: station.locationId || null,
+    online: station.online,
+    last_seen_at: rfc3339OrNull(station.lastSeenAt),
+    agent_version: station.agentVersion || null,
+    region: station.region,
+    token_revoked_at: rfc3339OrNull(station.tokenRevokedAt),
+    created_at: rfc3339OrNull(station.createdAt),
+  };
+}
+
+export function webhookView(endpoint: WebhookEndpoint | undefined) {
+  if (!endpoint) throw new Error('missing webhook endpoint in response');
+  return {
+    id: endpoint.id,
+    org_id: endpoint.orgId,
+    url: endpoint.url,
+    events: endpoint.events,
+    description: endpoint.description,
+    enabled: endpoint.enabled,
+    disabled_reason: endpoint.disabledReason || null,
+    disabled_at: rfc3339OrNull(endpoint.disabledAt),
+    failing_since: rfc3339OrNull(endpoint.failingSince),
+    secret_rotated_at: rfc3339OrNull(endpoint.secretRotatedAt),
+    previous_secret_expires_at: rfc3339OrNull(endpoint.previousSecretExpiresAt),
+    created_at: rfc3339OrNull(endpoint.createdAt),
+    updated_at: rfc3339OrNull(endpoint.updatedAt),
+  };
+}
+
+export function invitationView(invitation: Invitation | undefined) {
+  if (!invitation) throw new Error('missing invitation in response');
+  return {
+    id: invitation.id,
+    email: invitation.email,
+    role: invitation.role,
+    expires_at: rfc3339OrNull(invitation.expiresAt),
+  };
+}
+
+export function memberView(member: Member | undefined) {
+  if (!member?.person) throw new Error('missing member in response');
+  return {
+    person_id: member.person.id,
+    email: member.person.email,
+    display_name: member.person.displayName,
+    role: member.role,
+    joined_at: rfc3339OrNull(member.joinedAt),
+  };
+}
