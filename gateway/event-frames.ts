@@ -3,7 +3,7 @@
  * and written to every stream that wants it, and the `Last-Event-ID` a client resumes from.
  */
 import type { JsMsg } from '@nats-io/jetstream';
-import { deliveryBody, type EventType, parseEvent } from '../lib/events.js';
+import { deliveryBody, parseEvent, type StreamEventType } from '../lib/events.js';
 
 /** One event as it goes on the wire. */
 export interface Piece {
@@ -15,7 +15,7 @@ export interface Piece {
 
 export interface Frame extends Piece {
   seq: number;
-  type: EventType;
+  type: StreamEventType;
 }
 
 /** The bytes as one chunk of a chunked HTTP/1.1 body. */

@@ -11,7 +11,7 @@
  * the page shown is read again.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { PUBLISHED_EVENT_TYPES } from '../../lib/contracts/event-types.js';
+import { STREAM_EVENT_TYPES } from '../../lib/contracts/event-types.js';
 import { reloadPage } from './router.js';
 
 export interface LiveEvent {
@@ -65,7 +65,7 @@ class LiveStream {
       this.setState('reconnecting');
       if (source.readyState === EventSource.CLOSED) this.refused(source);
     };
-    for (const type of PUBLISHED_EVENT_TYPES) {
+    for (const type of STREAM_EVENT_TYPES) {
       source.addEventListener(type, (e) => {
         const msg = e as MessageEvent<string>;
         let data: LiveEvent['data'] = {};

@@ -4,9 +4,10 @@
  * before this handler; everything after the headers is gateway/event-stream.ts.
  */
 import type { Context, Middleware } from 'koa';
+import { EVENT_READERS } from '../../lib/contracts/event-types.js';
 import type { Scope } from '../../lib/credentials.js';
-import { isSpoolError, SpoolError } from '../../lib/errors.js';
-import { PUBLISHED_EVENT_TYPES } from '../../lib/events.js';
+import { forbidden, isSpoolError, SpoolError } from '../../lib/errors.js';
+import { STREAM_EVENT_TYPES } from '../../lib/events.js';
 import { type KeyAuthOptions, requireScope } from '../auth.js';
 import type { EventStreams } from '../event-stream.js';
 import { parseEventId } from '../event-stream.js';
@@ -59,10 +60,10 @@ export function parseTypes(text: string | undefined): ReadonlySet<string> | unde
   if (types.length === 0)
     throw new SpoolError('invalid', 'types names no event type', { param: 'types' });
   for (const t of types) {
-    if (!(PUBLISHED_EVENT_TYPES as readonly string[]).includes(t)) {
+    if (!(STREAM_EVENT_TYPES as readonly string[]).includes(t)) {
       throw new SpoolError(
         'invalid',
-        `unknown event type ${JSON.stringify(t.slice(0, 64))}; types are ${PUBLISHED_EVENT_TYPES.join(', ')}`,
+        `unknown event type ${JSON.stringify(t.slice(0, 64))}; types are ${STREAM_EVENT_TYPES.join(', ')}`,
         { param: 'types' },
       );
     }
@@ -70,10 +71,41 @@ export function parseTypes(text: string | undefined): ReadonlySet<string> | unde
   return new Set(types);
 }
 
+/**
+ * The types a credential's stream may carry (lib/contracts/event-types.ts `EVENT_READERS`): those
+ * whose scope its key or session holds, and people's, invitations' and keys' only for a
+ * signed-in member. Asking for another by `types=` answers 403 naming what it needs; without
+ * `types=`, the others are left out. Undefined: every type.
+ */
+export function readableTypes(
+  state: GatewayState,
+  asked: ReadonlySet<string> | undefined,
+): ReadonlySet<string> | undefined {
+  const scopes = state.key?.scopes ?? [];
+  const may = (type: keyof typeof EVENT_READERS) => {
+    const readers = EVENT_READERS[type];
+    return readers === 'members' ? state.session !== undefined : scopes.includes(readers);
+  };
+  if (asked) {
+    for (const type of asked) {
+      if (may(type as keyof typeof EVENT_READERS)) continue;
+      const readers = EVENT_READERS[type as keyof typeof EVENT_READERS];
+      throw forbidden(
+        readers === 'members'
+          ? `${type} events are sent to the organization's signed-in members only`
+          : `${type} events need the ${readers} scope`,
+      );
+    }
+    return asked;
+  }
+  const readable = STREAM_EVENT_TYPES.filter(may);
+  return readable.length === STREAM_EVENT_TYPES.length ? undefined : new Set(readable);
+}
+
 /** The query of a stream: which types it carries. */
 export const STREAM_QUERY = {
   types: {
-    description: `only these event types, comma separated: ${PUBLISHED_EVENT_TYPES.join(', ')}`,
+    description: `only these event types, comma separated: ${STREAM_EVENT_TYPES.join(', ')}`,
     schema: { type: 'string', example: 'job.printed,job.failed' },
     read: (query, name) => parseTypes(single(query, name)),
   },
@@ -113,7 +145,7 @@ export function streamHandlers(deps: {
   const open = new OpenCounts();
   return {
     'GET /v1/orgs/:org/stream': async (ctx) => {
-      const { types } = readQuery(ctx.query, STREAM_QUERY);
+      const types = readableTypes(ctx.state, readQuery(ctx.query, STREAM_QUERY).types);
       const lastHeader = ctx.get('Last-Event-ID').trim();
       let lastEventId: number | undefined;
       if (lastHeader !== '') {

@@ -8,7 +8,9 @@ import type { ApiKey } from '../../gen/spool/v1/accounts.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { notFound } from '../../lib/errors.js';
+import { eventMessage } from '../../lib/events.js';
 import { listOldestFirst } from '../../lib/paging.js';
+import { keyView } from '../../lib/resource-views.js';
 import { camelRow } from '../../lib/rows.js';
 import { announce, keyRevoked, requireOpenOrg } from './outbox.js';
 
@@ -38,6 +40,11 @@ function toKey(row: KeyRow): ApiKey {
   };
 }
 
+/** A key made or revoked, for the event stream: `{key}` as the API shows it, never its secret. */
+function keyEvent(type: 'api_key.created' | 'api_key.revoked', key: ApiKey, at: Date) {
+  return eventMessage(key.orgId, type, { key: keyView(key) }, at);
+}
+
 export interface NewKey {
   orgId: string;
   live: boolean;
@@ -50,6 +57,7 @@ export interface NewKey {
 }
 
 export interface KeyStore {
+  /** Inserts a key and queues `api_key.created` in the same transaction. */
   createKey(key: NewKey): Promise<ApiKey>;
   listKeys(
     orgId: string,
@@ -63,7 +71,8 @@ export interface KeyStore {
   recordKeyUses(uses: Array<{ orgId: string; keyId: string; at: Date }>): Promise<void>;
   /**
    * Revokes a key and, in the same transaction, queues the message that tells every gateway to
-   * forget it. Revoking a revoked key changes nothing and answers the key as it is.
+   * forget it, and `api_key.revoked`. Revoking a revoked key changes nothing (no event) and
+   * answers the key as it is.
    */
   revokeKey(orgId: string, keyId: string): Promise<ApiKey>;
   /** The key with this hash and its organization's name, whatever its state. */
@@ -75,6 +84,7 @@ export function createKeyStore(pool: pg.Pool, clock: Clock): KeyStore {
     async createKey(key) {
       return withTx(pool, async (tx) => {
         await requireOpenOrg(tx, key.orgId);
+        const now = clock.now();
         const { rows } = await tx.query<KeyRow>(
           `INSERT INTO api_keys
              (id, org_id, key_hash, hint, name, live, scopes, allowed_ips, expires_at, created_at)
@@ -90,10 +100,12 @@ export function createKeyStore(pool: pg.Pool, clock: Clock): KeyStore {
             key.scopes,
             key.allowedIps,
             key.expiresAt ?? null,
-            clock.now(),
+            now,
           ],
         );
-        return toKey(rows[0] as KeyRow);
+        const created = toKey(rows[0] as KeyRow);
+        await announce(tx, [keyEvent('api_key.created', created, now)]);
+        return created;
       });
     },
 
@@ -128,15 +140,21 @@ export function createKeyStore(pool: pg.Pool, clock: Clock): KeyStore {
 
     async revokeKey(orgId, keyId) {
       return withTx(pool, async (tx) => {
+        const now = clock.now();
         const { rows } = await tx.query<KeyRow>(
           `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
            WHERE org_id = $1 AND id = $2 RETURNING ${KEY_COLUMNS}`,
-          [orgId, keyId, clock.now()],
+          [orgId, keyId, now],
         );
         const row = rows[0];
         if (!row) throw notFound('no such API key in this organization');
-        await announce(tx, [keyRevoked(orgId, row.id)]);
-        return toKey(row);
+        const key = toKey(row);
+        const revokedNow = row.revoked_at?.getTime() === now.getTime();
+        await announce(tx, [
+          keyRevoked(orgId, row.id),
+          ...(revokedNow ? [keyEvent('api_key.revoked', key, now)] : []),
+        ]);
+        return key;
       });
     },
 

@@ -160,6 +160,7 @@ export function createAccountsServer(deps: {
         hint: credentialHint(secret),
         hash: hashCredential(secret),
       });
+      deps.onAnnounced?.();
       return { key, secret };
     },
 

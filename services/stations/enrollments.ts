@@ -12,7 +12,7 @@ import { isUniqueViolation, withTx } from '../../lib/db.js';
 import { notFound, SpoolError } from '../../lib/errors.js';
 import { rfc3339 } from '../../lib/time.js';
 import { checkLocation, insertStation } from './station-catalogue.js';
-import { toStation } from './station-rows.js';
+import type { Committed } from './station-outbox.js';
 
 /** How long a used or expired code is kept (and answers 410) before it is forgotten (404). */
 export const ENROLLMENT_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
@@ -46,7 +46,12 @@ interface ClaimedRow {
   location_id: string | null;
 }
 
-export function createEnrollmentStore(pool: pg.Pool, clock: Clock): EnrollmentStore {
+/** @param committed takes the outbox rows of a station made from a code once committed. */
+export function createEnrollmentStore(
+  pool: pg.Pool,
+  clock: Clock,
+  committed: Committed,
+): EnrollmentStore {
   return {
     async createEnrollment(e) {
       for (let attempt = 0; ; attempt++) {
@@ -87,7 +92,7 @@ export function createEnrollmentStore(pool: pg.Pool, clock: Clock): EnrollmentSt
     },
 
     async redeemEnrollment(codeHash, s) {
-      return withTx(pool, async (tx) => {
+      const { station, outbox } = await withTx(pool, async (tx) => {
         const now = clock.now();
         const claimed = await tx.query<ClaimedRow>(
           `UPDATE enrollments SET used_at = $2
@@ -106,7 +111,7 @@ export function createEnrollmentStore(pool: pg.Pool, clock: Clock): EnrollmentSt
           ]);
           if (loc.rowCount === 0) locationId = '';
         }
-        const station = await insertStation(
+        const made = await insertStation(
           tx,
           {
             orgId: row.org_id,
@@ -120,10 +125,12 @@ export function createEnrollmentStore(pool: pg.Pool, clock: Clock): EnrollmentSt
         await tx.query('UPDATE enrollments SET station_id = $3 WHERE org_id = $1 AND id = $2', [
           row.org_id,
           row.id,
-          station.id,
+          made.station.id,
         ]);
-        return toStation(station, now);
+        return made;
       });
+      committed(outbox);
+      return station;
     },
   };
 }

@@ -4,9 +4,13 @@
  */
 import type pg from 'pg';
 import type { Printer } from '../../gen/spool/v1/stations.js';
+import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { notFound } from '../../lib/errors.js';
+import { eventMessage } from '../../lib/events.js';
+import { enqueue } from '../../lib/outbox.js';
 import { decodeCursor, page } from '../../lib/paging.js';
+import { type Committed, OUTBOX_TABLE } from './station-outbox.js';
 import { PRINTER_SELECT, type PrinterRow, toPrinter } from './station-rows.js';
 
 export interface PrinterCatalogue {
@@ -25,10 +29,16 @@ export interface PrinterCatalogue {
     printers: Array<{ orgId: string; printerId: string }>,
     stations: Array<{ orgId: string; stationId: string }>,
   ): Promise<Printer[]>;
+  /** Deletes a printer and queues `printer.deleted` (`{printer_id, station_id}`). */
   deletePrinter(orgId: string, id: string): Promise<Printer>;
 }
 
-export function createPrinterCatalogue(pool: pg.Pool): PrinterCatalogue {
+/** @param committed takes the outbox rows of a deletion once committed. */
+export function createPrinterCatalogue(
+  pool: pg.Pool,
+  clock: Clock,
+  committed: Committed,
+): PrinterCatalogue {
   return {
     async listPrinters(orgId, filters, limit, cursor) {
       const after = decodeCursor(cursor);
@@ -85,15 +95,26 @@ export function createPrinterCatalogue(pool: pg.Pool): PrinterCatalogue {
     },
 
     async deletePrinter(orgId, id) {
-      return withTx(pool, async (tx) => {
+      const { printer, outbox } = await withTx(pool, async (tx) => {
         const { rows } = await tx.query<PrinterRow>(
           `${PRINTER_SELECT} WHERE p.org_id = $1 AND p.id = $2`,
           [orgId, id],
         );
         if (!rows[0]) throw notFound('no such printer');
         await tx.query('DELETE FROM printers WHERE org_id = $1 AND id = $2', [orgId, id]);
-        return toPrinter(rows[0]);
+        const printer = toPrinter(rows[0]);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [
+          eventMessage(
+            orgId,
+            'printer.deleted',
+            { printer_id: printer.id, station_id: printer.stationId },
+            clock.now(),
+          ),
+        ]);
+        return { printer, outbox };
       });
+      committed(outbox);
+      return printer;
     },
   };
 }

@@ -9,8 +9,9 @@ import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { invalid, notFound } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
-import { enqueue } from '../../lib/outbox.js';
+import { enqueue, type OutboxRow } from '../../lib/outbox.js';
 import { listOldestFirst } from '../../lib/paging.js';
+import { stationView } from '../../lib/resource-views.js';
 import { type Committed, OUTBOX_TABLE } from './station-outbox.js';
 import { STATION_COLUMNS, type StationRow, toStation } from './station-rows.js';
 
@@ -43,7 +44,7 @@ export interface StationCatalogue {
   ): Promise<Station>;
   /**
    * Deletes a station and its printers in one transaction, and queues `station.offline` when it
-   * was online. Returns the station as it was and the ids of its printers.
+   * was online, then `station.deleted`. Returns the station as it was and the ids of its printers.
    */
   deleteStation(orgId: string, id: string): Promise<{ station: Station; printerIds: string[] }>;
   /**
@@ -68,21 +69,36 @@ export interface NewStation {
 }
 
 /**
- * Inserts a station in the caller's transaction, after checking its location: the one way a
- * station is made, whether by the API or from an enrollment code.
+ * A change to a station, for the event stream: `station.created`, `station.updated` or
+ * `station.deleted` with `{station}` as the API shows it (never its token).
+ */
+export function stationEvent(
+  type: 'station.created' | 'station.updated' | 'station.deleted',
+  station: Station,
+  at: Date,
+) {
+  return eventMessage(station.orgId, type, { station: stationView(station) }, at);
+}
+
+/**
+ * Inserts a station in the caller's transaction, after checking its location, and queues
+ * `station.created`: the one way a station is made, whether by the API or from an enrollment
+ * code. Answers the station and the outbox rows to hand on once committed.
  */
 export async function insertStation(
   tx: pg.PoolClient,
   s: NewStation,
   now: Date,
-): Promise<StationRow> {
+): Promise<{ station: Station; outbox: OutboxRow[] }> {
   if (s.locationId) await checkLocation(tx, s.orgId, s.locationId);
   const { rows } = await tx.query<StationRow>(
     `INSERT INTO stations (id, org_id, name, location_id, token_hash, region, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${STATION_COLUMNS}`,
     [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, s.region, now],
   );
-  return rows[0] as StationRow;
+  const station = toStation(rows[0] as StationRow, now);
+  const outbox = await enqueue(tx, OUTBOX_TABLE, [stationEvent('station.created', station, now)]);
+  return { station, outbox };
 }
 
 /** Refuses a location id that names no location of the organization. */
@@ -131,22 +147,31 @@ export function createStationCatalogue(
     },
 
     async createStation(s) {
-      return withTx(pool, async (tx) =>
-        toStation(await insertStation(tx, s, clock.now()), clock.now()),
-      );
+      const { station, outbox } = await withTx(pool, (tx) => insertStation(tx, s, clock.now()));
+      committed(outbox);
+      return station;
     },
 
     async replaceToken(orgId, stationId, newHash) {
-      const { rows } = await pool.query<StationRow>(
-        newHash
-          ? `UPDATE stations SET token_hash = $3, revoked_at = NULL
-             WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`
-          : `UPDATE stations SET revoked_at = COALESCE(revoked_at, $3)
-             WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`,
-        [orgId, stationId, newHash ?? clock.now()],
-      );
-      if (!rows[0]) throw notFound('no such station');
-      return toStation(rows[0], clock.now());
+      const { station, outbox } = await withTx(pool, async (tx) => {
+        const now = clock.now();
+        const { rows } = await tx.query<StationRow>(
+          newHash
+            ? `UPDATE stations SET token_hash = $3, revoked_at = NULL
+               WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`
+            : `UPDATE stations SET revoked_at = COALESCE(revoked_at, $3)
+               WHERE org_id = $1 AND id = $2 RETURNING ${STATION_COLUMNS}`,
+          [orgId, stationId, newHash ?? now],
+        );
+        if (!rows[0]) throw notFound('no such station');
+        const station = toStation(rows[0], now);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [
+          stationEvent('station.updated', station, now),
+        ]);
+        return { station, outbox };
+      });
+      committed(outbox);
+      return station;
     },
 
     async getStation(orgId, id) {
@@ -159,7 +184,7 @@ export function createStationCatalogue(
     },
 
     async updateStation(orgId, id, changes) {
-      return withTx(pool, async (tx) => {
+      const { station, outbox } = await withTx(pool, async (tx) => {
         if (changes.locationId) await checkLocation(tx, orgId, changes.locationId);
         const { rows } = await tx.query<StationRow>(
           `UPDATE stations SET name = COALESCE($3, name),
@@ -170,8 +195,15 @@ export function createStationCatalogue(
           [orgId, id, changes.name ?? null, changes.locationId ?? null, changes.region ?? null],
         );
         if (!rows[0]) throw notFound('no such station');
-        return toStation(rows[0], clock.now());
+        const now = clock.now();
+        const station = toStation(rows[0], now);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [
+          stationEvent('station.updated', station, now),
+        ]);
+        return { station, outbox };
       });
+      committed(outbox);
+      return station;
     },
 
     async deleteStation(orgId, id) {
@@ -186,14 +218,15 @@ export function createStationCatalogue(
           'DELETE FROM printers WHERE org_id = $1 AND station_id = $2 RETURNING id',
           [orgId, id],
         );
-        const outbox = row.online
-          ? await enqueue(tx, OUTBOX_TABLE, [
-              eventMessage(orgId, 'station.offline', { station_id: id }, clock.now()),
-            ])
-          : [];
+        const now = clock.now();
+        const station = toStation(row, now);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [
+          ...(row.online ? [eventMessage(orgId, 'station.offline', { station_id: id }, now)] : []),
+          stationEvent('station.deleted', station, now),
+        ]);
         return {
           deleted: {
-            station: toStation(row, clock.now()),
+            station,
             printerIds: printers.rows.map((r) => r.id),
           },
           outbox,

@@ -29,7 +29,7 @@ export interface StationStore
 
 /**
  * @param committed takes the outbox rows of every write once they are committed (a link opened
- *   or closed, its printers reported, an online station deleted), for the relay to publish at
+ *   or closed, its printers reported, a station made, changed or deleted, a printer deleted), for the relay to publish at
  *   once; the relay's poll is only for rows a process that died left behind.
  */
 export function createStationStore(
@@ -40,10 +40,10 @@ export function createStationStore(
   return {
     ...createLocationStore(pool, clock),
     ...createStationCatalogue(pool, clock, committed),
-    ...createPrinterCatalogue(pool),
+    ...createPrinterCatalogue(pool, clock, committed),
     ...createPrinterSync(pool, clock, committed),
     ...createLinkPresence(pool, clock, committed),
     ...createReplicaRecords(pool),
-    ...createEnrollmentStore(pool, clock),
+    ...createEnrollmentStore(pool, clock, committed),
   };
 }

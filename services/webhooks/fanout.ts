@@ -13,7 +13,7 @@
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
-import { parseEvent, type SpoolEvent } from '../../lib/events.js';
+import { isWebhookEventType, parseEvent, type SpoolEvent } from '../../lib/events.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import type { Logger } from '../../lib/logger.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
@@ -80,6 +80,8 @@ export async function startFanout(deps: {
     // Events fan out independently of each other: the deliveries they add are unordered.
     concurrency: FANOUT_IN_FLIGHT,
     async handle(event) {
+      // Resource events (station.created…) are for the event stream only; `*` does not take them.
+      if (!isWebhookEventType(event.type)) return 'ack';
       const wanting = await deps.index.wanting(event.org_id, event.type);
       if (wanting === 0) return 'ack';
       // The event waits here, unacknowledged, until the worker has room for its deliveries.

@@ -90,7 +90,7 @@ export function PrintersPage(): JSX.Element {
     () => get<{ items: Station[] }>(`/console/v1/orgs/${enc(org.id)}/stations`),
     [org.id],
   );
-  useLive((ev) => ev.type === 'printer.status' || ev.type.startsWith('station.'), r.reloadSoon);
+  useLive((ev) => ev.type.startsWith('printer.') || ev.type.startsWith('station.'), r.reloadSoon);
   const stationName = (id: string) => stations.data?.items.find((s) => s.id === id)?.name ?? id;
   const printers = r.data?.printers ?? [];
   const canDelete = useCan('admin');

@@ -6,6 +6,7 @@ import { del, enc, get, post } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
 import { localToRfc3339 } from '../dates.js';
+import { useLive } from '../live.js';
 import { CheckList, Field, Form, Panel, Radios } from '../forms.js';
 import { useAction, useResource } from '../resource.js';
 import { ActionsCell, DangerButton, Table } from '../table.js';
@@ -24,6 +25,8 @@ export function KeysPage(): JSX.Element {
     () => get<{ items: ApiKey[] }>(`/console/v1/orgs/${enc(org.id)}/keys`),
     [org.id],
   );
+  // Keys made or revoked elsewhere (another tab, another admin) show up without a reload.
+  useLive('api_key.', r.reloadSoon);
   const [name, setName] = useState('');
   const [mode, setMode] = useState<'live' | 'test'>('test');
   const [scopes, setScopes] = useState<string[]>(['jobs:write', 'jobs:read'] satisfies Scope[]);

@@ -1,0 +1,287 @@
+/**
+ * The event stream's resource events (docs/realtime.md "Resource events") against a running Spool:
+ * stations made, changed and deleted, printers deleted and API keys made and revoked arrive on the
+ * stream in the API's shapes with no secret; a key without `printers:read` gets no station events
+ * and no key gets the key events, which a signed-in member does; webhooks never get them.
+ */
+import anyTest, { type TestFn } from 'ava';
+import { RESOURCE_EVENT_TYPES } from '../lib/contracts/event-types.js';
+import { type Browser, member } from './helpers/console.js';
+import { connectLink, printer } from './helpers/link-client.js';
+import { type Receiver, startReceiver } from './helpers/receiver.js';
+import { openStream, type SseMessage, type SseStream } from './helpers/sse.js';
+import {
+  call,
+  createKey,
+  createOrg,
+  createStation,
+  OPERATOR_TOKEN,
+  startTestSystem,
+  type TestSystem,
+} from './helpers/system.js';
+
+interface Ctx {
+  sys: TestSystem;
+  orgId: string;
+  receiver: Receiver;
+  /** jobs:read and printers:read. */
+  reader: string;
+  /** jobs:read only. */
+  jobsOnly: string;
+  admin: Browser;
+}
+
+const test = anyTest as TestFn<Ctx>;
+
+test.before(async (t) => {
+  const [sys, receiver] = await Promise.all([startTestSystem(), startReceiver()]);
+  t.context = { sys, receiver } as Ctx;
+  const orgId = await createOrg(sys.url);
+  const [reader, jobsOnly, admin] = await Promise.all([
+    createKey(sys.url, orgId, { scopes: ['jobs:read', 'printers:read'] }),
+    createKey(sys.url, orgId, { scopes: ['jobs:read'] }),
+    member(sys.url, orgId, 'admin'),
+  ]);
+  // An endpoint of every type: resource events must still not reach it.
+  const hook = await call(sys.url, 'POST', `/admin/v1/orgs/${orgId}/webhooks`, {
+    token: OPERATOR_TOKEN,
+    body: { url: receiver.url, events: ['*'] },
+  });
+  if (hook.status !== 201) throw new Error(`create webhook answered ${hook.status}`);
+  Object.assign(t.context, { orgId, reader: reader.secret, jobsOnly: jobsOnly.secret, admin });
+});
+
+test.after.always(async (t) => {
+  await t.context.receiver?.close();
+  await t.context.sys?.stop();
+});
+
+function streamUrl(t: { context: Ctx }, query = ''): string {
+  return `${t.context.sys.url}/v1/orgs/${t.context.orgId}/stream${query}`;
+}
+
+/** A stream opened with the admin member's session cookie, as the console opens it. */
+function sessionStream(t: { context: Ctx }, query = ''): Promise<SseStream> {
+  return openStream(streamUrl(t, query), {
+    headers: { cookie: `spool_session=${t.context.admin.cookie}` },
+  });
+}
+
+interface Body<T> {
+  type: string;
+  created_at: string;
+  org_id: string;
+  data: T;
+}
+
+function bodyOf<T>(m: SseMessage): Body<T> {
+  return JSON.parse(m.data) as Body<T>;
+}
+
+/** Waits for the event of `type` whose data `match` picks, and answers its body. */
+async function eventOf<T>(
+  stream: SseStream,
+  type: string,
+  match: (data: T) => boolean,
+): Promise<Body<T>> {
+  const found = (ms: SseMessage[]) => ms.find((m) => m.event === type && match(bodyOf<T>(m).data));
+  const ms = await stream.until((all) => found(all) !== undefined);
+  return bodyOf<T>(found(ms) as SseMessage);
+}
+
+type StationData = { station: Record<string, unknown> & { id: string; name: string } };
+
+test('stations made, renamed, their token revoked and deleted arrive as station events in the API shape', async (t) => {
+  const { sys, orgId } = t.context;
+  const stream = await openStream(streamUrl(t), { token: t.context.reader });
+  t.teardown(() => stream.close());
+  t.is(stream.status, 200);
+
+  const made = await createStation(sys.url, orgId, { name: 'Back office' });
+  const created = await eventOf<StationData>(
+    stream,
+    'station.created',
+    (d) => d.station.id === made.id,
+  );
+  t.is(created.org_id, orgId);
+  const api = await call<{ station: Record<string, unknown> }>(
+    sys.url,
+    'GET',
+    `/admin/v1/orgs/${orgId}/stations/${made.id}`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.deepEqual(created.data.station, api.body.station);
+
+  const renamed = await call(sys.url, 'PATCH', `/admin/v1/orgs/${orgId}/stations/${made.id}`, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Loading dock' },
+  });
+  t.is(renamed.status, 200);
+  const updated = await eventOf<StationData>(
+    stream,
+    'station.updated',
+    (d) => d.station.id === made.id && d.station.name === 'Loading dock',
+  );
+  t.is(updated.data.station.token_revoked_at, null);
+
+  const revoked = await call(
+    sys.url,
+    'DELETE',
+    `/admin/v1/orgs/${orgId}/stations/${made.id}/token`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.true(revoked.status < 300);
+  await eventOf<StationData>(
+    stream,
+    'station.updated',
+    (d) => d.station.id === made.id && d.station.token_revoked_at !== null,
+  );
+
+  const gone = await call(sys.url, 'DELETE', `/admin/v1/orgs/${orgId}/stations/${made.id}`, {
+    token: OPERATOR_TOKEN,
+  });
+  t.true(gone.status < 300);
+  const deleted = await eventOf<StationData>(
+    stream,
+    'station.deleted',
+    (d) => d.station.id === made.id,
+  );
+  t.is(deleted.data.station.name, 'Loading dock');
+  // No station event carries the device token.
+  for (const m of stream.messages) t.false(m.data.includes(made.token), m.event);
+});
+
+test('a printer deleted by the operator arrives as printer.deleted', async (t) => {
+  const { sys, orgId } = t.context;
+  const stream = await openStream(streamUrl(t, '?types=printer.deleted,printer.status'), {
+    token: t.context.reader,
+  });
+  t.teardown(() => stream.close());
+  const station = await createStation(sys.url, orgId, { name: 'Printer room' });
+  const link = await connectLink(sys.linkAddress, station.token, [printer('label-1')]);
+  t.teardown(() => link.close());
+  const status = await eventOf<{ printer_id: string; status: string }>(
+    stream,
+    'printer.status',
+    () => true,
+  );
+  const printerId = status.data.printer_id;
+  const res = await call(sys.url, 'DELETE', `/admin/v1/orgs/${orgId}/printers/${printerId}`, {
+    token: OPERATOR_TOKEN,
+  });
+  t.true(res.status < 300);
+  const deleted = await eventOf<{ printer_id: string; station_id: string }>(
+    stream,
+    'printer.deleted',
+    (d) => d.printer_id === printerId,
+  );
+  t.deepEqual(deleted.data, { printer_id: printerId, station_id: station.id });
+});
+
+test('API keys made and revoked arrive on a member session stream without their secret', async (t) => {
+  const { orgId, admin } = t.context;
+  const stream = await sessionStream(t, '?types=api_key.created,api_key.revoked');
+  t.teardown(() => stream.close());
+  t.is(stream.status, 200);
+
+  const made = await admin.call<{ key: { id: string }; secret: string }>(
+    'POST',
+    `/console/v1/orgs/${orgId}/keys`,
+    { body: { mode: 'test', scopes: ['jobs:read'], name: 'till' } },
+  );
+  t.is(made.status, 201);
+  type KeyData = { key: Record<string, unknown> & { id: string } };
+  const created = await eventOf<KeyData>(
+    stream,
+    'api_key.created',
+    (d) => d.key.id === made.body.key.id,
+  );
+  t.deepEqual(created.data.key, made.body.key as unknown as KeyData['key']);
+  t.is(created.data.key.revoked_at, null);
+
+  const revoked = await admin.call('DELETE', `/console/v1/orgs/${orgId}/keys/${made.body.key.id}`);
+  t.true(revoked.status < 300);
+  const gone = await eventOf<KeyData>(
+    stream,
+    'api_key.revoked',
+    (d) => d.key.id === made.body.key.id,
+  );
+  t.not(gone.data.key.revoked_at, null);
+  for (const m of stream.messages) {
+    t.false(m.data.includes(made.body.secret), m.event);
+    t.false(m.data.includes(made.body.secret.slice(-12)), m.event);
+  }
+});
+
+test('a key without printers:read gets no station events, no key gets key events, and naming them answers 403', async (t) => {
+  const { sys, orgId } = t.context;
+  const jobsOnly = await openStream(streamUrl(t), { token: t.context.jobsOnly });
+  const reader = await openStream(streamUrl(t), { token: t.context.reader });
+  const session = await sessionStream(t);
+  t.teardown(() => {
+    jobsOnly.close();
+    reader.close();
+    session.close();
+  });
+  t.is(jobsOnly.status, 200);
+
+  const made = await createStation(sys.url, orgId, { name: 'Marker' });
+  const key = await createKey(sys.url, orgId, { scopes: ['jobs:read'] });
+  // The reader sees the station, the session the station and the key.
+  await eventOf<StationData>(reader, 'station.created', (d) => d.station.id === made.id);
+  await eventOf<StationData>(session, 'station.created', (d) => d.station.id === made.id);
+  await eventOf<{ key: { id: string } }>(
+    session,
+    'api_key.created',
+    (d) => d.key.id === key.key.id,
+  );
+  // One more station, seen by the reader, shows the feed (which every stream here shares) has
+  // handed the jobs-only stream everything before it.
+  const marker = await createStation(sys.url, orgId, { name: 'After' });
+  await eventOf<StationData>(reader, 'station.created', (d) => d.station.id === marker.id);
+  t.false(
+    reader.messages.some((m) => m.event.startsWith('api_key.')),
+    'an API key receives no key events',
+  );
+  t.deepEqual(
+    jobsOnly.messages.filter((m) => (RESOURCE_EVENT_TYPES as readonly string[]).includes(m.event)),
+    [],
+  );
+
+  const asked = await openStream(streamUrl(t, '?types=station.created'), {
+    token: t.context.jobsOnly,
+  });
+  t.is(asked.status, 403);
+  t.regex(await asked.body(), /printers:read/);
+  const keys = await openStream(streamUrl(t, '?types=api_key.created'), {
+    token: t.context.reader,
+  });
+  t.is(keys.status, 403);
+  t.regex(await keys.body(), /signed-in members/);
+});
+
+test('resource events never reach a webhook endpoint, even one that takes every type', async (t) => {
+  const { sys, orgId, receiver } = t.context;
+  const stream = await openStream(streamUrl(t), { token: t.context.reader });
+  t.teardown(() => stream.close());
+  const made = await createStation(sys.url, orgId, { name: 'Quiet' });
+  await eventOf<StationData>(stream, 'station.created', (d) => d.station.id === made.id);
+  // The station's link opening sends station.online, which the endpoint does get: the fan-out
+  // has read past station.created by then.
+  const link = await connectLink(sys.linkAddress, made.token, []);
+  t.teardown(() => link.close());
+  const typeOf = (r: { body: Buffer }) =>
+    JSON.parse(r.body.toString()) as { type: string; data: { station_id?: string } };
+  await receiver.until((rs) =>
+    rs.some((r) => typeOf(r).type === 'station.online' && typeOf(r).data.station_id === made.id),
+  );
+  t.deepEqual(
+    receiver.requests
+      .map((r) => typeOf(r).type)
+      .filter(
+        (type) =>
+          !type.startsWith('job.') && !/^(station\.(online|offline)|printer\.status)$/.test(type),
+      ),
+    [],
+  );
+});
