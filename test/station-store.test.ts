@@ -65,15 +65,19 @@ test('deleting an online station hands its station.offline to the relay when it 
   t.is(stored.length, 1);
 });
 
-test('deleting an offline station hands nothing to the relay', async (t) => {
+test('deleting an offline station hands the relay its station.deleted, and no station.offline', async (t) => {
   const { store, handed } = storeFor(t);
   const orgId = randomUUID();
   const { station } = await newStation(store, orgId);
+  handed.length = 0;
 
   await store.deleteStation(orgId, station.id);
 
   t.deepEqual(offlineRows(handed, orgId), []);
-  t.is(handed.length, 0);
+  t.deepEqual(
+    handed.map((r) => r.subject),
+    [`events.${orgId}.station.deleted`],
+  );
 });
 
 test('a link recorded closed twice (two replicas sweeping a lost one) sends station.offline once', async (t) => {
