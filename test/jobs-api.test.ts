@@ -136,7 +136,6 @@ test.serial(
         jobDocumentRetentionDays: 30,
         uploadRetentionDays: 7,
         webhookDeliveryRetentionDays: 30,
-        auditRetentionDays: 365,
         statusNotice: '',
         pricingJson: '',
         downloadsJson: '',
