@@ -18,7 +18,7 @@ import {
   TAG,
 } from '../ipp/protocol.js';
 
-export { IppError, JOB_STATE } from '../ipp/protocol.js';
+export { IppError, JOB_STATE, STATUS } from '../ipp/protocol.js';
 
 /** Where a CUPS server listens: `host[:port]` (port 631 by default) or a domain socket path. */
 export type CupsServer = string;
@@ -28,9 +28,6 @@ export interface JobInfo {
   reasons: string[];
   message: string;
 }
-
-/** `client-error-not-found`: CUPS no longer knows the job (its history was purged). */
-export const IPP_NOT_FOUND = 0x0406;
 
 /** Asks the CUPS server for a job's state, state reasons and printer message. */
 export async function getJobInfo(

@@ -24,9 +24,9 @@ import {
   type CupsServer,
   getJobInfo,
   getQueueCapabilities,
-  IPP_NOT_FOUND,
   IppError,
   JOB_STATE,
+  STATUS,
 } from './cups-ipp.js';
 
 export interface CupsOptions {
@@ -198,7 +198,7 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
       }
       return 'pending';
     } catch (error) {
-      if (!(error instanceof IppError && error.status === IPP_NOT_FOUND)) {
+      if (!(error instanceof IppError && error.status === STATUS.notFound)) {
         logger?.warn(
           { queue, job: name, err: messageOf(error) },
           'cannot ask CUPS for the job state over IPP; following the job with lpstat',

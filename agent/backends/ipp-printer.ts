@@ -55,11 +55,6 @@ const JOB_ATTRIBUTES = [
   'job-impressions-completed',
 ];
 
-/** `ipp://HOST[:PORT]/PATH` or `ipps://…`, checked; throws saying what is expected. */
-export function checkIppUri(uri: string): void {
-  endpointOf(uri);
-}
-
 export function createIppPrinterBackend(uri: string, options: IppPrinterOptions = {}): Backend {
   const endpoint = endpointOf(uri);
   const jobPollMs = options.jobPollMs ?? 1_000;

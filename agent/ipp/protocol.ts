@@ -65,6 +65,7 @@ export const PRINTER_STATE = { idle: 3, processing: 4, stopped: 5 } as const;
 
 /** Status codes the agent acts on. */
 export const STATUS = {
+  /** `client-error-not-found`: the job is gone (CUPS purged its history, say). */
   notFound: 0x0406,
   /** The first server error; below it, the request itself was at fault. */
   serverError: 0x0500,
