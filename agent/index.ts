@@ -165,7 +165,13 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     credentials: options.credentials,
     hello: () => {
       helloReports = printers.reports();
-      return { agentVersion, printers: helloReports, held: runner.held() };
+      return {
+        agentVersion,
+        printers: helloReports,
+        held: runner.held(),
+        platform: '',
+        update: undefined,
+      };
     },
     onWelcome: (welcome, server) => {
       const regions = { home: welcome.homeRegion, server: welcome.serverRegion };

@@ -32,6 +32,7 @@ import { StreamPublisher } from '../../lib/stream-publisher.js';
 import { attemptLimit, peerAddress } from './enroll-limit.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
 import { ReplicaWatch, ReportsHealth } from './replicas.js';
+import { createFleetServer } from './fleet-server.js';
 import { createStationsServer, redeemCode } from './server.js';
 import { OUTBOX_TABLE } from './station-outbox.js';
 import { createStationStore } from './store.js';
@@ -151,17 +152,20 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
       name: 'spool.v1.StationsService',
       definition: StationsServiceService,
       implementation: adaptServer(
-        createStationsServer({
-          store,
-          cutLinks: (stationId) => deps.nc.publish(subjects.linkRevoked(stationId)),
-          moveLinks: (stationId) => deps.nc.publish(subjects.linkMoved(stationId)),
-          printersChanged: (orgId, which) =>
-            deps.nc.publish(
-              subjects.printersChanged(orgId),
-              JSON.stringify({ org_id: orgId, data: which }),
-            ),
-          layout,
-        }),
+        {
+          ...createStationsServer({
+            store,
+            cutLinks: (stationId) => deps.nc.publish(subjects.linkRevoked(stationId)),
+            moveLinks: (stationId) => deps.nc.publish(subjects.linkMoved(stationId)),
+            printersChanged: (orgId, which) =>
+              deps.nc.publish(
+                subjects.printersChanged(orgId),
+                JSON.stringify({ org_id: orgId, data: which }),
+              ),
+            layout,
+          }),
+          ...createFleetServer(),
+        },
         logger,
       ),
     },

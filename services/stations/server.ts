@@ -12,6 +12,7 @@ import type { AsyncServer } from '../../lib/grpc.js';
 import { isUuid, requireUuid } from '../../lib/ids.js';
 import { pageLimit } from '../../lib/paging.js';
 import { canonicalCode, hashCode, newEnrollmentCode } from './enrollment-codes.js';
+import type { FleetServer } from './fleet-server.js';
 import type { StationStore } from './store.js';
 
 const MAX_TEXT = 200;
@@ -81,7 +82,7 @@ export function createStationsServer(deps: {
   printersChanged: (orgId: string, which: { printer_id: string } | { station_id: string }) => void;
   /** This process's region (a new station's, unless it names one) and every region. */
   layout: Pick<BusLayout, 'region' | 'regions'>;
-}): AsyncServer<StationsServiceServer> {
+}): Omit<AsyncServer<StationsServiceServer>, keyof FleetServer> {
   const { store, layout } = deps;
   const regionOf = (raw: string): string => {
     if (!layout.regions.includes(raw)) {

@@ -72,6 +72,11 @@ export function toStation(row: StationRow, now: Date): Station {
     locationId: location_id ?? '',
     lastSeenAt: row.online ? now : (last_seen_at ?? undefined),
     tokenRevokedAt: revoked_at ?? undefined,
+    updateState: '',
+    updateVersion: '',
+    updateDetail: '',
+    updateAt: undefined,
+    platform: '',
   };
 }
 

@@ -53,7 +53,26 @@ export interface Station {
    * When its device token was revoked (its agent is refused until a new one is made); unset while
    * it has a token that works.
    */
-  tokenRevokedAt: Date | undefined;
+  tokenRevokedAt:
+    | Date
+    | undefined;
+  /**
+   * The agent's last update report (UpdateStatus): current, downloading, failed, rolled_back;
+   * empty when it never reported one (an agent that cannot update itself).
+   */
+  updateState: string;
+  /** The version that state is about (the one running, downloading, failed or rolled back from). */
+  updateVersion: string;
+  /** Why an update failed or was rolled back. */
+  updateDetail: string;
+  updateAt:
+    | Date
+    | undefined;
+  /**
+   * The platform the agent's package is built for (linux-x64), from its hello; empty when it runs
+   * from source and cannot update itself.
+   */
+  platform: string;
 }
 
 export interface PrinterCapabilities {
@@ -309,6 +328,61 @@ export interface AgentHello {
    * cancelled while the agent was away is withdrawn once its pending jobs are read.
    */
   held: HeldJob[];
+  /**
+   * The platform of the agent's package (linux-x64, linux-arm64); empty when the agent runs from
+   * source and so cannot update itself.
+   */
+  platform: string;
+  /** Where its last update stands (after a restart into a new version or a rollback). */
+  update: UpdateStatus | undefined;
+}
+
+/** Where an agent's update stands (DESIGN "Agent releases"). */
+export interface UpdateStatus {
+  /**
+   * current (running `version`), downloading, failed (detail says why; the agent keeps its
+   * version), rolled_back (the new version did not link in time; the agent is back on its
+   * previous one).
+   */
+  state: string;
+  version: string;
+  detail: string;
+}
+
+/** The agent's answer to a DiagnoseRequest: no secret ever (tokens, keys, passwords in URLs). */
+export interface DiagnoseReport {
+  requestId: string;
+  /** Its last log lines, oldest first (at most the number asked). */
+  logLines: string[];
+  printers: PrinterDiagnosis[];
+  /** agent, node, platform, os, and each backend's tool it found (cups, …). */
+  versions: { [key: string]: string };
+  /** The agent left things out to keep the report within its cap. */
+  truncated: boolean;
+}
+
+export interface DiagnoseReport_VersionsEntry {
+  key: string;
+  value: string;
+}
+
+/** A printer as the agent's backend sees it. */
+export interface PrinterDiagnosis {
+  name: string;
+  /** The backend and its target with any credentials removed: `cups:front`, `ipp://host:631/ipp/print`. */
+  backend: string;
+  status: string;
+  detail: string;
+  capabilities:
+    | PrinterCapabilities
+    | undefined;
+  /**
+   * The backend's own words for the printer's state (IPP printer-state-reasons, CUPS's state
+   * message), as it last read them.
+   */
+  raw: string;
+  /** Jobs the agent holds for it, not yet finished. */
+  heldJobs: number;
 }
 
 export interface HeldJob {
@@ -371,6 +445,8 @@ export interface AgentMessage {
   printers?: PrintersChanged | undefined;
   received?: JobReceived | undefined;
   result?: JobResult | undefined;
+  update?: UpdateStatus | undefined;
+  diagnosis?: DiagnoseReport | undefined;
 }
 
 export interface Welcome {
@@ -466,6 +542,31 @@ export interface ServerMessage {
   chunk?: DocumentChunk | undefined;
   withdrawn?: JobWithdrawn | undefined;
   accepted?: ReportAccepted | undefined;
+  update?: UpdateOffer | undefined;
+  diagnose?: DiagnoseRequest | undefined;
+}
+
+/**
+ * The version the station should run: the agent verifies the manifest's signature with the key
+ * built into it, downloads its platform's tarball, checks its SHA-256, and swaps it in. Sent on
+ * linking and whenever the station's target changes; an agent already on it does nothing.
+ */
+export interface UpdateOffer {
+  version: string;
+  /** The release manifest exactly as signed, and its Ed25519 signature. */
+  manifest: Buffer;
+  signature: Buffer;
+  /**
+   * The base a relative tarball URL in the manifest is resolved against: the gateway's
+   * `/agent/v1/releases/` address.
+   */
+  downloadBase: string;
+}
+
+export interface DiagnoseRequest {
+  requestId: string;
+  /** How many of its last log lines to include (at most 200). */
+  logLines: number;
 }
 
 export interface PurgeOrgStationsRequest {
@@ -518,6 +619,99 @@ export interface RedeemEnrollmentResponse {
     | undefined;
   /** The new station's device token (`svc_dev_…`), returned this once and never stored. */
   token: string;
+}
+
+export interface Release {
+  version: string;
+  /**
+   * The manifest exactly as published (JSON: {"version": V, "platforms": {"linux-x64": {url,
+   * sha256, size}, …}}), and its Ed25519 signature.
+   */
+  manifest: Buffer;
+  signature: Buffer;
+  publishedAt: Date | undefined;
+  platforms: string[];
+}
+
+export interface Rollout {
+  id: string;
+  version: string;
+  /** 1 to 100: a station is targeted when its stable bucket (from its id) is below it. */
+  percent: number;
+  /** Empty: every organization's stations. */
+  orgId: string;
+  /** The rollout stops itself once this many of its stations failed or rolled back. */
+  maxFailures: number;
+  createdAt:
+    | Date
+    | undefined;
+  /** Set once stopped (by its failures, or superseded by a later rollout of the same scope). */
+  stoppedAt: Date | undefined;
+  stoppedReason: string;
+}
+
+/** A station on a release, or updating to it. */
+export interface ReleaseStation {
+  stationId: string;
+  orgId: string;
+  name: string;
+  agentVersion: string;
+  updateState: string;
+  updateVersion: string;
+  updateDetail: string;
+  online: boolean;
+}
+
+export interface ReleaseSummary {
+  release: Release | undefined;
+  rollouts: Rollout[];
+  stations: ReleaseStation[];
+  /** Stations by state for this version (running, downloading, failed, rolled_back, targeted). */
+  counts: { [key: string]: number };
+}
+
+export interface ReleaseSummary_CountsEntry {
+  key: string;
+  value: number;
+}
+
+export interface PublishReleaseRequest {
+  manifest: Buffer;
+  signature: Buffer;
+}
+
+export interface PublishReleaseResponse {
+  release: Release | undefined;
+}
+
+export interface ListReleasesRequest {
+}
+
+export interface ListReleasesResponse {
+  items: ReleaseSummary[];
+}
+
+export interface CreateRolloutRequest {
+  version: string;
+  percent: number;
+  orgId: string;
+  /** 0: the default (DESIGN "Agent releases"). */
+  maxFailures: number;
+}
+
+export interface CreateRolloutResponse {
+  rollout: Rollout | undefined;
+}
+
+export interface DiagnoseStationRequest {
+  orgId: string;
+  stationId: string;
+  /** 1 to 200; 0 for 200. */
+  logLines: number;
+}
+
+export interface DiagnoseStationResponse {
+  report: DiagnoseReport | undefined;
 }
 
 function createBaseLocation(): Location {
@@ -689,6 +883,11 @@ function createBaseStation(): Station {
     agentVersion: "",
     region: "",
     tokenRevokedAt: undefined,
+    updateState: "",
+    updateVersion: "",
+    updateDetail: "",
+    updateAt: undefined,
+    platform: "",
   };
 }
 
@@ -723,6 +922,21 @@ export const Station: MessageFns<Station> = {
     }
     if (message.tokenRevokedAt !== undefined) {
       Timestamp.encode(toTimestamp(message.tokenRevokedAt), writer.uint32(82).fork()).join();
+    }
+    if (message.updateState !== "") {
+      writer.uint32(90).string(message.updateState);
+    }
+    if (message.updateVersion !== "") {
+      writer.uint32(98).string(message.updateVersion);
+    }
+    if (message.updateDetail !== "") {
+      writer.uint32(106).string(message.updateDetail);
+    }
+    if (message.updateAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.updateAt), writer.uint32(114).fork()).join();
+    }
+    if (message.platform !== "") {
+      writer.uint32(122).string(message.platform);
     }
     return writer;
   },
@@ -820,6 +1034,46 @@ export const Station: MessageFns<Station> = {
             message.tokenRevokedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.updateState = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.updateVersion = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.updateDetail = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.updateAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.platform = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -868,6 +1122,27 @@ export const Station: MessageFns<Station> = {
         : isSet(object.token_revoked_at)
         ? fromJsonTimestamp(object.token_revoked_at)
         : undefined,
+      updateState: isSet(object.updateState)
+        ? globalThis.String(object.updateState)
+        : isSet(object.update_state)
+        ? globalThis.String(object.update_state)
+        : "",
+      updateVersion: isSet(object.updateVersion)
+        ? globalThis.String(object.updateVersion)
+        : isSet(object.update_version)
+        ? globalThis.String(object.update_version)
+        : "",
+      updateDetail: isSet(object.updateDetail)
+        ? globalThis.String(object.updateDetail)
+        : isSet(object.update_detail)
+        ? globalThis.String(object.update_detail)
+        : "",
+      updateAt: isSet(object.updateAt)
+        ? fromJsonTimestamp(object.updateAt)
+        : isSet(object.update_at)
+        ? fromJsonTimestamp(object.update_at)
+        : undefined,
+      platform: isSet(object.platform) ? globalThis.String(object.platform) : "",
     };
   },
 
@@ -903,6 +1178,21 @@ export const Station: MessageFns<Station> = {
     if (message.tokenRevokedAt !== undefined) {
       obj.tokenRevokedAt = message.tokenRevokedAt.toISOString();
     }
+    if (message.updateState !== "") {
+      obj.updateState = message.updateState;
+    }
+    if (message.updateVersion !== "") {
+      obj.updateVersion = message.updateVersion;
+    }
+    if (message.updateDetail !== "") {
+      obj.updateDetail = message.updateDetail;
+    }
+    if (message.updateAt !== undefined) {
+      obj.updateAt = message.updateAt.toISOString();
+    }
+    if (message.platform !== "") {
+      obj.platform = message.platform;
+    }
     return obj;
   },
 
@@ -921,6 +1211,11 @@ export const Station: MessageFns<Station> = {
     message.agentVersion = object.agentVersion ?? "";
     message.region = object.region ?? "";
     message.tokenRevokedAt = object.tokenRevokedAt ?? undefined;
+    message.updateState = object.updateState ?? "";
+    message.updateVersion = object.updateVersion ?? "";
+    message.updateDetail = object.updateDetail ?? "";
+    message.updateAt = object.updateAt ?? undefined;
+    message.platform = object.platform ?? "";
     return message;
   },
 };
@@ -4703,7 +4998,7 @@ export const PrinterReport: MessageFns<PrinterReport> = {
 };
 
 function createBaseAgentHello(): AgentHello {
-  return { agentVersion: "", printers: [], held: [] };
+  return { agentVersion: "", printers: [], held: [], platform: "", update: undefined };
 }
 
 export const AgentHello: MessageFns<AgentHello> = {
@@ -4716,6 +5011,12 @@ export const AgentHello: MessageFns<AgentHello> = {
     }
     for (const v of message.held) {
       HeldJob.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.platform !== "") {
+      writer.uint32(34).string(message.platform);
+    }
+    if (message.update !== undefined) {
+      UpdateStatus.encode(message.update, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -4757,6 +5058,22 @@ export const AgentHello: MessageFns<AgentHello> = {
             message.held.push(HeldJob.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.platform = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.update = UpdateStatus.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4780,6 +5097,8 @@ export const AgentHello: MessageFns<AgentHello> = {
         ? object.printers.map((e: any) => PrinterReport.fromJSON(e))
         : [],
       held: globalThis.Array.isArray(object?.held) ? object.held.map((e: any) => HeldJob.fromJSON(e)) : [],
+      platform: isSet(object.platform) ? globalThis.String(object.platform) : "",
+      update: isSet(object.update) ? UpdateStatus.fromJSON(object.update) : undefined,
     };
   },
 
@@ -4794,6 +5113,12 @@ export const AgentHello: MessageFns<AgentHello> = {
     if (message.held?.length) {
       obj.held = message.held.map((e) => HeldJob.toJSON(e));
     }
+    if (message.platform !== "") {
+      obj.platform = message.platform;
+    }
+    if (message.update !== undefined) {
+      obj.update = UpdateStatus.toJSON(message.update);
+    }
     return obj;
   },
 
@@ -4805,6 +5130,540 @@ export const AgentHello: MessageFns<AgentHello> = {
     message.agentVersion = object.agentVersion ?? "";
     message.printers = object.printers?.map((e) => PrinterReport.fromPartial(e)) || [];
     message.held = object.held?.map((e) => HeldJob.fromPartial(e)) || [];
+    message.platform = object.platform ?? "";
+    message.update = (object.update !== undefined && object.update !== null)
+      ? UpdateStatus.fromPartial(object.update)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateStatus(): UpdateStatus {
+  return { state: "", version: "", detail: "" };
+}
+
+export const UpdateStatus: MessageFns<UpdateStatus> = {
+  encode(message: UpdateStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    if (message.version !== "") {
+      writer.uint32(18).string(message.version);
+    }
+    if (message.detail !== "") {
+      writer.uint32(26).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateStatus {
+    return {
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+    };
+  },
+
+  toJSON(message: UpdateStatus): unknown {
+    const obj: any = {};
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateStatus>): UpdateStatus {
+    return UpdateStatus.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateStatus>): UpdateStatus {
+    const message = createBaseUpdateStatus();
+    message.state = object.state ?? "";
+    message.version = object.version ?? "";
+    message.detail = object.detail ?? "";
+    return message;
+  },
+};
+
+function createBaseDiagnoseReport(): DiagnoseReport {
+  return { requestId: "", logLines: [], printers: [], versions: {}, truncated: false };
+}
+
+export const DiagnoseReport: MessageFns<DiagnoseReport> = {
+  encode(message: DiagnoseReport, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    for (const v of message.logLines) {
+      writer.uint32(18).string(v!);
+    }
+    for (const v of message.printers) {
+      PrinterDiagnosis.encode(v!, writer.uint32(26).fork()).join();
+    }
+    globalThis.Object.entries(message.versions).forEach(([key, value]: [string, string]) => {
+      DiagnoseReport_VersionsEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    if (message.truncated !== false) {
+      writer.uint32(40).bool(message.truncated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiagnoseReport {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiagnoseReport();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.logLines.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.printers.push(PrinterDiagnosis.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = DiagnoseReport_VersionsEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.versions[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.truncated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiagnoseReport {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      logLines: globalThis.Array.isArray(object?.logLines)
+        ? object.logLines.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.log_lines)
+        ? object.log_lines.map((e: any) => globalThis.String(e))
+        : [],
+      printers: globalThis.Array.isArray(object?.printers)
+        ? object.printers.map((e: any) => PrinterDiagnosis.fromJSON(e))
+        : [],
+      versions: isObject(object.versions)
+        ? (globalThis.Object.entries(object.versions) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      truncated: isSet(object.truncated) ? globalThis.Boolean(object.truncated) : false,
+    };
+  },
+
+  toJSON(message: DiagnoseReport): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.logLines?.length) {
+      obj.logLines = message.logLines;
+    }
+    if (message.printers?.length) {
+      obj.printers = message.printers.map((e) => PrinterDiagnosis.toJSON(e));
+    }
+    if (message.versions) {
+      const entries = globalThis.Object.entries(message.versions) as [string, string][];
+      if (entries.length > 0) {
+        obj.versions = {};
+        entries.forEach(([k, v]) => {
+          obj.versions[k] = v;
+        });
+      }
+    }
+    if (message.truncated !== false) {
+      obj.truncated = message.truncated;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiagnoseReport>): DiagnoseReport {
+    return DiagnoseReport.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiagnoseReport>): DiagnoseReport {
+    const message = createBaseDiagnoseReport();
+    message.requestId = object.requestId ?? "";
+    message.logLines = object.logLines?.map((e) => e) || [];
+    message.printers = object.printers?.map((e) => PrinterDiagnosis.fromPartial(e)) || [];
+    message.versions = (globalThis.Object.entries(object.versions ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.truncated = object.truncated ?? false;
+    return message;
+  },
+};
+
+function createBaseDiagnoseReport_VersionsEntry(): DiagnoseReport_VersionsEntry {
+  return { key: "", value: "" };
+}
+
+export const DiagnoseReport_VersionsEntry: MessageFns<DiagnoseReport_VersionsEntry> = {
+  encode(message: DiagnoseReport_VersionsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiagnoseReport_VersionsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiagnoseReport_VersionsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiagnoseReport_VersionsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: DiagnoseReport_VersionsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiagnoseReport_VersionsEntry>): DiagnoseReport_VersionsEntry {
+    return DiagnoseReport_VersionsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiagnoseReport_VersionsEntry>): DiagnoseReport_VersionsEntry {
+    const message = createBaseDiagnoseReport_VersionsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBasePrinterDiagnosis(): PrinterDiagnosis {
+  return { name: "", backend: "", status: "", detail: "", capabilities: undefined, raw: "", heldJobs: 0 };
+}
+
+export const PrinterDiagnosis: MessageFns<PrinterDiagnosis> = {
+  encode(message: PrinterDiagnosis, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.backend !== "") {
+      writer.uint32(18).string(message.backend);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.detail !== "") {
+      writer.uint32(34).string(message.detail);
+    }
+    if (message.capabilities !== undefined) {
+      PrinterCapabilities.encode(message.capabilities, writer.uint32(42).fork()).join();
+    }
+    if (message.raw !== "") {
+      writer.uint32(50).string(message.raw);
+    }
+    if (message.heldJobs !== 0) {
+      writer.uint32(56).uint32(message.heldJobs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PrinterDiagnosis {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePrinterDiagnosis();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.backend = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.capabilities = PrinterCapabilities.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.raw = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.heldJobs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PrinterDiagnosis {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      backend: isSet(object.backend) ? globalThis.String(object.backend) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      capabilities: isSet(object.capabilities) ? PrinterCapabilities.fromJSON(object.capabilities) : undefined,
+      raw: isSet(object.raw) ? globalThis.String(object.raw) : "",
+      heldJobs: isSet(object.heldJobs)
+        ? globalThis.Number(object.heldJobs)
+        : isSet(object.held_jobs)
+        ? globalThis.Number(object.held_jobs)
+        : 0,
+    };
+  },
+
+  toJSON(message: PrinterDiagnosis): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.backend !== "") {
+      obj.backend = message.backend;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.capabilities !== undefined) {
+      obj.capabilities = PrinterCapabilities.toJSON(message.capabilities);
+    }
+    if (message.raw !== "") {
+      obj.raw = message.raw;
+    }
+    if (message.heldJobs !== 0) {
+      obj.heldJobs = Math.round(message.heldJobs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PrinterDiagnosis>): PrinterDiagnosis {
+    return PrinterDiagnosis.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PrinterDiagnosis>): PrinterDiagnosis {
+    const message = createBasePrinterDiagnosis();
+    message.name = object.name ?? "";
+    message.backend = object.backend ?? "";
+    message.status = object.status ?? "";
+    message.detail = object.detail ?? "";
+    message.capabilities = (object.capabilities !== undefined && object.capabilities !== null)
+      ? PrinterCapabilities.fromPartial(object.capabilities)
+      : undefined;
+    message.raw = object.raw ?? "";
+    message.heldJobs = object.heldJobs ?? 0;
     return message;
   },
 };
@@ -5587,7 +6446,14 @@ export const PrintConfirmation: MessageFns<PrintConfirmation> = {
 };
 
 function createBaseAgentMessage(): AgentMessage {
-  return { hello: undefined, printers: undefined, received: undefined, result: undefined };
+  return {
+    hello: undefined,
+    printers: undefined,
+    received: undefined,
+    result: undefined,
+    update: undefined,
+    diagnosis: undefined,
+  };
 }
 
 export const AgentMessage: MessageFns<AgentMessage> = {
@@ -5603,6 +6469,12 @@ export const AgentMessage: MessageFns<AgentMessage> = {
     }
     if (message.result !== undefined) {
       JobResult.encode(message.result, writer.uint32(34).fork()).join();
+    }
+    if (message.update !== undefined) {
+      UpdateStatus.encode(message.update, writer.uint32(42).fork()).join();
+    }
+    if (message.diagnosis !== undefined) {
+      DiagnoseReport.encode(message.diagnosis, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -5652,6 +6524,22 @@ export const AgentMessage: MessageFns<AgentMessage> = {
             message.result = JobResult.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.update = UpdateStatus.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.diagnosis = DiagnoseReport.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5670,6 +6558,8 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       printers: isSet(object.printers) ? PrintersChanged.fromJSON(object.printers) : undefined,
       received: isSet(object.received) ? JobReceived.fromJSON(object.received) : undefined,
       result: isSet(object.result) ? JobResult.fromJSON(object.result) : undefined,
+      update: isSet(object.update) ? UpdateStatus.fromJSON(object.update) : undefined,
+      diagnosis: isSet(object.diagnosis) ? DiagnoseReport.fromJSON(object.diagnosis) : undefined,
     };
   },
 
@@ -5686,6 +6576,12 @@ export const AgentMessage: MessageFns<AgentMessage> = {
     }
     if (message.result !== undefined) {
       obj.result = JobResult.toJSON(message.result);
+    }
+    if (message.update !== undefined) {
+      obj.update = UpdateStatus.toJSON(message.update);
+    }
+    if (message.diagnosis !== undefined) {
+      obj.diagnosis = DiagnoseReport.toJSON(message.diagnosis);
     }
     return obj;
   },
@@ -5706,6 +6602,12 @@ export const AgentMessage: MessageFns<AgentMessage> = {
       : undefined;
     message.result = (object.result !== undefined && object.result !== null)
       ? JobResult.fromPartial(object.result)
+      : undefined;
+    message.update = (object.update !== undefined && object.update !== null)
+      ? UpdateStatus.fromPartial(object.update)
+      : undefined;
+    message.diagnosis = (object.diagnosis !== undefined && object.diagnosis !== null)
+      ? DiagnoseReport.fromPartial(object.diagnosis)
       : undefined;
     return message;
   },
@@ -6913,7 +7815,15 @@ export const ReportAccepted: MessageFns<ReportAccepted> = {
 };
 
 function createBaseServerMessage(): ServerMessage {
-  return { welcome: undefined, offer: undefined, chunk: undefined, withdrawn: undefined, accepted: undefined };
+  return {
+    welcome: undefined,
+    offer: undefined,
+    chunk: undefined,
+    withdrawn: undefined,
+    accepted: undefined,
+    update: undefined,
+    diagnose: undefined,
+  };
 }
 
 export const ServerMessage: MessageFns<ServerMessage> = {
@@ -6932,6 +7842,12 @@ export const ServerMessage: MessageFns<ServerMessage> = {
     }
     if (message.accepted !== undefined) {
       ReportAccepted.encode(message.accepted, writer.uint32(42).fork()).join();
+    }
+    if (message.update !== undefined) {
+      UpdateOffer.encode(message.update, writer.uint32(50).fork()).join();
+    }
+    if (message.diagnose !== undefined) {
+      DiagnoseRequest.encode(message.diagnose, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -6989,6 +7905,22 @@ export const ServerMessage: MessageFns<ServerMessage> = {
             message.accepted = ReportAccepted.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.update = UpdateOffer.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.diagnose = DiagnoseRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7008,6 +7940,8 @@ export const ServerMessage: MessageFns<ServerMessage> = {
       chunk: isSet(object.chunk) ? DocumentChunk.fromJSON(object.chunk) : undefined,
       withdrawn: isSet(object.withdrawn) ? JobWithdrawn.fromJSON(object.withdrawn) : undefined,
       accepted: isSet(object.accepted) ? ReportAccepted.fromJSON(object.accepted) : undefined,
+      update: isSet(object.update) ? UpdateOffer.fromJSON(object.update) : undefined,
+      diagnose: isSet(object.diagnose) ? DiagnoseRequest.fromJSON(object.diagnose) : undefined,
     };
   },
 
@@ -7027,6 +7961,12 @@ export const ServerMessage: MessageFns<ServerMessage> = {
     }
     if (message.accepted !== undefined) {
       obj.accepted = ReportAccepted.toJSON(message.accepted);
+    }
+    if (message.update !== undefined) {
+      obj.update = UpdateOffer.toJSON(message.update);
+    }
+    if (message.diagnose !== undefined) {
+      obj.diagnose = DiagnoseRequest.toJSON(message.diagnose);
     }
     return obj;
   },
@@ -7051,6 +7991,226 @@ export const ServerMessage: MessageFns<ServerMessage> = {
     message.accepted = (object.accepted !== undefined && object.accepted !== null)
       ? ReportAccepted.fromPartial(object.accepted)
       : undefined;
+    message.update = (object.update !== undefined && object.update !== null)
+      ? UpdateOffer.fromPartial(object.update)
+      : undefined;
+    message.diagnose = (object.diagnose !== undefined && object.diagnose !== null)
+      ? DiagnoseRequest.fromPartial(object.diagnose)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateOffer(): UpdateOffer {
+  return { version: "", manifest: Buffer.alloc(0), signature: Buffer.alloc(0), downloadBase: "" };
+}
+
+export const UpdateOffer: MessageFns<UpdateOffer> = {
+  encode(message: UpdateOffer, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== "") {
+      writer.uint32(10).string(message.version);
+    }
+    if (message.manifest.length !== 0) {
+      writer.uint32(18).bytes(message.manifest);
+    }
+    if (message.signature.length !== 0) {
+      writer.uint32(26).bytes(message.signature);
+    }
+    if (message.downloadBase !== "") {
+      writer.uint32(34).string(message.downloadBase);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateOffer {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateOffer();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.manifest = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.signature = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.downloadBase = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateOffer {
+    return {
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      manifest: isSet(object.manifest) ? Buffer.from(bytesFromBase64(object.manifest)) : Buffer.alloc(0),
+      signature: isSet(object.signature) ? Buffer.from(bytesFromBase64(object.signature)) : Buffer.alloc(0),
+      downloadBase: isSet(object.downloadBase)
+        ? globalThis.String(object.downloadBase)
+        : isSet(object.download_base)
+        ? globalThis.String(object.download_base)
+        : "",
+    };
+  },
+
+  toJSON(message: UpdateOffer): unknown {
+    const obj: any = {};
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.manifest.length !== 0) {
+      obj.manifest = base64FromBytes(message.manifest);
+    }
+    if (message.signature.length !== 0) {
+      obj.signature = base64FromBytes(message.signature);
+    }
+    if (message.downloadBase !== "") {
+      obj.downloadBase = message.downloadBase;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateOffer>): UpdateOffer {
+    return UpdateOffer.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateOffer>): UpdateOffer {
+    const message = createBaseUpdateOffer();
+    message.version = object.version ?? "";
+    message.manifest = object.manifest ?? Buffer.alloc(0);
+    message.signature = object.signature ?? Buffer.alloc(0);
+    message.downloadBase = object.downloadBase ?? "";
+    return message;
+  },
+};
+
+function createBaseDiagnoseRequest(): DiagnoseRequest {
+  return { requestId: "", logLines: 0 };
+}
+
+export const DiagnoseRequest: MessageFns<DiagnoseRequest> = {
+  encode(message: DiagnoseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.logLines !== 0) {
+      writer.uint32(16).uint32(message.logLines);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiagnoseRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiagnoseRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.logLines = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiagnoseRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      logLines: isSet(object.logLines)
+        ? globalThis.Number(object.logLines)
+        : isSet(object.log_lines)
+        ? globalThis.Number(object.log_lines)
+        : 0,
+    };
+  },
+
+  toJSON(message: DiagnoseRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.logLines !== 0) {
+      obj.logLines = Math.round(message.logLines);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiagnoseRequest>): DiagnoseRequest {
+    return DiagnoseRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiagnoseRequest>): DiagnoseRequest {
+    const message = createBaseDiagnoseRequest();
+    message.requestId = object.requestId ?? "";
+    message.logLines = object.logLines ?? 0;
     return message;
   },
 };
@@ -7754,6 +8914,1456 @@ export const RedeemEnrollmentResponse: MessageFns<RedeemEnrollmentResponse> = {
   },
 };
 
+function createBaseRelease(): Release {
+  return { version: "", manifest: Buffer.alloc(0), signature: Buffer.alloc(0), publishedAt: undefined, platforms: [] };
+}
+
+export const Release: MessageFns<Release> = {
+  encode(message: Release, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== "") {
+      writer.uint32(10).string(message.version);
+    }
+    if (message.manifest.length !== 0) {
+      writer.uint32(18).bytes(message.manifest);
+    }
+    if (message.signature.length !== 0) {
+      writer.uint32(26).bytes(message.signature);
+    }
+    if (message.publishedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.publishedAt), writer.uint32(34).fork()).join();
+    }
+    for (const v of message.platforms) {
+      writer.uint32(42).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Release {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRelease();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.manifest = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.signature = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.publishedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.platforms.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Release {
+    return {
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      manifest: isSet(object.manifest) ? Buffer.from(bytesFromBase64(object.manifest)) : Buffer.alloc(0),
+      signature: isSet(object.signature) ? Buffer.from(bytesFromBase64(object.signature)) : Buffer.alloc(0),
+      publishedAt: isSet(object.publishedAt)
+        ? fromJsonTimestamp(object.publishedAt)
+        : isSet(object.published_at)
+        ? fromJsonTimestamp(object.published_at)
+        : undefined,
+      platforms: globalThis.Array.isArray(object?.platforms)
+        ? object.platforms.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: Release): unknown {
+    const obj: any = {};
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.manifest.length !== 0) {
+      obj.manifest = base64FromBytes(message.manifest);
+    }
+    if (message.signature.length !== 0) {
+      obj.signature = base64FromBytes(message.signature);
+    }
+    if (message.publishedAt !== undefined) {
+      obj.publishedAt = message.publishedAt.toISOString();
+    }
+    if (message.platforms?.length) {
+      obj.platforms = message.platforms;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Release>): Release {
+    return Release.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Release>): Release {
+    const message = createBaseRelease();
+    message.version = object.version ?? "";
+    message.manifest = object.manifest ?? Buffer.alloc(0);
+    message.signature = object.signature ?? Buffer.alloc(0);
+    message.publishedAt = object.publishedAt ?? undefined;
+    message.platforms = object.platforms?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseRollout(): Rollout {
+  return {
+    id: "",
+    version: "",
+    percent: 0,
+    orgId: "",
+    maxFailures: 0,
+    createdAt: undefined,
+    stoppedAt: undefined,
+    stoppedReason: "",
+  };
+}
+
+export const Rollout: MessageFns<Rollout> = {
+  encode(message: Rollout, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.version !== "") {
+      writer.uint32(18).string(message.version);
+    }
+    if (message.percent !== 0) {
+      writer.uint32(24).uint32(message.percent);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(34).string(message.orgId);
+    }
+    if (message.maxFailures !== 0) {
+      writer.uint32(40).uint32(message.maxFailures);
+    }
+    if (message.createdAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.createdAt), writer.uint32(50).fork()).join();
+    }
+    if (message.stoppedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.stoppedAt), writer.uint32(58).fork()).join();
+    }
+    if (message.stoppedReason !== "") {
+      writer.uint32(66).string(message.stoppedReason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Rollout {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollout();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.percent = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.maxFailures = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createdAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.stoppedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.stoppedReason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Rollout {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      percent: isSet(object.percent) ? globalThis.Number(object.percent) : 0,
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      maxFailures: isSet(object.maxFailures)
+        ? globalThis.Number(object.maxFailures)
+        : isSet(object.max_failures)
+        ? globalThis.Number(object.max_failures)
+        : 0,
+      createdAt: isSet(object.createdAt)
+        ? fromJsonTimestamp(object.createdAt)
+        : isSet(object.created_at)
+        ? fromJsonTimestamp(object.created_at)
+        : undefined,
+      stoppedAt: isSet(object.stoppedAt)
+        ? fromJsonTimestamp(object.stoppedAt)
+        : isSet(object.stopped_at)
+        ? fromJsonTimestamp(object.stopped_at)
+        : undefined,
+      stoppedReason: isSet(object.stoppedReason)
+        ? globalThis.String(object.stoppedReason)
+        : isSet(object.stopped_reason)
+        ? globalThis.String(object.stopped_reason)
+        : "",
+    };
+  },
+
+  toJSON(message: Rollout): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.percent !== 0) {
+      obj.percent = Math.round(message.percent);
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.maxFailures !== 0) {
+      obj.maxFailures = Math.round(message.maxFailures);
+    }
+    if (message.createdAt !== undefined) {
+      obj.createdAt = message.createdAt.toISOString();
+    }
+    if (message.stoppedAt !== undefined) {
+      obj.stoppedAt = message.stoppedAt.toISOString();
+    }
+    if (message.stoppedReason !== "") {
+      obj.stoppedReason = message.stoppedReason;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Rollout>): Rollout {
+    return Rollout.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Rollout>): Rollout {
+    const message = createBaseRollout();
+    message.id = object.id ?? "";
+    message.version = object.version ?? "";
+    message.percent = object.percent ?? 0;
+    message.orgId = object.orgId ?? "";
+    message.maxFailures = object.maxFailures ?? 0;
+    message.createdAt = object.createdAt ?? undefined;
+    message.stoppedAt = object.stoppedAt ?? undefined;
+    message.stoppedReason = object.stoppedReason ?? "";
+    return message;
+  },
+};
+
+function createBaseReleaseStation(): ReleaseStation {
+  return {
+    stationId: "",
+    orgId: "",
+    name: "",
+    agentVersion: "",
+    updateState: "",
+    updateVersion: "",
+    updateDetail: "",
+    online: false,
+  };
+}
+
+export const ReleaseStation: MessageFns<ReleaseStation> = {
+  encode(message: ReleaseStation, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.stationId !== "") {
+      writer.uint32(10).string(message.stationId);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(18).string(message.orgId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.agentVersion !== "") {
+      writer.uint32(34).string(message.agentVersion);
+    }
+    if (message.updateState !== "") {
+      writer.uint32(42).string(message.updateState);
+    }
+    if (message.updateVersion !== "") {
+      writer.uint32(50).string(message.updateVersion);
+    }
+    if (message.updateDetail !== "") {
+      writer.uint32(58).string(message.updateDetail);
+    }
+    if (message.online !== false) {
+      writer.uint32(64).bool(message.online);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseStation {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseStation();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.agentVersion = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.updateState = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.updateVersion = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.updateDetail = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.online = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseStation {
+    return {
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      agentVersion: isSet(object.agentVersion)
+        ? globalThis.String(object.agentVersion)
+        : isSet(object.agent_version)
+        ? globalThis.String(object.agent_version)
+        : "",
+      updateState: isSet(object.updateState)
+        ? globalThis.String(object.updateState)
+        : isSet(object.update_state)
+        ? globalThis.String(object.update_state)
+        : "",
+      updateVersion: isSet(object.updateVersion)
+        ? globalThis.String(object.updateVersion)
+        : isSet(object.update_version)
+        ? globalThis.String(object.update_version)
+        : "",
+      updateDetail: isSet(object.updateDetail)
+        ? globalThis.String(object.updateDetail)
+        : isSet(object.update_detail)
+        ? globalThis.String(object.update_detail)
+        : "",
+      online: isSet(object.online) ? globalThis.Boolean(object.online) : false,
+    };
+  },
+
+  toJSON(message: ReleaseStation): unknown {
+    const obj: any = {};
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.agentVersion !== "") {
+      obj.agentVersion = message.agentVersion;
+    }
+    if (message.updateState !== "") {
+      obj.updateState = message.updateState;
+    }
+    if (message.updateVersion !== "") {
+      obj.updateVersion = message.updateVersion;
+    }
+    if (message.updateDetail !== "") {
+      obj.updateDetail = message.updateDetail;
+    }
+    if (message.online !== false) {
+      obj.online = message.online;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseStation>): ReleaseStation {
+    return ReleaseStation.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseStation>): ReleaseStation {
+    const message = createBaseReleaseStation();
+    message.stationId = object.stationId ?? "";
+    message.orgId = object.orgId ?? "";
+    message.name = object.name ?? "";
+    message.agentVersion = object.agentVersion ?? "";
+    message.updateState = object.updateState ?? "";
+    message.updateVersion = object.updateVersion ?? "";
+    message.updateDetail = object.updateDetail ?? "";
+    message.online = object.online ?? false;
+    return message;
+  },
+};
+
+function createBaseReleaseSummary(): ReleaseSummary {
+  return { release: undefined, rollouts: [], stations: [], counts: {} };
+}
+
+export const ReleaseSummary: MessageFns<ReleaseSummary> = {
+  encode(message: ReleaseSummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.release !== undefined) {
+      Release.encode(message.release, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.rollouts) {
+      Rollout.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.stations) {
+      ReleaseStation.encode(v!, writer.uint32(26).fork()).join();
+    }
+    globalThis.Object.entries(message.counts).forEach(([key, value]: [string, number]) => {
+      ReleaseSummary_CountsEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseSummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseSummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.release = Release.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.rollouts.push(Rollout.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.stations.push(ReleaseStation.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = ReleaseSummary_CountsEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.counts[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseSummary {
+    return {
+      release: isSet(object.release) ? Release.fromJSON(object.release) : undefined,
+      rollouts: globalThis.Array.isArray(object?.rollouts) ? object.rollouts.map((e: any) => Rollout.fromJSON(e)) : [],
+      stations: globalThis.Array.isArray(object?.stations)
+        ? object.stations.map((e: any) => ReleaseStation.fromJSON(e))
+        : [],
+      counts: isObject(object.counts)
+        ? (globalThis.Object.entries(object.counts) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: ReleaseSummary): unknown {
+    const obj: any = {};
+    if (message.release !== undefined) {
+      obj.release = Release.toJSON(message.release);
+    }
+    if (message.rollouts?.length) {
+      obj.rollouts = message.rollouts.map((e) => Rollout.toJSON(e));
+    }
+    if (message.stations?.length) {
+      obj.stations = message.stations.map((e) => ReleaseStation.toJSON(e));
+    }
+    if (message.counts) {
+      const entries = globalThis.Object.entries(message.counts) as [string, number][];
+      if (entries.length > 0) {
+        obj.counts = {};
+        entries.forEach(([k, v]) => {
+          obj.counts[k] = Math.round(v);
+        });
+      }
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseSummary>): ReleaseSummary {
+    return ReleaseSummary.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseSummary>): ReleaseSummary {
+    const message = createBaseReleaseSummary();
+    message.release = (object.release !== undefined && object.release !== null)
+      ? Release.fromPartial(object.release)
+      : undefined;
+    message.rollouts = object.rollouts?.map((e) => Rollout.fromPartial(e)) || [];
+    message.stations = object.stations?.map((e) => ReleaseStation.fromPartial(e)) || [];
+    message.counts = (globalThis.Object.entries(object.counts ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseReleaseSummary_CountsEntry(): ReleaseSummary_CountsEntry {
+  return { key: "", value: 0 };
+}
+
+export const ReleaseSummary_CountsEntry: MessageFns<ReleaseSummary_CountsEntry> = {
+  encode(message: ReleaseSummary_CountsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).uint32(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReleaseSummary_CountsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReleaseSummary_CountsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReleaseSummary_CountsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: ReleaseSummary_CountsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReleaseSummary_CountsEntry>): ReleaseSummary_CountsEntry {
+    return ReleaseSummary_CountsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReleaseSummary_CountsEntry>): ReleaseSummary_CountsEntry {
+    const message = createBaseReleaseSummary_CountsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function createBasePublishReleaseRequest(): PublishReleaseRequest {
+  return { manifest: Buffer.alloc(0), signature: Buffer.alloc(0) };
+}
+
+export const PublishReleaseRequest: MessageFns<PublishReleaseRequest> = {
+  encode(message: PublishReleaseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.manifest.length !== 0) {
+      writer.uint32(10).bytes(message.manifest);
+    }
+    if (message.signature.length !== 0) {
+      writer.uint32(18).bytes(message.signature);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PublishReleaseRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePublishReleaseRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.manifest = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.signature = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PublishReleaseRequest {
+    return {
+      manifest: isSet(object.manifest) ? Buffer.from(bytesFromBase64(object.manifest)) : Buffer.alloc(0),
+      signature: isSet(object.signature) ? Buffer.from(bytesFromBase64(object.signature)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: PublishReleaseRequest): unknown {
+    const obj: any = {};
+    if (message.manifest.length !== 0) {
+      obj.manifest = base64FromBytes(message.manifest);
+    }
+    if (message.signature.length !== 0) {
+      obj.signature = base64FromBytes(message.signature);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PublishReleaseRequest>): PublishReleaseRequest {
+    return PublishReleaseRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PublishReleaseRequest>): PublishReleaseRequest {
+    const message = createBasePublishReleaseRequest();
+    message.manifest = object.manifest ?? Buffer.alloc(0);
+    message.signature = object.signature ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBasePublishReleaseResponse(): PublishReleaseResponse {
+  return { release: undefined };
+}
+
+export const PublishReleaseResponse: MessageFns<PublishReleaseResponse> = {
+  encode(message: PublishReleaseResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.release !== undefined) {
+      Release.encode(message.release, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PublishReleaseResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePublishReleaseResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.release = Release.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PublishReleaseResponse {
+    return { release: isSet(object.release) ? Release.fromJSON(object.release) : undefined };
+  },
+
+  toJSON(message: PublishReleaseResponse): unknown {
+    const obj: any = {};
+    if (message.release !== undefined) {
+      obj.release = Release.toJSON(message.release);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PublishReleaseResponse>): PublishReleaseResponse {
+    return PublishReleaseResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PublishReleaseResponse>): PublishReleaseResponse {
+    const message = createBasePublishReleaseResponse();
+    message.release = (object.release !== undefined && object.release !== null)
+      ? Release.fromPartial(object.release)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListReleasesRequest(): ListReleasesRequest {
+  return {};
+}
+
+export const ListReleasesRequest: MessageFns<ListReleasesRequest> = {
+  encode(_: ListReleasesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListReleasesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListReleasesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListReleasesRequest {
+    return {};
+  },
+
+  toJSON(_: ListReleasesRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListReleasesRequest>): ListReleasesRequest {
+    return ListReleasesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ListReleasesRequest>): ListReleasesRequest {
+    const message = createBaseListReleasesRequest();
+    return message;
+  },
+};
+
+function createBaseListReleasesResponse(): ListReleasesResponse {
+  return { items: [] };
+}
+
+export const ListReleasesResponse: MessageFns<ListReleasesResponse> = {
+  encode(message: ListReleasesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      ReleaseSummary.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListReleasesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListReleasesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(ReleaseSummary.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListReleasesResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => ReleaseSummary.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListReleasesResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => ReleaseSummary.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListReleasesResponse>): ListReleasesResponse {
+    return ListReleasesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListReleasesResponse>): ListReleasesResponse {
+    const message = createBaseListReleasesResponse();
+    message.items = object.items?.map((e) => ReleaseSummary.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseCreateRolloutRequest(): CreateRolloutRequest {
+  return { version: "", percent: 0, orgId: "", maxFailures: 0 };
+}
+
+export const CreateRolloutRequest: MessageFns<CreateRolloutRequest> = {
+  encode(message: CreateRolloutRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== "") {
+      writer.uint32(10).string(message.version);
+    }
+    if (message.percent !== 0) {
+      writer.uint32(16).uint32(message.percent);
+    }
+    if (message.orgId !== "") {
+      writer.uint32(26).string(message.orgId);
+    }
+    if (message.maxFailures !== 0) {
+      writer.uint32(32).uint32(message.maxFailures);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateRolloutRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateRolloutRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.percent = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.maxFailures = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateRolloutRequest {
+    return {
+      version: isSet(object.version) ? globalThis.String(object.version) : "",
+      percent: isSet(object.percent) ? globalThis.Number(object.percent) : 0,
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      maxFailures: isSet(object.maxFailures)
+        ? globalThis.Number(object.maxFailures)
+        : isSet(object.max_failures)
+        ? globalThis.Number(object.max_failures)
+        : 0,
+    };
+  },
+
+  toJSON(message: CreateRolloutRequest): unknown {
+    const obj: any = {};
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    if (message.percent !== 0) {
+      obj.percent = Math.round(message.percent);
+    }
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.maxFailures !== 0) {
+      obj.maxFailures = Math.round(message.maxFailures);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateRolloutRequest>): CreateRolloutRequest {
+    return CreateRolloutRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateRolloutRequest>): CreateRolloutRequest {
+    const message = createBaseCreateRolloutRequest();
+    message.version = object.version ?? "";
+    message.percent = object.percent ?? 0;
+    message.orgId = object.orgId ?? "";
+    message.maxFailures = object.maxFailures ?? 0;
+    return message;
+  },
+};
+
+function createBaseCreateRolloutResponse(): CreateRolloutResponse {
+  return { rollout: undefined };
+}
+
+export const CreateRolloutResponse: MessageFns<CreateRolloutResponse> = {
+  encode(message: CreateRolloutResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.rollout !== undefined) {
+      Rollout.encode(message.rollout, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateRolloutResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateRolloutResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rollout = Rollout.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateRolloutResponse {
+    return { rollout: isSet(object.rollout) ? Rollout.fromJSON(object.rollout) : undefined };
+  },
+
+  toJSON(message: CreateRolloutResponse): unknown {
+    const obj: any = {};
+    if (message.rollout !== undefined) {
+      obj.rollout = Rollout.toJSON(message.rollout);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CreateRolloutResponse>): CreateRolloutResponse {
+    return CreateRolloutResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CreateRolloutResponse>): CreateRolloutResponse {
+    const message = createBaseCreateRolloutResponse();
+    message.rollout = (object.rollout !== undefined && object.rollout !== null)
+      ? Rollout.fromPartial(object.rollout)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDiagnoseStationRequest(): DiagnoseStationRequest {
+  return { orgId: "", stationId: "", logLines: 0 };
+}
+
+export const DiagnoseStationRequest: MessageFns<DiagnoseStationRequest> = {
+  encode(message: DiagnoseStationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orgId !== "") {
+      writer.uint32(10).string(message.orgId);
+    }
+    if (message.stationId !== "") {
+      writer.uint32(18).string(message.stationId);
+    }
+    if (message.logLines !== 0) {
+      writer.uint32(24).uint32(message.logLines);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiagnoseStationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiagnoseStationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.orgId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.stationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.logLines = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiagnoseStationRequest {
+    return {
+      orgId: isSet(object.orgId)
+        ? globalThis.String(object.orgId)
+        : isSet(object.org_id)
+        ? globalThis.String(object.org_id)
+        : "",
+      stationId: isSet(object.stationId)
+        ? globalThis.String(object.stationId)
+        : isSet(object.station_id)
+        ? globalThis.String(object.station_id)
+        : "",
+      logLines: isSet(object.logLines)
+        ? globalThis.Number(object.logLines)
+        : isSet(object.log_lines)
+        ? globalThis.Number(object.log_lines)
+        : 0,
+    };
+  },
+
+  toJSON(message: DiagnoseStationRequest): unknown {
+    const obj: any = {};
+    if (message.orgId !== "") {
+      obj.orgId = message.orgId;
+    }
+    if (message.stationId !== "") {
+      obj.stationId = message.stationId;
+    }
+    if (message.logLines !== 0) {
+      obj.logLines = Math.round(message.logLines);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiagnoseStationRequest>): DiagnoseStationRequest {
+    return DiagnoseStationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiagnoseStationRequest>): DiagnoseStationRequest {
+    const message = createBaseDiagnoseStationRequest();
+    message.orgId = object.orgId ?? "";
+    message.stationId = object.stationId ?? "";
+    message.logLines = object.logLines ?? 0;
+    return message;
+  },
+};
+
+function createBaseDiagnoseStationResponse(): DiagnoseStationResponse {
+  return { report: undefined };
+}
+
+export const DiagnoseStationResponse: MessageFns<DiagnoseStationResponse> = {
+  encode(message: DiagnoseStationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.report !== undefined) {
+      DiagnoseReport.encode(message.report, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiagnoseStationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiagnoseStationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.report = DiagnoseReport.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DiagnoseStationResponse {
+    return { report: isSet(object.report) ? DiagnoseReport.fromJSON(object.report) : undefined };
+  },
+
+  toJSON(message: DiagnoseStationResponse): unknown {
+    const obj: any = {};
+    if (message.report !== undefined) {
+      obj.report = DiagnoseReport.toJSON(message.report);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DiagnoseStationResponse>): DiagnoseStationResponse {
+    return DiagnoseStationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiagnoseStationResponse>): DiagnoseStationResponse {
+    const message = createBaseDiagnoseStationResponse();
+    message.report = (object.report !== undefined && object.report !== null)
+      ? DiagnoseReport.fromPartial(object.report)
+      : undefined;
+    return message;
+  },
+};
+
 /** Stations owns locations, stations, their printers and the links that station agents hold open. */
 export type StationsServiceService = typeof StationsServiceService;
 export const StationsServiceService = {
@@ -7992,6 +10602,61 @@ export const StationsServiceService = {
       Buffer.from(RedeemEnrollmentResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RedeemEnrollmentResponse => RedeemEnrollmentResponse.decode(value),
   },
+  /**
+   * Agent releases (DESIGN "Agent releases"). Stores a signed release manifest; ALREADY_EXISTS for
+   * a version published before with other bytes, INVALID_ARGUMENT for a manifest that is not one.
+   */
+  publishRelease: {
+    path: "/spool.v1.StationsService/PublishRelease" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PublishReleaseRequest): Buffer =>
+      Buffer.from(PublishReleaseRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PublishReleaseRequest => PublishReleaseRequest.decode(value),
+    responseSerialize: (value: PublishReleaseResponse): Buffer =>
+      Buffer.from(PublishReleaseResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PublishReleaseResponse => PublishReleaseResponse.decode(value),
+  },
+  /** Every release, newest first, with its rollouts and the stations on it or updating to it. */
+  listReleases: {
+    path: "/spool.v1.StationsService/ListReleases" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListReleasesRequest): Buffer => Buffer.from(ListReleasesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListReleasesRequest => ListReleasesRequest.decode(value),
+    responseSerialize: (value: ListReleasesResponse): Buffer =>
+      Buffer.from(ListReleasesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListReleasesResponse => ListReleasesResponse.decode(value),
+  },
+  /**
+   * Targets a share of the stations (optionally of one organization) at a published version; the
+   * linked agents so targeted are told at once.
+   */
+  createRollout: {
+    path: "/spool.v1.StationsService/CreateRollout" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateRolloutRequest): Buffer => Buffer.from(CreateRolloutRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateRolloutRequest => CreateRolloutRequest.decode(value),
+    responseSerialize: (value: CreateRolloutResponse): Buffer =>
+      Buffer.from(CreateRolloutResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateRolloutResponse => CreateRolloutResponse.decode(value),
+  },
+  /**
+   * Asks the station's linked agent for its diagnosis; UNAVAILABLE when it is not linked,
+   * DEADLINE_EXCEEDED when it does not answer in time.
+   */
+  diagnoseStation: {
+    path: "/spool.v1.StationsService/DiagnoseStation" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DiagnoseStationRequest): Buffer =>
+      Buffer.from(DiagnoseStationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DiagnoseStationRequest => DiagnoseStationRequest.decode(value),
+    responseSerialize: (value: DiagnoseStationResponse): Buffer =>
+      Buffer.from(DiagnoseStationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DiagnoseStationResponse => DiagnoseStationResponse.decode(value),
+  },
 } as const;
 
 export interface StationsServiceServer extends UntypedServiceImplementation {
@@ -8045,6 +10710,23 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
    * organization: the code says which; the caller limits how often a client may try.
    */
   redeemEnrollment: handleUnaryCall<RedeemEnrollmentRequest, RedeemEnrollmentResponse>;
+  /**
+   * Agent releases (DESIGN "Agent releases"). Stores a signed release manifest; ALREADY_EXISTS for
+   * a version published before with other bytes, INVALID_ARGUMENT for a manifest that is not one.
+   */
+  publishRelease: handleUnaryCall<PublishReleaseRequest, PublishReleaseResponse>;
+  /** Every release, newest first, with its rollouts and the stations on it or updating to it. */
+  listReleases: handleUnaryCall<ListReleasesRequest, ListReleasesResponse>;
+  /**
+   * Targets a share of the stations (optionally of one organization) at a published version; the
+   * linked agents so targeted are told at once.
+   */
+  createRollout: handleUnaryCall<CreateRolloutRequest, CreateRolloutResponse>;
+  /**
+   * Asks the station's linked agent for its diagnosis; UNAVAILABLE when it is not linked,
+   * DEADLINE_EXCEEDED when it does not answer in time.
+   */
+  diagnoseStation: handleUnaryCall<DiagnoseStationRequest, DiagnoseStationResponse>;
 }
 
 export interface StationsServiceClient extends Client {
@@ -8377,6 +11059,79 @@ export interface StationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RedeemEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Agent releases (DESIGN "Agent releases"). Stores a signed release manifest; ALREADY_EXISTS for
+   * a version published before with other bytes, INVALID_ARGUMENT for a manifest that is not one.
+   */
+  publishRelease(
+    request: PublishReleaseRequest,
+    callback: (error: ServiceError | null, response: PublishReleaseResponse) => void,
+  ): ClientUnaryCall;
+  publishRelease(
+    request: PublishReleaseRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PublishReleaseResponse) => void,
+  ): ClientUnaryCall;
+  publishRelease(
+    request: PublishReleaseRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PublishReleaseResponse) => void,
+  ): ClientUnaryCall;
+  /** Every release, newest first, with its rollouts and the stations on it or updating to it. */
+  listReleases(
+    request: ListReleasesRequest,
+    callback: (error: ServiceError | null, response: ListReleasesResponse) => void,
+  ): ClientUnaryCall;
+  listReleases(
+    request: ListReleasesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListReleasesResponse) => void,
+  ): ClientUnaryCall;
+  listReleases(
+    request: ListReleasesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListReleasesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Targets a share of the stations (optionally of one organization) at a published version; the
+   * linked agents so targeted are told at once.
+   */
+  createRollout(
+    request: CreateRolloutRequest,
+    callback: (error: ServiceError | null, response: CreateRolloutResponse) => void,
+  ): ClientUnaryCall;
+  createRollout(
+    request: CreateRolloutRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateRolloutResponse) => void,
+  ): ClientUnaryCall;
+  createRollout(
+    request: CreateRolloutRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateRolloutResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Asks the station's linked agent for its diagnosis; UNAVAILABLE when it is not linked,
+   * DEADLINE_EXCEEDED when it does not answer in time.
+   */
+  diagnoseStation(
+    request: DiagnoseStationRequest,
+    callback: (error: ServiceError | null, response: DiagnoseStationResponse) => void,
+  ): ClientUnaryCall;
+  diagnoseStation(
+    request: DiagnoseStationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DiagnoseStationResponse) => void,
+  ): ClientUnaryCall;
+  diagnoseStation(
+    request: DiagnoseStationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DiagnoseStationResponse) => void,
   ): ClientUnaryCall;
 }
 
