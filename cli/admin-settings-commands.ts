@@ -30,6 +30,11 @@ export function addSettingsCommands(adminCommand: Command, ctx: AdminContext): v
         'days a finished webhook delivery stays in the delivery log',
       ).argParser(wholeDays),
     )
+    .addOption(
+      new Option('--audit-retention-days <days>', 'days an audit log entry is kept').argParser(
+        wholeDays,
+      ),
+    )
     .option('--notice <text>', 'a notice on the public status page ("" for none)')
     .option('--pricing-file <file>', 'a JSON file of the public prices in cents ("" to withdraw)')
     .option('--downloads-file <file>', 'a JSON file of the latest agent release per platform')
@@ -39,6 +44,7 @@ export function addSettingsCommands(adminCommand: Command, ctx: AdminContext): v
           jobDocumentRetentionDays?: number;
           uploadRetentionDays?: number;
           webhookDeliveryRetentionDays?: number;
+          auditRetentionDays?: number;
           notice?: string;
           pricingFile?: string;
           downloadsFile?: string;
@@ -73,6 +79,9 @@ export function addSettingsCommands(adminCommand: Command, ctx: AdminContext): v
           ...(opts.webhookDeliveryRetentionDays === undefined
             ? {}
             : { webhook_delivery_retention_days: opts.webhookDeliveryRetentionDays }),
+          ...(opts.auditRetentionDays === undefined
+            ? {}
+            : { audit_retention_days: opts.auditRetentionDays }),
           ...(opts.notice === undefined ? {} : { notice: opts.notice === '' ? null : opts.notice }),
           ...(await jsonFile(opts.pricingFile, 'pricing')),
           ...(await jsonFile(opts.downloadsFile, 'downloads')),

@@ -28,6 +28,7 @@ import { watchHealth } from '../lib/health-watch.js';
 import type { Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
 import type { WindowedRollup } from '../lib/rollup.js';
+import type { AuditLogSweeper } from '../services/accounts/audit-retention.js';
 import { migrations as accountsMigrations, createAccounts } from '../services/accounts/index.js';
 import type { SessionSettings } from '../services/accounts/people-server.js';
 import { createJobs, migrations as jobsMigrations } from '../services/jobs/index.js';
@@ -117,6 +118,8 @@ export interface System {
   sweeper: Sweeper;
   /** The jobs service's usage rollup, for tests that move the clock and roll up. */
   usage: WindowedRollup;
+  /** The accounts service's audit log retention sweep, for tests that move the clock and sweep. */
+  auditSweeper: AuditLogSweeper;
   /** The webhooks service, whose worker tests drive with `runDue()` after moving the clock. */
   webhooks: WebhooksPart;
   /** The stations service, whose replica beat tests call after moving the clock. */
@@ -226,6 +229,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     pool,
     nc,
     sweeper: jobs.sweeper,
+    auditSweeper: accounts.auditSweeper,
     usage: jobs.usage,
     webhooks,
     stations,

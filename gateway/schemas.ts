@@ -325,6 +325,7 @@ export const SettingsSchema = Type.Object(
     job_document_retention_days: Type.Integer({ minimum: 1 }),
     upload_retention_days: Type.Integer({ minimum: 1 }),
     webhook_delivery_retention_days: Type.Integer({ minimum: 1 }),
+    audit_retention_days: Type.Integer({ minimum: 1 }),
     notice: Type.Union([Type.String(), Type.Null()], {
       description: 'the notice on the public status page',
     }),

@@ -100,6 +100,7 @@ export function settingsView(settings: Settings | undefined) {
     job_document_retention_days: settings.jobDocumentRetentionDays,
     upload_retention_days: settings.uploadRetentionDays,
     webhook_delivery_retention_days: settings.webhookDeliveryRetentionDays,
+    audit_retention_days: settings.auditRetentionDays,
     notice: settings.statusNotice || null,
     pricing: settings.pricingJson ? (JSON.parse(settings.pricingJson) as unknown) : null,
     downloads: settings.downloadsJson ? (JSON.parse(settings.downloadsJson) as unknown) : null,

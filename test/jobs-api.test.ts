@@ -136,6 +136,7 @@ test.serial(
         jobDocumentRetentionDays: 30,
         uploadRetentionDays: 7,
         webhookDeliveryRetentionDays: 30,
+        auditRetentionDays: 365,
         statusNotice: '',
         pricingJson: '',
         downloadsJson: '',

@@ -165,6 +165,7 @@ export const SettingsBody = Type.Object(
     job_document_retention_days: retentionDays(),
     upload_retention_days: retentionDays(),
     webhook_delivery_retention_days: retentionDays(),
+    audit_retention_days: retentionDays(),
     notice: Type.Optional(
       Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], {
         description: 'a notice on the public status page, or null for none',
@@ -518,6 +519,7 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
       jobDocumentRetentionDays: req.job_document_retention_days,
       uploadRetentionDays: req.upload_retention_days,
       webhookDeliveryRetentionDays: req.webhook_delivery_retention_days,
+      auditRetentionDays: req.audit_retention_days,
       statusNotice: req.notice === undefined ? undefined : (req.notice ?? ''),
       pricingJson: json(req.pricing),
       downloadsJson: json(req.downloads),

@@ -12,6 +12,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { createAuditServer, createAuditStore } from './audit.js';
+import { AuditLogSweeper, createAuditRetentionStore } from './audit-retention.js';
 import { OUTBOX_TABLE } from './outbox.js';
 import { createPeopleServer, type SessionSettings } from './people-server.js';
 import { createPeopleStore } from './people-store.js';
@@ -30,11 +31,15 @@ export interface AccountsDeps {
   clock: Clock;
   /** Session expiry, invitation lifetime and sign-in limits; the defaults of SESSION_DEFAULTS. */
   sessions?: Partial<SessionSettings>;
+  /** How often the audit log's retention sweep runs; by default every ten minutes. */
+  auditSweepIntervalMs?: number;
 }
 
 export interface AccountsPart {
   grpc: GrpcService;
   relay: OutboxRelay;
+  /** The audit log's retention sweep, for tests that move the clock and sweep. */
+  auditSweeper: AuditLogSweeper;
   stop(): Promise<void>;
 }
 
@@ -55,7 +60,15 @@ export function createAccounts(deps: AccountsDeps): AccountsPart {
     people,
     audit: createAuditServer(createAuditStore(deps.pool, deps.clock)),
   });
+  const auditSweeper = new AuditLogSweeper({
+    store: createAuditRetentionStore(deps.pool),
+    retentionDays: async () => (await store.getSettings()).auditRetentionDays,
+    clock: deps.clock,
+    logger,
+    ...(deps.auditSweepIntervalMs === undefined ? {} : { intervalMs: deps.auditSweepIntervalMs }),
+  });
   relay.start();
+  auditSweeper.start();
   return {
     grpc: {
       name: 'spool.v1.AccountsService',
@@ -63,6 +76,10 @@ export function createAccounts(deps: AccountsDeps): AccountsPart {
       implementation: adaptServer(server, logger),
     },
     relay,
-    stop: () => relay.stop(),
+    auditSweeper,
+    async stop() {
+      await auditSweeper.stop();
+      await relay.stop();
+    },
   };
 }

@@ -197,6 +197,7 @@ export function createAccountsServer(deps: {
         ['job_document_retention_days', req.jobDocumentRetentionDays],
         ['upload_retention_days', req.uploadRetentionDays],
         ['webhook_delivery_retention_days', req.webhookDeliveryRetentionDays],
+        ['audit_retention_days', req.auditRetentionDays],
       ] as const) {
         if (value !== undefined && (value < 1 || value > MAX_RETENTION_DAYS)) {
           throw invalid(`${param} must be from 1 to ${MAX_RETENTION_DAYS} days`, param);
@@ -227,6 +228,7 @@ export function createAccountsServer(deps: {
         changes.uploadRetentionDays = req.uploadRetentionDays;
       if (req.webhookDeliveryRetentionDays !== undefined)
         changes.webhookDeliveryRetentionDays = req.webhookDeliveryRetentionDays;
+      if (req.auditRetentionDays !== undefined) changes.auditRetentionDays = req.auditRetentionDays;
       if (req.statusNotice !== undefined) changes.statusNotice = req.statusNotice;
       if (req.pricingJson !== undefined) changes.pricingJson = req.pricingJson;
       if (req.downloadsJson !== undefined) changes.downloadsJson = req.downloadsJson;

@@ -9,12 +9,14 @@ import { withTx } from '../../lib/db.js';
 
 /**
  * Defaults of the settings (spec §2: documents 30 days after a job finishes, uploads 7 days; the
- * webhook delivery log 30 days after a delivery finishes).
+ * webhook delivery log 30 days after a delivery finishes; the audit log a year, long enough to
+ * answer "who changed this" about last year's incident).
  */
 export const DEFAULT_SETTINGS: Settings = {
   jobDocumentRetentionDays: 30,
   uploadRetentionDays: 7,
   webhookDeliveryRetentionDays: 30,
+  auditRetentionDays: 365,
   statusNotice: '',
   pricingJson: '',
   downloadsJson: '',
@@ -24,6 +26,7 @@ const SETTING_NAMES: Record<keyof Settings, string> = {
   jobDocumentRetentionDays: 'job_document_retention_days',
   uploadRetentionDays: 'upload_retention_days',
   webhookDeliveryRetentionDays: 'webhook_delivery_retention_days',
+  auditRetentionDays: 'audit_retention_days',
   statusNotice: 'status_notice',
   pricingJson: 'pricing',
   downloadsJson: 'downloads',

@@ -37,6 +37,8 @@ export interface Settings {
   downloadsJson: string;
   /** Days a finished webhook delivery and its attempts are kept in the delivery log. */
   webhookDeliveryRetentionDays: number;
+  /** Days an entry of the audit log is kept. */
+  auditRetentionDays: number;
 }
 
 export interface GetSettingsRequest {
@@ -54,6 +56,7 @@ export interface UpdateSettingsRequest {
   pricingJson?: string | undefined;
   downloadsJson?: string | undefined;
   webhookDeliveryRetentionDays?: number | undefined;
+  auditRetentionDays?: number | undefined;
 }
 
 export interface UpdateSettingsResponse {
@@ -491,6 +494,7 @@ function createBaseSettings(): Settings {
     pricingJson: "",
     downloadsJson: "",
     webhookDeliveryRetentionDays: 0,
+    auditRetentionDays: 0,
   };
 }
 
@@ -513,6 +517,9 @@ export const Settings: MessageFns<Settings> = {
     }
     if (message.webhookDeliveryRetentionDays !== 0) {
       writer.uint32(48).uint32(message.webhookDeliveryRetentionDays);
+    }
+    if (message.auditRetentionDays !== 0) {
+      writer.uint32(56).uint32(message.auditRetentionDays);
     }
     return writer;
   },
@@ -578,6 +585,14 @@ export const Settings: MessageFns<Settings> = {
             message.webhookDeliveryRetentionDays = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.auditRetentionDays = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -622,6 +637,11 @@ export const Settings: MessageFns<Settings> = {
         : isSet(object.webhook_delivery_retention_days)
         ? globalThis.Number(object.webhook_delivery_retention_days)
         : 0,
+      auditRetentionDays: isSet(object.auditRetentionDays)
+        ? globalThis.Number(object.auditRetentionDays)
+        : isSet(object.audit_retention_days)
+        ? globalThis.Number(object.audit_retention_days)
+        : 0,
     };
   },
 
@@ -645,6 +665,9 @@ export const Settings: MessageFns<Settings> = {
     if (message.webhookDeliveryRetentionDays !== 0) {
       obj.webhookDeliveryRetentionDays = Math.round(message.webhookDeliveryRetentionDays);
     }
+    if (message.auditRetentionDays !== 0) {
+      obj.auditRetentionDays = Math.round(message.auditRetentionDays);
+    }
     return obj;
   },
 
@@ -659,6 +682,7 @@ export const Settings: MessageFns<Settings> = {
     message.pricingJson = object.pricingJson ?? "";
     message.downloadsJson = object.downloadsJson ?? "";
     message.webhookDeliveryRetentionDays = object.webhookDeliveryRetentionDays ?? 0;
+    message.auditRetentionDays = object.auditRetentionDays ?? 0;
     return message;
   },
 };
@@ -792,6 +816,7 @@ function createBaseUpdateSettingsRequest(): UpdateSettingsRequest {
     pricingJson: undefined,
     downloadsJson: undefined,
     webhookDeliveryRetentionDays: undefined,
+    auditRetentionDays: undefined,
   };
 }
 
@@ -814,6 +839,9 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
     }
     if (message.webhookDeliveryRetentionDays !== undefined) {
       writer.uint32(48).uint32(message.webhookDeliveryRetentionDays);
+    }
+    if (message.auditRetentionDays !== undefined) {
+      writer.uint32(56).uint32(message.auditRetentionDays);
     }
     return writer;
   },
@@ -879,6 +907,14 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
             message.webhookDeliveryRetentionDays = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.auditRetentionDays = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -923,6 +959,11 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
         : isSet(object.webhook_delivery_retention_days)
         ? globalThis.Number(object.webhook_delivery_retention_days)
         : undefined,
+      auditRetentionDays: isSet(object.auditRetentionDays)
+        ? globalThis.Number(object.auditRetentionDays)
+        : isSet(object.audit_retention_days)
+        ? globalThis.Number(object.audit_retention_days)
+        : undefined,
     };
   },
 
@@ -946,6 +987,9 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
     if (message.webhookDeliveryRetentionDays !== undefined) {
       obj.webhookDeliveryRetentionDays = Math.round(message.webhookDeliveryRetentionDays);
     }
+    if (message.auditRetentionDays !== undefined) {
+      obj.auditRetentionDays = Math.round(message.auditRetentionDays);
+    }
     return obj;
   },
 
@@ -960,6 +1004,7 @@ export const UpdateSettingsRequest: MessageFns<UpdateSettingsRequest> = {
     message.pricingJson = object.pricingJson ?? undefined;
     message.downloadsJson = object.downloadsJson ?? undefined;
     message.webhookDeliveryRetentionDays = object.webhookDeliveryRetentionDays ?? undefined;
+    message.auditRetentionDays = object.auditRetentionDays ?? undefined;
     return message;
   },
 };
