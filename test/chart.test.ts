@@ -796,6 +796,10 @@ test('a wrong value fails at install with the schema or a template naming it', a
       /jobs\.pdb\.minAvailable 2 leaves no pod to evict of the 2 running/,
     ],
     ['webhooks.pdb.minAvailable=100%', /webhooks\.pdb\.minAvailable 100% leaves no pod to evict/],
+    [
+      'jobs.pdb.minAvailable=51%',
+      /jobs\.pdb\.minAvailable 51% leaves no pod to evict of the 2 running \(replicas\): Kubernetes rounds 51% of 2 pods up to 2/,
+    ],
     ['gateway.pdb.maxUnavailable=0', /gateway\.pdb\.maxUnavailable 0 lets no pod be evicted/],
   ] as const) {
     const stuck = await helm(['template', 'spool', CHART_DIR, '--set', set]);
@@ -810,6 +814,9 @@ test('a wrong value fails at install with the schema or a template naming it', a
     ...['--set', 'jobs.pdb.minAvailable=3'],
   ]);
   t.is(scaled.code, 0, scaled.stderr);
+  // Half of two pods keeps one and lets the other go.
+  const half = await render(['--set', 'jobs.pdb.minAvailable=50%']);
+  t.like(find(half, 'PodDisruptionBudget', 'spool-jobs').spec, { minAvailable: '50%' });
   for (const quantity of ['512Mi', '500m', '1.5', '2G']) {
     const ok = await helm([
       'template',
