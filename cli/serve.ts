@@ -63,13 +63,22 @@ export async function runMigrate(env: Env): Promise<void> {
   }
 }
 
+/** Throws when migrations are `pending`: the database's schema is behind this version of Spool. */
+function refuseBehind(pending: string[]): void {
+  if (pending.length > 0) {
+    throw new Error(
+      `the database's schema is behind this version of Spool (${pending.length} migrations not applied, ${pending[0]} first): run spool migrate (the chart's migration Job) against DATABASE_URL, then start again`,
+    );
+  }
+}
+
 /**
  * Refuses to start on a database whose schema is behind this version (never migrated, or an
  * upgrade whose migration did not run): every query would fail with "relation does not exist"
- * while health said SERVING. A database that cannot be reached now is not checked: the service
- * starts and waits for it, as in any outage.
+ * while health said SERVING. A database that cannot be reached now is not checked here: the
+ * service starts, NOT_SERVING, and waits for it, as in any outage; answers whether it was checked.
  */
-async function requireSchema(pool: Pool, logger: Logger): Promise<void> {
+async function requireSchema(pool: Pool, logger: Logger): Promise<boolean> {
   let pending: string[];
   try {
     pending = await pendingMigrations(pool, ALL_MIGRATIONS);
@@ -81,14 +90,14 @@ async function requireSchema(pool: Pool, logger: Logger): Promise<void> {
         cause: err,
       });
     }
-    logger.warn({ err }, 'the database cannot be reached; its schema is not checked');
-    return;
-  }
-  if (pending.length > 0) {
-    throw new Error(
-      `the database's schema is behind this version of Spool (${pending.length} migrations not applied, ${pending[0]} first): run spool migrate (the chart's migration Job) against DATABASE_URL, then start again`,
+    logger.warn(
+      { err },
+      'the database cannot be reached; not serving until it answers and its schema is checked',
     );
+    return false;
   }
+  refuseBehind(pending);
+  return true;
 }
 
 /** What every service's process shares: configuration read, the connections made. */
@@ -139,7 +148,7 @@ async function serveService(
   ]);
   const logger = createLogger({ name, level: config.logLevel });
   const pool = createPool({ url: config.databaseUrl, applicationName: `spool-${name}` });
-  await requireSchema(pool, logger);
+  const schemaChecked = await requireSchema(pool, logger);
   const nc = await connectBus({
     url: config.natsUrl,
     credsFile: config.natsCreds,
@@ -152,6 +161,9 @@ async function serveService(
     host: config.grpcHost,
     port: config.grpcPort,
     services: [part.grpc],
+    // Not SERVING until the watch has heard from the database: one away at start must not be
+    // reported ready meanwhile.
+    serving: false,
   });
   const stopWatch = watchHealth({
     health: grpc.health,
@@ -159,6 +171,9 @@ async function serveService(
     pool,
     nc,
     logger,
+    ...(schemaChecked
+      ? {}
+      : { gate: async () => refuseBehind(await pendingMigrations(pool, ALL_MIGRATIONS)) }),
   });
   const extra = (await part.afterStart?.()) ?? {};
   const metricsServer = await serveMetrics(config.grpcHost, config.metricsPort);

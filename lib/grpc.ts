@@ -205,6 +205,13 @@ export async function startGrpcServer(options: {
    * ending the connection (30 s and 20 s by default).
    */
   keepalive?: { timeMs: number; timeoutMs: number };
+  /**
+   * Whether the server and its services say SERVING from the start (the default). False leaves
+   * them NOT_SERVING until told otherwise, as a service that has not yet heard from its database
+   * must be (`watchHealth` turns them SERVING once it has); liveness answers SERVING either
+   * way.
+   */
+  serving?: boolean;
 }): Promise<GrpcServerHandle> {
   const maxAge =
     options.maxConnectionAgeMs === undefined ? MAX_CONNECTION_AGE_MS : options.maxConnectionAgeMs;
@@ -215,12 +222,13 @@ export async function startGrpcServer(options: {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
     ...(maxAge === null ? {} : { 'grpc.max_connection_age_ms': maxAge }),
   });
-  const health = new HealthImplementation({ '': 'SERVING', [LIVENESS_SERVICE]: 'SERVING' });
+  const initial = options.serving === false ? 'NOT_SERVING' : 'SERVING';
+  const health = new HealthImplementation({ '': initial, [LIVENESS_SERVICE]: 'SERVING' });
   health.addToServer(server);
   const services: GrpcService[] = [];
   const add = (service: GrpcService) => {
     server.addService(service.definition, service.implementation);
-    health.setStatus(service.name, 'SERVING');
+    health.setStatus(service.name, initial);
     services.push(service);
   };
   for (const service of options.services ?? []) add(service);
