@@ -27,6 +27,8 @@ import {
 import { PrinterSet } from './printers.js';
 import { lockStateDir } from './state-lock.js';
 import { StatusFile } from './status.js';
+import { Updater, type UpdaterOptions } from './update.js';
+import { startReport, UpdateFiles } from './update-state.js';
 
 export type { Backend, PrinterStatus, PrintJob } from './backends/backend.js';
 export type { AgentStatus } from './status.js';
@@ -68,6 +70,11 @@ export interface AgentOptions {
   createBackend?: (spec: BackendSpec) => Backend;
   /** More fields for the start line, such as the configuration file it was read from. */
   describe?: Record<string, unknown>;
+  /**
+   * Updates for a packaged agent (agent/update.ts): the package's platform, the release key built
+   * into it, and how to restart into a version swapped in. Without it the agent does not update.
+   */
+  updates?: Pick<UpdaterOptions, 'platform' | 'releaseKey' | 'restart' | 'fetch'>;
 }
 
 export interface Agent {
@@ -140,6 +147,21 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   await status.start();
   journal.onRecord(() => status.changed());
 
+  const updateFiles = options.updates ? new UpdateFiles(options.stateDir) : undefined;
+  const updateReport = updateFiles
+    ? startReport(await updateFiles.read(), agentVersion)
+    : undefined;
+  const updater = options.updates
+    ? new Updater({
+        ...options.updates,
+        stateDir: options.stateDir,
+        version: agentVersion,
+        logger,
+        clock,
+        report: (update) => link.send({ update }),
+      })
+    : undefined;
+
   let helloReports: PrinterReport[] = [];
   // The runner sends on the link, which hands it the messages: `link` is set before either runs.
   const runner = new JobRunner({
@@ -169,8 +191,8 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
         agentVersion,
         printers: helloReports,
         held: runner.held(),
-        platform: '',
-        update: undefined,
+        platform: options.updates?.platform ?? '',
+        update: updateReport,
       };
     },
     onWelcome: (welcome, server) => {
@@ -183,11 +205,18 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
         );
       }
       runner.onWelcome(welcome);
+      // What the supervisor waits for before it keeps a version just swapped in.
+      updateFiles?.markLinked(agentVersion).catch((err: unknown) => {
+        logger.warn({ err }, 'could not record the link for the update supervisor');
+      });
       // A change between hello and welcome could not be sent then; send it now.
       const reports = printers.reports();
       if (reports !== helloReports) link.send({ printers: { printers: reports } });
     },
-    onMessage: (message) => runner.handle(message),
+    onMessage: (message) => {
+      if (message.update) void updater?.offer(message.update);
+      else runner.handle(message);
+    },
     // The link logs the loss itself, with its reason and when it tries again.
     onDown: () => status.linkDown(),
     onRetry: ({ server, code, details }) =>

@@ -2,16 +2,22 @@
  * `spool agent run` (or plain `spool agent`): the agent itself, holding the station's link to
  * Spool until SIGTERM (docs/station-link.md).
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { messageOf } from '../agent/backends/backend.js';
 import { AgentConfigError, problemList, TOKEN_CREDENTIAL } from '../agent/config.js';
-import type { Agent } from '../agent/index.js';
+import type { Agent, AgentOptions } from '../agent/index.js';
 import { JOURNAL_FILE } from '../agent/journal.js';
 import { serverProblems } from '../agent/link.js';
 import { prettyDestination } from '../agent/log-format.js';
+import { builtInReleaseKey } from '../agent/release-key.js';
+import { supervise } from '../agent/supervisor.js';
+import { RESTART_FOR_UPDATE_EXIT } from '../agent/update-state.js';
+import { systemClock } from '../lib/clock.js';
 import { type Env, port, readConfig, str } from '../lib/config.js';
+import { hostPlatform } from '../lib/contracts/release-manifest.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { spoolVersion } from '../lib/version.js';
 import { stateTokenFile } from './agent-enroll.js';
@@ -135,7 +141,35 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     },
     metricsEnv,
   );
-  const metrics = await serveMetrics(metricsConfig.host, metricsConfig.port);
+  const options: AgentOptions = {
+    server,
+    token: device.token,
+    tokenSource: device.source,
+    printers: s.printers,
+    stateDir: s.stateDir,
+    logger,
+    agentVersion: spoolVersion(),
+    cups: { env, ...(s.cupsServer ? { server: s.cupsServer } : {}) },
+    ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
+    ...(s.file ? { describe: { config: s.file.path } } : {}),
+  };
+  const metricsAt = { host: metricsConfig.host, port: metricsConfig.port };
+  const updates = packagedUpdates(s);
+  if (updates && s.env.supervised === undefined) {
+    // The installed package: it runs the version its updates chose, and rolls back one that fails.
+    const status = await superviseVersions({
+      s,
+      logger,
+      updates,
+      options,
+      metricsAt,
+      serveMetrics,
+    });
+    await telemetry().shutdown();
+    process.exit(status);
+  }
+
+  const metrics = await serveMetrics(metricsAt.host, metricsAt.port);
   if (metrics) logger.info({ port: metrics.port }, 'agent metrics served on GET /metrics');
   // In place before the agent starts, so that a SIGTERM while it starts (once it has logged that
   // it started, say) waits for the start and then stops it cleanly, rather than killing it.
@@ -151,16 +185,20 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     { hangup: true },
   );
   starting = runAgent({
-    server,
-    token: device.token,
-    tokenSource: device.source,
-    printers: s.printers,
-    stateDir: s.stateDir,
-    logger,
-    agentVersion: spoolVersion(),
-    cups: { env, ...(s.cupsServer ? { server: s.cupsServer } : {}) },
-    ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
-    ...(s.file ? { describe: { config: s.file.path } } : {}),
+    ...options,
+    // A version the installed package runs: a new version swapped in is started by it.
+    ...(updates
+      ? {
+          updates: {
+            ...updates,
+            restart: () => {
+              void starting
+                ?.then((agent) => agent.stop())
+                .finally(() => process.exit(RESTART_FOR_UPDATE_EXIT));
+            },
+          },
+        }
+      : {}),
   });
   let agent: Agent;
   try {
@@ -171,6 +209,85 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
   }
   // Resolves after SIGTERM; rejects when the server refuses the token, which retrying cannot fix.
   await agent.done;
+}
+
+/** The packaged agent's platform and release key; undefined when it cannot update itself. */
+function packagedUpdates(s: AgentSettings): { platform: string; releaseKey: string } | undefined {
+  const releaseKey = builtInReleaseKey();
+  const platform = hostPlatform();
+  if (s.env.bin === undefined || releaseKey === undefined || platform === undefined)
+    return undefined;
+  return { platform, releaseKey };
+}
+
+/**
+ * The installed package's `run`: the agent in this process while no other version is current,
+ * else that version as a child (agent/supervisor.ts); signals stop whichever runs.
+ */
+async function superviseVersions(ctx: {
+  s: AgentSettings;
+  logger: Logger;
+  updates: { platform: string; releaseKey: string };
+  options: AgentOptions;
+  metricsAt: { host: string; port: number };
+  serveMetrics: typeof import('../lib/telemetry.js').serveMetrics;
+}): Promise<number> {
+  const { logger } = ctx;
+  const { runAgent } = await import('../agent/index.js');
+  let requestStop: () => void = () => {};
+  const stopRequested = new Promise<void>((resolve) => {
+    requestStop = resolve;
+  });
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      logger.info({ signal }, 'shutting down');
+      requestStop();
+    });
+  }
+  return supervise({
+    stateDir: ctx.s.stateDir,
+    version: spoolVersion(),
+    logger,
+    clock: systemClock,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()),
+    stopRequested,
+    async runHere() {
+      const metrics = await ctx.serveMetrics(ctx.metricsAt.host, ctx.metricsAt.port);
+      let restart: () => void = () => {};
+      const restarting = new Promise<'update'>((resolve) => {
+        restart = () => resolve('update');
+      });
+      const agent = await runAgent({ ...ctx.options, updates: { ...ctx.updates, restart } });
+      try {
+        const why = await Promise.race([
+          restarting,
+          stopRequested.then(() => 'stopped' as const),
+          agent.done.then(() => 'stopped' as const),
+        ]);
+        await agent.stop();
+        await agent.done;
+        return why;
+      } finally {
+        metrics?.server.close();
+      }
+    },
+    spawn(versionDir) {
+      const child = spawn(join(versionDir, 'bin', 'spool-agent'), process.argv.slice(2), {
+        stdio: 'inherit',
+        env: { ...process.env, SPOOL_AGENT_SUPERVISED: '1' },
+      });
+      return {
+        exited: new Promise((resolve) => {
+          child.once('exit', (code) => resolve(code));
+          child.once('error', (err) => {
+            logger.error({ err, version_dir: versionDir }, 'could not start the version');
+            resolve(127);
+          });
+        }),
+        kill: (signal) => child.kill(signal),
+      };
+    },
+  });
 }
 
 /**

@@ -29,6 +29,11 @@ const agentEnv = {
   metricsHost: optionalStr('METRICS_HOST', 'address the agent serves GET /metrics on'),
   metricsPort: optionalStr('METRICS_PORT', 'port the agent serves GET /metrics on; 0: not served'),
   credentialsDir: optionalStr('CREDENTIALS_DIRECTORY', "systemd's credentials folder"),
+  bin: optionalStr('SPOOL_AGENT_BIN', 'the packaged agent’s command, set by its launcher'),
+  supervised: optionalStr(
+    'SPOOL_AGENT_SUPERVISED',
+    'set for a version the installed package runs after an update (docs/agent.md, "Updates")',
+  ),
 };
 
 /** The agent's variables, as read from the environment. */

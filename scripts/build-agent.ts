@@ -8,20 +8,27 @@
  *                                        lib/spool-agent.mjs  the agent, bundled with its dependencies
  *                                        …                 licences, an example configuration
  *   dist/agent/manifest.json   {"linux_x64": {platform, version, url, sha256, size, file}, …}
+ *   dist/agent/release-<version>.json      the release manifest (lib/contracts/release-manifest.ts)
+ *   dist/agent/release-<version>.json.sig  its Ed25519 signature, when built with a signing key
  *
  * The Node binary comes from the npm registry's `node-linux-<arch>` package, checked against the
  * integrity pinned below. The archives are reproducible: the same sources give the same bytes.
  * Options: `--arch x64,arm64` (default both), `--base-url URL` (or
  * SPOOL_AGENT_DOWNLOAD_BASE_URL; the manifest's URLs are `<base-url>/<file>`, else the bare file
- * name), `--out DIR` (default dist/agent).
+ * name), `--out DIR` (default dist/agent), `--version V` (default package.json's),
+ * `--signing-key FILE` (or SPOOL_AGENT_SIGNING_KEY: an Ed25519 private key in PEM, as
+ * `openssl genpkey -algorithm ed25519` writes it) to sign the release manifest and build its public
+ * key into the agent, or `--release-key KEY` (the public key alone, base64 of its 32 bytes) to build
+ * an agent that trusts releases signed elsewhere. An agent built with neither does not update itself.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, type KeyObject, sign } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { build } from 'esbuild';
+import { isReleaseVersion, type ReleaseManifest } from '../lib/contracts/release-manifest.js';
 
 const exec = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -86,7 +93,33 @@ export interface BuildOptions {
   arches?: string[];
   baseUrl?: string;
   outDir?: string;
+  /** The version built; default package.json's. */
+  version?: string;
+  /** Signs the release manifest, and builds the key's public half into the agent. */
+  signingKey?: KeyObject;
+  /** The public key (base64 of its 32 bytes) built into the agent when there is no signing key. */
+  releaseKey?: string;
   log?: (line: string) => void;
+}
+
+/** The raw 32 bytes of an Ed25519 key's public half, base64: what the agent is built with. */
+export function releasePublicKey(key: KeyObject): string {
+  const jwk = createPublicKey(key).export({ format: 'jwk' });
+  if (jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') {
+    throw new Error('the release signing key must be an Ed25519 key');
+  }
+  return Buffer.from(jwk.x, 'base64url').toString('base64');
+}
+
+/** An Ed25519 private key from its PEM text. */
+export function signingKeyFrom(pem: string): KeyObject {
+  const key = createPrivateKey(pem);
+  if (key.asymmetricKeyType !== 'ed25519') {
+    throw new Error(
+      `the release signing key is ${key.asymmetricKeyType}, not ed25519 (openssl genpkey -algorithm ed25519)`,
+    );
+  }
+  return key;
 }
 
 async function sha256Of(path: string): Promise<string> {
@@ -181,7 +214,9 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
   const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
     version: string;
   };
-  const version = pkg.version;
+  const version = options.version ?? pkg.version;
+  if (!isReleaseVersion(version)) throw new Error(`${version} is not a release version (1.4.0)`);
+  const releaseKey = options.signingKey ? releasePublicKey(options.signingKey) : options.releaseKey;
   await rm(work, { recursive: true, force: true });
   await mkdir(work, { recursive: true });
 
@@ -196,7 +231,10 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
     format: 'esm',
     target: 'node20',
     external: NOT_BUNDLED,
-    define: { SPOOL_VERSION: JSON.stringify(version) },
+    define: {
+      SPOOL_VERSION: JSON.stringify(version),
+      SPOOL_RELEASE_KEY: JSON.stringify(releaseKey ?? ''),
+    },
     // CommonJS dependencies bundled into an ES module still call require() for Node's modules.
     banner: {
       js: "import { createRequire as __spoolCreateRequire } from 'node:module'; const require = __spoolCreateRequire(import.meta.url);",
@@ -293,6 +331,24 @@ export async function buildAgent(options: BuildOptions = {}): Promise<Record<str
   await rm(work, { recursive: true, force: true });
   await writeFile(join(outDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   log(`wrote ${join(outDir, 'manifest.json')}`);
+  const release: ReleaseManifest = {
+    version,
+    platforms: Object.fromEntries(
+      Object.values(manifest).map(({ platform, url, sha256, size, file }) => [
+        platform,
+        { url, sha256, size, file },
+      ]),
+    ),
+  };
+  const releaseFile = join(outDir, `release-${version}.json`);
+  const releaseBytes = Buffer.from(`${JSON.stringify(release, null, 2)}\n`);
+  await writeFile(releaseFile, releaseBytes);
+  if (options.signingKey) {
+    await writeFile(`${releaseFile}.sig`, sign(null, releaseBytes, options.signingKey));
+    log(`wrote ${releaseFile} and its signature ${releaseFile}.sig`);
+  } else {
+    log(`wrote ${releaseFile} (unsigned: give --signing-key to sign it)`);
+  }
   return manifest;
 }
 
@@ -302,11 +358,18 @@ if (import.meta.filename === resolve(process.argv[1] ?? '')) {
       arch: { type: 'string' },
       'base-url': { type: 'string' },
       out: { type: 'string' },
+      version: { type: 'string' },
+      'signing-key': { type: 'string' },
+      'release-key': { type: 'string' },
     },
   });
+  const keyFile = values['signing-key'] ?? process.env.SPOOL_AGENT_SIGNING_KEY;
   await buildAgent({
     ...(values.arch ? { arches: values.arch.split(',').map((a) => a.trim()) } : {}),
     ...(values['base-url'] ? { baseUrl: values['base-url'] } : {}),
     ...(values.out ? { outDir: values.out } : {}),
+    ...(values.version ? { version: values.version } : {}),
+    ...(keyFile ? { signingKey: signingKeyFrom(await readFile(keyFile, 'utf8')) } : {}),
+    ...(values['release-key'] ? { releaseKey: values['release-key'] } : {}),
   });
 }
