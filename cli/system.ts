@@ -27,8 +27,8 @@ import { createHealthClient } from '../lib/health-client.js';
 import { watchHealth } from '../lib/health-watch.js';
 import type { Logger } from '../lib/logger.js';
 import { migrate } from '../lib/migrate.js';
+import type { RetentionSweeper } from '../lib/retention-sweeper.js';
 import type { WindowedRollup } from '../lib/rollup.js';
-import type { AuditLogSweeper } from '../services/accounts/audit-retention.js';
 import { migrations as accountsMigrations, createAccounts } from '../services/accounts/index.js';
 import type { SessionSettings } from '../services/accounts/people-server.js';
 import { createJobs, migrations as jobsMigrations } from '../services/jobs/index.js';
@@ -119,7 +119,7 @@ export interface System {
   /** The jobs service's usage rollup, for tests that move the clock and roll up. */
   usage: WindowedRollup;
   /** The accounts service's audit log retention sweep, for tests that move the clock and sweep. */
-  auditSweeper: AuditLogSweeper;
+  auditSweeper: RetentionSweeper;
   /** The webhooks service, whose worker tests drive with `runDue()` after moving the clock. */
   webhooks: WebhooksPart;
   /** The stations service, whose replica beat tests call after moving the clock. */

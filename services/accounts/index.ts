@@ -11,8 +11,9 @@ import { adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
+import { RetentionSweeper } from '../../lib/retention-sweeper.js';
 import { createAuditServer, createAuditStore } from './audit.js';
-import { AuditLogSweeper, createAuditRetentionStore } from './audit-retention.js';
+import { createAuditRetentionStore } from './audit-retention.js';
 import { OUTBOX_TABLE } from './outbox.js';
 import { createPeopleServer, type SessionSettings } from './people-server.js';
 import { createPeopleStore } from './people-store.js';
@@ -39,7 +40,7 @@ export interface AccountsPart {
   grpc: GrpcService;
   relay: OutboxRelay;
   /** The audit log's retention sweep, for tests that move the clock and sweep. */
-  auditSweeper: AuditLogSweeper;
+  auditSweeper: RetentionSweeper;
   stop(): Promise<void>;
 }
 
@@ -60,8 +61,10 @@ export function createAccounts(deps: AccountsDeps): AccountsPart {
     people,
     audit: createAuditServer(createAuditStore(deps.pool, deps.clock)),
   });
-  const auditSweeper = new AuditLogSweeper({
-    store: createAuditRetentionStore(deps.pool),
+  const auditRetention = createAuditRetentionStore(deps.pool);
+  const auditSweeper = new RetentionSweeper({
+    what: 'audit log',
+    deleteBefore: (cutoff, limit) => auditRetention.deleteBefore(cutoff, limit),
     retentionDays: async () => (await store.getSettings()).auditRetentionDays,
     clock: deps.clock,
     logger,
