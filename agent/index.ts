@@ -151,6 +151,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   const updateReport = updateFiles
     ? startReport(await updateFiles.read(), agentVersion)
     : undefined;
+  if (updateReport) status.update(updateReport);
   const updater = options.updates
     ? new Updater({
         ...options.updates,
@@ -158,7 +159,10 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
         version: agentVersion,
         logger,
         clock,
-        report: (update) => link.send({ update }),
+        report: (update) => {
+          status.update(update);
+          link.send({ update });
+        },
       })
     : undefined;
 

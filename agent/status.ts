@@ -47,6 +47,8 @@ export interface AgentStatus {
   /** Jobs that finished today (the station's local date), from the journal. */
   jobs_today: { date: string; printed: number; failed: number };
   last_error: { at: string; message: string } | null;
+  /** Where the packaged agent's last update stands (docs/agent.md, "Updates"); absent otherwise. */
+  update?: { state: string; version: string; detail: string };
 }
 
 /** The station's local date, `YYYY-MM-DD`. */
@@ -159,6 +161,11 @@ export class StatusFile {
 
   error(message: string): void {
     this.#status.last_error = { at: this.#options.clock.now().toISOString(), message };
+    this.#schedule();
+  }
+
+  update(update: { state: string; version: string; detail: string }): void {
+    this.#status.update = { state: update.state, version: update.version, detail: update.detail };
     this.#schedule();
   }
 

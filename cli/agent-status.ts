@@ -111,5 +111,14 @@ export function formatStatus(report: StatusReport): string {
       ? `last error: ${when(status.last_error.at)}: ${status.last_error.message.trim()}`
       : 'last error: none',
   );
+  const update = status.update;
+  if (update && update.state !== 'current') {
+    const words: Record<string, string> = {
+      downloading: `downloading ${update.version}`,
+      failed: `${update.version} failed: ${update.detail}`,
+      rolled_back: `${update.version} rolled back: ${update.detail}`,
+    };
+    out.push(`update: ${words[update.state] ?? `${update.state} ${update.version}`}`);
+  }
   return `${out.join('\n')}\n`;
 }

@@ -394,3 +394,31 @@ test('status of an agent that stopped writing its status does not count as conne
   t.is(statusExit({ ...report, stale: false }), STATUS_EXIT.connected);
   t.is(statusExit({ ...report, running: false }), STATUS_EXIT.notRunning);
 });
+
+test('status says where an update that did not go through stands, and nothing while it is current', (t) => {
+  const at = new Date().toISOString();
+  const base = connectedReport(at, []);
+  const withUpdate = (update: { state: string; version: string; detail: string }) =>
+    formatStatus({ ...base, status: { ...(base.status as AgentStatus), update } });
+  t.notRegex(withUpdate({ state: 'current', version: '1.1.0', detail: '' }), /^update:/m);
+  t.regex(
+    withUpdate({
+      state: 'rolled_back',
+      version: '1.2.0',
+      detail: 'version 1.2.0 exited (3) before it linked',
+    }),
+    /^update: 1\.2\.0 rolled back: version 1\.2\.0 exited \(3\) before it linked$/m,
+  );
+  t.regex(
+    withUpdate({
+      state: 'failed',
+      version: '1.3.0',
+      detail: 'the package’s SHA-256 does not match',
+    }),
+    /^update: 1\.3\.0 failed: the package’s SHA-256 does not match$/m,
+  );
+  t.regex(
+    withUpdate({ state: 'downloading', version: '1.4.0', detail: '' }),
+    /^update: downloading 1\.4\.0$/m,
+  );
+});
