@@ -14,13 +14,13 @@ import type { Clock } from '../../lib/clock.js';
 import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
+import { RetentionSweeper } from '../../lib/retention-sweeper.js';
 import type { WindowedRollup } from '../../lib/rollup.js';
 import { createSecretBox, createSecretCache } from './crypto.js';
 import { RETRY_JITTER } from './defaults.js';
 import { createSender, type Sender } from './delivery.js';
 import { EndpointIndex, followEndpointChanges } from './endpoint-index.js';
 import { type Fanout, startFanout } from './fanout.js';
-import { DeliveryLogSweeper } from './retention.js';
 import { createWebhooksServer } from './server.js';
 import type { WebhooksSettings } from './settings.js';
 import { createWebhookStore, type WebhookStore } from './store.js';
@@ -56,7 +56,7 @@ export interface WebhooksPart {
   /** Which event types each organization's enabled endpoints want, as the fan-out knows it. */
   endpointIndex: EndpointIndex;
   /** The delivery log's retention sweep, for tests that move the clock and sweep. */
-  logSweeper: DeliveryLogSweeper;
+  logSweeper: RetentionSweeper;
   /** The deliveries' usage rollup, for tests that move the clock and roll up. */
   usage: WindowedRollup;
   stop(): Promise<void>;
@@ -111,8 +111,9 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     worker,
   });
   worker.start();
-  const logSweeper = new DeliveryLogSweeper({
-    store,
+  const logSweeper = new RetentionSweeper({
+    what: 'delivery log',
+    deleteBefore: (cutoff, limit) => store.deleteFinishedBefore(cutoff, limit),
     retentionDays: async () => {
       const { settings } = await deps.accounts.getSettings({});
       if (!settings) throw new Error('accounts answered without settings');

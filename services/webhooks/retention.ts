@@ -1,17 +1,11 @@
 /**
- * The delivery log's retention: deletes deliveries (and their attempts) that finished more than
+ * The delivery log's retention: deliveries (and their attempts) that finished more than
  * `webhook_delivery_retention_days` ago (an installation setting, 30 days by default, set like the
- * job document retention through `PATCH /admin/v1/settings`). Every replica runs one; deleting a
- * row twice is harmless. Time comes from the injected clock, so tests move the clock and call
- * {@link DeliveryLogSweeper.runOnce} instead of waiting.
+ * job document retention through `PATCH /admin/v1/settings`) are deleted by a retention sweeper
+ * (lib/retention-sweeper.ts) through this store.
  */
 import type pg from 'pg';
-import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
-import type { Logger } from '../../lib/logger.js';
-
-const DAY_MS = 24 * 60 * 60 * 1000;
-const BATCH = 500;
 
 /** The delivery log's deletions for retention. */
 export interface RetentionStore {
@@ -41,61 +35,4 @@ export function createRetentionStore(pool: pg.Pool): RetentionStore {
       });
     },
   };
-}
-
-export interface DeliveryLogSweeperDeps {
-  store: RetentionStore;
-  /** The days a finished delivery is kept, from the installation's settings. */
-  retentionDays: () => Promise<number>;
-  clock: Clock;
-  logger: Logger;
-  /** How often a sweep runs; by default every ten minutes. */
-  intervalMs?: number;
-}
-
-export class DeliveryLogSweeper {
-  readonly #deps: DeliveryLogSweeperDeps;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<number> | undefined;
-
-  constructor(deps: DeliveryLogSweeperDeps) {
-    this.#deps = deps;
-  }
-
-  start(): void {
-    this.#timer = setInterval(
-      () => {
-        this.runOnce().catch((err: unknown) =>
-          this.#deps.logger.warn({ err }, 'delivery log retention sweep failed; will retry'),
-        );
-      },
-      this.#deps.intervalMs ?? 10 * 60_000,
-    );
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running?.catch(() => undefined);
-  }
-
-  /** One sweep; answers how many deliveries it deleted. Sweeps never overlap. */
-  runOnce(): Promise<number> {
-    this.#running ??= this.#sweep().finally(() => {
-      this.#running = undefined;
-    });
-    return this.#running;
-  }
-
-  async #sweep(): Promise<number> {
-    const { store, clock } = this.#deps;
-    const days = await this.#deps.retentionDays();
-    const cutoff = new Date(clock.now().getTime() - days * DAY_MS);
-    let deleted = 0;
-    for (let n = BATCH; n === BATCH; ) {
-      n = await store.deleteFinishedBefore(cutoff, BATCH);
-      deleted += n;
-    }
-    if (deleted > 0) this.#deps.logger.info({ deleted, days }, 'delivery log retention');
-    return deleted;
-  }
 }
