@@ -14,6 +14,7 @@ import { spoolVersion } from '../lib/version.js';
 import type { Backend } from './backends/backend.js';
 import type { CupsOptions } from './backends/cups.js';
 import { type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { diagnose, type RecentLog } from './diagnose.js';
 import { TokenRefusedError } from './errors.js';
 import { JobRunner } from './jobs.js';
 import { INTERRUPTED_DETAIL, Journal, type JournalEntry } from './journal.js';
@@ -75,6 +76,8 @@ export interface AgentOptions {
    * into it, and how to restart into a version swapped in. Without it the agent does not update.
    */
   updates?: Pick<UpdaterOptions, 'platform' | 'releaseKey' | 'restart' | 'fetch'>;
+  /** The agent's last log lines, fed by `logger`, for a diagnosis (agent/diagnose.ts). */
+  recentLog?: RecentLog;
 }
 
 export interface Agent {
@@ -219,7 +222,19 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     },
     onMessage: (message) => {
       if (message.update) void updater?.offer(message.update);
-      else runner.handle(message);
+      else if (message.diagnose) {
+        void diagnose(message.diagnose, {
+          recentLog: options.recentLog,
+          specs: options.printers,
+          reports: () => printers.reports(),
+          held: () => runner.held().map((h) => journal.get(h.jobId, h.attempt)?.printer ?? ''),
+          agentVersion,
+          platform: options.updates?.platform,
+        }).then(
+          (diagnosis) => link.send({ diagnosis }),
+          (err: unknown) => logger.warn({ err }, 'could not answer a diagnosis'),
+        );
+      } else runner.handle(message);
     },
     // The link logs the loss itself, with its reason and when it tries again.
     onDown: () => status.linkDown(),

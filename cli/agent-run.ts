@@ -6,8 +6,10 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { pino } from 'pino';
 import { messageOf } from '../agent/backends/backend.js';
 import { AgentConfigError, problemList, TOKEN_CREDENTIAL } from '../agent/config.js';
+import { RecentLog } from '../agent/diagnose.js';
 import type { Agent, AgentOptions } from '../agent/index.js';
 import { JOURNAL_FILE } from '../agent/journal.js';
 import { serverProblems } from '../agent/link.js';
@@ -84,20 +86,24 @@ async function deviceToken(
   return undefined;
 }
 
-/** The agent's logger: pretty on a terminal (or LOG_FORMAT=pretty), JSON lines otherwise. */
-function agentLogger(s: AgentSettings): Logger {
+/**
+ * The agent's logger: pretty on a terminal (or LOG_FORMAT=pretty), JSON lines otherwise; `recent`
+ * keeps the last lines written, for a diagnosis.
+ */
+function agentLogger(s: AgentSettings, recent: RecentLog): Logger {
   const pretty =
     s.env.logFormat === 'pretty' || (s.env.logFormat !== 'json' && process.stdout.isTTY === true);
   return createLogger(
     { name: 'agent', level: s.logLevel },
-    pretty ? prettyDestination(process.stdout) : undefined,
+    recent.tee(pretty ? prettyDestination(process.stdout) : pino.destination(1)),
   );
 }
 
 /** `spool agent run`: the agent itself, until SIGTERM. */
 export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void> {
   const s = await agentSettings(flags, env);
-  const logger = agentLogger(s);
+  const recentLog = new RecentLog();
+  const logger = agentLogger(s, recentLog);
   await refuseOldStateDir(flags, s);
   // What is missing or wrong is said all at once, not one problem a start.
   const problems: string[] = [];
@@ -148,6 +154,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     printers: s.printers,
     stateDir: s.stateDir,
     logger,
+    recentLog,
     agentVersion: spoolVersion(),
     cups: { env, ...(s.cupsServer ? { server: s.cupsServer } : {}) },
     ...(tls ? { credentials: credentials.createSsl(ca ?? null) } : {}),
