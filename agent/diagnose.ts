@@ -1,41 +1,29 @@
 /**
  * The agent's answer to a diagnosis (docs/agent.md, "Diagnosis"): its last log lines, its printers
- * as its backends see them, and its versions, within {@link MAX_REPORT_BYTES}. Nothing secret goes
- * in: the log lines are those pino wrote after its redaction, scrubbed again of anything shaped
- * like a Spool credential or a URL's user and password; a printer's target loses its user,
- * password, query and fragment.
+ * as its backends see them, and its versions, within the cap of lib/contracts/diagnosis.ts.
+ * Nothing secret goes in: the log lines are those pino wrote after its redaction, scrubbed again
+ * of anything shaped like a Spool credential or a URL's user and password; a printer's target
+ * loses its user, password, query and fragment.
  */
 import { execFile } from 'node:child_process';
 import { release } from 'node:os';
 import type { DestinationStream } from 'pino';
-import {
+import type {
   DiagnoseReport,
-  type DiagnoseRequest,
-  type PrinterDiagnosis,
-  type PrinterReport,
+  DiagnoseRequest,
+  PrinterDiagnosis,
+  PrinterReport,
 } from '../gen/spool/v1/stations.js';
+import {
+  capped,
+  MAX_DIAGNOSIS_LOG_LINES,
+  MAX_LOG_LINE,
+  scrubSecrets,
+} from '../lib/contracts/diagnosis.js';
 import { ALL_CUPS_QUEUES, type BackendSpec, type PrinterSpec } from './printer-spec.js';
 
-/** The most log lines the agent keeps, and sends. */
-export const RECENT_LOG_LINES = 200;
-/** A longer log line is cut to this many characters. */
-export const MAX_LOG_LINE = 8_192;
 /**
- * The encoded report's ceiling: under NATS's default 1 MiB payload, with room for the headers and
- * the envelope it crosses the bus in.
- */
-export const MAX_REPORT_BYTES = 960 * 1024;
-
-const CREDENTIAL = /svc_(?:live|test|dev|sess|inv)_[A-Za-z0-9_-]+/g;
-const USERINFO = /([a-z][a-z0-9+.-]*:\/\/)[^/\s"'@]*@/gi;
-
-/** `text` with anything shaped like a credential, or a URL's user and password, taken out. */
-export function scrubSecrets(text: string): string {
-  return text.replace(CREDENTIAL, '[redacted]').replace(USERINFO, '$1');
-}
-
-/**
- * The agent's last {@link RECENT_LOG_LINES} log lines, in memory. {@link tee} makes the pino
+ * The agent's last {@link MAX_DIAGNOSIS_LOG_LINES} log lines, in memory. {@link tee} makes the pino
  * destination that feeds it: the agent's logger writes through it, so the lines kept are exactly
  * the lines written, redacted as they were.
  */
@@ -43,7 +31,7 @@ export class RecentLog {
   readonly #capacity: number;
   readonly #lines: string[] = [];
 
-  constructor(capacity = RECENT_LOG_LINES) {
+  constructor(capacity = MAX_DIAGNOSIS_LOG_LINES) {
     this.#capacity = capacity;
   }
 
@@ -127,7 +115,10 @@ export async function diagnose(
   request: DiagnoseRequest,
   sources: DiagnosisSources,
 ): Promise<DiagnoseReport> {
-  const count = Math.min(Math.max(request.logLines || RECENT_LOG_LINES, 0), RECENT_LOG_LINES);
+  const count = Math.min(
+    Math.max(request.logLines || MAX_DIAGNOSIS_LOG_LINES, 0),
+    MAX_DIAGNOSIS_LOG_LINES,
+  );
   const heldBy = new Map<string, number>();
   for (const printer of sources.held()) heldBy.set(printer, (heldBy.get(printer) ?? 0) + 1);
   const printers: PrinterDiagnosis[] = sources.reports().map((r) => {
@@ -159,24 +150,6 @@ export async function diagnose(
     versions,
     truncated: false,
   });
-}
-
-/**
- * `report`, its oldest log lines left out (then its last printers) until it encodes within
- * {@link MAX_REPORT_BYTES}; `truncated` says when anything was.
- */
-export function capped(report: DiagnoseReport, limit = MAX_REPORT_BYTES): DiagnoseReport {
-  let size = DiagnoseReport.encode(report).finish().length;
-  if (size <= limit) return report;
-  const lines = [...report.logLines];
-  const printers = [...report.printers];
-  while (size > limit && (lines.length > 0 || printers.length > 0)) {
-    let over = size - limit;
-    while (over > 0 && lines.length > 0) over -= Buffer.byteLength(lines.shift() as string) + 3;
-    if (over > 0 && lines.length === 0) printers.pop();
-    size = DiagnoseReport.encode({ ...report, logLines: lines, printers }).finish().length;
-  }
-  return { ...report, logLines: lines, printers, truncated: true };
 }
 
 /** The CUPS client's version (`cups-config --version`), or undefined when it cannot be read. */

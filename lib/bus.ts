@@ -130,6 +130,11 @@ export const subjects = {
    */
   printersChanged: (orgId: string) => `printers.${orgId}.changed`,
   anyPrintersChanged: 'printers.*.changed',
+  /**
+   * Core NATS request/reply: a diagnosis of the station's agent, answered by the replica holding
+   * its link (services/stations/link-diagnosis.ts).
+   */
+  diagnose: (stationId: string) => `diagnose.${stationId}`,
   /** Everything about one station's links. */
   links: (stationId: string) => `links.${stationId}.*`,
   /**

@@ -30,9 +30,9 @@ import type { MigrationSet } from '../../lib/migrate.js';
 import { OutboxRelay } from '../../lib/outbox.js';
 import { StreamPublisher } from '../../lib/stream-publisher.js';
 import { attemptLimit, peerAddress } from './enroll-limit.js';
+import { createFleetServer } from './fleet-server.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
 import { ReplicaWatch, ReportsHealth } from './replicas.js';
-import { createFleetServer } from './fleet-server.js';
 import { createStationsServer, redeemCode } from './server.js';
 import { OUTBOX_TABLE } from './station-outbox.js';
 import { createStationStore } from './store.js';
@@ -84,6 +84,8 @@ export interface StationsDeps {
   replicaBeatMs?: number;
   /** How long a link tries a report NATS refuses before it asks about other replicas. */
   reportRetryMs?: number;
+  /** How long a diagnosis waits for the agent's report (default `DIAGNOSE_WAIT_MS`). */
+  diagnoseWaitMs?: number;
 }
 
 export interface StationsPart {
@@ -130,6 +132,7 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
       elsewhere: () => replica.anotherTakesReports(),
     },
     ...(deps.reportRetryMs === undefined ? {} : { reportRetryMs: deps.reportRetryMs }),
+    ...(deps.diagnoseWaitMs === undefined ? {} : { diagnoseWaitMs: deps.diagnoseWaitMs }),
   });
   relay.start();
   replica.start();
@@ -164,7 +167,9 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
               ),
             layout,
           }),
-          ...createFleetServer(),
+          ...createFleetServer({
+            diagnose: { stations: store, nc: deps.nc, waitMs: deps.diagnoseWaitMs },
+          }),
         },
         logger,
       ),

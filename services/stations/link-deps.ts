@@ -41,6 +41,8 @@ export interface LinkDeps {
   };
   /** Default `REPORT_RETRY_MS`. */
   reportRetryMs?: number;
+  /** How long a diagnosis waits for the agent's report (default `DIAGNOSE_WAIT_MS`). */
+  diagnoseWaitMs?: number;
 }
 
 /** One agent's stream. */

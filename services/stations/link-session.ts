@@ -175,6 +175,7 @@ export class LinkSession implements RereadLink {
     );
     // Subscribe before asking for pending jobs, so nothing falls between the two.
     linked.watchDispatch();
+    linked.watchDiagnoses();
     // With the links opening at the same moment: 200 agents reconnecting at once ask in a few
     // batches, not 200 calls. The token was read as the link opened: only the jobs are.
     await this.#rereads.want(this, true);

@@ -11,6 +11,7 @@ import type { Logger } from '../../lib/logger.js';
 import { contextOfMessage } from '../../lib/tracing.js';
 import { checkJobRef, checkPrinters, cleanText, MAX_DETAIL } from './agent-input.js';
 import type { JobAttempt, LinkDeps } from './link-deps.js';
+import { LinkDiagnoses } from './link-diagnosis.js';
 import { LinkOffers } from './link-offers.js';
 import type { AgentOutbound } from './link-outbound.js';
 import { LinkReports } from './link-reports.js';
@@ -50,6 +51,7 @@ export class LinkedStation {
   readonly station: LinkStation;
   readonly offers: LinkOffers;
   readonly #reports: LinkReports;
+  readonly #diagnoses: LinkDiagnoses;
   /** What the link needs for its life: not the hello's printers and attempts, used only here. */
   readonly #options: Pick<LinkedStationOptions, 'deps' | 'logger' | 'outbound' | 'resync'>;
   readonly #subscriptions: Subscription[] = [];
@@ -78,6 +80,12 @@ export class LinkedStation {
     });
     this.offers = offers;
     this.#reports = reports;
+    this.#diagnoses = new LinkDiagnoses({ deps, stationId: station.id, outbound, logger });
+  }
+
+  /** Answers the station's diagnosis requests by asking its agent (link-diagnosis.ts). */
+  watchDiagnoses(): void {
+    this.#diagnoses.watch();
   }
 
   /**
@@ -161,12 +169,15 @@ export class LinkedStation {
       const { result } = msg;
       checkJobRef('result', result.jobId, result.attempt);
       await this.#reports.result({ ...result, detail: cleanText(result.detail, MAX_DETAIL) });
+    } else if (msg.diagnosis) {
+      this.#diagnoses.report(msg.diagnosis);
     }
   }
 
   /** The link ended: nothing more is held or heard. */
   stop(): void {
     this.#reports.stop();
+    this.#diagnoses.stop();
     for (const sub of this.#subscriptions) sub.unsubscribe();
   }
 }
