@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import type { AdminCall, AdminContext } from './admin.js';
+import { addDiagnoseCommand } from './admin-diagnosis.js';
 import { enc, inOrg, orgList, type Page, paged, query } from './admin-options.js';
 import {
   LOCATION_COLUMNS,
@@ -142,6 +143,7 @@ export function addStationCommands(adminCommand: Command, ctx: AdminContext): vo
         { revoked: true, id: opts.id },
       ),
     );
+  addDiagnoseCommand(station, ctx);
   const path = readAndDelete(
     station,
     admin,

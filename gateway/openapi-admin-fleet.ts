@@ -5,6 +5,7 @@
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../lib/errors.js';
+import { DiagnoseBody, DiagnosisSchema } from './diagnosis.js';
 import { V1_OPERATIONS } from './openapi.js';
 import type { OperationSpec } from './openapi-builder.js';
 import { operatorList } from './openapi-shared.js';
@@ -131,6 +132,20 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
       'Its unfinished jobs (scheduled, held, queued or sent) fail with `status_detail` "its station was deleted" and a `job.failed` webhook: no printer is left to print them. Its device token stops working and its link is cut. Finished jobs keep their record.',
     success: { status: 204, description: 'deleted' },
     errors: NOT_FOUND,
+  },
+  'POST /admin/v1/orgs/:org/stations/:id/diagnose': {
+    operationId: 'diagnoseStation',
+    tag: 'Stations',
+    summary: "Ask a linked station's agent for its log lines, printers and versions",
+    description:
+      'The agent answers over its link with its last log lines (200 unless `log_lines` says fewer), each printer as its backend sees it and its versions, within 1 MiB (`truncated` says when lines were left out). Never a secret: no token, key or password, and printer targets without credentials. 503 when the station is not linked or its agent does not answer within 10 s. Audited like every operator action.',
+    request: { schema: DiagnoseBody, required: false },
+    success: {
+      status: 200,
+      description: 'the report',
+      schema: answer('diagnosis', DiagnosisSchema),
+    },
+    errors: ['invalid', 'not_found', 'unavailable'],
   },
   'GET /admin/v1/orgs/:org/printers': operatorList({
     operationId: 'listPrinters',

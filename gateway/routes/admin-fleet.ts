@@ -11,8 +11,9 @@ import type { AuditEntry } from '../../gen/spool/v1/accounts.js';
 import { invalid } from '../../lib/errors.js';
 import { rfc3339OrNull } from '../../lib/time.js';
 import { type OperatorToken, requireOperator } from '../auth.js';
-import { changes } from '../body.js';
+import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
+import { DIAGNOSE_DEADLINE_MS, DiagnoseBody, diagnosisView } from '../diagnosis.js';
 import { refuseChangesWhileDeleting } from '../org-deletion.js';
 import { deletePrinter } from '../printer-deletion.js';
 import { booleanParam, listParams, rejectUnknownParams, single, timeParam } from '../query.js';
@@ -172,6 +173,16 @@ export function adminFleetRouter(deps: {
     });
     await stations.deleteStation({ orgId: org(ctx), stationId: id(ctx) });
     ctx.status = 204;
+  });
+
+  // Asks the station's linked agent for its log lines, printers and versions (docs/agent.md).
+  router.post('/orgs/:org/stations/:id/diagnose', async (ctx) => {
+    const req = await body(ctx, DiagnoseBody, deps.bodyLimit);
+    const { report } = await stations.diagnoseStation(
+      { orgId: org(ctx), stationId: id(ctx), logLines: req.log_lines ?? 0 },
+      { deadlineMs: DIAGNOSE_DEADLINE_MS },
+    );
+    ctx.body = { diagnosis: diagnosisView(report) };
   });
 
   router.get('/orgs/:org/printers', async (ctx) => {
