@@ -82,6 +82,8 @@ export interface SystemOptions {
   replicaBeatMs?: number;
   /** How long a station link tries a report NATS refuses before it asks about other replicas. */
   reportRetryMs?: number;
+  /** How long a station diagnosis waits for the agent's report (default 10 s). */
+  diagnoseWaitMs?: number;
   settingsTtlMs?: number;
   /** Public requests a client address may make a minute (default 30). */
   publicRateLimit?: number;
@@ -200,6 +202,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     jobs: jobsClient,
     ...(options.replicaBeatMs === undefined ? {} : { replicaBeatMs: options.replicaBeatMs }),
     ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
+    ...(options.diagnoseWaitMs === undefined ? {} : { diagnoseWaitMs: options.diagnoseWaitMs }),
   });
   const webhooks = await createWebhooks({
     pool,

@@ -52,6 +52,8 @@ export async function startTestSystem(
     grpcDeadlineMs?: number;
     /** How long a station link tries a report NATS refuses before it asks about other replicas. */
     reportRetryMs?: number;
+    /** How long a station diagnosis waits for the agent's report (default 10 s). */
+    diagnoseWaitMs?: number;
     /** The operator token(s) the gateway takes; OPERATOR_TOKEN unless given. */
     operatorToken?: OperatorToken;
   } = {},
@@ -78,6 +80,7 @@ export async function startTestSystem(
     ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
     ...(options.grpcDeadlineMs === undefined ? {} : { grpcDeadlineMs: options.grpcDeadlineMs }),
     ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
+    ...(options.diagnoseWaitMs === undefined ? {} : { diagnoseWaitMs: options.diagnoseWaitMs }),
     webhooks: { allowInsecure: true, ...options.webhooks },
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.uploadQuotaBytes === undefined
