@@ -297,6 +297,30 @@ test('the packaged agent runs with no Node on PATH, prints, restarts without pri
   if (queue) t.regex(connected.stdout, new RegExp(`^  office/${queue.name}\\s+ready`, 'm'));
   t.regex(connected.stdout, /^last error: none$/m);
 
+  // Diagnosed from afar, through the admin API: its versions, printers and own log lines, and
+  // never its token.
+  const diagnosed = await call<{
+    diagnosis: {
+      versions: Record<string, string>;
+      printers: Array<{ name: string; backend: string; status: string }>;
+      log_lines: string[];
+    };
+  }>(sys.url, 'POST', `/admin/v1/orgs/${orgId}/stations/${station.id}/diagnose`, {
+    token: OPERATOR_TOKEN,
+    body: { log_lines: 200 },
+  });
+  t.is(diagnosed.status, 200, JSON.stringify(diagnosed.body));
+  const report = diagnosed.body.diagnosis;
+  t.is(report.versions.agent, artifact.version);
+  t.regex(report.versions.node ?? '', /^\d+\.\d+\.\d+$/);
+  t.regex(report.versions.os ?? '', /^linux /);
+  t.deepEqual(
+    report.printers.map((p) => [p.name, p.backend, p.status]),
+    listed.printers.map((p) => [p.name, p.backend, p.status]),
+  );
+  t.true(report.log_lines.some((line) => line.includes('"msg":"station agent started"')));
+  t.false(JSON.stringify(diagnosed.body).includes(station.token));
+
   // A test page, printed here without Spool.
   const testPage = await agentCommand(['test-print', 'desk']);
   t.is(testPage.code, 0, testPage.stderr);
