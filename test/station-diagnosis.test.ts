@@ -15,6 +15,7 @@ import { type Diagnosis, renderDiagnosis } from '../cli/admin-diagnosis.js';
 import type { DiagnoseReport } from '../gen/spool/v1/stations.js';
 import { capped, trustedDiagnosis } from '../lib/contracts/diagnosis.js';
 import { createLogger } from '../lib/logger.js';
+import { member } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
 import {
   call,
@@ -146,6 +147,36 @@ test('a linked agent answers with its log lines, printers and versions, and no s
   t.deepEqual(
     entries.map((e) => [e.method, e.status, e.target.id]).sort(),
     [200, 200, 400, 400, 400].map((status) => ['POST', status, station.id]),
+  );
+
+  // The console's Diagnose: for the organization's admins, audited as theirs.
+  const admin = await member(sys.url, orgId, 'admin');
+  const fromConsole = await admin.call<{ diagnosis: Diagnosis }>(
+    'POST',
+    `/console/v1/orgs/${orgId}/stations/${station.id}/diagnose`,
+    { body: { log_lines: 3 } },
+  );
+  t.is(fromConsole.status, 200, JSON.stringify(fromConsole.body));
+  t.is(fromConsole.body.diagnosis.log_lines.length, 3);
+  t.is(fromConsole.body.diagnosis.versions.agent, '9.8.7');
+  t.false(JSON.stringify(fromConsole.body).includes(station.token));
+  const viewer = await member(sys.url, orgId, 'viewer');
+  const refused = await viewer.call(
+    'POST',
+    `/console/v1/orgs/${orgId}/stations/${station.id}/diagnose`,
+  );
+  t.is(refused.status, 403);
+  const byPerson = await call<{ items: Array<{ route: string; actor: string; status: number }> }>(
+    sys.url,
+    'GET',
+    `/admin/v1/audit?org=${orgId}&actor=person:${admin.personId}`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.true(
+    byPerson.body.items.some(
+      (e) => e.route === '/console/v1/orgs/:org/stations/:id/diagnose' && e.status === 200,
+    ),
+    JSON.stringify(byPerson.body.items),
   );
 
   // What the CLI prints of it.

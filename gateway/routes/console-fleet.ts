@@ -4,6 +4,7 @@
  */
 import { body } from '../body.js';
 import type { Backends } from '../clients.js';
+import { DIAGNOSE_DEADLINE_MS, DiagnoseBody, diagnosisView } from '../diagnosis.js';
 import { deletePrinter } from '../printer-deletion.js';
 import { rejectUnknownParams } from '../query.js';
 import { keyView, stationView } from '../views.js';
@@ -71,6 +72,17 @@ export function fleetRoutes(kit: ConsoleKit): void {
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { station: stationView(station), token };
+  });
+
+  // The station's linked agent's log lines, printers and versions (docs/agent.md, "Diagnosis").
+  router.post('/orgs/:org/stations/:id/diagnose', signedIn, role('admin'), async (ctx) => {
+    const req = await body(ctx, DiagnoseBody, deps.bodyLimit);
+    const { report } = await stations.diagnoseStation(
+      { orgId: orgOf(ctx), stationId: ctx.params.id ?? '', logLines: req.log_lines ?? 0 },
+      { deadlineMs: DIAGNOSE_DEADLINE_MS },
+    );
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { diagnosis: diagnosisView(report) };
   });
 
   // A printer its agent no longer reports (`removed`), or any: its unfinished jobs fail first.

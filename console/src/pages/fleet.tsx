@@ -12,6 +12,7 @@ import { urlPager, useSearch } from '../router.js';
 import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
 import type { LocationPage, Overview, Printer, PrinterPage, Station } from '../types.js';
 import { ErrorText, PageHeader, SecretBox, Status, Time } from '../ui.js';
+import { type Diagnosis, StationDiagnosis } from './station-diagnosis.js';
 
 function Counts(props: { counts: Record<string, number>; empty: string }): JSX.Element {
   const entries = Object.entries(props.counts).filter(([, n]) => n > 0);
@@ -210,6 +211,14 @@ export function StationsPage(): JSX.Element {
     setName('');
     await r.reload();
   });
+  const [diagnosis, setDiagnosis] = useState<{ name: string; diagnosis: Diagnosis } | null>(null);
+  const diagnose = useAction(async (s: Station) => {
+    setDiagnosis(null);
+    const res = await post<{ diagnosis: Diagnosis }>(
+      `/console/v1/orgs/${enc(org.id)}/stations/${enc(s.id)}/diagnose`,
+    );
+    setDiagnosis({ name: s.name, diagnosis: res.diagnosis });
+  });
   const locationName = (id: string | null) =>
     id ? (locations.data?.locations.find((l) => l.id === id)?.name ?? id) : '';
   const items = r.data?.items ?? [];
@@ -250,15 +259,17 @@ export function StationsPage(): JSX.Element {
         </Panel>
       ) : null}
       <ErrorText error={r.error} />
+      <ErrorText error={diagnose.error} />
       <Table
         label="Stations"
         columns={['Name', 'Status', 'Location', 'Last seen', 'Created']}
+        actions={canCreate}
         rows={items}
         empty="No stations yet."
         loaded={r.data !== undefined}
         row={(s) => (
           <tr key={s.id}>
-            <th scope="row">
+            <th scope="row" id={`station-${s.id}`}>
               {s.name} <RegionTag region={s.region} />
             </th>
             <td data-label="Status">
@@ -281,9 +292,27 @@ export function StationsPage(): JSX.Element {
             <td data-label="Created">
               <Time at={s.created_at} />
             </td>
+            {canCreate ? (
+              <ActionsCell>
+                <button
+                  type="button"
+                  disabled={diagnose.busy || !s.online}
+                  aria-describedby={`station-${s.id}`}
+                  title={
+                    s.online
+                      ? 'Ask its agent for its versions, printers and last log lines'
+                      : 'Its agent is not linked'
+                  }
+                  onClick={() => void diagnose.run(s)}
+                >
+                  Diagnose
+                </button>
+              </ActionsCell>
+            ) : null}
           </tr>
         )}
       />
+      {diagnosis ? <StationDiagnosis {...diagnosis} /> : null}
     </>
   );
 }
