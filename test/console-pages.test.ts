@@ -290,6 +290,26 @@ test.serial('a station whose token was revoked says so beside its status', async
   t.is(await page.getByRole('row', { name: /Annex/ }).getByText('token revoked').count(), 0);
 });
 
+test.serial(
+  'Diagnose on a station shows the versions, printers and log lines of its agent',
+  async (t) => {
+    const page = await ownerPage('/stations');
+    const row = page.getByRole('row', { name: /Front desk/ });
+    await row.getByRole('button', { name: 'Diagnose' }).click();
+    const report = page.getByRole('region', { name: 'Diagnosis of Front desk' });
+    await report.getByText(/INFO station agent started/).waitFor();
+    t.is(await report.getByRole('row', { name: /^desk file:/ }).count(), 1);
+    t.regex((await report.locator('dl').textContent()) ?? '', /agent\d+\.\d+\.\d+/);
+    // A station whose agent is not linked cannot be asked.
+    t.true(
+      await page
+        .getByRole('row', { name: /Annex/ })
+        .getByRole('button', { name: 'Diagnose' })
+        .isDisabled(),
+    );
+  },
+);
+
 test.serial('a printer whose station is offline reads as unreachable, not ready', async (t) => {
   const printers = await call<{
     printers: { name: string; status: string; station_online: boolean }[];
