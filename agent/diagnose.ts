@@ -104,6 +104,8 @@ export interface DiagnosisSources {
   specs: readonly PrinterSpec[];
   /** The printers as last read. */
   reports: () => readonly PrinterReport[];
+  /** A printer's backend's own words for its state, as last read ('' when it has none). */
+  raw?: (name: string) => string;
   /** Printer names of the jobs the agent holds unfinished. */
   held: () => readonly string[];
   agentVersion: string;
@@ -129,7 +131,7 @@ export async function diagnose(
       status: r.status,
       detail: scrubSecrets(r.detail),
       capabilities: r.capabilities,
-      raw: '',
+      raw: scrubSecrets(sources.raw?.(r.name) ?? ''),
       heldJobs: heldBy.get(r.name) ?? 0,
     };
   });

@@ -227,6 +227,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
           recentLog: options.recentLog,
           specs: options.printers,
           reports: () => printers.reports(),
+          raw: (name) => printers.raw(name),
           held: () => runner.held().map((h) => journal.get(h.jobId, h.attempt)?.printer ?? ''),
           agentVersion,
           platform: options.updates?.platform,

@@ -59,6 +59,8 @@ export class PrinterSet {
   /** The queues each `cups:*` spec found last time. */
   readonly #discovered = new Map<PrinterSpec, string[]>();
   #reports: PrinterReport[] = [];
+  /** Each printer's backend's own words for its state, from the last read (see {@link raw}). */
+  #raw = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #refreshing: Promise<boolean> | undefined;
@@ -83,6 +85,11 @@ export class PrinterSet {
   /** The whole list, as `hello` and `printers` carry it; a new array whenever it changed. */
   reports(): PrinterReport[] {
     return this.#reports;
+  }
+
+  /** What `name`'s backend last said of its state in its own words, for a diagnosis; or ''. */
+  raw(name: string): string {
+    return this.#raw.get(name) ?? '';
   }
 
   /** Finds printers and reads every status; resolves true when the reports changed. */
@@ -168,14 +175,16 @@ export class PrinterSet {
     }
     this.#backends = next;
     this.#capabilities = capabilities;
+    const raw = new Map<string, string>();
     const reports = await Promise.all(
-      [...next].map(
-        async ([name, backend]): Promise<PrinterReport> => ({
-          name,
-          ...(await this.#status(name, backend)),
-        }),
-      ),
+      [...next].map(async ([name, backend]): Promise<PrinterReport> => {
+        // The backend's own words stay here: the link reports only status and detail.
+        const { raw: words, ...status } = await this.#status(name, backend);
+        if (words) raw.set(name, words);
+        return { name, ...status };
+      }),
     );
+    this.#raw = raw;
     // The list is replaced only when it changed, so callers may compare lists by identity.
     if (JSON.stringify(reports) === JSON.stringify(this.#reports)) return false;
     this.#reports = reports;

@@ -8,9 +8,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import anyTest, { type TestFn } from 'ava';
+import { lpstatWords } from '../agent/backends/cups.js';
 import { createFileBackend } from '../agent/backends/file.js';
 import { RecentLog } from '../agent/diagnose.js';
 import { type Agent, parsePrinterSpec, runAgent } from '../agent/index.js';
+import { printerStateWords } from '../agent/ipp/attributes.js';
+import { PRINTER_STATE, type Value } from '../agent/ipp/protocol.js';
 import { type Diagnosis, renderDiagnosis } from '../cli/admin-diagnosis.js';
 import type { DiagnoseReport } from '../gen/spool/v1/stations.js';
 import { capped, trustedDiagnosis } from '../lib/contracts/diagnosis.js';
@@ -75,8 +78,18 @@ async function linkedAgent(t: { teardown(fn: () => Promise<void>): void }, sys: 
     recentLog,
     agentVersion: '9.8.7',
     backoff: { initialMs: 10, maxMs: 50 },
-    createBackend: (spec) =>
-      createFileBackend(spec.kind === 'file' ? spec.dir : join(dir, 'remote')),
+    createBackend: (spec) => {
+      if (spec.kind === 'file') return createFileBackend(spec.dir);
+      // Printed to a folder, but with a printer's own words for its state, a password among them.
+      const folder = createFileBackend(join(dir, 'remote'));
+      return {
+        ...folder,
+        status: async () => ({
+          ...(await folder.status()),
+          raw: 'printer-state=idle printer-state-message="see https://ops:hunter2@printer.local/"',
+        }),
+      };
+    },
   });
   t.teardown(() => agent.stop());
   await eventually(
@@ -112,6 +125,10 @@ test('a linked agent answers with its log lines, printers and versions, and no s
       ['desk', `file:${join(dir, 'desk')}`, 'ready', 0],
       ['remote', 'ipp://127.0.0.1:1/ipp/print', 'ready', 0],
     ],
+  );
+  t.deepEqual(
+    d.printers.map((p) => p.raw),
+    ['', 'printer-state=idle printer-state-message="see https://printer.local/"'],
   );
   t.true(d.log_lines.some((l) => l.includes('"msg":"station agent started"')));
   t.true(d.log_lines.some((l) => l.includes('"msg":"a field named token"')));
@@ -205,6 +222,24 @@ test('a station not linked answers 503 at once; an agent that does not answer, 5
   t.is(silent.status, 503);
   t.regex(silent.body.error?.message ?? '', /did not answer within 1\.5 s/);
   t.true(Date.now() - started >= WAIT_MS);
+});
+
+test('a backend says what its printer said of its state in its own words', (t) => {
+  t.is(
+    lpstatWords(
+      'printer front is idle.  enabled since Sat 28 Nov 2026\n\tPaper low\n\tAlerts: media-low\n\tDescription: Front\n',
+    ),
+    'printer front is idle.  enabled since Sat 28 Nov 2026; Alerts: media-low',
+  );
+  const attributes = new Map<string, Value[]>([
+    ['printer-state', [PRINTER_STATE.stopped]],
+    ['printer-state-reasons', ['media-empty-error', 'door-open']],
+    ['printer-state-message', ['Load paper']],
+  ]);
+  t.is(
+    printerStateWords(attributes),
+    'printer-state=stopped printer-state-reasons=media-empty-error,door-open printer-state-message="Load paper"',
+  );
 });
 
 test('a report is believed within bounds: lines, secrets and size', (t) => {

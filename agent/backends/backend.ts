@@ -11,6 +11,11 @@ export interface PrinterStatus {
   /** Human-readable; for CUPS, the printer's state reasons and message. */
   detail: string;
   capabilities: PrinterCapabilities;
+  /**
+   * The backend's own words for the printer's state, as it read them (IPP's printer-state,
+   * -reasons and -message; CUPS's lpstat lines), for a diagnosis; never reported on the link.
+   */
+  raw?: string;
 }
 
 /** A job as a backend sees it: the whole, verified document. */

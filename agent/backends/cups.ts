@@ -295,7 +295,7 @@ export function createCupsBackend(queue: string, options: CupsOptions = {}): Bac
       } catch (error) {
         return { ...(await unreachable(run, queue, error)), capabilities: await caps() };
       }
-      return { ...parsePrinterStatus(out), capabilities: await caps() };
+      return { ...parsePrinterStatus(out), capabilities: await caps(), raw: lpstatWords(out) };
     },
   };
 
@@ -400,6 +400,13 @@ export function lpArguments(queue: string, job: Omit<PrintJob, 'document'>): str
   // Raw documents go to the printer untouched; PDF and text are typed and filtered by CUPS.
   if (extensionFor(job.contentType) === 'bin') args.push('-o', 'raw');
   return args;
+}
+
+/** What `lpstat -l -p QUEUE` says of the queue's state, on one line, for a diagnosis. */
+export function lpstatWords(lpstatOutput: string): string {
+  const lines = lpstatOutput.split('\n');
+  const alerts = lines.find((l) => l.startsWith('\tAlerts:'))?.trim();
+  return [lines[0]?.trim() ?? '', ...(alerts ? [alerts] : [])].filter((s) => s !== '').join('; ');
 }
 
 /** Reads `lpstat -l -p QUEUE`. */

@@ -9,6 +9,7 @@ import {
   capabilitiesOf,
   jobTemplate,
   PRINTER_ATTRIBUTES,
+  printerStateWords,
   printerStatusOf,
 } from '../ipp/attributes.js';
 import { call, describe, endpointOf } from '../ipp/client.js';
@@ -225,13 +226,14 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
         const attributes = allAttributes(response);
         known = capabilitiesOf(attributes, false);
         const state = printerStatusOf(attributes);
+        const raw = printerStateWords(attributes);
         if (
           attributes.get('printer-is-accepting-jobs')?.[0] === false &&
           state.status === 'ready'
         ) {
-          return { status: 'offline', detail: 'not accepting jobs', capabilities: known };
+          return { status: 'offline', detail: 'not accepting jobs', capabilities: known, raw };
         }
-        return { ...state, capabilities: known };
+        return { ...state, capabilities: known, raw };
       } catch (error) {
         return {
           status: 'offline',

@@ -197,6 +197,18 @@ export function printerStatusOf(attributes: Map<string, Value[]>): {
   });
 }
 
+/** The printer's state attributes as it sent them, for a diagnosis. */
+export function printerStateWords(attributes: Map<string, Value[]>): string {
+  const state = integer(attributes, 'printer-state');
+  const name = Object.entries(PRINTER_STATE).find(([, v]) => v === state)?.[0] ?? String(state);
+  const message = strings(attributes, 'printer-state-message')[0] ?? '';
+  return [
+    `printer-state=${name}`,
+    `printer-state-reasons=${strings(attributes, 'printer-state-reasons').join(',') || 'none'}`,
+    ...(message ? [`printer-state-message=${JSON.stringify(message)}`] : []),
+  ].join(' ');
+}
+
 // orientation-requested enums by the job's `rotate`.
 const ORIENTATIONS: Record<number, number> = { 0: 3, 90: 4, 180: 6, 270: 5 };
 
