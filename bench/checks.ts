@@ -8,7 +8,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
 import { epochMs, sleep } from './clock.js';
 
-const OUTBOXES = ['accounts_outbox', 'jobs_outbox', 'stations_outbox'];
+const OUTBOXES = ['accounts_outbox', 'jobs_outbox', 'stations_outbox', 'webhooks_outbox'];
 const CONSUMERS: Array<[string, string]> = [
   ['REPORTS', 'jobs-reports'],
   ['EVENTS', 'webhooks-fanout'],

@@ -31,8 +31,10 @@ export const PUBLISHED_EVENT_TYPES: readonly Exclude<EventType, 'ping'>[] = EVEN
 /**
  * Changes to an organization's resources that consoles need to stay current: stations created,
  * changed and deleted, printers deleted (a printer's other changes are `printer.status`), API keys
- * made and revoked. Only the event stream carries them; webhook
- * endpoints cannot subscribe to them and `*` does not include them (docs/realtime.md).
+ * made and revoked, members added, given another role and removed, invitations sent and gone
+ * (withdrawn, replaced or accepted), webhook endpoints made, changed and deleted. Only the event
+ * stream carries them; webhook endpoints cannot subscribe to them and `*` does not include them
+ * (docs/realtime.md).
  */
 export const RESOURCE_EVENT_TYPES = [
   'station.created',
@@ -41,6 +43,14 @@ export const RESOURCE_EVENT_TYPES = [
   'printer.deleted',
   'api_key.created',
   'api_key.revoked',
+  'member.created',
+  'member.updated',
+  'member.deleted',
+  'invitation.created',
+  'invitation.deleted',
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
 ] as const;
 
 export type ResourceEventType = (typeof RESOURCE_EVENT_TYPES)[number];
@@ -77,6 +87,14 @@ export const EVENT_READERS: Readonly<Record<Exclude<StreamEventType, 'ping'>, Ev
   'printer.deleted': 'printers:read',
   'api_key.created': 'members',
   'api_key.revoked': 'members',
+  'member.created': 'members',
+  'member.updated': 'members',
+  'member.deleted': 'members',
+  'invitation.created': 'members',
+  'invitation.deleted': 'members',
+  'webhook_endpoint.created': 'webhooks:read',
+  'webhook_endpoint.updated': 'webhooks:read',
+  'webhook_endpoint.deleted': 'webhooks:read',
 };
 
 /** Whether `type` is one webhooks carry (every published type of spec §6 and `job.rerouted`). */

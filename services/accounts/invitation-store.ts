@@ -18,6 +18,7 @@ import { listOldestFirst } from '../../lib/paging.js';
 import { type Role, roleMessage } from '../../lib/roles.js';
 import { membershipsOf, requireActor } from './membership-store.js';
 import { announce, requireOpenOrg, sessionsRevoked } from './outbox.js';
+import { invitationCreated, invitationDeleted, memberEvent } from './people-events.js';
 import {
   INVITATION_SELECT,
   type InvitationRow,
@@ -91,18 +92,22 @@ async function requireOrg(q: pg.Pool | pg.PoolClient, orgId: string): Promise<vo
 
 /**
  * Withdraws the pending invitations of the email, since only the newest link of an email works;
- * replacing an owner's invitation is revoking it, which only owners may.
+ * replacing an owner's invitation is revoking it, which only owners may. Answers those withdrawn.
  */
 async function supersede(
   tx: pg.PoolClient,
   inv: NewInvitation,
   actorRole: Role,
   now: Date,
-): Promise<void> {
-  const superseded = await tx.query<{ role: string }>(
-    `UPDATE invitations SET revoked_at = $3
-     WHERE org_id = $1 AND email = $2 AND used_at IS NULL AND revoked_at IS NULL
-     RETURNING role`,
+): Promise<Invitation[]> {
+  const superseded = await tx.query<InvitationRow>(
+    `WITH s AS (
+       UPDATE invitations SET revoked_at = $3
+       WHERE org_id = $1 AND email = $2 AND used_at IS NULL AND revoked_at IS NULL
+       RETURNING *)
+     SELECT s.id, s.org_id, o.name AS org_name, s.email, s.role, s.expires_at, s.created_at,
+       s.used_at, s.revoked_at
+     FROM s JOIN orgs o ON o.id = s.org_id`,
     [inv.orgId, inv.email, now],
   );
   if (actorRole !== 'owner' && superseded.rows.some((r) => r.role === 'owner')) {
@@ -110,6 +115,7 @@ async function supersede(
       `${roleMessage('owner', actorRole)}: ${inv.email} has a pending invitation as an owner`,
     );
   }
+  return superseded.rows.map(toInvitation);
 }
 
 /** The person accepting: `who`'s existing id, or a person created with the invitation's email. */
@@ -145,7 +151,7 @@ export function createInvitationStore(pool: pg.Pool, clock: Clock): InvitationSt
           throw conflict(`${inv.email} is already a member of this organization`, 'email');
         }
         const now = clock.now();
-        await supersede(tx, inv, actorRole, now);
+        const replaced = await supersede(tx, inv, actorRole, now);
         const id = randomUUID();
         await tx.query(
           `INSERT INTO invitations
@@ -165,7 +171,12 @@ export function createInvitationStore(pool: pg.Pool, clock: Clock): InvitationSt
         const { rows } = await tx.query<InvitationRow>(`${INVITATION_SELECT} WHERE i.id = $1`, [
           id,
         ]);
-        return toInvitation(rows[0] as InvitationRow);
+        const created = toInvitation(rows[0] as InvitationRow);
+        await announce(tx, [
+          ...replaced.map((old) => invitationDeleted(old, 'replaced', now)),
+          invitationCreated(created, now),
+        ]);
+        return created;
       });
     },
 
@@ -228,13 +239,17 @@ export function createInvitationStore(pool: pg.Pool, clock: Clock): InvitationSt
             `${row.email} accepted this invitation and is a member: remove them instead`,
           );
         }
+        const now = clock.now();
         const { rows } = await tx.query<{ revoked_at: Date }>(
           `UPDATE invitations SET revoked_at = COALESCE(revoked_at, $3)
            WHERE org_id = $1 AND id = $2 RETURNING revoked_at`,
-          [orgId, id, clock.now()],
+          [orgId, id, now],
         );
+        const invitation = toInvitation(row);
+        // Revoking one no longer pending (revoked, replaced) takes nothing away from a list.
+        if (!row.revoked_at) await announce(tx, [invitationDeleted(invitation, 'revoked', now)]);
         return {
-          invitation: toInvitation(row),
+          invitation,
           revokedAt: (rows[0] as { revoked_at: Date }).revoked_at,
         };
       });
@@ -243,28 +258,46 @@ export function createInvitationStore(pool: pg.Pool, clock: Clock): InvitationSt
     async acceptInvitation(hash, who, sessionHash) {
       return withTx(pool, async (tx) => {
         const now = clock.now();
-        const used = await tx.query<{ org_id: string; email: string; role: string }>(
-          `UPDATE invitations SET used_at = $2
-           WHERE token_hash = $1 AND ${PENDING}
-           RETURNING org_id, email, role`,
+        const used = await tx.query<InvitationRow>(
+          `WITH u AS (
+             UPDATE invitations SET used_at = $2
+             WHERE token_hash = $1 AND ${PENDING}
+             RETURNING *)
+           SELECT u.id, u.org_id, o.name AS org_name, u.email, u.role, u.expires_at, u.created_at,
+             u.used_at, u.revoked_at
+           FROM u JOIN orgs o ON o.id = u.org_id`,
           [hash, now],
         );
         const inv = used.rows[0];
         if (!inv) throw notFound('this invitation is not valid: ask for a new one');
         const personId = await inviteeId(tx, who, inv.email, now);
-        await tx.query(
+        const joined = await tx.query(
           `INSERT INTO memberships (org_id, person_id, role, created_at) VALUES ($1, $2, $3, $4)
            ON CONFLICT (org_id, person_id) DO NOTHING`,
           [inv.org_id, personId, inv.role, now],
         );
-        await announce(tx, [sessionsRevoked(personId)]);
-        const sessionId = await insertSession(tx, clock, personId, sessionHash);
         const { rows } = await tx.query<PersonRow>(
           `SELECT ${PERSON_COLUMNS} FROM people WHERE id = $1`,
           [personId],
         );
+        const person = toPerson(rows[0] as PersonRow);
+        await announce(tx, [
+          sessionsRevoked(personId),
+          invitationDeleted(toInvitation(inv), 'accepted', now),
+          ...((joined.rowCount ?? 0) > 0
+            ? [
+                memberEvent(
+                  'member.created',
+                  inv.org_id,
+                  { person, role: inv.role, joinedAt: now },
+                  now,
+                ),
+              ]
+            : []),
+        ]);
+        const sessionId = await insertSession(tx, clock, personId, sessionHash);
         return {
-          person: toPerson(rows[0] as PersonRow),
+          person,
           memberships: await membershipsOf(tx, personId),
           sessionId,
         };

@@ -9,6 +9,7 @@ import { withTx } from '../../lib/db.js';
 import { conflict, forbidden, notFound } from '../../lib/errors.js';
 import { hasRole, type Role, roleMessage } from '../../lib/roles.js';
 import { announce, sessionsRevoked } from './outbox.js';
+import { memberEvent } from './people-events.js';
 import {
   INVITATION_SELECT,
   type InvitationRow,
@@ -84,31 +85,38 @@ async function checkChange(
   }
 }
 
-/** The membership of `personId`, which must exist, checked for the actor to change to `next`. */
+/**
+ * The membership of `personId`, which must exist, checked for the actor to change to `next`;
+ * answers its role now.
+ */
 async function changeable(
   tx: pg.PoolClient,
   orgId: string,
   personId: string,
   actorId: string | undefined,
   next: Role | undefined,
-): Promise<void> {
+): Promise<string> {
   const current = await roleOf(tx, orgId, personId);
   if (current === undefined) throw notFound('no such person in this organization');
   await checkChange(tx, orgId, actorId, current, next);
+  return current;
 }
 
 export interface MembershipStore {
   membershipsOf(personId: string): Promise<Membership[]>;
   /** The organization's members and pending invitations, oldest first (at most 1000 of each). */
   listMembers(orgId: string): Promise<{ members: Member[]; invitations: Invitation[] }>;
-  /** Changes a member's role as the actor may; the member's sessions are looked up anew. */
+  /**
+   * Changes a member's role as the actor may; the member's sessions are looked up anew, and
+   * `member.updated` sent when the role is another.
+   */
   changeRole(
     orgId: string,
     personId: string,
     role: Role,
     actorId: string | undefined,
   ): Promise<Member>;
-  /** Removes a member as the actor may; the member's sessions are looked up anew. */
+  /** Removes a member as the actor may, sending `member.deleted`; the member's sessions are looked up anew. */
   removeMember(orgId: string, personId: string, actorId: string | undefined): Promise<void>;
 }
 
@@ -141,7 +149,7 @@ export function createMembershipStore(pool: pg.Pool, clock: Clock): MembershipSt
 
     async changeRole(orgId, personId, role, actorId) {
       return withTx(pool, async (tx) => {
-        await changeable(tx, orgId, personId, actorId, role);
+        const before = await changeable(tx, orgId, personId, actorId, role);
         const { rows } = await tx.query<PersonRow & { role: string; joined_at: Date }>(
           `WITH changed AS (
              UPDATE memberships SET role = $3 WHERE org_id = $1 AND person_id = $2
@@ -151,19 +159,32 @@ export function createMembershipStore(pool: pg.Pool, clock: Clock): MembershipSt
           [orgId, personId, role],
         );
         const row = rows[0] as PersonRow & { role: string; joined_at: Date };
-        await announce(tx, [sessionsRevoked(personId)]);
-        return { person: toPerson(row), role: row.role, joinedAt: row.joined_at };
+        const member = { person: toPerson(row), role: row.role, joinedAt: row.joined_at };
+        await announce(tx, [
+          sessionsRevoked(personId),
+          ...(before === role ? [] : [memberEvent('member.updated', orgId, member, clock.now())]),
+        ]);
+        return member;
       });
     },
 
     async removeMember(orgId, personId, actorId) {
       await withTx(pool, async (tx) => {
         await changeable(tx, orgId, personId, actorId, undefined);
-        await tx.query('DELETE FROM memberships WHERE org_id = $1 AND person_id = $2', [
-          orgId,
-          personId,
+        const { rows } = await tx.query<PersonRow & { role: string; joined_at: Date }>(
+          `WITH removed AS (
+             DELETE FROM memberships WHERE org_id = $1 AND person_id = $2
+             RETURNING person_id, role, created_at)
+           SELECT p.id, p.email, p.display_name, r.role, r.created_at AS joined_at
+           FROM removed r JOIN people p ON p.id = r.person_id`,
+          [orgId, personId],
+        );
+        const row = rows[0] as PersonRow & { role: string; joined_at: Date };
+        const member = { person: toPerson(row), role: row.role, joinedAt: row.joined_at };
+        await announce(tx, [
+          sessionsRevoked(personId),
+          memberEvent('member.deleted', orgId, member, clock.now()),
         ]);
-        await announce(tx, [sessionsRevoked(personId)]);
       });
     },
   };

@@ -195,6 +195,7 @@ export function createPeopleServer(deps: {
         expiresAt: new Date(clock.now().getTime() + settings.invitationMs),
         actorId: actorOf(req.actorPersonId),
       });
+      announced();
       return { invitation, token };
     },
 
@@ -223,7 +224,9 @@ export function createPeopleServer(deps: {
       const orgId = orgIdOf(req.orgId);
       const actorId = actorOf(req.actorPersonId);
       if (!isUuid(req.invitationId)) throw notFound('no such invitation in this organization');
-      return store.revokeInvitation(orgId, req.invitationId, actorId);
+      const revoked = await store.revokeInvitation(orgId, req.invitationId, actorId);
+      announced();
+      return revoked;
     },
 
     async acceptInvitation(req) {

@@ -1,7 +1,8 @@
 /**
  * Webhook endpoints: their creation (at most {@link MAX_ENDPOINTS_PER_ORG} per organization),
  * listing, changes, secret rotation and deletion, and what the fan-out and the worker read of
- * them. Secrets are sealed before they are written.
+ * them. Secrets are sealed before they are written. Each change queues its `webhook_endpoint.*`
+ * event for the event stream in its own transaction (outbox.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -18,6 +19,7 @@ import {
   endpointRow,
   toEndpoint,
 } from './endpoint-rows.js';
+import { announceEndpoints } from './outbox.js';
 
 /** Spec §8: at most 20 endpoints per organization. */
 export const MAX_ENDPOINTS_PER_ORG = 20;
@@ -128,7 +130,9 @@ export function createEndpointStore(pool: pg.Pool, clock: Clock, box: SecretBox)
            RETURNING ${ENDPOINT_COLUMNS}`,
           [id, input.orgId, input.url, input.events, input.description, sealed, now],
         );
-        return toEndpoint(rows[0] as EndpointRow, now);
+        const created = toEndpoint(rows[0] as EndpointRow, now);
+        await announceEndpoints(tx, 'webhook_endpoint.created', [created], now);
+        return created;
       });
     },
 
@@ -192,13 +196,16 @@ export function createEndpointStore(pool: pg.Pool, clock: Clock, box: SecretBox)
             now,
           ],
         );
-        return toEndpoint(rows[0] as EndpointRow, now);
+        const updated = toEndpoint(rows[0] as EndpointRow, now);
+        await announceEndpoints(tx, 'webhook_endpoint.updated', [updated], now);
+        return updated;
       });
     },
 
     async deleteEndpoint(orgId: string, endpointId: string): Promise<void> {
       await withTx(pool, async (tx) => {
-        await endpointRow(tx, orgId, endpointId, true);
+        const now = clock.now();
+        const deleted = toEndpoint(await endpointRow(tx, orgId, endpointId, true), now);
         await tx.query(
           `DELETE FROM webhook_attempts WHERE org_id = $1 AND delivery_id IN
              (SELECT id FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2)`,
@@ -212,6 +219,7 @@ export function createEndpointStore(pool: pg.Pool, clock: Clock, box: SecretBox)
           orgId,
           endpointId,
         ]);
+        await announceEndpoints(tx, 'webhook_endpoint.deleted', [deleted], now);
       });
     },
 
@@ -240,7 +248,9 @@ export function createEndpointStore(pool: pg.Pool, clock: Clock, box: SecretBox)
             now,
           ],
         );
-        return toEndpoint(rows[0] as EndpointRow, now);
+        const rotated = toEndpoint(rows[0] as EndpointRow, now);
+        await announceEndpoints(tx, 'webhook_endpoint.updated', [rotated], now);
+        return rotated;
       });
     },
 

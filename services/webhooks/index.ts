@@ -14,6 +14,7 @@ import type { Clock } from '../../lib/clock.js';
 import { type AsyncClient, adaptServer, type GrpcService } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { MigrationSet } from '../../lib/migrate.js';
+import { OutboxRelay } from '../../lib/outbox.js';
 import { RetentionSweeper } from '../../lib/retention-sweeper.js';
 import type { WindowedRollup } from '../../lib/rollup.js';
 import { createSecretBox, createSecretCache } from './crypto.js';
@@ -21,6 +22,7 @@ import { RETRY_JITTER } from './defaults.js';
 import { createSender, type Sender } from './delivery.js';
 import { EndpointIndex, followEndpointChanges } from './endpoint-index.js';
 import { type Fanout, startFanout } from './fanout.js';
+import { OUTBOX_TABLE } from './outbox.js';
 import { createWebhooksServer } from './server.js';
 import type { WebhooksSettings } from './settings.js';
 import { createWebhookStore, type WebhookStore } from './store.js';
@@ -59,12 +61,15 @@ export interface WebhooksPart {
   logSweeper: RetentionSweeper;
   /** The deliveries' usage rollup, for tests that move the clock and roll up. */
   usage: WindowedRollup;
+  /** Publishes the outbox's `webhook_endpoint.*` events. */
+  relay: OutboxRelay;
   stop(): Promise<void>;
 }
 
 export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> {
   const logger = deps.logger.child({ service: 'webhooks' });
   const { settings } = deps;
+  const relay = new OutboxRelay({ pool: deps.pool, nc: deps.nc, table: OUTBOX_TABLE, logger });
   const store = createWebhookStore(
     deps.pool,
     deps.clock,
@@ -101,6 +106,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     leaseMs: settings.leaseMs ?? 2 * settings.timeoutMs + 30_000,
     pollMs: settings.pollMs,
     onEndpointsChanged: (orgId) => void endpointChanges.changed(orgId),
+    onAnnounced: () => relay.kick(),
   });
   const fanout = await startFanout({
     nc: deps.nc,
@@ -137,7 +143,9 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     rotationGraceMs: settings.rotationGraceMs,
     onWork: () => worker.kick(true),
     onEndpointsChanged: (orgId) => endpointChanges.changed(orgId),
+    onAnnounced: () => relay.kick(),
   });
+  relay.start();
   return {
     grpc: {
       name: 'spool.v1.WebhooksService',
@@ -151,6 +159,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
     endpointIndex: index,
     logSweeper,
     usage,
+    relay,
     async stop() {
       await usage.stop();
       await logSweeper.stop();
@@ -158,6 +167,7 @@ export async function createWebhooks(deps: WebhooksDeps): Promise<WebhooksPart> 
       endpointChanges.stop();
       await worker.stop();
       await sender.close();
+      await relay.stop();
     },
   };
 }

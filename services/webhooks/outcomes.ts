@@ -7,7 +7,13 @@ import { queryThenCommit } from '../../lib/db.js';
 import { columns } from '../../lib/sql.js';
 import type { ClaimedDelivery } from './claims.js';
 import type { DeliveryState } from './delivery-rows.js';
-import { disableEndpoint } from './endpoint-rows.js';
+import {
+  disableEndpoint,
+  ENDPOINT_COLUMNS,
+  type EndpointRow,
+  toEndpoint,
+} from './endpoint-rows.js';
+import { announceEndpoints } from './outbox.js';
 import {
   DISABLED_NOTICE,
   type DisabledReason,
@@ -38,10 +44,15 @@ export interface RecordInput extends Pick<RetryPolicy, 'failingDisableMs'> {
 
 export type Recorded = 'succeeded' | 'retry' | 'failed' | 'lost';
 
-/** What became of a round's outcomes, in their order, and the organizations whose endpoints were disabled. */
+/**
+ * What became of a round's outcomes, in their order, the organizations whose endpoints were
+ * disabled, and whether endpoints changed (disabled, or a failing streak begun or ended), their
+ * `webhook_endpoint.updated` queued in the outbox.
+ */
 export interface Settled {
   recorded: Recorded[];
   disabledIn: string[];
+  announced?: boolean;
 }
 
 /** The delivery's state, and its notice (undefined: unchanged), after a step. */
@@ -59,8 +70,8 @@ function deliveryEnd(step: Step): { state: DeliveryState; notice: string | undef
 /**
  * Records the outcomes of many attempts, within a worker round's transaction, in a few
  * statements whatever their number: one for the attempts' rows, one reading their endpoints, one
- * for the deliveries, one for endpoints whose failing streak began or ended (if any), and two per
- * endpoint disabled. Each outcome decides what follows as if recorded alone, in the order given:
+ * for the deliveries, one for endpoints whose failing streak began or ended (if any), two per
+ * endpoint disabled, and two reading and announcing the endpoints changed (if any). Each outcome decides what follows as if recorded alone, in the order given:
  * success ends the delivery; a failure schedules the next attempt, or ends it when the round has
  * none left, when the endpoint answered 410 (the endpoint is disabled), or when the endpoint has
  * failed every attempt for `failingDisableMs` (disabled too); a delivery of an endpoint disabled
@@ -189,6 +200,22 @@ export async function recordOutcomes(
       columns(streaks, (e) => [e.orgId, e.id, e.failingSince]),
     );
   }
+  // The endpoints as they now read, for the event stream; rare (a streak's start or end, a
+  // disabling), so the statement is one only rounds that change an endpoint pay.
+  const changed = [...endpoints.values()].filter((e) => e.disabledNow || streaks.includes(e));
+  if (changed.length > 0) {
+    const { rows } = await tx.query<EndpointRow>(
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
+       WHERE (org_id, id) IN (SELECT * FROM unnest($1::UUID[], $2::UUID[]))`,
+      columns(changed, (e) => [e.orgId, e.id]),
+    );
+    await announceEndpoints(
+      tx,
+      'webhook_endpoint.updated',
+      rows.map((r) => toEndpoint(r, now)),
+      now,
+    );
+  }
 
   const finished = new Set<string>();
   const decided = outcomes.flatMap((outcome, i) => {
@@ -229,5 +256,5 @@ export async function recordOutcomes(
   const disabledIn = [
     ...new Set([...endpoints.values()].filter((e) => e.disabledNow).map((e) => e.orgId)),
   ];
-  return { recorded, disabledIn };
+  return { recorded, disabledIn, announced: changed.length > 0 };
 }

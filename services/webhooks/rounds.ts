@@ -38,20 +38,21 @@ export function createRoundStore(pool: pg.Pool, box: SecretBox): RoundStore {
   return {
     async recordAndClaim(outcomes, record, claim) {
       if (outcomes.length === 0) {
-        if (!claim) return { recorded: [], disabledIn: [], claimed: [] };
+        if (!claim) return { recorded: [], disabledIn: [], announced: false, claimed: [] };
         if (!claim.expectWork) {
           const { rows: due } = await pool.query(
             `SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 LIMIT 1`,
             [claim.now],
           );
-          if (due.length === 0) return { recorded: [], disabledIn: [], claimed: [] };
+          if (due.length === 0)
+            return { recorded: [], disabledIn: [], announced: false, claimed: [] };
         }
       }
       return withTx(pool, async (tx) => {
         const settled =
           outcomes.length > 0
             ? await recordOutcomes(tx, outcomes, record, claim === undefined)
-            : { recorded: [], disabledIn: [] };
+            : { recorded: [], disabledIn: [], announced: false };
         const claimed = claim ? await claimDue(tx, claim, box) : [];
         return { ...settled, claimed };
       });

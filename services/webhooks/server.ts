@@ -62,6 +62,8 @@ export interface WebhooksServerDeps {
    * answer, so that every replica's fan-out knows of it before the caller can cause an event.
    */
   onEndpointsChanged: (orgId: string) => Promise<void>;
+  /** Called after a change queued events in the outbox commits, so they leave at once. */
+  onAnnounced?: () => void;
 }
 
 export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<WebhooksServiceServer> {
@@ -83,6 +85,7 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
         description: checkDescription(req.description),
         secret,
       });
+      deps.onAnnounced?.();
       await deps.onEndpointsChanged(orgId);
       return { endpoint: created, secret };
     },
@@ -111,6 +114,7 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
         enabled: req.enabled,
         description: req.description === undefined ? undefined : checkDescription(req.description),
       });
+      deps.onAnnounced?.();
       await deps.onEndpointsChanged(orgId);
       return { endpoint: updated };
     },
@@ -125,6 +129,7 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
     async deleteEndpoint(req) {
       const orgId = org(req.orgId);
       await store.deleteEndpoint(orgId, endpoint(req.endpointId));
+      deps.onAnnounced?.();
       await deps.onEndpointsChanged(orgId);
       return {};
     },
@@ -142,6 +147,7 @@ export function createWebhooksServer(deps: WebhooksServerDeps): AsyncServer<Webh
         req.graceSeconds === undefined ? deps.rotationGraceMs : req.graceSeconds * 1000;
       const secret = generateSecret();
       const rotated = await store.rotateSecret(orgId, endpointId, secret, graceMs);
+      deps.onAnnounced?.();
       return { endpoint: rotated, secret };
     },
 

@@ -59,6 +59,8 @@ export interface WorkerOptions {
   random?: () => number;
   /** Told when recording an outcome disabled an endpoint of the organization (410, failing). */
   onEndpointsChanged?: (orgId: string) => void;
+  /** Told when a round queued events in the outbox (an endpoint disabled or its failing streak changed). */
+  onAnnounced?: () => void;
 }
 
 export interface WorkerStats {
@@ -289,6 +291,7 @@ export class DeliveryWorker {
         item.resolve(round.recorded[i] ?? 'lost');
       }
       for (const orgId of round.disabledIn) o.onEndpointsChanged?.(orgId);
+      if (round.announced) o.onAnnounced?.();
       claimed = round.claimed;
     } catch (err) {
       for (const item of batch) {

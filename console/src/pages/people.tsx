@@ -5,6 +5,7 @@ import { del, enc, get, patch, post } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
 import { Field, Form, named, Options, Panel } from '../forms.js';
+import { useLive } from '../live.js';
 import { useAction, useResource } from '../resource.js';
 import { ActionsCell, DangerButton, Table } from '../table.js';
 import { type Invitation, type Member, ROLES, type Role } from '../types.js';
@@ -24,6 +25,9 @@ export function PeoplePage(): JSX.Element {
     () => get<{ items: Member[]; invitations: Invitation[] }>(`${base}/people`),
     [base],
   );
+  // People and invitations changed elsewhere (another admin, an invitation accepted) show up
+  // without a reload.
+  useLive((ev) => ev.type.startsWith('member.') || ev.type.startsWith('invitation.'), r.reloadSoon);
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('developer');
   const [link, setLink] = useState<{ email: string; url: string } | null>(null);

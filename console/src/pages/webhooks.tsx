@@ -45,6 +45,8 @@ export function WebhooksPage(): JSX.Element {
     () => get<EndpointList>(`/v1/orgs/${enc(org.id)}/webhooks?limit=200`),
     [org.id],
   );
+  // Endpoints made, changed (a disabling, a failing streak) or deleted elsewhere show up at once.
+  useLive('webhook_endpoint.', r.reloadSoon);
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [events, setEvents] = useState<string[]>(['job.printed', 'job.failed']);
@@ -161,6 +163,12 @@ function EndpointPanel(props: {
   const canWrite = useCan('developer');
   const base = `/v1/orgs/${enc(org.id)}/webhooks/${enc(props.id)}`;
   const r = useResource(() => get<{ endpoint: Endpoint }>(base), [base]);
+  useLive(
+    (ev) =>
+      ev.type.startsWith('webhook_endpoint.') &&
+      (ev.data.data?.endpoint as { id?: string } | undefined)?.id === props.id,
+    r.reloadSoon,
+  );
   const [cursors, setCursors] = useState<string[]>([]);
   const [stateHere, setStateHere] = useState('');
   const search = useSearch();
