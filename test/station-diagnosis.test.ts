@@ -20,6 +20,7 @@ import { capped, trustedDiagnosis } from '../lib/contracts/diagnosis.js';
 import { createLogger } from '../lib/logger.js';
 import { member } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
+import { runSpool } from './helpers/spool.js';
 import {
   call,
   createOrg,
@@ -196,7 +197,22 @@ test('a linked agent answers with its log lines, printers and versions, and no s
     JSON.stringify(byPerson.body.items),
   );
 
-  // What the CLI prints of it.
+  // What the CLI prints of it: readable, or the API's JSON.
+  const cli = await runSpool(
+    ['admin', 'station', 'diagnose', '--org', orgId, '--id', station.id, '--lines', '3'],
+    { SPOOL_URL: sys.url, SPOOL_ADMIN_TOKEN: OPERATOR_TOKEN },
+  );
+  t.is(cli.code, 0, cli.stderr);
+  t.regex(cli.stdout, /^versions:\n {2}agent: 9\.8\.7$/m);
+  t.regex(cli.stdout, /^ {2}NAME +BACKEND +STATUS +HELD +DETAIL$/m);
+  t.regex(cli.stdout, /^log \(last 3 lines\):$/m);
+  t.false(cli.stdout.includes(station.token));
+  const cliJson = await runSpool(
+    ['admin', 'station', 'diagnose', '--org', orgId, '--id', station.id, '--json'],
+    { SPOOL_URL: sys.url, SPOOL_ADMIN_TOKEN: OPERATOR_TOKEN },
+  );
+  t.is(cliJson.code, 0, cliJson.stderr);
+  t.is((JSON.parse(cliJson.stdout) as { diagnosis: Diagnosis }).diagnosis.versions.agent, '9.8.7');
   const printed = renderDiagnosis(d);
   t.regex(printed, /^ {2}agent: 9\.8\.7$/m);
   t.regex(printed, /^ {2}remote +ipp:\/\/127\.0\.0\.1:1\/ipp\/print +ready +0/m);
