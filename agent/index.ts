@@ -223,6 +223,11 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
     onMessage: (message) => {
       if (message.update) void updater?.offer(message.update);
       else if (message.diagnose) {
+        // Said in the log (and so in the next diagnosis): someone read this station's state.
+        logger.info(
+          { log_lines: message.diagnose.logLines },
+          'diagnosis asked over the link: sending the last log lines, printers and versions',
+        );
         void diagnose(message.diagnose, {
           recentLog: options.recentLog,
           specs: options.printers,

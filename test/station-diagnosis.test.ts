@@ -133,6 +133,11 @@ test('a linked agent answers with its log lines, printers and versions, and no s
   );
   t.true(d.log_lines.some((l) => l.includes('"msg":"station agent started"')));
   t.true(d.log_lines.some((l) => l.includes('"msg":"a field named token"')));
+  t.true(
+    d.log_lines.some((l) => l.includes('a message quoting [redacted] and https://example.com/x')),
+  );
+  // The newest line says that the agent was asked.
+  t.regex(d.log_lines.at(-1) ?? '', /"msg":"diagnosis asked over the link/);
   t.false(d.truncated);
   const text = JSON.stringify(res.body);
   t.false(text.includes(station.token), 'the device token never appears');
@@ -142,9 +147,9 @@ test('a linked agent answers with its log lines, printers and versions, and no s
   const few = await diagnose(sys, orgId, station.id, { log_lines: 2 });
   t.is(few.status, 200);
   t.is(few.body.diagnosis.log_lines.length, 2);
-  t.regex(
-    few.body.diagnosis.log_lines[1] ?? '',
-    /a message quoting \[redacted\] and https:\/\/example\.com\/x/,
+  t.deepEqual(
+    few.body.diagnosis.log_lines.map((l) => (JSON.parse(l) as { msg: string }).msg.slice(0, 26)),
+    ['diagnosis asked over the l', 'diagnosis asked over the l'],
   );
   for (const bad of [0, 201, 'ten']) {
     const refused = await diagnose(sys, orgId, station.id, { log_lines: bad });

@@ -102,7 +102,7 @@ export class LinkDiagnoses {
   stop(): void {
     this.#subscription?.unsubscribe();
     for (const waiting of this.#waiting.values()) {
-      waiting.resolve('the station’s link closed before its agent answered');
+      waiting.resolve("the station's link closed before its agent answered");
     }
   }
 }
