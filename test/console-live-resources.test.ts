@@ -1,13 +1,14 @@
 /**
  * The console's lists follow changes made elsewhere, in a real browser, without a reload: a key
  * made and revoked by the operator appears on and leaves the open Keys page, and a station made,
- * renamed and deleted does the same on the open Stations page (docs/realtime.md "Resource
- * events"). Chromium through playwright-core against a real Spool.
+ * renamed and deleted does the same on the open Stations page, an invitation, its acceptance and
+ * the member's removal on the open People page, and a webhook endpoint made, disabled and deleted
+ * on the open Webhooks page (docs/realtime.md "Resource events"). Chromium through playwright-core against a real Spool.
  */
 import test from 'ava';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './helpers/browser.js';
-import { member, PASSWORD } from './helpers/console.js';
+import { Browser as ConsoleBrowser, invite, member, PASSWORD } from './helpers/console.js';
 import {
   call,
   createKey,
@@ -82,5 +83,64 @@ test('the Stations page shows a station made, renamed and deleted elsewhere with
   });
   t.true(gone.status < 300);
   await page.getByRole('rowheader', { name: 'Renamed elsewhere' }).waitFor({ state: 'detached' });
+  t.pass();
+});
+
+test('the People page shows an invitation sent, accepted and its member removed elsewhere without a reload', async (t) => {
+  const page = await signedIn('/people');
+  await page.getByRole('heading', { name: 'People', level: 1 }).waitFor();
+  const sent = await invite(sys.url, orgId, 'live-invitee@example.com', 'viewer');
+  const pending = page
+    .getByRole('table', { name: 'Pending invitations' })
+    .getByRole('row')
+    .filter({ hasText: 'live-invitee@example.com' });
+  await pending.waitFor();
+  const invitee = new ConsoleBrowser(sys.url);
+  const accepted = await invitee.accept(sent.url, PASSWORD, 'Joined elsewhere');
+  t.is(accepted.status, 200);
+  const row = page.getByRole('rowheader', { name: 'Joined elsewhere' });
+  await row.waitFor();
+  await pending.waitFor({ state: 'detached' });
+  const removed = await call(
+    sys.url,
+    'DELETE',
+    `/admin/v1/orgs/${orgId}/people/${invitee.personId}`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.true(removed.status < 300);
+  await row.waitFor({ state: 'detached' });
+  t.pass();
+});
+
+test('the Webhooks page shows an endpoint made, disabled and deleted elsewhere without a reload', async (t) => {
+  const page = await signedIn('/webhooks');
+  const key = await createKey(sys.url, orgId, { scopes: ['webhooks:read', 'webhooks:write'] });
+  const url = 'http://127.0.0.1:9/made-elsewhere';
+  const made = await call<{ endpoint: { id: string } }>(
+    sys.url,
+    'POST',
+    `/v1/orgs/${orgId}/webhooks`,
+    { token: key.secret, body: { url, events: ['job.printed'] } },
+  );
+  t.is(made.status, 201);
+  const heading = page.getByRole('heading', { name: url });
+  await heading.waitFor();
+  const panel = page.getByRole('region', { name: url });
+  const disabled = await call(
+    sys.url,
+    'PATCH',
+    `/v1/orgs/${orgId}/webhooks/${made.body.endpoint.id}`,
+    { token: key.secret, body: { enabled: false } },
+  );
+  t.is(disabled.status, 200);
+  await panel.getByText('disabled (operator)').waitFor();
+  const gone = await call(
+    sys.url,
+    'DELETE',
+    `/v1/orgs/${orgId}/webhooks/${made.body.endpoint.id}`,
+    { token: key.secret },
+  );
+  t.true(gone.status < 300);
+  await heading.waitFor({ state: 'detached' });
   t.pass();
 });
