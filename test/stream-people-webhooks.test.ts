@@ -357,6 +357,40 @@ test('webhook endpoints made, changed, rotated, disabled by a 410 and deleted ar
   t.false(stream.messages.some((m) => m.data.includes(marker.body.endpoint.id)));
 });
 
+test('an endpoint whose attempts start failing, and then succeed again, arrives updated with failing_since set and then cleared', async (t) => {
+  const { sys, orgId, hooks } = t.context;
+  let status = 500;
+  const flaky = await startReceiver(() => ({ status }));
+  t.teardown(() => flaky.close());
+  const stream = await openStream(streamUrl(t, orgId, '?types=webhook_endpoint.updated'), {
+    token: hooks,
+  });
+  t.teardown(() => stream.close());
+  const base = `/v1/orgs/${orgId}/webhooks`;
+  const made = await call<{ endpoint: EndpointView }>(sys.url, 'POST', base, {
+    token: hooks,
+    body: { url: flaky.url, events: ['job.printed'] },
+  });
+  t.is(made.status, 201);
+  const id = made.body.endpoint.id;
+  const ping = () => call(sys.url, 'POST', `${base}/${id}/test`, { token: hooks, body: {} });
+  t.true((await ping()).status < 300);
+  const failing = await eventOf<EndpointData>(
+    stream,
+    'webhook_endpoint.updated',
+    (d) => d.endpoint.id === id && d.endpoint.failing_since !== null,
+  );
+  t.true(failing.data.endpoint.enabled);
+  status = 200;
+  t.true((await ping()).status < 300);
+  const recovered = await eventOf<EndpointData>(
+    stream,
+    'webhook_endpoint.updated',
+    (d) => d.endpoint.id === id && d.endpoint.failing_since === null,
+  );
+  t.true(recovered.data.endpoint.enabled);
+});
+
 test('a key without webhooks:read gets no endpoint events, and naming them answers 403; no key asks for people events', async (t) => {
   const { sys, orgId } = t.context;
   const jobsOnly = await createKey(sys.url, orgId, { scopes: ['jobs:read'] });
