@@ -61,7 +61,7 @@ export class RecentLog {
 export function describeBackend(backend: BackendSpec): string {
   switch (backend.kind) {
     case 'file':
-      return `file:${backend.dir}`;
+      return scrubSecrets(`file:${backend.dir}`);
     case 'cups':
       return `cups:${backend.queue}`;
     case 'raw':
