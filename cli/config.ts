@@ -341,6 +341,11 @@ export const stationsConfig = {
   }),
   stationPort: port('STATION_PORT', { description: 'port of the station link', default: 7070 }),
   jobsAddr: address('JOBS_ADDR', { description: 'host:port of the jobs service' }),
+  agentDownloadUrl: str('AGENT_DOWNLOAD_URL', {
+    description:
+      'where agents download release tarballs: the gateway’s public /agent/v1/releases address',
+    default: 'http://127.0.0.1:8080/agent/v1/releases',
+  }),
 };
 
 export const webhooksConfig = {

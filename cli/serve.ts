@@ -330,6 +330,7 @@ async function serveStations(env: Env): Promise<void> {
         logger,
         clock: systemClock,
         jobs,
+        agentDownloadUrl: config.agentDownloadUrl,
       });
       let link: GrpcServerHandle | undefined;
       return {

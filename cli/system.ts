@@ -102,6 +102,11 @@ export interface SystemOptions {
   secureCookies?: boolean;
   /** The gateway's public base URL (PUBLIC_URL), for links such as invitations. */
   publicUrl?: string | undefined;
+  /**
+   * Where agents download release tarballs (AGENT_DOWNLOAD_URL); by default PUBLIC_URL's, else the
+   * first gateway's, `/agent/v1/releases`.
+   */
+  agentDownloadUrl?: string | undefined;
   /** Session expiry, invitation lifetime and sign-in limits of the accounts service. */
   sessions?: Partial<SessionSettings>;
   /** The gateways' event streams: keep-alive interval, per-client buffer, bounds on open ones. */
@@ -193,6 +198,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     ...(options.sweepIntervalMs === undefined ? {} : { sweepIntervalMs: options.sweepIntervalMs }),
     ...(options.settingsTtlMs === undefined ? {} : { settingsTtlMs: options.settingsTtlMs }),
   });
+  let firstGatewayUrl: string | undefined;
   const stations = await createStations({
     pool,
     nc,
@@ -203,6 +209,9 @@ export async function startSystem(options: SystemOptions): Promise<System> {
     ...(options.replicaBeatMs === undefined ? {} : { replicaBeatMs: options.replicaBeatMs }),
     ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
     ...(options.diagnoseWaitMs === undefined ? {} : { diagnoseWaitMs: options.diagnoseWaitMs }),
+    agentDownloadUrl: () =>
+      options.agentDownloadUrl ??
+      `${options.publicUrl ?? firstGatewayUrl ?? 'http://127.0.0.1:8080'}/agent/v1/releases`,
   });
   const webhooks = await createWebhooks({
     pool,
@@ -289,6 +298,7 @@ export async function startSystem(options: SystemOptions): Promise<System> {
         },
       };
       replicas.add(replica);
+      firstGatewayUrl ??= replica.url;
       return replica;
     },
     async stop(graceMs = 10_000) {

@@ -4,8 +4,8 @@
  */
 import type { StationsServiceServer } from '../../gen/spool/v1/stations.js';
 import type { NatsConnection } from '../../lib/bus.js';
-import { SpoolError } from '../../lib/errors.js';
 import type { AsyncServer } from '../../lib/grpc.js';
+import type { Releases } from './releases.js';
 import type { StationCatalogue } from './station-catalogue.js';
 import { diagnoseStation } from './station-diagnosis.js';
 
@@ -14,9 +14,9 @@ export type FleetServer = Pick<
   'publishRelease' | 'listReleases' | 'createRollout' | 'diagnoseStation'
 >;
 
-const notYet = () => new SpoolError('unavailable', 'not available in this version');
-
 export interface FleetServerOptions {
+  /** Agent releases and their rollouts. */
+  releases: Releases;
   /** What a diagnosis needs: the stations, to scope it, and the bus to the link's holder. */
   diagnose: {
     stations: Pick<StationCatalogue, 'getStation'>;
@@ -28,14 +28,14 @@ export interface FleetServerOptions {
 
 export function createFleetServer(options: FleetServerOptions): FleetServer {
   return {
-    async publishRelease() {
-      throw notYet();
+    async publishRelease(req) {
+      return { release: await options.releases.publish(req.manifest, req.signature) };
     },
     async listReleases() {
-      throw notYet();
+      return { items: await options.releases.list() };
     },
-    async createRollout() {
-      throw notYet();
+    async createRollout(req) {
+      return { rollout: await options.releases.createRollout(req) };
     },
     async diagnoseStation(req) {
       return { report: await diagnoseStation(options.diagnose, req) };

@@ -32,6 +32,8 @@ import { StreamPublisher } from '../../lib/stream-publisher.js';
 import { attemptLimit, peerAddress } from './enroll-limit.js';
 import { createFleetServer } from './fleet-server.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
+import { ReleaseWatch } from './link-updates.js';
+import { Releases } from './releases.js';
 import { ReplicaWatch, ReportsHealth } from './replicas.js';
 import { createStationsServer, redeemCode } from './server.js';
 import { OUTBOX_TABLE } from './station-outbox.js';
@@ -86,6 +88,11 @@ export interface StationsDeps {
   reportRetryMs?: number;
   /** How long a diagnosis waits for the agent's report (default `DIAGNOSE_WAIT_MS`). */
   diagnoseWaitMs?: number;
+  /**
+   * Where agents download release tarballs: the gateway's `/agent/v1/releases` address (setting
+   * `agent_download_url`). Offers name `<it>/<version>/` as their download base.
+   */
+  agentDownloadUrl?: string | (() => string);
 }
 
 export interface StationsPart {
@@ -116,7 +123,16 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     takesReports: () => reports.ok,
     ...(deps.replicaBeatMs === undefined ? {} : { beatMs: deps.replicaBeatMs }),
   });
+  const releases = new Releases({ pool: deps.pool, nc: deps.nc, clock: deps.clock });
+  const releaseWatch = new ReleaseWatch({
+    releases,
+    nc: deps.nc,
+    logger,
+    downloadUrl: deps.agentDownloadUrl ?? 'http://127.0.0.1:8080/agent/v1/releases',
+  });
+  releaseWatch.start();
   const links = createLinkRegistry({
+    releases: releaseWatch,
     store,
     nc: deps.nc,
     publisher,
@@ -168,6 +184,7 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
             layout,
           }),
           ...createFleetServer({
+            releases,
             diagnose: { stations: store, nc: deps.nc, waitMs: deps.diagnoseWaitMs },
           }),
         },
@@ -188,6 +205,7 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     replica,
     relay,
     async stop() {
+      releaseWatch.stop();
       replica.stop();
       reports.stop();
       links.closeAll();

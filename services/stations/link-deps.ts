@@ -7,6 +7,7 @@ import type { NatsConnection } from '../../lib/bus.js';
 import type { AsyncClient } from '../../lib/grpc.js';
 import type { Logger } from '../../lib/logger.js';
 import type { StreamPublisher } from '../../lib/stream-publisher.js';
+import type { ReleaseWatch } from './link-updates.js';
 import type { LinkPresence } from './presence.js';
 import type { PrinterSync } from './printer-sync.js';
 
@@ -43,6 +44,8 @@ export interface LinkDeps {
   reportRetryMs?: number;
   /** How long a diagnosis waits for the agent's report (default `DIAGNOSE_WAIT_MS`). */
   diagnoseWaitMs?: number;
+  /** Agent releases: update reports stored, target versions offered (none: neither). */
+  releases?: ReleaseWatch;
 }
 
 /** One agent's stream. */

@@ -125,6 +125,7 @@ export class LinkSession implements RereadLink {
       this.#opened = true;
       const hello = checkHello(msg.hello);
       await this.#open(hello.printers, hello.agentVersion, hello.held);
+      await this.#linked?.updates(hello);
       return;
     }
     await this.#linked?.handle(msg);

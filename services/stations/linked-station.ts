@@ -4,7 +4,7 @@
  */
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Subscription } from '@nats-io/transport-node';
-import type { AgentMessage, PrinterReport } from '../../gen/spool/v1/stations.js';
+import type { AgentHello, AgentMessage, PrinterReport } from '../../gen/spool/v1/stations.js';
 import { subjects } from '../../lib/bus.js';
 import type { DispatchMessage } from '../../lib/contracts/dispatch.js';
 import type { Logger } from '../../lib/logger.js';
@@ -16,6 +16,7 @@ import { LinkOffers } from './link-offers.js';
 import type { AgentOutbound } from './link-outbound.js';
 import { LinkReports } from './link-reports.js';
 import type { LinkStation } from './link-station.js';
+import type { UpdatableLink } from './link-updates.js';
 
 export interface LinkedStationOptions {
   deps: LinkDeps;
@@ -55,6 +56,8 @@ export class LinkedStation {
   /** What the link needs for its life: not the hello's printers and attempts, used only here. */
   readonly #options: Pick<LinkedStationOptions, 'deps' | 'logger' | 'outbound' | 'resync'>;
   readonly #subscriptions: Subscription[] = [];
+  /** The link as release offers see it, once its hello's update report is stored. */
+  #updatable: UpdatableLink | undefined;
 
   constructor(options: LinkedStationOptions) {
     this.#options = {
@@ -132,6 +135,29 @@ export class LinkedStation {
     });
   }
 
+  /**
+   * Stores the hello's platform and update report, then offers the station its target release
+   * when its agent can take it (link-updates.ts).
+   */
+  async updates(hello: AgentHello): Promise<void> {
+    const { deps, outbound, logger } = this.#options;
+    const watch = deps.releases;
+    if (!watch) return;
+    const { station } = this;
+    const key = { id: station.id, orgId: station.orgId };
+    await watch.releases.recordUpdate(key, hello.platform, hello.update);
+    const link: UpdatableLink = {
+      station: key,
+      platform: hello.platform,
+      agentVersion: hello.agentVersion,
+      send: (msg) => outbound.send(msg),
+    };
+    this.#updatable = link;
+    await watch.linked(link).catch((err: unknown) => {
+      logger.warn({ err }, 'could not offer the station its target release');
+    });
+  }
+
   /** Takes the station's offers and withdrawals from `dispatch.<org>.<station>`. */
   watchDispatch(): void {
     const { station } = this;
@@ -171,6 +197,13 @@ export class LinkedStation {
       await this.#reports.result({ ...result, detail: cleanText(result.detail, MAX_DETAIL) });
     } else if (msg.diagnosis) {
       this.#diagnoses.report(msg.diagnosis);
+    } else if (msg.update) {
+      const { station } = this;
+      await this.#options.deps.releases?.releases.recordUpdate(
+        { id: station.id, orgId: station.orgId },
+        undefined,
+        msg.update,
+      );
     }
   }
 
@@ -178,6 +211,7 @@ export class LinkedStation {
   stop(): void {
     this.#reports.stop();
     this.#diagnoses.stop();
+    if (this.#updatable) this.#options.deps.releases?.forget(this.#updatable);
     for (const sub of this.#subscriptions) sub.unsubscribe();
   }
 }

@@ -31,6 +31,11 @@ export interface StationRow {
   created_at: Date;
   agent_version: string;
   region: string;
+  platform: string;
+  update_state: string;
+  update_version: string;
+  update_detail: string;
+  update_at: Date | null;
 }
 
 export interface PrinterRow {
@@ -49,7 +54,8 @@ export interface PrinterRow {
 }
 
 export const STATION_COLUMNS =
-  'id, org_id, name, location_id, online, link_id, last_seen_at, revoked_at, created_at, agent_version, region';
+  'id, org_id, name, location_id, online, link_id, last_seen_at, revoked_at, created_at, agent_version, region, ' +
+  'platform, update_state, update_version, update_detail, update_at';
 
 export const LOCATION_COLUMNS = 'id, org_id, name, address, timezone, created_at';
 
@@ -66,17 +72,13 @@ export function toLocation(row: LocationRow): Location {
  * now; `last_seen_at` in its row is when its link opened, which is not what "last seen" means.
  */
 export function toStation(row: StationRow, now: Date): Station {
-  const { location_id, last_seen_at, revoked_at, link_id: _linkId, ...renamed } = row;
+  const { location_id, last_seen_at, revoked_at, update_at, link_id: _linkId, ...renamed } = row;
   return {
     ...camelRow(renamed),
     locationId: location_id ?? '',
     lastSeenAt: row.online ? now : (last_seen_at ?? undefined),
     tokenRevokedAt: revoked_at ?? undefined,
-    updateState: '',
-    updateVersion: '',
-    updateDetail: '',
-    updateAt: undefined,
-    platform: '',
+    updateAt: update_at ?? undefined,
   };
 }
 
