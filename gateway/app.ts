@@ -4,6 +4,7 @@
  * over gRPC.
  */
 import { randomUUID } from 'node:crypto';
+import type { ObjectStore } from '@nats-io/obj';
 import Koa, { type Middleware } from 'koa';
 import type { Clock } from '../lib/clock.js';
 import { SpoolError } from '../lib/errors.js';
@@ -24,6 +25,7 @@ import { adminRouter } from './routes/admin.js';
 import { adminFleetRouter } from './routes/admin-fleet.js';
 import { consoleRouter } from './routes/console.js';
 import { publicRouter } from './routes/public.js';
+import { adminReleasesRouter, agentReleasesRouter } from './routes/releases.js';
 import { v1Router } from './routes/v1.js';
 import { webhooksAdminRouter } from './routes/webhooks-admin.js';
 import type { SessionOptions } from './session-auth.js';
@@ -33,6 +35,8 @@ import { telemetryMiddleware } from './telemetry.js';
 
 export interface AppDeps {
   backends: Backends;
+  /** Agent release tarballs: their bucket, opened on first use, and the downloads' rate limit. */
+  agentReleases: { store: () => Promise<ObjectStore>; limit: Middleware<GatewayState> };
   cache: KeyCache;
   clock: Clock;
   logger: Logger;
@@ -177,12 +181,31 @@ export function createApp(deps: AppDeps): Koa<GatewayState> {
     keys: deps.cache,
     publicUrl: deps.sessions.publicUrl,
   });
-  const routers = [admin, adminFleet, webhooksAdmin, publicApi, v1, consoleApi];
+  const adminReleases = adminReleasesRouter({
+    backends: deps.backends,
+    operatorToken: deps.operatorToken,
+    bodyLimit: deps.bodyLimit,
+    releases: deps.agentReleases.store,
+  });
+  const agentReleases = agentReleasesRouter({
+    releases: deps.agentReleases.store,
+    limit: deps.agentReleases.limit,
+  });
+  const routers = [
+    admin,
+    adminFleet,
+    adminReleases,
+    webhooksAdmin,
+    publicApi,
+    agentReleases,
+    v1,
+    consoleApi,
+  ];
   for (const router of routers) app.use(router.routes());
 
   // A route of the operator API without a description would be missing from its document.
   assertDescribed(
-    [admin, adminFleet, webhooksAdmin].flatMap((r) =>
+    [admin, adminFleet, adminReleases, webhooksAdmin].flatMap((r) =>
       r.stack
         .filter((l) => l.methods.length > 0)
         .flatMap((l) =>

@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Kvm } from '@nats-io/kv';
+import { lazily, openAgentReleases } from '../lib/agent-releases.js';
 import {
   type BusLayout,
   bucketPlacement,
@@ -177,7 +178,17 @@ export function createGateway(options: GatewayOptions): Gateway {
   const sessionLimit = perMinute(localCounter(), options.keyRateLimit ?? 6_000, (ctx) =>
     ctx.state.session ? `session_${ctx.state.session.id}` : undefined,
   );
+  // Release tarballs, per client address like the other public routes, on a count of their own.
+  const downloadLimit = perMinute(
+    publicCounter,
+    options.publicRateLimit ?? 30,
+    (ctx) => `agent_ip_${ctx.ip}`,
+  );
   const app = createApp({
+    agentReleases: {
+      store: lazily(() => openAgentReleases(options.nc, options.layout ?? SINGLE_REGION)),
+      limit: downloadLimit,
+    },
     status,
     publicLimit,
     enrollLimit,

@@ -19,10 +19,10 @@ import {
 import { PRINTER_LIST_QUERY } from './routes/fleet.js';
 import { WebhookEndpointSchema } from './routes/webhooks.js';
 import {
+  AdminStationSchema,
   LocationSchema,
   OrgSchema,
   PrinterSchema,
-  StationSchema,
   TemplateSchema,
 } from './schemas.js';
 
@@ -85,7 +85,7 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
       'The whole fleet in one list, each station with its `org_id`: with `offline=true`, the stations whose agents are not linked now (a revoked token shows as `token_revoked_at`).',
     query: STATION_LIST_QUERY,
     page: 'a page of stations',
-    item: StationSchema,
+    item: AdminStationSchema,
     errors: ['unknown_field'],
   }),
   'GET /admin/v1/webhooks': operatorList({
@@ -104,14 +104,18 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     tag: 'Stations',
     summary: 'Stations with their online state, last contact and agent version',
     page: 'a page of stations',
-    item: StationSchema,
+    item: AdminStationSchema,
     errors: LIST_ERRORS,
   }),
   'GET /admin/v1/orgs/:org/stations/:id': {
     operationId: 'getStation',
     tag: 'Stations',
     summary: 'A station',
-    success: { status: 200, description: 'the station', schema: answer('station', StationSchema) },
+    success: {
+      status: 200,
+      description: 'the station',
+      schema: answer('station', AdminStationSchema),
+    },
     errors: NOT_FOUND,
   },
   'PATCH /admin/v1/orgs/:org/stations/:id': {
@@ -121,7 +125,11 @@ export const FLEET_OPERATIONS: Record<string, OperationSpec> = {
     description:
       'Fields left out keep their value; `location_id: null` takes the station out of its location. Its printers move with it.',
     request: { schema: UpdateStationBody },
-    success: { status: 200, description: 'the station', schema: answer('station', StationSchema) },
+    success: {
+      status: 200,
+      description: 'the station',
+      schema: answer('station', AdminStationSchema),
+    },
     errors: NOT_FOUND,
   },
   'DELETE /admin/v1/orgs/:org/stations/:id': {

@@ -16,6 +16,7 @@ import {
   type Surface,
 } from './openapi-builder.js';
 import { adminPoolOperations, POOLS_TAG } from './openapi-pools.js';
+import { RELEASE_OPERATIONS, RELEASES_TAG } from './openapi-releases.js';
 import { EXAMPLE_ID, LOCATIONS_TAG, operatorList, TEMPLATES_TAG } from './openapi-shared.js';
 import { WEBHOOK_OPERATIONS, WEBHOOKS_TAG } from './openapi-webhooks.js';
 import {
@@ -417,6 +418,7 @@ export function adminOperations(): Map<string, OperationSpec> {
   return new Map([
     ...Object.entries(ADMIN_OPERATIONS),
     ...Object.entries(FLEET_OPERATIONS),
+    ...Object.entries(RELEASE_OPERATIONS),
     ...adminWebhookOperations(),
     ...adminPoolOperations(),
   ]);
@@ -462,6 +464,7 @@ export function buildAdminOpenApi(serverUrl = DEFAULT_SERVER): Record<string, un
         { name: 'Jobs', description: "An organization's jobs and their events, for support" },
         WEBHOOKS_TAG,
         { name: 'Settings', description: 'Retention, the status notice, prices and downloads' },
+        RELEASES_TAG,
         AUDIT_TAG,
       ],
       operations,

@@ -319,6 +319,25 @@ export const StationSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** A station as the operator API shows it: with its agent's platform and update state. */
+export const AdminStationSchema = Type.Object(
+  {
+    ...StationSchema.properties,
+    platform: Type.Union([Type.String(), Type.Null()], {
+      description: "its agent's package platform (linux-x64); null when it runs from source",
+    }),
+    update_state: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'where its last update stands: current, downloading, failed: <reason> or rolled_back; null when never reported',
+    }),
+    update_version: Type.Union([Type.String(), Type.Null()], {
+      description: 'the version its last update report is about',
+    }),
+    update_at: NullableTime,
+  },
+  { additionalProperties: false },
+);
+
 /** The settings of this Spool. */
 export const SettingsSchema = Type.Object(
   {

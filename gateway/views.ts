@@ -5,7 +5,7 @@ import type { Location, Printer } from '../gen/spool/v1/stations.js';
 import { confirmationView, jobJson } from '../lib/job-view.js';
 import { rfc3339OrNull } from '../lib/time.js';
 
-export { keyView, stationView } from '../lib/resource-views.js';
+export { adminStationView, keyView, stationView } from '../lib/resource-views.js';
 
 export function orgView(org: Org | undefined) {
   if (!org) throw new Error('missing org in response');

@@ -42,6 +42,28 @@ export function stationView(station: Station | undefined) {
   };
 }
 
+/**
+ * A station as the operator and the console see it: with its agent's platform and where its last
+ * update stands (`update_state` as DESIGN "Agent releases" words it: `current`, `downloading`,
+ * `failed: <reason>`, `rolled_back`; null when its agent never reported one).
+ */
+export function adminStationView(station: Station | undefined) {
+  const view = stationView(station);
+  const s = station as Station;
+  return {
+    ...view,
+    platform: s.platform || null,
+    update_state:
+      s.updateState === ''
+        ? null
+        : s.updateState === 'failed' && s.updateDetail !== ''
+          ? `failed: ${s.updateDetail}`
+          : s.updateState,
+    update_version: s.updateVersion || null,
+    update_at: rfc3339OrNull(s.updateAt),
+  };
+}
+
 export function webhookView(endpoint: WebhookEndpoint | undefined) {
   if (!endpoint) throw new Error('missing webhook endpoint in response');
   return {

@@ -18,7 +18,7 @@ import { refuseChangesWhileDeleting } from '../org-deletion.js';
 import { deletePrinter } from '../printer-deletion.js';
 import { booleanParam, listParams, rejectUnknownParams, single, timeParam } from '../query.js';
 import type { GatewayState } from '../state.js';
-import { locationView, orgView, printerView, stationView, templateView } from '../views.js';
+import { adminStationView, locationView, orgView, printerView, templateView } from '../views.js';
 import {
   CreateLocationBody,
   CreateTemplateBody,
@@ -120,7 +120,7 @@ export function adminFleetRouter(deps: {
       offline: booleanParam(ctx.query, 'offline'),
       ...listParams(ctx.query),
     });
-    ctx.body = { items: res.items.map(stationView), next_cursor: res.nextCursor };
+    ctx.body = { items: res.items.map(adminStationView), next_cursor: res.nextCursor };
   });
 
   // Every organization's webhook endpoints, or those failing or disabled: the receivers in
@@ -140,12 +140,12 @@ export function adminFleetRouter(deps: {
       orgId: await knownOrg(ctx),
       ...listParams(ctx.query),
     });
-    ctx.body = { items: res.items.map(stationView), next_cursor: res.nextCursor };
+    ctx.body = { items: res.items.map(adminStationView), next_cursor: res.nextCursor };
   });
 
   router.get('/orgs/:org/stations/:id', async (ctx) => {
     const { station } = await stations.getStation({ orgId: org(ctx), stationId: id(ctx) });
-    ctx.body = { station: stationView(station) };
+    ctx.body = { station: adminStationView(station) };
   });
 
   router.patch('/orgs/:org/stations/:id', async (ctx) => {
@@ -157,7 +157,7 @@ export function adminFleetRouter(deps: {
       locationId: req.location_id === undefined ? undefined : stationLocation(req.location_id),
       region: req.region,
     });
-    ctx.body = { station: stationView(station) };
+    ctx.body = { station: adminStationView(station) };
   });
 
   // Its unfinished jobs fail first (they could never print), then the station, its printers and

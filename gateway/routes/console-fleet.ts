@@ -7,7 +7,7 @@ import type { Backends } from '../clients.js';
 import { DIAGNOSE_DEADLINE_MS, DiagnoseBody, diagnosisView } from '../diagnosis.js';
 import { deletePrinter } from '../printer-deletion.js';
 import { rejectUnknownParams } from '../query.js';
-import { keyView, stationView } from '../views.js';
+import { adminStationView, keyView, stationView } from '../views.js';
 import { CreateKeyBody, CreateStationBody, createKeyRequest, stationLocation } from './admin.js';
 import type { ConsoleKit } from './console-kit.js';
 
@@ -58,7 +58,7 @@ export function fleetRoutes(kit: ConsoleKit): void {
 
   router.get('/orgs/:org/stations', signedIn, role('viewer'), async (ctx) => {
     rejectUnknownParams(ctx.query, []);
-    ctx.body = { items: (await allStations(stations, orgOf(ctx))).map(stationView) };
+    ctx.body = { items: (await allStations(stations, orgOf(ctx))).map(adminStationView) };
   });
 
   router.post('/orgs/:org/stations', signedIn, role('admin'), async (ctx) => {
