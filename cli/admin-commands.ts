@@ -17,6 +17,7 @@ import { addPoolCommands } from './admin-pool-commands.js';
 import { addSettingsCommands } from './admin-settings-commands.js';
 import type { Row } from './admin-tables.js';
 import { usageExits } from './exits.js';
+import { addReleaseCommands } from './release-commands.js';
 import { writePage } from './table.js';
 import { addWebhookCommands } from './webhook-commands.js';
 
@@ -68,6 +69,7 @@ export function addAdminCommands(program: Command, env: Env): Command {
   addPrinterCommands(adminCommand, ctx);
   addPoolCommands(adminCommand, ctx);
   addJobCommands(adminCommand, ctx);
+  addReleaseCommands(adminCommand, ctx);
   addAuditCommand(adminCommand, ctx);
   addConnectionFlags(adminCommand, (f) => {
     flags = f;

@@ -2,8 +2,10 @@
  * `spool admin …`: the operator's commands. Each sends one request to the gateway's `/admin/v1` and
  * prints the JSON it answers; an error prints the error body to stderr and exits 1.
  */
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { type Env, readConfig } from '../lib/config.js';
 import type { Row } from './admin-tables.js';
 import { adminClientConfig } from './config.js';
@@ -22,6 +24,8 @@ export type AdminList = (path: string, format: Format, columns: Columns<Row>) =>
 
 export interface AdminClient {
   request(method: string, path: string, body?: unknown): Promise<unknown>;
+  /** PUTs the file at `file` as the raw body (streamed, `contentType`) to `/admin/v1<path>`. */
+  upload?(path: string, file: string, contentType: string): Promise<unknown>;
 }
 
 /** What every `spool admin` command is given to reach the gateway. */
@@ -128,10 +132,53 @@ export async function adminClient(
     }
   }
   const base = config.url.replace(/\/$/, '');
+  const urlSource = flags.url === undefined ? 'SPOOL_URL' : '--url';
+  /** The answer's JSON, or the error a person can act on. */
+  const answer = (res: Response, text: string): unknown => {
+    if (text !== '' && !isJson(res)) {
+      // Not Spool's gateway (another server, a proxy's error page): its body means nothing here.
+      throw new AdminError(
+        res.status,
+        `(${res.headers.get('content-type') || 'a body without a type'}, ${text.length} bytes)`,
+        `the server at ${base} answered ${res.status} with no JSON, as Spool's gateway never does: is ${urlSource} the address of a Spool?`,
+      );
+    }
+    if (res.status === 401) {
+      // The gateway cannot know where the token came from; the hint names it.
+      throw new AdminError(
+        res.status,
+        text,
+        `Spool at ${base} refused the operator token from ${tokenSource}: use the token this Spool printed at start (its SPOOL_ADMIN_TOKEN), or point SPOOL_URL at the Spool the token belongs to`,
+      );
+    }
+    if (!res.ok) throw new AdminError(res.status, text);
+    return text === '' ? undefined : JSON.parse(text);
+  };
   return {
     tokenSource,
+    async upload(path, file, contentType) {
+      // No overall timeout: a 256 MiB tarball takes what the network takes.
+      const size = (await stat(file)).size;
+      let res: Response;
+      let text: string;
+      try {
+        res = await fetch(`${base}/admin/v1${path}`, {
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': contentType,
+            'content-length': String(size),
+          },
+          body: Readable.toWeb(createReadStream(file)) as ReadableStream<Uint8Array>,
+          duplex: 'half',
+        } as RequestInit);
+        text = await res.text();
+      } catch (err) {
+        throw new UnreachableError(base, err, urlSource);
+      }
+      return answer(res, text);
+    },
     async request(method, path, body) {
-      const urlSource = flags.url === undefined ? 'SPOOL_URL' : '--url';
       // The whole exchange, answer body included: a gateway (or a proxy) that accepts the
       // connection and never answers must not hang an operator's command.
       const signal = AbortSignal.timeout(config.timeoutMs);
@@ -152,24 +199,7 @@ export async function adminClient(
         if (signal.aborted) throw new TimeoutError(base, config.timeoutMs);
         throw new UnreachableError(base, err, urlSource);
       }
-      if (text !== '' && !isJson(res)) {
-        // Not Spool's gateway (another server, a proxy's error page): its body means nothing here.
-        throw new AdminError(
-          res.status,
-          `(${res.headers.get('content-type') || 'a body without a type'}, ${text.length} bytes)`,
-          `the server at ${base} answered ${res.status} with no JSON, as Spool's gateway never does: is ${urlSource} the address of a Spool?`,
-        );
-      }
-      if (res.status === 401) {
-        // The gateway cannot know where the token came from; the hint names it.
-        throw new AdminError(
-          res.status,
-          text,
-          `Spool at ${base} refused the operator token from ${tokenSource}: use the token this Spool printed at start (its SPOOL_ADMIN_TOKEN), or point SPOOL_URL at the Spool the token belongs to`,
-        );
-      }
-      if (!res.ok) throw new AdminError(res.status, text);
-      return text === '' ? undefined : JSON.parse(text);
+      return answer(res, text);
     },
   };
 }

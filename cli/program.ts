@@ -16,6 +16,9 @@ export function buildProgram(env: Env): Command {
   const program = new Command('spool')
     .description('Spool, the print-job router')
     .version(spoolVersion(), '-V, --version', 'print the version of spool')
+    // `spool --version` only before a command: `spool admin release rollout --version V` is the
+    // release's.
+    .enablePositionalOptions()
     // The error stays in sight: the command's whole help is one --help away.
     .showHelpAfterError('(add --help for the command’s options)');
 

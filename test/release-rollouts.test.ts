@@ -5,6 +5,9 @@
  * failure limit, its stations falling back to the previous rollout's version.
  */
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { credentials, Metadata } from '@grpc/grpc-js';
 import anyTest, { type TestFn } from 'ava';
 import {
@@ -15,6 +18,7 @@ import {
   type UpdateOffer,
 } from '../gen/spool/v1/stations.js';
 import { covers, defaultMaxFailures, stationBucket } from '../services/stations/releases.js';
+import { runSpool } from './helpers/spool.js';
 import {
   call,
   createOrg,
@@ -84,7 +88,7 @@ async function publish(sys: TestSystem, r: Built) {
 interface Link {
   offers: UpdateOffer[];
   send(msg: DeepPartial<AgentMessage>): void;
-  until(predicate: () => boolean): Promise<void>;
+  until(predicate: () => boolean, what?: string): Promise<void>;
   close(): void;
 }
 
@@ -109,7 +113,7 @@ async function link(
     for (const l of listeners) l();
   });
   stream.on('error', () => {});
-  const until = (predicate: () => boolean) =>
+  const until = (predicate: () => boolean, what = 'welcome') =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
         if (predicate()) {
@@ -120,7 +124,7 @@ async function link(
       };
       const timer = setTimeout(() => {
         listeners.delete(check);
-        reject(new Error('timed out waiting on the link'));
+        reject(new Error(`timed out waiting on the link for ${what}`));
       }, 10_000);
       listeners.add(check);
       check();
@@ -257,7 +261,7 @@ test('rollouts: offers on link and on creation, reports stored and shown, a fail
   const [a, b] = stations as [{ id: string; token: string }, { id: string; token: string }];
   const linkA = await link(sys, a.token, '4.0.0', 'linux-x64');
   t.teardown(() => linkA.close());
-  await linkA.until(() => linkA.offers.length === 1);
+  await linkA.until(() => linkA.offers.length === 1, 'the offer on linking');
   const offer = linkA.offers[0] as UpdateOffer;
   t.is(offer.version, base.version);
   t.is(Buffer.from(offer.manifest).toString('utf8'), base.manifest);
@@ -301,7 +305,7 @@ test('rollouts: offers on link and on creation, reports stored and shown, a fail
     max_failures: 1,
   });
   t.is(second.status, 201);
-  await onBase.until(() => onBase.offers.length === 1);
+  await onBase.until(() => onBase.offers.length === 1, 'the offer of a new rollout');
   t.is(onBase.offers[0]?.version, next.version);
   t.is(linkB.offers.length, 0);
 
@@ -339,7 +343,69 @@ test('rollouts: offers on link and on creation, reports stored and shown, a fail
   const c = stations[2] as { id: string; token: string };
   const linkC = await link(sys, c.token, '4.0.0', 'linux-x64');
   t.teardown(() => linkC.close());
-  await linkC.until(() => linkC.offers.length === 1);
+  await linkC.until(() => linkC.offers.length === 1, 'the fallback offer');
   t.is(linkC.offers[0]?.version, base.version);
   t.is(onBase.offers.length, 1);
+});
+
+test('spool admin release publish uploads the tarballs beside the manifest; rollout and list', async (t) => {
+  const { sys } = t.context;
+  const dir = await mkdtemp(join(tmpdir(), 'spool-release-cli-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const r = release('7.0.0', ['linux-x64', 'linux-arm64']);
+  await writeFile(join(dir, 'release-7.0.0.json'), r.manifest);
+  // Base64 text is taken as well as the raw 64 bytes.
+  await writeFile(join(dir, 'release-7.0.0.json.sig'), r.signature.toString('base64'));
+  await writeFile(join(dir, r.file), r.tarball);
+  const spool = (...args: string[]) =>
+    runSpool(['admin', ...args, '--url', sys.url, '--token', OPERATOR_TOKEN], {});
+  const published = await spool(
+    'release',
+    'publish',
+    '--manifest',
+    join(dir, 'release-7.0.0.json'),
+    '--signature',
+    join(dir, 'release-7.0.0.json.sig'),
+  );
+  t.is(published.code, 0, published.stderr);
+  const out = JSON.parse(published.stdout) as { release: { version: string }; files: unknown[] };
+  t.is(out.release.version, '7.0.0');
+  t.is(out.files.length, 1);
+  const got = await fetch(`${sys.url}/agent/v1/releases/7.0.0/${r.file}`);
+  t.true(Buffer.from(await got.arrayBuffer()).equals(r.tarball));
+
+  await writeFile(join(dir, 'raw.sig'), r.signature);
+  const again = await spool(
+    'release',
+    'publish',
+    '--manifest',
+    join(dir, 'release-7.0.0.json'),
+    '--signature',
+    join(dir, 'raw.sig'),
+  );
+  t.is(again.code, 0, again.stderr);
+
+  const org = await createOrg(sys.url, 'CLI rollouts');
+  const rollout = await spool(
+    'release',
+    'rollout',
+    '--version',
+    '7.0.0',
+    '--percent',
+    '25',
+    '--org',
+    org,
+    '--max-failures',
+    '3',
+  );
+  t.is(rollout.code, 0, rollout.stderr);
+  const made = JSON.parse(rollout.stdout) as { rollout: Record<string, unknown> };
+  t.like(made.rollout, { version: '7.0.0', percent: 25, org_id: org, max_failures: 3 });
+  const list = await spool('release', 'list', '--json');
+  t.is(list.code, 0, list.stderr);
+  const items = (JSON.parse(list.stdout) as { items: Array<{ version: string }> }).items;
+  t.true(items.some((i) => i.version === '7.0.0'));
+  const table = await spool('release', 'list');
+  t.regex(table.stdout, /7\.0\.0/);
+  t.regex(table.stdout, /25% of /);
 });

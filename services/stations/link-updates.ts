@@ -108,7 +108,8 @@ export class ReleaseWatch {
       { station_id: link.station.id, version: target.version, running: link.agentVersion },
       'agent release offered',
     );
-    await link.send({
+    // Queued behind the link's other writes; a link that cannot take it now holds no other up.
+    void link.send({
       update: {
         version: target.version,
         manifest: target.manifest,

@@ -225,9 +225,13 @@ export class Releases {
       const covered = rows.filter((r) => covers(rollout, { id: r.id, orgId: r.org_id })).length;
       maxFailures = defaultMaxFailures(covered);
     }
+    // Newest is what decides a target: a rollout is created after every other, even in the same
+    // instant (or on a clock that stands still).
     const { rows } = await this.#pool.query<RolloutRow>(
       `INSERT INTO rollouts (id, version, percent, org_id, max_failures, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${ROLLOUT_COLUMNS}`,
+       SELECT $1, $2, $3, $4, $5, GREATEST($6::TIMESTAMPTZ,
+         COALESCE((SELECT max(created_at) FROM rollouts), $6::TIMESTAMPTZ) + INTERVAL '1 microsecond')
+       RETURNING ${ROLLOUT_COLUMNS}`,
       [randomUUID(), req.version, req.percent, orgId, maxFailures, this.#clock.now()],
     );
     this.#changed();
