@@ -58,6 +58,7 @@ export const STATION_COLUMNS: Columns<Row> = [
   yesNo('online', 'online'),
   field('last seen', 'last_seen_at'),
   field('agent', 'agent_version'),
+  field('update', 'update_state'),
   field('region'),
   field('location', 'location_id'),
   field('token revoked', 'token_revoked_at'),

@@ -83,6 +83,9 @@ export interface Station {
   /** When its device token was revoked: its agent is refused until a new token is made. */
   token_revoked_at: string | null;
   created_at: string;
+  /** Its agent's last update: current, downloading, failed: <reason> or rolled_back; null if none. */
+  update_state?: string | null;
+  update_version?: string | null;
 }
 export interface ApiKey {
   id: string;

@@ -174,7 +174,7 @@ export class Releases {
     );
     if (rows[0]) return toRelease(rows[0]);
     const existing = await this.#release(parsed.version);
-    if (existing && existing.manifest.equals(bytes) && existing.signature.equals(sig)) {
+    if (existing?.manifest.equals(bytes) && existing.signature.equals(sig)) {
       return toRelease(existing);
     }
     throw conflict(

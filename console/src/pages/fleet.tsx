@@ -282,6 +282,11 @@ export function StationsPage(): JSX.Element {
                   token revoked
                 </span>
               ) : null}
+              {s.update_state && s.update_state !== 'current' ? (
+                <span class="tag" title={`Its agent's update to ${s.update_version ?? '?'}`}>
+                  update {s.update_version}: {s.update_state}
+                </span>
+              ) : null}
             </td>
             <td data-label="Location">
               {locationName(s.location_id) || <span class="muted">—</span>}
