@@ -263,6 +263,11 @@ Call with (dict "root" $ "component" "jobs").
   value: {{ $root.Values.bindAddress | quote }}
 - name: STATION_PORT
   value: {{ $values.link.port | int | toString | quote }}
+{{- /* Agents download release tarballs from the gateway's public address. */}}
+{{- with $root.Values.gateway.publicUrl }}
+- name: AGENT_DOWNLOAD_URL
+  value: {{ printf "%s/agent/v1/releases" (trimSuffix "/" .) | quote }}
+{{- end }}
 {{- end }}
 {{- /* Optional: spool itself names every variable it needs and lacks when it starts. */}}
 {{- range $name, $key := $values.secretEnv }}
