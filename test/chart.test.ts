@@ -639,7 +639,7 @@ test('NetworkPolicies let scrapers reach the metrics ports: from anywhere, or fr
   });
 });
 
-test('the Ingress routes only /v1, /admin/v1 and /console to the gateway', async (t) => {
+test('the Ingress routes only /v1, /admin/v1, /console and /agent/v1 to the gateway', async (t) => {
   for (const args of [
     ['--set', 'ingress.enabled=true'],
     ['-f', PRODUCTION],
@@ -650,7 +650,7 @@ test('the Ingress routes only /v1, /admin/v1 and /console to the gateway', async
     for (const rule of rules) {
       t.deepEqual(
         rule.http.paths.map((p) => p.path),
-        ['/v1', '/admin/v1', '/console'],
+        ['/v1', '/admin/v1', '/console', '/agent/v1'],
         args.join(' '),
       );
     }
