@@ -192,7 +192,7 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   ]);
   t.is(first.code, 0, first.stderr);
   const [header, ...rows] = lines(first.stdout);
-  t.regex(header ?? '', /^ID +NAME +ONLINE +LAST SEEN +AGENT +REGION +LOCATION +TOKEN REVOKED$/);
+  t.regex(header ?? '', /^ID +NAME +ONLINE +LAST SEEN +AGENT +UPDATE +REGION +LOCATION +TOKEN REVOKED$/);
   t.is(rows.length, 1);
   const cursor = /^more: --cursor (\S+)$/.exec(first.stderr.trim())?.[1];
   t.truthy(cursor, first.stderr);
@@ -208,12 +208,13 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   ]);
   t.is(rest.code, 0, rest.stderr);
   t.is(rest.stderr, '');
-  // Both stations, each once, never online: no agent, no last contact, "-" for what is empty.
+  // Both stations, each once, never online: no agent, no update, no last contact, "-" for what
+  // is empty.
   const all = [...rows, ...lines(rest.stdout).slice(1)].map((r) => r.split(/ {2,}/));
   t.deepEqual(all.map((r) => r[0]).sort(), [desk.id, back.id].sort());
   t.deepEqual(all.map((r) => r.slice(1)).sort(), [
-    ['Back office', 'no', '-', '-', 'default', '-', '-'],
-    ['Desk', 'no', '-', '-', 'default', '-', '-'],
+    ['Back office', 'no', '-', '-', '-', 'default', '-', '-'],
+    ['Desk', 'no', '-', '-', '-', 'default', '-', '-'],
   ]);
 
   // Every organization's offline stations, each with its organization (these two among them).
