@@ -298,7 +298,11 @@ export async function startSystem(options: SystemOptions): Promise<System> {
         },
       };
       replicas.add(replica);
-      firstGatewayUrl ??= replica.url;
+      // Bound to every address: agents on this machine reach it on loopback.
+      firstGatewayUrl ??= replica.url.replace(
+        /^http:\/\/(0\.0\.0\.0|\[?::\]?):/,
+        'http://127.0.0.1:',
+      );
       return replica;
     },
     async stop(graceMs = 10_000) {

@@ -409,3 +409,40 @@ test('spool admin release publish uploads the tarballs beside the manifest; roll
   t.regex(table.stdout, /7\.0\.0/);
   t.regex(table.stdout, /25% of /);
 });
+
+test('a rollout by percent targets the stations whose bucket is below it, of its organization only', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Half');
+  const other = await createOrg(sys.url, 'Other half');
+  const stations = await Promise.all(
+    Array.from({ length: 24 }, (_, i) => createStation(sys.url, org, { name: `H${i}` })),
+  );
+  await createStation(sys.url, other, { name: 'Elsewhere' });
+  const r = release('9.0.0');
+  t.is((await publish(sys, r)).status, 201);
+  const made = await admin(sys, 'POST', `/releases/${r.version}/rollouts`, {
+    percent: 50,
+    org_id: org,
+  });
+  t.is(made.status, 201);
+  const expected = stations.filter((s) => stationBucket(s.id) < 50).length;
+  t.is((made.body.rollout as { max_failures: number }).max_failures, defaultMaxFailures(expected));
+  const listed = await admin(sys, 'GET', '/releases');
+  const summary = (
+    listed.body.items as Array<{ version: string; counts: Record<string, number> }>
+  ).find((i) => i.version === r.version);
+  t.is(summary?.counts.targeted, expected);
+  // The same share again covers the same stations.
+  t.is(
+    (await admin(sys, 'POST', `/releases/${r.version}/rollouts`, { percent: 50, org_id: org }))
+      .status,
+    201,
+  );
+  const again = await admin(sys, 'GET', '/releases');
+  t.is(
+    (again.body.items as Array<{ version: string; counts: Record<string, number> }>).find(
+      (i) => i.version === r.version,
+    )?.counts.targeted,
+    expected,
+  );
+});
