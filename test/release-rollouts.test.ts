@@ -185,6 +185,14 @@ test('publishing: valid, idempotent, conflicting, invalid manifest, bad signatur
   t.is(published.signature, r.signature.toString('base64'));
   t.deepEqual(published.platforms, ['linux-x64']);
   t.is((await publish(sys, r)).status, 201);
+  // Audited as every operator action is.
+  const audit = await admin(sys, 'GET', '/audit?actor=operator&limit=200');
+  t.true(
+    (audit.body.items as Array<{ method: string; route: string | null }>).some(
+      (e) => e.method === 'POST' && e.route === '/admin/v1/releases',
+    ),
+    JSON.stringify(audit.body).slice(0, 500),
+  );
   const other = release('2.0.0');
   const conflict = await publish(sys, other);
   t.is(conflict.status, 409);
