@@ -54,7 +54,10 @@ export class LinkedStation {
   readonly #reports: LinkReports;
   readonly #diagnoses: LinkDiagnoses;
   /** What the link needs for its life: not the hello's printers and attempts, used only here. */
-  readonly #options: Pick<LinkedStationOptions, 'deps' | 'logger' | 'outbound' | 'resync'>;
+  readonly #options: Pick<
+    LinkedStationOptions,
+    'deps' | 'logger' | 'outbound' | 'resync' | 'closed'
+  >;
   readonly #subscriptions: Subscription[] = [];
   /** The link as release offers see it, once its hello's update report is stored. */
   #updatable: UpdatableLink | undefined;
@@ -65,6 +68,7 @@ export class LinkedStation {
       logger: options.logger,
       outbound: options.outbound,
       resync: options.resync,
+      closed: options.closed,
     };
     this.station = options.station;
     const { deps, station, logger, outbound, closed } = options;
@@ -146,6 +150,8 @@ export class LinkedStation {
     const { station } = this;
     const key = { id: station.id, orgId: station.orgId };
     await watch.releases.recordUpdate(key, hello.platform, hello.update);
+    // Ended meanwhile: stop() has run, and would not forget it.
+    if (this.#options.closed()) return;
     const link: UpdatableLink = {
       station: key,
       platform: hello.platform,
