@@ -15,6 +15,9 @@ import {
   targetOf,
 } from './releases.js';
 
+/** How often the rollouts are read again without being told they changed. */
+const REREAD_MS = 60_000;
+
 /** One link as its offers of releases see it. */
 export interface UpdatableLink {
   station: StationKey;
@@ -34,6 +37,7 @@ export class ReleaseWatch {
   readonly #links = new Set<UpdatableLink>();
   #snapshot: Promise<ReleaseSnapshot> | undefined;
   #sub: { unsubscribe(): void } | undefined;
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(options: {
     releases: Releases;
@@ -53,15 +57,18 @@ export class ReleaseWatch {
   }
 
   start(): void {
-    this.#sub = this.#nc.subscribe(RELEASES_CHANGED, {
-      callback: () => {
-        this.#snapshot = undefined;
-        void this.#offerAll();
-      },
-    });
+    const reread = () => {
+      this.#snapshot = undefined;
+      void this.#offerAll();
+    };
+    this.#sub = this.#nc.subscribe(RELEASES_CHANGED, { callback: reread });
+    // A change missed while NATS was away is found within a minute.
+    this.#timer = setInterval(reread, REREAD_MS);
+    this.#timer.unref();
   }
 
   stop(): void {
+    clearInterval(this.#timer);
     this.#sub?.unsubscribe();
     this.#links.clear();
   }
@@ -101,7 +108,7 @@ export class ReleaseWatch {
       return;
     }
     const target = targetOf(snapshot, link.station);
-    if (!target || !target.platforms.includes(link.platform)) return;
+    if (!target?.platforms.includes(link.platform)) return;
     if (target.version === link.agentVersion || target.version === link.offered) return;
     link.offered = target.version;
     this.#logger.info(
