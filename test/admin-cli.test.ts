@@ -192,7 +192,10 @@ test('spool admin lists print a table with --format table, and say on stderr whe
   ]);
   t.is(first.code, 0, first.stderr);
   const [header, ...rows] = lines(first.stdout);
-  t.regex(header ?? '', /^ID +NAME +ONLINE +LAST SEEN +AGENT +UPDATE +REGION +LOCATION +TOKEN REVOKED$/);
+  t.regex(
+    header ?? '',
+    /^ID +NAME +ONLINE +LAST SEEN +AGENT +UPDATE +REGION +LOCATION +TOKEN REVOKED$/,
+  );
   t.is(rows.length, 1);
   const cursor = /^more: --cursor (\S+)$/.exec(first.stderr.trim())?.[1];
   t.truthy(cursor, first.stderr);
