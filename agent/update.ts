@@ -48,9 +48,26 @@ export interface UpdaterOptions {
   restart(): void;
   /** Fetches a package; default: `fetch`. */
   fetch?: (url: string, init: { signal: AbortSignal }) => Promise<Response>;
+  /** Runs `retry` after `ms` (a download that may work later); default: an unref'd timer. */
+  schedule?: (retry: () => void, ms: number) => void;
 }
 
+/** A step that cannot work for this release: reported `failed`, not tried again. */
 class UpdateFailed extends Error {}
+/**
+ * A download that may work later (the network, a 429 or a 5xx): reported `downloading` with when
+ * it is tried again, so that a busy or unreachable gateway does not count against a rollout.
+ */
+class RetryLater extends Error {}
+
+/** The first wait before a download is tried again, doubling up to {@link RETRY_MAX_MS}. */
+export const RETRY_FIRST_MS = 30_000;
+export const RETRY_MAX_MS = 15 * 60_000;
+
+/** HTTP statuses of a download that may answer otherwise later. */
+function transient(status: number): boolean {
+  return status === 408 || status === 425 || status === 429 || status >= 500;
+}
 
 export class Updater {
   readonly #options: UpdaterOptions;
@@ -59,6 +76,10 @@ export class Updater {
   #busy: string | undefined;
   /** Versions that failed in this run: a new offer of one is not tried again until a restart. */
   readonly #failed = new Set<string>();
+  /** The last offer: a retry of an older one is dropped. */
+  #latest: string | undefined;
+  /** Downloads of the latest offer tried again so far. */
+  #retries = 0;
 
   constructor(options: UpdaterOptions) {
     this.#options = options;
@@ -69,6 +90,10 @@ export class Updater {
   async offer(offer: UpdateOffer): Promise<void> {
     const { logger, version: running } = this.#options;
     const version = offer.version;
+    if (version !== this.#latest) {
+      this.#latest = version;
+      this.#retries = 0;
+    }
     if (version === running || version === this.#busy) return;
     if (this.#busy !== undefined) {
       logger.info(
@@ -86,6 +111,10 @@ export class Updater {
     try {
       await this.#install(offer);
     } catch (error) {
+      if (error instanceof RetryLater) {
+        this.#retryLater(offer, error.message);
+        return;
+      }
       const detail =
         error instanceof UpdateFailed || error instanceof ManifestError
           ? error.message
@@ -96,6 +125,22 @@ export class Updater {
     } finally {
       this.#busy = undefined;
     }
+  }
+
+  #retryLater(offer: UpdateOffer, why: string): void {
+    const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** this.#retries);
+    this.#retries += 1;
+    const detail = `${why}; trying again in ${Math.round(delay / 1000)} s`;
+    this.#options.logger.warn({ version: offer.version, detail }, 'update download failed');
+    this.#options.report({ state: 'downloading', version: offer.version, detail });
+    const schedule =
+      this.#options.schedule ??
+      ((retry: () => void, ms: number) => {
+        setTimeout(retry, ms).unref();
+      });
+    schedule(() => {
+      if (this.#latest === offer.version) void this.offer(offer);
+    }, delay);
   }
 
   async #install(offer: UpdateOffer): Promise<void> {
@@ -151,11 +196,12 @@ export class Updater {
     try {
       res = await (this.#options.fetch ?? fetch)(url.href, { signal });
     } catch (error) {
-      throw new UpdateFailed(`could not download the package: ${messageOf(error)}`);
+      throw new RetryLater(`could not download the package: ${messageOf(error)}`);
     }
     if (!res.ok || !res.body) {
       await res.body?.cancel();
-      throw new UpdateFailed(`could not download the package: HTTP ${res.status}`);
+      const why = `could not download the package: HTTP ${res.status}`;
+      throw transient(res.status) ? new RetryLater(why) : new UpdateFailed(why);
     }
     const hash = createHash('sha256');
     let size = 0;
@@ -180,7 +226,7 @@ export class Updater {
       );
     } catch (error) {
       if (error instanceof UpdateFailed) throw error;
-      throw new UpdateFailed(`could not download the package: ${messageOf(error)}`);
+      throw new RetryLater(`could not download the package: ${messageOf(error)}`);
     }
     if (size !== artifact.size) {
       throw new UpdateFailed(`the package is ${size} bytes, not the manifest’s ${artifact.size}`);

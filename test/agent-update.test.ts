@@ -62,8 +62,16 @@ function release(version: string, tarball: Buffer, key: KeyObject): Release {
   };
 }
 
-async function serve(files: Map<string, Buffer>): Promise<{ base: string; server: Server }> {
+async function serve(
+  files: Map<string, Buffer>,
+  refusals: number[],
+): Promise<{ base: string; server: Server }> {
   const server = createServer((req, res) => {
+    const refusal = refusals.shift();
+    if (refusal !== undefined) {
+      res.writeHead(refusal).end();
+      return;
+    }
     const body = files.get(req.url?.split('/').at(-1) ?? '');
     if (!body) {
       res.writeHead(404).end();
@@ -81,7 +89,10 @@ async function setUp(t: import('ava').ExecutionContext) {
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const { privateKey } = generateKeyPairSync('ed25519');
   const files = new Map<string, Buffer>();
-  const { base, server } = await serve(files);
+  /** Statuses the server answers the next downloads with, before it serves them. */
+  const refusals: number[] = [];
+  const { base, server } = await serve(files, refusals);
+  const retries: { retry: () => void; ms: number }[] = [];
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const reports: UpdateStatus[] = [];
   let restarts = 0;
@@ -97,6 +108,7 @@ async function setUp(t: import('ava').ExecutionContext) {
     restart: () => {
       restarts += 1;
     },
+    schedule: (retry, ms) => retries.push({ retry, ms }),
   });
   const publish = async (version: string) => {
     const r = release(version, await packageOf(dir, version), privateKey);
@@ -110,6 +122,8 @@ async function setUp(t: import('ava').ExecutionContext) {
     updater,
     reports,
     files,
+    refusals,
+    retries,
     key: privateKey,
     publish,
     restarts: () => restarts,
@@ -194,6 +208,52 @@ test('a tampered package or manifest, or one signed by another key, is refused a
   await u.updater.offer(tampered.offer);
   t.is(u.reports.length, count);
 });
+
+test('a download the gateway cannot serve now (429, 5xx) is tried again later and reported downloading, not failed', async (t) => {
+  const u = await setUp(t);
+  const r = await u.publish('1.1.0');
+  u.refusals.push(429, 503);
+  await u.updater.offer(r.offer);
+  t.like(u.reports.at(-1), {
+    state: 'downloading',
+    version: '1.1.0',
+    detail: 'could not download the package: HTTP 429; trying again in 30 s',
+  });
+  t.is(u.retries.length, 1);
+  t.is(u.retries[0]?.ms, 30_000);
+  const first = u.retries.shift();
+  first?.retry();
+  await eventually(() => u.retries.length === 1);
+  t.like(u.reports.at(-1), {
+    state: 'downloading',
+    detail: 'could not download the package: HTTP 503; trying again in 60 s',
+  });
+  t.is(u.retries[0]?.ms, 60_000);
+  u.retries.shift()?.retry();
+  await eventually(() => u.restarts() === 1);
+  t.false(u.reports.some((s) => s.state === 'failed'));
+  t.is(await new UpdateFiles(u.stateDir).current(), '1.1.0');
+
+  // A retry of an offer since replaced by another is dropped.
+  const later = await u.publish('1.2.0');
+  const newer = await u.publish('1.3.0');
+  u.refusals.push(502);
+  await u.updater.offer(later.offer);
+  u.refusals.push(502);
+  await u.updater.offer(newer.offer);
+  t.is(u.retries.length, 2);
+  const count = u.reports.length;
+  u.retries.shift()?.retry();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.is(u.reports.length, count, 'the retry of 1.2.0 did nothing');
+});
+
+async function eventually(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  if (!done()) throw new Error('condition not met');
+}
 
 /** A child that runs until killed, or exits when told. */
 function fakeChild(): SupervisedChild & { exit(code: number | null): void; signals: string[] } {
