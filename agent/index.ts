@@ -158,6 +158,7 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
   const updater = options.updates
     ? new Updater({
         ...options.updates,
+        files: updateFiles,
         stateDir: options.stateDir,
         version: agentVersion,
         logger,

@@ -9,9 +9,15 @@
  * The installed package stays the supervisor whatever runs, so a release that cannot start at all
  * is still rolled back.
  */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { RESTART_FOR_UPDATE_EXIT, UpdateFiles } from './update-state.js';
+
+async function isFile(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => undefined))?.isFile() ?? false;
+}
 
 export const LINK_TIMEOUT_MS = 60_000;
 /** How long a child asked to stop may take before it is killed (the agent's own grace is 10 s). */
@@ -59,6 +65,23 @@ export async function supervise(options: SupervisorOptions): Promise<number> {
     }
     const state = await files.read();
     const proving = state.pending?.version === target;
+    const rollBack = async (detail: string) => {
+      const previous = proving ? (state.pending?.previous ?? null) : null;
+      await files.setCurrent(previous);
+      await files.write({
+        refused: [...new Set([...(state.refused ?? []), target])].slice(-20),
+        last: { state: 'rolled_back', version: target, detail, at: clock.now().toISOString() },
+      });
+      logger.error(
+        { version: target, back_to: previous ?? options.version, detail },
+        'the new version failed; rolled back',
+      );
+    };
+    if (!(await isFile(join(files.versionDir(target), 'bin', 'spool-agent')))) {
+      // Removed by hand, or never unpacked whole: run what is there instead.
+      await rollBack(`version ${target} is not in ${files.versionDir(target)}`);
+      continue;
+    }
     const child = options.spawn(files.versionDir(target));
     let code: number | null | undefined;
     void child.exited.then((c) => {
@@ -98,33 +121,12 @@ export async function supervise(options: SupervisorOptions): Promise<number> {
         await Promise.race([options.sleep(POLL_MS), child.exited, options.stopRequested]);
       }
       if (failure !== undefined) {
-        const previous = state.pending?.previous ?? null;
-        await files.setCurrent(previous);
-        await files.write({
-          refused: [...new Set([...(state.refused ?? []), target])].slice(-20),
-          last: {
-            state: 'rolled_back',
-            version: target,
-            detail: failure,
-            at: clock.now().toISOString(),
-          },
-        });
-        logger.error(
-          { version: target, back_to: previous ?? options.version, detail: failure },
-          'the new version failed; rolled back',
-        );
+        await rollBack(failure);
         if (stopping) return 0;
         continue;
       }
-      if (!stopping) {
-        const previous = state.pending?.previous ?? null;
-        await files.write({
-          ...(state.refused ? { refused: state.refused } : {}),
-          last: { state: 'current', version: target, detail: '', at: clock.now().toISOString() },
-        });
-        await files.prune([target, previous]);
-        logger.info({ version: target }, 'the new version linked; the update is done');
-      }
+      // The version itself recorded the update done when it linked (UpdateFiles.markLinked).
+      if (!stopping) logger.info({ version: target }, 'the new version linked; the update is done');
     }
     const status = await child.exited;
     if (stopping) return 0;

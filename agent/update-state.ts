@@ -8,9 +8,10 @@
  *   linked                the version that last linked, written by the agent on each welcome
  *
  * `current` is swapped by renaming a new symlink over it, so it names one version or the other,
- * never neither. state.json is written by the updater just before it restarts the agent, and by the
- * supervisor, which runs while the agent does not write it; a crash between the two leaves a
- * pending update, which the supervisor then watches as it would have.
+ * never neither. state.json is written by the running version (its updater before it restarts, and
+ * {@link UpdateFiles.markLinked} when Spool welcomes it, one after the other) and by the supervisor
+ * only when it rolls a version back, once that version has stopped; so no two processes write it
+ * at once.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -42,9 +43,18 @@ export interface UpdateState {
 
 export class UpdateFiles {
   readonly dir: string;
+  /** This process's changes to the files, one after the other. */
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(stateDir: string) {
     this.dir = join(stateDir, UPDATE_DIR);
+  }
+
+  /** Runs `change` once this process's earlier changes are done. */
+  exclusive<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(change, change);
+    this.#queue = run.catch(() => undefined);
+    return run;
   }
 
   versionDir(version: string): string {
@@ -94,9 +104,24 @@ export class UpdateFiles {
     }
   }
 
-  async markLinked(version: string): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
-    await writeAtomically(join(this.dir, 'linked'), `${version}\n`);
+  /**
+   * `version` is linked: an update to it is done (the outcome kept, the versions other than it and
+   * the one before it removed), and the supervisor watching it is told.
+   */
+  markLinked(version: string): Promise<void> {
+    return this.exclusive(async () => {
+      const state = await this.read();
+      if (state.pending?.version === version) {
+        const { previous } = state.pending;
+        await this.write({
+          ...(state.refused ? { refused: state.refused } : {}),
+          last: { state: 'current', version, detail: '', at: new Date().toISOString() },
+        });
+        await this.prune([version, previous]);
+      }
+      await mkdir(this.dir, { recursive: true });
+      await writeAtomically(join(this.dir, 'linked'), `${version}\n`);
+    });
   }
 
   /** Removes the versions other than those named (the current one and the one before it). */

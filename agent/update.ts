@@ -81,9 +81,9 @@ export class Updater {
   /** Downloads of the latest offer tried again so far. */
   #retries = 0;
 
-  constructor(options: UpdaterOptions) {
+  constructor(options: UpdaterOptions & { files?: UpdateFiles }) {
     this.#options = options;
-    this.#files = new UpdateFiles(options.stateDir);
+    this.#files = options.files ?? new UpdateFiles(options.stateDir);
   }
 
   /** Handles an offer; resolves when it has been installed (and a restart asked) or refused. */
@@ -171,12 +171,15 @@ export class Updater {
     } finally {
       await rm(archive, { force: true });
     }
-    const state = await this.#files.read();
-    const previous = await this.#files.current();
-    delete state.last;
-    state.pending = { version, previous, since: this.#options.clock.now().toISOString() };
-    await this.#files.write(state);
-    await this.#files.setCurrent(version);
+    const previous = await this.#files.exclusive(async () => {
+      const state = await this.#files.read();
+      const previous = await this.#files.current();
+      delete state.last;
+      state.pending = { version, previous, since: this.#options.clock.now().toISOString() };
+      await this.#files.write(state);
+      await this.#files.setCurrent(version);
+      return previous;
+    });
     logger.info({ version, previous: previous ?? 'installed' }, 'updating: restarting into it');
     this.#options.restart();
   }

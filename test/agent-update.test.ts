@@ -273,11 +273,19 @@ function fakeChild(): SupervisedChild & { exit(code: number | null): void; signa
   };
 }
 
-async function supervision(t: import('ava').ExecutionContext) {
+/** A version unpacked as the updater leaves it (its command, at least). */
+async function unpacked(files: UpdateFiles, version: string): Promise<void> {
+  await mkdir(join(files.versionDir(version), 'bin'), { recursive: true });
+  await writeFile(join(files.versionDir(version), 'bin', 'spool-agent'), '#!/bin/sh\n', {
+    mode: 0o755,
+  });
+}
+
+async function supervision(t: import('ava').ExecutionContext, options = { unpack: true }) {
   const dir = await tempDir('spool-agent-supervise-');
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const files = new UpdateFiles(dir);
-  await mkdir(join(files.dir, 'versions', '1.1.0', 'bin'), { recursive: true });
+  if (options.unpack) await unpacked(files, '1.1.0');
   await files.write({ pending: { version: '1.1.0', previous: null, since: '' } });
   await files.setCurrent('1.1.0');
   const clock = new ManualClock();
@@ -374,4 +382,52 @@ test('a version that links is kept, older versions are removed, and a stop ends 
   t.is(await s.status, 0);
   t.deepEqual(s.spawned[0]?.child.signals, ['SIGTERM']);
   t.deepEqual(s.ranHere, []);
+});
+
+test('a version that links and at once swaps in the next one is not undone: the next one is proved in turn', async (t) => {
+  const s = await supervision(t);
+  s.onSpawn((child) => {
+    const n = s.spawned.length;
+    setImmediate(async () => {
+      if (n === 1) {
+        // 1.1.0 links, is offered 1.2.0, installs it and restarts, before the supervisor looks.
+        await s.files.markLinked('1.1.0');
+        await unpacked(s.files, '1.2.0');
+        await s.files.exclusive(async () => {
+          await s.files.write({
+            ...(await s.files.read()),
+            pending: { version: '1.2.0', previous: '1.1.0', since: '' },
+          });
+          await s.files.setCurrent('1.2.0');
+        });
+        child.exit(75);
+      } else if (n === 2) {
+        child.exit(3); // 1.2.0 cannot start
+      }
+    });
+  });
+  while (s.spawned.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+  t.deepEqual(
+    s.spawned.map((c) => c.dir.split('/').at(-1)),
+    ['1.1.0', '1.2.0', '1.1.0'],
+  );
+  t.is(await s.files.current(), '1.1.0');
+  t.like((await s.files.read()).last, {
+    state: 'rolled_back',
+    version: '1.2.0',
+    detail: 'version 1.2.0 exited (3) before it linked',
+  });
+  s.stop();
+  t.is(await s.status, 0);
+});
+
+test('a current version whose folder is gone is rolled back to what is installed', async (t) => {
+  const s = await supervision(t, { unpack: false });
+  while (s.ranHere.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  t.deepEqual(s.spawned, []);
+  t.is(await s.files.current(), null);
+  t.like((await s.files.read()).last, { state: 'rolled_back', version: '1.1.0' });
+  t.regex((await s.files.read()).last?.detail ?? '', /^version 1\.1\.0 is not in /);
+  s.stop();
+  t.is(await s.status, 0);
 });
