@@ -177,10 +177,13 @@ export function adminReleasesRouter(deps: ReleasesRouterDeps): Router<GatewaySta
         'send the tarball as application/gzip or application/octet-stream',
       );
     }
-    const { items } = await stations.listReleases({});
-    const summary = items.find((s) => s.release?.version === version);
-    if (!summary?.release) throw notFound(`no release ${version}: publish its manifest first`);
-    const manifest = parseReleaseManifest(summary.release.manifest);
+    const { release } = await stations.getRelease({ version }).catch((err: unknown) => {
+      throw err instanceof SpoolError && err.code === 'not_found'
+        ? notFound(`no release ${version}: publish its manifest first`)
+        : err;
+    });
+    if (!release) throw notFound(`no release ${version}: publish its manifest first`);
+    const manifest = parseReleaseManifest(release.manifest);
     const artifact = Object.values(manifest.platforms).find((a) => a.file === file);
     if (!artifact) {
       throw notFound(`release ${version} names no file ${file}`);

@@ -11,7 +11,7 @@ import { diagnoseStation } from './station-diagnosis.js';
 
 export type FleetServer = Pick<
   AsyncServer<StationsServiceServer>,
-  'publishRelease' | 'listReleases' | 'createRollout' | 'diagnoseStation'
+  'publishRelease' | 'getRelease' | 'listReleases' | 'createRollout' | 'diagnoseStation'
 >;
 
 export interface FleetServerOptions {
@@ -30,6 +30,9 @@ export function createFleetServer(options: FleetServerOptions): FleetServer {
   return {
     async publishRelease(req) {
       return { release: await options.releases.publish(req.manifest, req.signature) };
+    },
+    async getRelease(req) {
+      return { release: await options.releases.get(req.version) };
     },
     async listReleases() {
       return { items: await options.releases.list() };

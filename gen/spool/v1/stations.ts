@@ -684,6 +684,14 @@ export interface PublishReleaseResponse {
   release: Release | undefined;
 }
 
+export interface GetReleaseRequest {
+  version: string;
+}
+
+export interface GetReleaseResponse {
+  release: Release | undefined;
+}
+
 export interface ListReleasesRequest {
 }
 
@@ -9867,6 +9875,142 @@ export const PublishReleaseResponse: MessageFns<PublishReleaseResponse> = {
   },
 };
 
+function createBaseGetReleaseRequest(): GetReleaseRequest {
+  return { version: "" };
+}
+
+export const GetReleaseRequest: MessageFns<GetReleaseRequest> = {
+  encode(message: GetReleaseRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== "") {
+      writer.uint32(10).string(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetReleaseRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetReleaseRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetReleaseRequest {
+    return { version: isSet(object.version) ? globalThis.String(object.version) : "" };
+  },
+
+  toJSON(message: GetReleaseRequest): unknown {
+    const obj: any = {};
+    if (message.version !== "") {
+      obj.version = message.version;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetReleaseRequest>): GetReleaseRequest {
+    return GetReleaseRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetReleaseRequest>): GetReleaseRequest {
+    const message = createBaseGetReleaseRequest();
+    message.version = object.version ?? "";
+    return message;
+  },
+};
+
+function createBaseGetReleaseResponse(): GetReleaseResponse {
+  return { release: undefined };
+}
+
+export const GetReleaseResponse: MessageFns<GetReleaseResponse> = {
+  encode(message: GetReleaseResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.release !== undefined) {
+      Release.encode(message.release, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetReleaseResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetReleaseResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.release = Release.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetReleaseResponse {
+    return { release: isSet(object.release) ? Release.fromJSON(object.release) : undefined };
+  },
+
+  toJSON(message: GetReleaseResponse): unknown {
+    const obj: any = {};
+    if (message.release !== undefined) {
+      obj.release = Release.toJSON(message.release);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetReleaseResponse>): GetReleaseResponse {
+    return GetReleaseResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetReleaseResponse>): GetReleaseResponse {
+    const message = createBaseGetReleaseResponse();
+    message.release = (object.release !== undefined && object.release !== null)
+      ? Release.fromPartial(object.release)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseListReleasesRequest(): ListReleasesRequest {
   return {};
 }
@@ -10617,6 +10761,16 @@ export const StationsServiceService = {
       Buffer.from(PublishReleaseResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PublishReleaseResponse => PublishReleaseResponse.decode(value),
   },
+  /** One release, as published; NOT_FOUND for a version never published. */
+  getRelease: {
+    path: "/spool.v1.StationsService/GetRelease" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetReleaseRequest): Buffer => Buffer.from(GetReleaseRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetReleaseRequest => GetReleaseRequest.decode(value),
+    responseSerialize: (value: GetReleaseResponse): Buffer => Buffer.from(GetReleaseResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetReleaseResponse => GetReleaseResponse.decode(value),
+  },
   /** Every release, newest first, with its rollouts and the stations on it or updating to it. */
   listReleases: {
     path: "/spool.v1.StationsService/ListReleases" as const,
@@ -10715,6 +10869,8 @@ export interface StationsServiceServer extends UntypedServiceImplementation {
    * a version published before with other bytes, INVALID_ARGUMENT for a manifest that is not one.
    */
   publishRelease: handleUnaryCall<PublishReleaseRequest, PublishReleaseResponse>;
+  /** One release, as published; NOT_FOUND for a version never published. */
+  getRelease: handleUnaryCall<GetReleaseRequest, GetReleaseResponse>;
   /** Every release, newest first, with its rollouts and the stations on it or updating to it. */
   listReleases: handleUnaryCall<ListReleasesRequest, ListReleasesResponse>;
   /**
@@ -11078,6 +11234,22 @@ export interface StationsServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PublishReleaseResponse) => void,
+  ): ClientUnaryCall;
+  /** One release, as published; NOT_FOUND for a version never published. */
+  getRelease(
+    request: GetReleaseRequest,
+    callback: (error: ServiceError | null, response: GetReleaseResponse) => void,
+  ): ClientUnaryCall;
+  getRelease(
+    request: GetReleaseRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetReleaseResponse) => void,
+  ): ClientUnaryCall;
+  getRelease(
+    request: GetReleaseRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetReleaseResponse) => void,
   ): ClientUnaryCall;
   /** Every release, newest first, with its rollouts and the stations on it or updating to it. */
   listReleases(
