@@ -4,27 +4,13 @@
  */
 import type { Command } from 'commander';
 import { formatLogLine } from '../agent/log-format.js';
+import type { DiagnosisView } from '../lib/contracts/diagnosis-view.js';
 import type { AdminContext } from './admin.js';
 import { enc } from './admin-options.js';
 import { renderTable } from './table.js';
 
-/** The `diagnosis` of `POST /admin/v1/orgs/{org}/stations/{id}/diagnose`. */
-export interface Diagnosis {
-  versions: Record<string, string>;
-  printers: Array<{
-    name: string;
-    backend: string;
-    status: string;
-    detail: string;
-    raw: string;
-    held_jobs: number;
-  }>;
-  log_lines: string[];
-  truncated: boolean;
-}
-
 /** The report as a person reads it: versions, a table of printers, then the log lines. */
-export function renderDiagnosis(d: Diagnosis): string {
+export function renderDiagnosis(d: DiagnosisView): string {
   const versions = Object.entries(d.versions)
     .map(([name, version]) => `  ${name}: ${version}`)
     .join('\n');
@@ -68,7 +54,7 @@ export function addDiagnoseCommand(station: Command, ctx: AdminContext): void {
         'POST',
         `/orgs/${enc(opts.org)}/stations/${enc(opts.id)}/diagnose`,
         lines === undefined ? {} : { log_lines: lines },
-      )) as { diagnosis: Diagnosis };
+      )) as { diagnosis: DiagnosisView };
       process.stdout.write(
         opts.json ? `${JSON.stringify(answer, null, 2)}\n` : renderDiagnosis(answer.diagnosis),
       );

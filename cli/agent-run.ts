@@ -166,6 +166,7 @@ export async function runAgentCommand(flags: AgentFlags, env: Env): Promise<void
     // The installed package: it runs the version its updates chose, and rolls back one that fails.
     const status = await superviseVersions({
       s,
+      env,
       logger,
       updates,
       options,
@@ -233,6 +234,8 @@ function packagedUpdates(s: AgentSettings): { platform: string; releaseKey: stri
  */
 async function superviseVersions(ctx: {
   s: AgentSettings;
+  /** The environment the agent was started with, handed on to the version it runs. */
+  env: Env;
   logger: Logger;
   updates: { platform: string; releaseKey: string };
   options: AgentOptions;
@@ -281,7 +284,7 @@ async function superviseVersions(ctx: {
     spawn(versionDir) {
       const child = spawn(join(versionDir, 'bin', 'spool-agent'), process.argv.slice(2), {
         stdio: 'inherit',
-        env: { ...process.env, SPOOL_AGENT_SUPERVISED: '1' },
+        env: { ...ctx.env, SPOOL_AGENT_SUPERVISED: '1' },
       });
       return {
         exited: new Promise((resolve) => {

@@ -1,6 +1,7 @@
 /** Overview, printers and stations. */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
+import type { DiagnosisView } from '../../../lib/contracts/diagnosis-view.js';
 import { del, enc, get, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
@@ -12,7 +13,7 @@ import { urlPager, useSearch } from '../router.js';
 import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
 import type { LocationPage, Overview, Printer, PrinterPage, Station } from '../types.js';
 import { ErrorText, PageHeader, SecretBox, Status, Time } from '../ui.js';
-import { type Diagnosis, StationDiagnosis } from './station-diagnosis.js';
+import { StationDiagnosis } from './station-diagnosis.js';
 
 function Counts(props: { counts: Record<string, number>; empty: string }): JSX.Element {
   const entries = Object.entries(props.counts).filter(([, n]) => n > 0);
@@ -211,10 +212,12 @@ export function StationsPage(): JSX.Element {
     setName('');
     await r.reload();
   });
-  const [diagnosis, setDiagnosis] = useState<{ name: string; diagnosis: Diagnosis } | null>(null);
+  const [diagnosis, setDiagnosis] = useState<{ name: string; diagnosis: DiagnosisView } | null>(
+    null,
+  );
   const diagnose = useAction(async (s: Station) => {
     setDiagnosis(null);
-    const res = await post<{ diagnosis: Diagnosis }>(
+    const res = await post<{ diagnosis: DiagnosisView }>(
       `/console/v1/orgs/${enc(org.id)}/stations/${enc(s.id)}/diagnose`,
     );
     setDiagnosis({ name: s.name, diagnosis: res.diagnosis });

@@ -3,21 +3,7 @@
  * the agent's backends see them, and its last log lines.
  */
 import type { JSX } from 'preact';
-
-/** The `diagnosis` of `POST /console/v1/orgs/{org}/stations/{id}/diagnose`. */
-export interface Diagnosis {
-  versions: Record<string, string>;
-  printers: Array<{
-    name: string;
-    backend: string;
-    status: string;
-    detail: string;
-    raw: string;
-    held_jobs: number;
-  }>;
-  log_lines: string[];
-  truncated: boolean;
-}
+import type { DiagnosisView } from '../../../lib/contracts/diagnosis-view.js';
 
 /** One JSON log line as `13:04:07 INFO station link up  printer=desk`. */
 function logLine(line: string): string {
@@ -40,7 +26,7 @@ function logLine(line: string): string {
   }
 }
 
-export function StationDiagnosis(props: { name: string; diagnosis: Diagnosis }): JSX.Element {
+export function StationDiagnosis(props: { name: string; diagnosis: DiagnosisView }): JSX.Element {
   const d = props.diagnosis;
   return (
     <section class="card" aria-labelledby="diagnosis-title">
