@@ -1,9 +1,10 @@
 /**
- * A figure of the table: a scenario's value over repeated runs, beside the ceiling or peer it is
- * judged against (the ratio is taken run by run, each run paired with the reference measured just
- * before it), and the target it meets or not.
+ * A figure of the table: a scenario's value over repeated runs, beside the ceiling, peer or other
+ * scenario it is judged against (the ratio is taken run by run, each run paired with the reference
+ * measured just before it, or, for another scenario's figure, set against that figure's median),
+ * and the target it meets or not.
  */
-import { ratios, type Spread, spread } from '../stats.js';
+import { median, ratios, type Spread, spread } from '../stats.js';
 
 export interface Reference {
   label: string;
@@ -48,6 +49,32 @@ export function figure(
   return f;
 }
 
+/**
+ * As {@link figure}, but each run is set against the reference's median rather than against the
+ * reference's run of the same number: for a reference measured in other runs than the figure
+ * (another scenario's), where pairing a run with the reference's run of the same number would
+ * pair them by chance. The median ratio is then the figure's median over the reference's.
+ */
+export function figureAgainstMedian(
+  scenario: string,
+  label: string,
+  unit: string,
+  values: number[],
+  reference: { label: string; unit: string; values: number[] },
+): Figure {
+  const f = figure(scenario, label, unit, values);
+  const ref = spread(reference.values);
+  f.reference = { label: reference.label, unit: reference.unit, value: ref };
+  f.ratio = spread(values.map((v) => v / median(reference.values.filter(Number.isFinite))));
+  return f;
+}
+
+/** Adds `text` to what qualifies the figure. */
+export function addNote(f: Figure, text: string): Figure {
+  f.note = [f.note, text].filter(Boolean).join('; ');
+  return f;
+}
+
 /** A target on the ratio: met when the median ratio is at least `min`. */
 export function ratioAtLeast(f: Figure, min: number): Figure {
   const runs = f.ratio?.runs ?? [];
@@ -83,11 +110,12 @@ export function valueAtMost(f: Figure, max: number, text: string): Figure {
   return f;
 }
 
-/** Also requires `ok` (a check every run passed) for the target to be met. */
+/**
+ * Also requires `ok` (a check every run passed) for the target to be met; a figure without a
+ * target still says the check failed.
+ */
 export function requireCheck(f: Figure, ok: boolean, what: string): Figure {
-  if (f.target && !ok) {
-    f.target.met = false;
-    f.note = [f.note, `${what}: not every run passed`].filter(Boolean).join('; ');
-  }
-  return f;
+  if (ok) return f;
+  if (f.target) f.target.met = false;
+  return addNote(f, `${what}: not every run passed`);
 }
