@@ -23,9 +23,14 @@ import type { BullmqApi } from './peer/bullmq.js';
 import { renderChart, type Series } from './report/chart.js';
 import type { Figure } from './report/figures.js';
 import { type Results, resultsMarkdown, tableMarkdown } from './report/markdown.js';
-import { probeE2eRate, runE2e, WINDOW } from './scenarios/e2e.js';
+import { type PipelineRuns, probeE2eRate, runE2e, WINDOW } from './scenarios/e2e.js';
 import { runFanout } from './scenarios/fanout.js';
-import { runFixedRate } from './scenarios/fixed-rate.js';
+import {
+  devFixedRate,
+  type FixedRateResult,
+  runFixedRate,
+  SHARE_OF_E2E_MAXIMUM,
+} from './scenarios/fixed-rate.js';
 import { runFleet } from './scenarios/fleet.js';
 import { INGEST_CONCURRENCY, PG_CONCURRENCY, runIngest } from './scenarios/ingest.js';
 import { poolSettings, runPool } from './scenarios/pool.js';
@@ -34,6 +39,7 @@ import { REGION_DELAY_MS, REGIONS_RATE, runRegions } from './scenarios/regions.j
 import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
 import { startServers } from './servers.js';
 import { ENDPOINTS_PER_ORG, setUpOrgs } from './setup.js';
+import { median } from './stats.js';
 
 async function redisVersion(redis: { host: string; port: number }): Promise<string> {
   const client = new Redis({ host: redis.host, port: redis.port, lazyConnect: true });
@@ -58,7 +64,7 @@ async function measure(
   );
   const orgs = needsOrgs ? await setUpOrgs(ctx) : undefined;
 
-  let e2eRate: number | undefined;
+  let dev: PipelineRuns | undefined;
   let insertRate: number[] | undefined;
   if (orgs && wants('ingest')) {
     const ingest = await runIngest(ctx, orgs);
@@ -70,15 +76,18 @@ async function measure(
     const e2e = await runE2e(ctx, orgs);
     figures.push(...e2e.figures);
     details.e2e = e2e.details;
-    e2eRate = e2e.figures[0]?.value.median;
+    dev = e2e.runs;
     series.push(
       { label: 'end to end: POST → printed', samples: e2e.samples.printed },
       { label: 'end to end: POST → webhook', samples: e2e.samples.webhook },
       { label: 'end to end: BullMQ add → processed', samples: e2e.samples.peer },
     );
   }
-  // Beside e2e in the table: the same load on Spool deployed as in production.
-  const production = wants('production') ? await runProduction(ctx) : undefined;
+  // Beside e2e in the table: the same load on Spool deployed as in production, judged against
+  // it; with fixed-rate also asked for, the fixed rate against that deployment while it is up.
+  const production = wants('production')
+    ? await runProduction(ctx, { dev, fixedRate: wants('fixed-rate') })
+    : undefined;
   if (production) {
     figures.push(...production.figures);
     details.production = production.details;
@@ -87,20 +96,28 @@ async function measure(
       { label: 'production: POST → webhook', samples: production.samples.webhook },
     );
   }
+  const fixedSeries = (prefix: string, fixed: FixedRateResult): Series[] => [
+    { label: `${prefix}${fixed.rate}/s: POST`, samples: fixed.samples.post },
+    { label: `${prefix}${fixed.rate}/s: POST → printed`, samples: fixed.samples.printed },
+    { label: `${prefix}${fixed.rate}/s: POST → webhook`, samples: fixed.samples.webhook },
+    { label: `${prefix}${fixed.rate}/s: BullMQ add → processed`, samples: fixed.samples.peer },
+  ];
   if (orgs && wants('fixed-rate')) {
-    if (e2eRate === undefined) {
+    let maximum = dev ? median(dev.rate.filter(Number.isFinite)) : undefined;
+    if (maximum === undefined) {
       ctx.log('fixed rate: probing the end-to-end maximum');
-      e2eRate = await probeE2eRate(ctx, orgs);
+      maximum = await probeE2eRate(ctx, orgs);
     }
-    const fixed = await runFixedRate(ctx, orgs, e2eRate);
+    const fixed = await runFixedRate(ctx, devFixedRate(ctx, orgs, maximum));
     figures.push(...fixed.figures);
     details.fixedRate = fixed.details;
-    series.push(
-      { label: `${fixed.rate}/s: POST`, samples: fixed.samples.post },
-      { label: `${fixed.rate}/s: POST → printed`, samples: fixed.samples.printed },
-      { label: `${fixed.rate}/s: POST → webhook`, samples: fixed.samples.webhook },
-      { label: `${fixed.rate}/s: BullMQ add → processed`, samples: fixed.samples.peer },
-    );
+    series.push(...fixedSeries('', fixed));
+  }
+  // Measured while the deployment was up, shown after `spool dev`'s fixed rate.
+  if (production?.fixedRate) {
+    figures.push(...production.fixedRate.figures);
+    details.productionFixedRate = production.fixedRate.details;
+    series.push(...fixedSeries('production ', production.fixedRate));
   }
   if (orgs && wants('fanout')) {
     const fanout = await runFanout(ctx, orgs);
@@ -220,6 +237,7 @@ async function main(): Promise<void> {
         'ingest connections': INGEST_CONCURRENCY,
         'SERIALIZABLE ceiling connections': PG_CONCURRENCY,
         'end-to-end window': WINDOW,
+        'fixed rate': `${SHARE_OF_E2E_MAXIMUM} × the end-to-end maximum of \`spool dev\` and, when production runs too, of the production deployment; open loop`,
         production:
           '`spool serve` gateway, accounts, jobs ×2, stations, webhooks on a fresh database (`spool migrate`) and a nats-server of their own, KEY_RATE_LIMIT=0, LOG_LEVEL=warn, other settings default',
         agents: options.agents,

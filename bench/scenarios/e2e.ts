@@ -5,7 +5,9 @@
  * its POST to its `job.printed` event reaching NATS (the printed state committed) and to its
  * webhook reaching the receiver. Paired run by run with BullMQ (add → worker processed, 64 in
  * flight) on a Redis that fsyncs every write. After each run the harness checks every job is
- * `printed` in the database and its event and its reports are stored in the streams.
+ * `printed` in the database and its event and its reports are stored in the streams. Its Spool CPU
+ * per job is judged against PostgreSQL's CPU per job over the same runs; the rate beside BullMQ's
+ * is shown without a target.
  *
  * {@link runPipeline} is that load and those checks against any Spool: `spool dev` here, Spool
  * deployed as in production in the production scenario.
@@ -24,9 +26,17 @@ import {
   startMachineCpuMeter,
 } from '../machine-cpu.js';
 import { startCpuMeter } from '../proc.js';
-import { type Figure, figure, ratioAtLeast, requireCheck, valueAtMost } from '../report/figures.js';
+import {
+  addNote,
+  type Figure,
+  figure,
+  figureAgainstMedian,
+  ratioAtLeast,
+  ratioAtMost,
+  requireCheck,
+} from '../report/figures.js';
 import { requireFewErrors } from '../shortfall.js';
-import { latency } from '../stats.js';
+import { latency, median } from '../stats.js';
 
 export const WINDOW = 64;
 const SETTLE_MS = 30_000;
@@ -40,8 +50,21 @@ const WARM_UP_MS = 10_000;
 /** The length of the run that finds the end-to-end maximum when the scenario itself is not run. */
 const PROBE_MS = 5_000;
 
+/** The targets of `spool serve` ×6 against `spool dev` in the same bench run. */
+export const PRODUCTION_CPU_AT_MOST = 1.25;
+export const PRODUCTION_RATE_AT_LEAST = 0.8;
+
+/** A pipeline's headline values, run by run. */
+export interface PipelineRuns {
+  /** Jobs printed + webhook a second. */
+  rate: number[];
+  /** Spool CPU per printed and delivered job, ms. */
+  cpuPerJob: number[];
+}
+
 export interface E2eResult {
   figures: Figure[];
+  runs: PipelineRuns;
   /** Samples of the middle run, for the chart. */
   samples: { printed: number[]; webhook: number[]; peer: number[] };
   details: Record<string, unknown>;
@@ -65,6 +88,13 @@ export interface PipelineSpec {
   /** The PostgreSQL and nats-server it runs on, for the split of the machine's CPU. */
   postgresPid: number | undefined;
   natsPid: number | undefined;
+  /**
+   * What the rate and the CPU per job are judged against: `postgres`, Spool's CPU per job against
+   * PostgreSQL's in the same runs (`spool dev`); `dev`, both against `spool dev`'s end-to-end
+   * figures of the same bench run (production), which are undefined when that scenario was not
+   * run: the figures then stand without a target.
+   */
+  judge: { against: 'postgres' } | { against: 'dev'; dev: PipelineRuns | undefined };
 }
 
 /** A pipeline run's jobs whose webhook arrived, and its rate: those ÷ (first POST → last webhook). */
@@ -117,7 +147,81 @@ export function runE2e(ctx: Context, orgs: Orgs): Promise<E2eResult> {
     processes: [{ name: 'spool dev', pid: ctx.servers.spoolPid }],
     postgresPid: ctx.servers.postgresPid,
     natsPid: ctx.servers.natsPid,
+    judge: { against: 'postgres' },
   });
+}
+
+/** What {@link headlineFigures} judges, run by run. */
+export interface HeadlineRuns extends PipelineRuns {
+  /** BullMQ add → processed a second, measured just before each run. */
+  peer: number[];
+  /** PostgreSQL's CPU per printed and delivered job, ms (NaN: not known). */
+  postgresCpuPerJob: number[];
+  /** Whether every job of the run was printed in the DB and stored in the streams. */
+  durable: boolean[];
+  /** Jobs without a webhook in time. */
+  incomplete: number[];
+}
+
+/**
+ * A pipeline's rate and Spool CPU per job, judged as `judge` says, and the rate the machine's CPU
+ * per job is set beside. The durability check goes with the rate and with every target.
+ */
+export function headlineFigures(
+  scenario: string,
+  judge: PipelineSpec['judge'],
+  runs: HeadlineRuns,
+): { rate: Figure; cpu: Figure; machineAt: { text: string; rates: number[] } } {
+  const rateLabel = 'jobs printed + webhook';
+  const cpuLabel = 'Spool CPU per printed and delivered job';
+  const peer = { label: 'BullMQ add → processed', unit: 'jobs/s', values: runs.peer };
+  let rate: Figure;
+  let cpu: Figure;
+  let machineAt = { text: "BullMQ's rate", rates: runs.peer };
+  if (judge.against === 'postgres') {
+    rate = figure(scenario, rateLabel, 'jobs/s', runs.rate, peer);
+    cpu = ratioAtMost(
+      figure(scenario, cpuLabel, 'ms', runs.cpuPerJob, {
+        label: 'PostgreSQL CPU per job',
+        unit: 'ms',
+        values: runs.postgresCpuPerJob,
+      }),
+      1,
+    );
+    if (!runs.postgresCpuPerJob.some(Number.isFinite)) {
+      addNote(cpu, "PostgreSQL's CPU not known (no pid)");
+    }
+  } else if (judge.dev) {
+    const dev = { label: '`spool dev` end to end', unit: 'jobs/s', values: judge.dev.rate };
+    rate = ratioAtLeast(
+      figureAgainstMedian(scenario, rateLabel, 'jobs/s', runs.rate, dev),
+      PRODUCTION_RATE_AT_LEAST,
+    );
+    cpu = ratioAtMost(
+      figureAgainstMedian(scenario, cpuLabel, 'ms', runs.cpuPerJob, {
+        ...dev,
+        unit: 'ms',
+        values: judge.dev.cpuPerJob,
+      }),
+      PRODUCTION_CPU_AT_MOST,
+    );
+    const devRate = median(judge.dev.rate.filter(Number.isFinite));
+    machineAt = {
+      text: `${PRODUCTION_RATE_AT_LEAST} × \`spool dev\`'s rate`,
+      rates: runs.rate.map(() => PRODUCTION_RATE_AT_LEAST * devRate),
+    };
+  } else {
+    const alone = 'no target: judged only beside the end-to-end scenario of the same run';
+    rate = addNote(figure(scenario, rateLabel, 'jobs/s', runs.rate, peer), alone);
+    cpu = addNote(figure(scenario, cpuLabel, 'ms', runs.cpuPerJob), alone);
+  }
+  const durable = runs.durable.every(Boolean);
+  const durableText = 'every job printed in the DB and stored in the streams';
+  requireCheck(rate, durable, durableText);
+  if (cpu.target) requireCheck(cpu, durable, durableText);
+  const incomplete = runs.incomplete.reduce((a, b) => a + b, 0);
+  if (incomplete > 0) addNote(rate, `${incomplete} jobs without a webhook in time`);
+  return { rate, cpu, machineAt };
 }
 
 export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2eResult> {
@@ -257,22 +361,18 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
   }
   await bullWorker.call('stopWorker');
 
-  const peerRef = { label: 'BullMQ add → processed', unit: 'jobs/s', values: rows.peer };
-  const allDurable = rows.durable.every(Boolean);
-  const rateFigure = requireCheck(
-    ratioAtLeast(
-      figure(spec.scenario, 'jobs printed + webhook', 'jobs/s', rows.rate, peerRef),
-      0.3,
-    ),
-    allDurable,
-    'every job printed in the DB and stored in the streams',
-  );
-  const incomplete = rows.incomplete.reduce((a, b) => a + b, 0);
-  if (incomplete > 0) {
-    rateFigure.note = [rateFigure.note, `${incomplete} jobs without a webhook in time`]
-      .filter(Boolean)
-      .join('; ');
-  }
+  const {
+    rate: rateFigure,
+    cpu: cpuFigure,
+    machineAt,
+  } = headlineFigures(spec.scenario, spec.judge, {
+    rate: rows.rate,
+    cpuPerJob: rows.cpuPerJob,
+    peer: rows.peer,
+    postgresCpuPerJob: rows.machineCpu.postgres,
+    durable: rows.durable,
+    incomplete: rows.incomplete,
+  });
   const peerLatency = (p: 'p50' | 'p99', values: number[]) => ({
     label: `BullMQ add → processed ${p}`,
     unit: 'ms',
@@ -281,15 +381,8 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
   return {
     figures: [
       rateFigure,
-      valueAtMost(
-        figure(spec.scenario, 'Spool CPU per printed and delivered job', 'ms', rows.cpuPerJob),
-        1.5,
-        '≤ 1.5 ms',
-      ),
-      machineCpuFigure(spec.scenario, 'printed and delivered job', rows.machineCpu, {
-        text: '0.3 × BullMQ',
-        rates: rows.peer.map((rate) => 0.3 * rate),
-      }),
+      cpuFigure,
+      machineCpuFigure(spec.scenario, 'printed and delivered job', rows.machineCpu, machineAt),
       // Two jobs replicas commit more often than one process and fail each other's
       // SERIALIZABLE reads now and then (docs/performance.md): shown so the runs say how much.
       figure(
@@ -333,6 +426,7 @@ export async function runPipeline(ctx: Context, spec: PipelineSpec): Promise<E2e
         peerLatency('p99', rows.peerP99),
       ),
     ],
+    runs: { rate: rows.rate, cpuPerJob: rows.cpuPerJob },
     samples,
     details: { ...rows, window: WINDOW, agents: ctx.options.agents },
   };

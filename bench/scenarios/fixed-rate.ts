@@ -1,14 +1,20 @@
 /**
- * Latency at a fixed rate: jobs posted at half the end-to-end maximum (an open loop, each POST
- * timed from when it was due) to the connected agents' printers, for the run's length: a load the
- * system keeps up with, so the latencies are a healthy deployment's and not a queue's. POST latency
- * p50/p99/p99.9 beside an unloaded SERIALIZABLE single-insert transaction (one connection);
- * POST → printed and POST → webhook beside BullMQ add → processed at the same rate. POST → offer
- * at the agent (dispatch) is logged and kept in the details.
+ * Latency at a fixed rate: jobs posted at half the end-to-end maximum of the Spool under test (an
+ * open loop, each POST timed from when it was due) to its connected agents' printers, for the
+ * run's length: a load the system keeps up with, so the latencies are a healthy deployment's and
+ * not a queue's. POST latency p50/p99/p99.9 beside an unloaded SERIALIZABLE single-insert
+ * transaction (one connection, on the same database, just before each run), its p99 judged at
+ * most {@link POST_P99_AT_MOST} times the transaction's; POST → printed and POST → webhook beside
+ * BullMQ add → processed at the same rate, POST → printed p50 judged at most
+ * {@link PRINTED_P50_AT_MOST} times BullMQ's. POST → offer at the agent (dispatch) is logged and
+ * kept in the details. It runs against `spool dev` and, while it is up, the production deployment.
  */
-import type { Context, Orgs } from '../context.js';
-import { PATHS } from '../context.js';
-import { type Figure, figure, valueAtMost } from '../report/figures.js';
+import type { AgentsApi } from '../agents.js';
+import type { Checks } from '../checks.js';
+import { type Context, type Orgs, PATHS } from '../context.js';
+import type { Child } from '../ipc.js';
+import type { JobTarget } from '../jobs-client.js';
+import { type Figure, figure, ratioAtMost } from '../report/figures.js';
 import { requireFewErrors, ShortfallError } from '../shortfall.js';
 import { latency } from '../stats.js';
 import { withoutWebhook } from './e2e.js';
@@ -16,6 +22,32 @@ import { withoutWebhook } from './e2e.js';
 const SETTLE_MS = 20_000;
 /** The share of the end-to-end maximum the jobs are posted at. */
 export const SHARE_OF_E2E_MAXIMUM = 0.5;
+/** The targets, as multiples of the references measured in the same runs. */
+export const POST_P99_AT_MOST = 10;
+export const PRINTED_P50_AT_MOST = 10;
+
+/** The Spool the jobs go to, and how its figures and log lines are named. */
+export interface FixedRateSpec {
+  /** The scenario column of its figures. */
+  scenario: string;
+  /** What its log lines and its shortfall messages begin with. */
+  name: string;
+  target: JobTarget;
+  /** On the Spool's own database and NATS. */
+  checks: Checks;
+  /** The agents of `target`'s printers, which note when each offer came. */
+  agents: Child<AgentsApi>;
+  /** Where the target organization's `job.printed` webhooks arrive. */
+  webhookPath: string;
+  /** The Spool's database, where the unloaded insert transaction is timed. */
+  databaseUrl: string;
+  /** The BullMQ queue of the peer measured beside it. */
+  queue: string;
+  /** This Spool's end-to-end jobs/s, measured before; the jobs go at half of it. */
+  maximum: number;
+  /** What the figures' labels call that maximum, e.g. `the end-to-end maximum`. */
+  maximumText: string;
+}
 
 export interface FixedRateResult {
   figures: Figure[];
@@ -24,42 +56,106 @@ export interface FixedRateResult {
   details: Record<string, unknown>;
 }
 
-/** Runs at {@link SHARE_OF_E2E_MAXIMUM} of `e2eMaximum`, the end-to-end jobs/s measured before. */
-export async function runFixedRate(
-  ctx: Context,
-  orgs: Orgs,
-  e2eMaximum: number,
-): Promise<FixedRateResult> {
-  if (!(e2eMaximum > 0)) {
-    throw new ShortfallError(`fixed rate: no end-to-end maximum to run at half of (${e2eMaximum})`);
+/** Each run's percentiles, in milliseconds, and its jobs without a webhook. */
+export type FixedRateRows = Record<
+  | 'txP50'
+  | 'txP99'
+  | 'txP999'
+  | 'peerP50'
+  | 'peerP99'
+  | 'postP50'
+  | 'postP99'
+  | 'postP999'
+  | 'printedP50'
+  | 'printedP99'
+  | 'webhookP50'
+  | 'webhookP99'
+  | 'dispatchP50'
+  | 'dispatchP99'
+  | 'missing',
+  number[]
+>;
+
+/**
+ * The figures of a fixed-rate run's rows, each labelled with `at` (the rate, and what it is half
+ * of): the targets are ratios to the references measured in the same runs.
+ */
+export function fixedRateFigures(scenario: string, at: string, rows: FixedRateRows): Figure[] {
+  const tx = (p: string, values: number[]) => ({
+    label: `unloaded insert tx ${p}`,
+    unit: 'ms',
+    values,
+  });
+  const peer = (p: string, values: number[]) => ({
+    label: `BullMQ add → processed ${p} at the same rate`,
+    unit: 'ms',
+    values,
+  });
+  const ms = (what: string, values: number[], reference: ReturnType<typeof tx>) =>
+    figure(scenario, `${what} at ${at}`, 'ms', values, reference);
+  return [
+    ms('POST p50', rows.postP50, tx('p50', rows.txP50)),
+    ratioAtMost(ms('POST p99', rows.postP99, tx('p99', rows.txP99)), POST_P99_AT_MOST),
+    ms('POST p99.9', rows.postP999, tx('p99.9', rows.txP999)),
+    ratioAtMost(
+      ms('POST → printed p50', rows.printedP50, peer('p50', rows.peerP50)),
+      PRINTED_P50_AT_MOST,
+    ),
+    ms('POST → printed p99', rows.printedP99, peer('p99', rows.peerP99)),
+    ms('POST → webhook p50', rows.webhookP50, peer('p50', rows.peerP50)),
+  ];
+}
+
+/** The scenario on `spool dev`: the end-to-end organization, at half `maximum`. */
+export function devFixedRate(ctx: Context, orgs: Orgs, maximum: number): FixedRateSpec {
+  return {
+    scenario: 'fixed rate',
+    name: 'fixed rate',
+    target: orgs.e2e,
+    checks: ctx.checks,
+    agents: ctx.agents,
+    webhookPath: PATHS.e2e,
+    databaseUrl: ctx.servers.databaseUrl,
+    queue: 'bench-fixed-rate',
+    maximum,
+    maximumText: 'the end-to-end maximum',
+  };
+}
+
+/** Runs at {@link SHARE_OF_E2E_MAXIMUM} of `spec.maximum`. */
+export async function runFixedRate(ctx: Context, spec: FixedRateSpec): Promise<FixedRateResult> {
+  if (!(spec.maximum > 0)) {
+    throw new ShortfallError(
+      `${spec.name}: no end-to-end maximum to run at half of (${spec.maximum})`,
+    );
   }
-  const rate = Math.max(1, Math.round(e2eMaximum * SHARE_OF_E2E_MAXIMUM));
-  const { load, checks, runMs, bullWorker, bullProducer, agents } = ctx;
+  const rate = Math.max(1, Math.round(spec.maximum * SHARE_OF_E2E_MAXIMUM));
+  const { load, runMs, bullWorker, bullProducer } = ctx;
+  const { checks, agents, queue } = spec;
   const redis = ctx.servers.redis;
-  const queue = 'bench-fixed-rate';
   await bullWorker.call('startWorker', { redis, queue, concurrency: 64 });
-  const rows = {
-    txP50: [] as number[],
-    txP99: [] as number[],
-    txP999: [] as number[],
-    peerP50: [] as number[],
-    peerP99: [] as number[],
-    postP50: [] as number[],
-    postP99: [] as number[],
-    postP999: [] as number[],
-    printedP50: [] as number[],
-    printedP99: [] as number[],
-    webhookP50: [] as number[],
-    webhookP99: [] as number[],
-    dispatchP50: [] as number[],
-    dispatchP99: [] as number[],
-    missing: [] as number[],
+  const rows: FixedRateRows = {
+    txP50: [],
+    txP99: [],
+    txP999: [],
+    peerP50: [],
+    peerP99: [],
+    postP50: [],
+    postP99: [],
+    postP999: [],
+    printedP50: [],
+    printedP99: [],
+    webhookP50: [],
+    webhookP99: [],
+    dispatchP50: [],
+    dispatchP99: [],
+    missing: [],
   };
   const samples: FixedRateResult['samples'] = { post: [], printed: [], webhook: [], peer: [] };
   const middle = Math.ceil(ctx.options.repeats / 2);
   for (let run = 1; run <= ctx.options.repeats; run++) {
     const tx = await ctx.ceilings.call('pgInsertRate', {
-      databaseUrl: ctx.servers.databaseUrl,
+      databaseUrl: spec.databaseUrl,
       concurrency: 1,
       durationMs: Math.min(runMs, 3_000),
     });
@@ -72,7 +168,7 @@ export async function runFixedRate(
     });
     await checks.quiesce();
     const res = await load.call('openLoop', {
-      target: orgs.e2e,
+      target: spec.target,
       rate,
       durationMs: runMs,
       connections: 64,
@@ -80,7 +176,7 @@ export async function runFixedRate(
     const ok = res.jobs.filter((j) => j.id);
     const ids = ok.map((j) => j.id);
     const arrivals = await load.call('collect', {
-      path: PATHS.e2e,
+      path: spec.webhookPath,
       count: ok.length,
       timeoutMs: SETTLE_MS,
     });
@@ -94,7 +190,7 @@ export async function runFixedRate(
     const webhook = since(ids.map((id) => webhookAt.get(id)));
     const dispatch = since(offeredAt);
     requireFewErrors(
-      'fixed rate: jobs printed with their webhook',
+      `${spec.name}: jobs printed with their webhook`,
       res.jobs.length,
       res.jobs.length - webhook.length,
       withoutWebhook(res.errors, ok.length - webhook.length, SETTLE_MS),
@@ -126,7 +222,7 @@ export async function runFixedRate(
     rows.missing.push(res.jobs.length - webhook.length);
     if (run === middle) Object.assign(samples, { post, printed, webhook, peer: peer.latencies });
     ctx.log(
-      `fixed rate ${run} (${rate}/s): POST p50 ${postL.p50.toFixed(1)} p99 ${postL.p99.toFixed(1)} p99.9 ${postL.p999.toFixed(1)} ms; ` +
+      `${spec.name} ${run} (${rate}/s): POST p50 ${postL.p50.toFixed(1)} p99 ${postL.p99.toFixed(1)} p99.9 ${postL.p999.toFixed(1)} ms; ` +
         `printed p50 ${printedL.p50.toFixed(1)} p99 ${printedL.p99.toFixed(1)} ms; webhook p50 ${webhookL.p50.toFixed(1)} ms; ` +
         `offer p99 ${dispatchL.p99.toFixed(1)} ms; ${res.jobs.length - ok.length} failed, ${res.jobs.length - webhook.length} without webhook; ` +
         `BullMQ p50 ${peerL.p50.toFixed(1)} p99 ${peerL.p99.toFixed(1)} ms; unloaded insert tx p50 ${txL.p50.toFixed(2)} ms`,
@@ -135,54 +231,10 @@ export async function runFixedRate(
   }
   await bullWorker.call('stopWorker');
 
-  const tx = (p: string, values: number[]) => ({
-    label: `unloaded insert tx ${p}`,
-    unit: 'ms',
-    values,
-  });
-  const peer = (p: string, values: number[]) => ({
-    label: `BullMQ add → processed ${p} at the same rate`,
-    unit: 'ms',
-    values,
-  });
-  const name = (what: string) => `${what} at ${rate}/s (half the end-to-end maximum)`;
   return {
-    figures: [
-      figure('fixed rate', name('POST p50'), 'ms', rows.postP50, tx('p50', rows.txP50)),
-      valueAtMost(
-        figure('fixed rate', name('POST p99'), 'ms', rows.postP99, tx('p99', rows.txP99)),
-        25,
-        '≤ 25 ms',
-      ),
-      figure('fixed rate', name('POST p99.9'), 'ms', rows.postP999, tx('p99.9', rows.txP999)),
-      valueAtMost(
-        figure(
-          'fixed rate',
-          name('POST → printed p50'),
-          'ms',
-          rows.printedP50,
-          peer('p50', rows.peerP50),
-        ),
-        20,
-        '≤ 20 ms',
-      ),
-      figure(
-        'fixed rate',
-        name('POST → printed p99'),
-        'ms',
-        rows.printedP99,
-        peer('p99', rows.peerP99),
-      ),
-      figure(
-        'fixed rate',
-        name('POST → webhook p50'),
-        'ms',
-        rows.webhookP50,
-        peer('p50', rows.peerP50),
-      ),
-    ],
+    figures: fixedRateFigures(spec.scenario, `${rate}/s (half ${spec.maximumText})`, rows),
     rate,
     samples,
-    details: { ...rows, rate, e2eMaximum },
+    details: { ...rows, rate, maximum: spec.maximum },
   };
 }

@@ -3,7 +3,10 @@
  * in production (bench/deployment.ts): gateway, accounts, two jobs replicas, stations and webhooks,
  * each its own `spool serve` process, on a fresh database. Its own simulated agents link to its
  * stations service; the webhooks come to the same receivers as `spool dev`'s. Spool CPU per job is
- * the user + system time of all six processes, and the split by process is kept.
+ * the user + system time of all six processes, and the split by process is kept. Its rate and CPU
+ * per job are judged against `spool dev`'s end-to-end figures of the same bench run, when that
+ * scenario ran. When asked, the fixed-rate scenario (bench/scenarios/fixed-rate.ts) then runs
+ * against the same deployment, at half the rate its end-to-end runs reached, before it stops.
  */
 
 import { Admin } from '../admin.js';
@@ -12,13 +15,28 @@ import { Checks } from '../checks.js';
 import { type Context, PATHS } from '../context.js';
 import { startChild } from '../ipc.js';
 import { setUpPrintingOrg } from '../setup.js';
+import { median } from '../stats.js';
 import { Stops } from '../stops.js';
-import { type E2eResult, runPipeline } from './e2e.js';
+import { type E2eResult, type PipelineRuns, runPipeline } from './e2e.js';
+import { type FixedRateResult, runFixedRate } from './fixed-rate.js';
 
 /** The scenario column of its figures. */
 export const PRODUCTION = 'production (spool serve ×6)';
 
-export async function runProduction(ctx: Context): Promise<E2eResult | undefined> {
+export interface ProductionResult extends E2eResult {
+  /** The fixed-rate scenario against the deployment, when asked for. */
+  fixedRate: FixedRateResult | undefined;
+}
+
+export async function runProduction(
+  ctx: Context,
+  options: {
+    /** `spool dev`'s end-to-end runs of this bench run; undefined: not run, no targets. */
+    dev: PipelineRuns | undefined;
+    /** Whether to run the fixed-rate scenario against the deployment too. */
+    fixedRate: boolean;
+  },
+): Promise<ProductionResult | undefined> {
   if (!ctx.servers.startDeployment) {
     ctx.log('production: skipped, Spool was given (--spool-url)');
     return undefined;
@@ -62,9 +80,24 @@ export async function runProduction(ctx: Context): Promise<E2eResult | undefined
       processes: deployment.processes,
       postgresPid: ctx.servers.postgresPid,
       natsPid: deployment.natsPid,
+      judge: { against: 'dev', dev: options.dev },
     });
     result.details.processes = deployment.processes;
-    return result;
+    const fixedRate = options.fixedRate
+      ? await runFixedRate(ctx, {
+          scenario: `fixed rate, ${PRODUCTION}`,
+          name: 'fixed rate, production',
+          target,
+          checks,
+          agents,
+          webhookPath: PATHS.production,
+          databaseUrl: deployment.databaseUrl,
+          queue: 'bench-production-fixed-rate',
+          maximum: median(result.runs.rate.filter(Number.isFinite)),
+          maximumText: 'the production end-to-end maximum',
+        })
+      : undefined;
+    return { ...result, fixedRate };
   } finally {
     // The agents and the harness's connections go before the servers they are connected to.
     await stops.run();
