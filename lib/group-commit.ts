@@ -5,6 +5,12 @@
  * per item. Items keep their order: they are grouped, and groups committed, first come first
  * served, one group at a time.
  *
+ * Under load a group can also wait a moment for company ({@link GroupCommitOptions.gatherMs}):
+ * when items came in while the last group was committing, the next one waits that long before it
+ * goes, and takes everything that came meanwhile. Groups then grow with the rate rather than with
+ * the commit's duration alone, which is what keeps them large when the load is split over several
+ * replicas, each seeing a share of it. A lone item on a quiet process still goes at once.
+ *
  * `commit` answers each item of a group on its own (an item may fail while the others succeed).
  * When it throws, no item of the group can be said to have failed on its own, so each goes again
  * alone, and only the one that still fails is refused.
@@ -21,9 +27,30 @@ interface Waiting<I, R> {
   reject(err: unknown): void;
 }
 
+export interface GroupCommitOptions {
+  /**
+   * How long a group waits for more items when items arrived while the group before it was
+   * committing (0, the default: never). It bounds the latency it adds.
+   */
+  gatherMs?: number;
+  /** Waits `ms` (a timer by default; tests give their own). */
+  wait?: (ms: number) => Promise<void>;
+}
+
+/**
+ * The wait the hot groups of the jobs and webhooks services take under load: short beside a job's
+ * way from POST to printed, long beside a commit on a quiet database, so that a replica given half
+ * of the load still sends groups about as large as one given all of it.
+ */
+export const GATHER_UNDER_LOAD_MS = 2;
+
+const timer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 export class GroupCommit<I, R> {
   readonly #commit: (items: I[]) => Promise<Outcome<R>[]>;
   readonly #maxGroup: number;
+  readonly #gatherMs: number;
+  readonly #wait: (ms: number) => Promise<void>;
   readonly #queue: Waiting<I, R>[] = [];
   #draining = false;
 
@@ -31,9 +58,15 @@ export class GroupCommit<I, R> {
    * @param commit commits a group and answers its items, in order.
    * @param maxGroup the most items one group takes.
    */
-  constructor(commit: (items: I[]) => Promise<Outcome<R>[]>, maxGroup: number) {
+  constructor(
+    commit: (items: I[]) => Promise<Outcome<R>[]>,
+    maxGroup: number,
+    options: GroupCommitOptions = {},
+  ) {
     this.#commit = commit;
     this.#maxGroup = maxGroup;
+    this.#gatherMs = options.gatherMs ?? 0;
+    this.#wait = options.wait ?? timer;
   }
 
   /** Resolves once the group holding `item` has committed it. */
@@ -52,7 +85,13 @@ export class GroupCommit<I, R> {
   async #drain(): Promise<void> {
     this.#draining = true;
     try {
+      let first = true;
       while (this.#queue.length > 0) {
+        // Items waiting here came while a group committed: the load is more than one at a time.
+        if (!first && this.#gatherMs > 0 && this.#queue.length < this.#maxGroup) {
+          await this.#wait(this.#gatherMs);
+        }
+        first = false;
         const group = this.#queue.splice(0, this.#maxGroup);
         await context.with((group[0] as Waiting<I, R>).ctx, () => this.#commitGroup(group));
       }

@@ -16,7 +16,7 @@ import type { Clock } from '../../lib/clock.js';
 import { queryThenCommit, withTx } from '../../lib/db.js';
 import type { SpoolError } from '../../lib/errors.js';
 import { eventMessage } from '../../lib/events.js';
-import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
+import { GATHER_UNDER_LOAD_MS, GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { DEFAULT_PRIORITY, jobJson } from '../../lib/job-view.js';
 import { spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxMessage, type OutboxRow } from '../../lib/outbox.js';
@@ -347,7 +347,9 @@ export function createJobCreator(deps: {
     return group.map((p) => outcomes.get(p) as Outcome<Job>);
   }
 
-  const groups = new GroupCommit<Pending, Job>(commitGroup, MAX_GROUP);
+  const groups = new GroupCommit<Pending, Job>(commitGroup, MAX_GROUP, {
+    gatherMs: GATHER_UNDER_LOAD_MS,
+  });
   return {
     create(job) {
       return groups.submit({ job, trace: traceCarrier() });

@@ -10,7 +10,7 @@ import type { Job } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
 import { queryThenCommit, withTx } from '../../lib/db.js';
 import { notFound, SpoolError } from '../../lib/errors.js';
-import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
+import { GATHER_UNDER_LOAD_MS, GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { isUuid } from '../../lib/ids.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxRow } from '../../lib/outbox.js';
@@ -274,7 +274,9 @@ export function createJobTransitions(deps: {
       return outcomes;
     }
   }
-  const transitions = new GroupCommit(commitTransitions, MAX_TRANSITIONS);
+  const transitions = new GroupCommit(commitTransitions, MAX_TRANSITIONS, {
+    gatherMs: GATHER_UNDER_LOAD_MS,
+  });
 
   /** Applies `trigger` to due jobs of `status` (`time` passed), at most `limit`, each once. */
   async function sweepDue(

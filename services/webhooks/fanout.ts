@@ -14,7 +14,7 @@ import { DeliverPolicy } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
 import { isWebhookEventType, parseEvent, type SpoolEvent } from '../../lib/events.js';
-import { GroupCommit } from '../../lib/group-commit.js';
+import { GATHER_UNDER_LOAD_MS, GroupCommit } from '../../lib/group-commit.js';
 import type { Logger } from '../../lib/logger.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
 import type { EndpointIndex } from './endpoint-index.js';
@@ -46,26 +46,30 @@ export async function startFanout(deps: {
   const groups = new GroupCommit<
     { event: SpoolEvent; trace: TraceCarrier; admitted: number },
     number
-  >(async (items) => {
-    // What the worker has room for goes to it claimed, as the transaction adds it; the rest it
-    // claims in rounds, told of them once they are committed.
-    const handing = deps.worker.handover(
-      items.map((item) => ({ orgId: item.event.org_id, admitted: item.admitted })),
-    );
-    // The room set aside is given back once, whatever happens: an event retried alone after its
-    // group failed takes what room is free then.
-    for (const item of items) item.admitted = 0;
-    let fanned: FannedOut;
-    try {
-      fanned = await deps.store.fanOut(items, deps.maxPayloadBytes, handing.handover);
-    } catch (err) {
-      handing.settle([]);
-      throw err;
-    }
-    handing.settle(fanned.claimed);
-    if (fanned.queued.length > 0) deps.worker.kick(true, fanned.queued);
-    return fanned.added.map((added) => ({ ok: added }));
-  }, FANOUT_IN_FLIGHT);
+  >(
+    async (items) => {
+      // What the worker has room for goes to it claimed, as the transaction adds it; the rest it
+      // claims in rounds, told of them once they are committed.
+      const handing = deps.worker.handover(
+        items.map((item) => ({ orgId: item.event.org_id, admitted: item.admitted })),
+      );
+      // The room set aside is given back once, whatever happens: an event retried alone after its
+      // group failed takes what room is free then.
+      for (const item of items) item.admitted = 0;
+      let fanned: FannedOut;
+      try {
+        fanned = await deps.store.fanOut(items, deps.maxPayloadBytes, handing.handover);
+      } catch (err) {
+        handing.settle([]);
+        throw err;
+      }
+      handing.settle(fanned.claimed);
+      if (fanned.queued.length > 0) deps.worker.kick(true, fanned.queued);
+      return fanned.added.map((added) => ({ ok: added }));
+    },
+    FANOUT_IN_FLIGHT,
+    { gatherMs: GATHER_UNDER_LOAD_MS },
+  );
   const consumer = await startDurableConsumer({
     nc: deps.nc,
     stream: 'EVENTS',
