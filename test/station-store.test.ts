@@ -48,7 +48,7 @@ test('deleting an online station hands its station.offline to the relay when it 
   const { store, handed } = storeFor(t);
   const orgId = randomUUID();
   const { station, tokenHash } = await newStation(store, orgId);
-  t.truthy(await store.linkOpened(tokenHash, randomUUID(), [], 'test'));
+  t.truthy(await store.linkOpened(tokenHash, randomUUID(), [], { version: 'test' }));
 
   await store.deleteStation(orgId, station.id);
 
@@ -85,7 +85,7 @@ test('a link recorded closed twice (two replicas sweeping a lost one) sends stat
   const orgId = randomUUID();
   const { tokenHash } = await newStation(store, orgId);
   const linkId = `${randomUUID()}:${randomUUID()}`;
-  const opened = await store.linkOpened(tokenHash, linkId, [], 'test');
+  const opened = await store.linkOpened(tokenHash, linkId, [], { version: 'test' });
   if (!opened) throw new Error('the link did not open');
 
   const closed = await Promise.all([

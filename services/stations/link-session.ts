@@ -124,19 +124,26 @@ export class LinkSession implements RereadLink {
       }
       this.#opened = true;
       const hello = checkHello(msg.hello);
-      await this.#open(hello.printers, hello.agentVersion, hello.held);
+      await this.#open(hello.printers, hello, hello.held);
       await this.#linked?.updates(hello);
       return;
     }
     await this.#linked?.handle(msg);
   }
 
-  async #open(printers: PrinterReport[], agentVersion: string, held: JobAttempt[]): Promise<void> {
+  async #open(
+    printers: PrinterReport[],
+    agent: { agentVersion: string; platform: string },
+    held: JobAttempt[],
+  ): Promise<void> {
     const opened = await this.#deps.store.linkOpened(
       this.#tokenHash as Buffer,
       this.#linkId,
       printers,
-      agentVersion,
+      {
+        version: agent.agentVersion,
+        platform: agent.platform,
+      },
     );
     if (!opened) {
       this.#refuse();
@@ -168,7 +175,7 @@ export class LinkSession implements RereadLink {
       {
         station_id: station.id,
         org_id: station.orgId,
-        agent_version: agentVersion,
+        agent_version: agent.agentVersion,
         printers: printers.length,
         peer: this.#call.getPeer(),
       },

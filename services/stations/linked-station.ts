@@ -140,8 +140,8 @@ export class LinkedStation {
   }
 
   /**
-   * Stores the hello's platform and update report, then offers the station its target release
-   * when its agent can take it (link-updates.ts).
+   * Stores the hello's update report (its platform went with the link's open), then offers the
+   * station its target release when its agent can take it (link-updates.ts).
    */
   async updates(hello: AgentHello): Promise<void> {
     const { deps, outbound, logger } = this.#options;
@@ -149,7 +149,7 @@ export class LinkedStation {
     if (!watch) return;
     const { station } = this;
     const key = { id: station.id, orgId: station.orgId };
-    await watch.releases.recordUpdate(key, hello.platform, hello.update);
+    await watch.releases.recordUpdate(key, hello.update);
     // Ended meanwhile: stop() has run, and would not forget it.
     if (this.#options.closed()) return;
     const link: UpdatableLink = {
@@ -207,7 +207,6 @@ export class LinkedStation {
       const { station } = this;
       await this.#options.deps.releases?.releases.recordUpdate(
         { id: station.id, orgId: station.orgId },
-        undefined,
         msg.update,
       );
     }

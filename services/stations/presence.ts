@@ -13,6 +13,7 @@ import { GroupCommit, type Outcome } from '../../lib/group-commit.js';
 import { addToOutbox, type OutboxMessage } from '../../lib/outbox.js';
 import { columns, WriteBatch } from '../../lib/sql.js';
 import { type TraceCarrier, traceCarrier } from '../../lib/tracing.js';
+import { cleanText } from './agent-input.js';
 import {
   type HeldStation,
   type LinkStation,
@@ -53,13 +54,15 @@ interface LinkOpen {
   linkId: string;
   printers: PrinterReport[];
   agentVersion: string;
+  platform: string;
   trace: TraceCarrier;
 }
 
 export interface LinkPresence {
   /**
    * Records a new link as the current one of the station whose device token hashes to
-   * `tokenHash`, and syncs its printers; queues `station.online`. Undefined when no station has
+   * `tokenHash`, with its agent's version and platform, and syncs its printers; queues
+   * `station.online`. Undefined when no station has
    * the token or it is revoked. Links that open while a group of opens commits go together in
    * the next (group commit).
    */
@@ -67,7 +70,7 @@ export interface LinkPresence {
     tokenHash: Buffer,
     linkId: string,
     printers: PrinterReport[],
-    agentVersion?: string,
+    agent?: { version?: string; platform?: string },
   ): Promise<OpenedLink | undefined>;
   /**
    * Records the station offline if `linkId` is still its current link, and queues
@@ -151,12 +154,13 @@ export function createLinkPresence(
           station.id,
           open.linkId,
           open.agentVersion.slice(0, 100),
+          cleanText(open.platform, 32),
         ]);
         batch.add(
           `UPDATE stations SET online = true, link_id = v.link_id, last_seen_at = ${batch.param(at)},
-             agent_version = v.agent_version
-           FROM (${batch.rows(stations, ['UUID', 'UUID', 'TEXT', 'TEXT'])})
-             AS v (org_id, id, link_id, agent_version)
+             agent_version = v.agent_version, platform = v.platform
+           FROM (${batch.rows(stations, ['UUID', 'UUID', 'TEXT', 'TEXT', 'TEXT'])})
+             AS v (org_id, id, link_id, agent_version, platform)
            WHERE stations.org_id = v.org_id AND stations.id = v.id`,
         );
         // A link that replaces another (the agent reconnected before its old link was seen to
@@ -252,8 +256,15 @@ export function createLinkPresence(
   const closes = new GroupCommit(commitCloses, MAX_OPENS);
 
   return {
-    linkOpened(tokenHash, linkId, printers, agentVersion = '') {
-      return opens.submit({ tokenHash, linkId, printers, agentVersion, trace: traceCarrier() });
+    linkOpened(tokenHash, linkId, printers, agent = {}) {
+      return opens.submit({
+        tokenHash,
+        linkId,
+        printers,
+        agentVersion: agent.version ?? '',
+        platform: agent.platform ?? '',
+        trace: traceCarrier(),
+      });
     },
 
     linkClosed(station, linkId) {

@@ -254,36 +254,19 @@ export class Releases {
   }
 
   /**
-   * Stores the station's platform (when given) and its update report (when one it may send), and
-   * stops the rollout it failed on when its failures reached the rollout's limit.
+   * Stores the station's update report, when it sent one it may send, and stops the rollout it
+   * failed on when its failures reached the rollout's limit. Most hellos carry none, and cost
+   * nothing here.
    */
-  async recordUpdate(
-    station: StationKey,
-    platform: string | undefined,
-    sent: UpdateStatus | undefined,
-  ): Promise<void> {
+  async recordUpdate(station: StationKey, sent: UpdateStatus | undefined): Promise<void> {
     const update = sent && checkUpdate(sent);
-    if (platform === undefined && !update) return;
-    const at = this.#clock.now();
+    if (!update) return;
     await this.#pool.query(
-      `UPDATE stations SET
-         platform = COALESCE($3, platform),
-         update_state = COALESCE($4, update_state),
-         update_version = COALESCE($5, update_version),
-         update_detail = COALESCE($6, update_detail),
-         update_at = CASE WHEN $4::TEXT IS NULL THEN update_at ELSE $7::TIMESTAMPTZ END
+      `UPDATE stations SET update_state = $3, update_version = $4, update_detail = $5, update_at = $6
        WHERE id = $1 AND org_id = $2`,
-      [
-        station.id,
-        station.orgId,
-        platform === undefined ? null : cleanText(platform, 32),
-        update?.state ?? null,
-        update?.version ?? null,
-        update?.detail ?? null,
-        at,
-      ],
+      [station.id, station.orgId, update.state, update.version, update.detail, this.#clock.now()],
     );
-    if (update && (update.state === 'failed' || update.state === 'rolled_back')) {
+    if (update.state === 'failed' || update.state === 'rolled_back') {
       await this.#stopIfFailing(update.version, update.detail);
     }
   }
