@@ -18,7 +18,7 @@ import { type Context, PATHS } from '../context.js';
 import { type Child, startChild } from '../ipc.js';
 import type { JobTarget } from '../jobs-client.js';
 import { coresUsed, type ProcSample, sampleProcess } from '../proc.js';
-import { type Figure, figure, valueAtMost } from '../report/figures.js';
+import { type Figure, figure, ratioAtMost, valueAtMost } from '../report/figures.js';
 import { requireAll, requireFewErrors } from '../shortfall.js';
 import { latency } from '../stats.js';
 
@@ -26,7 +26,16 @@ const HANDSHAKES_IN_FLIGHT = 200;
 const STREAMS_PER_CHANNEL = 100;
 const DISPATCH_RATE = 50;
 const MIN_IDLE_MS = 5_000;
-/** The target: the whole fleet linked within this many seconds. */
+/**
+ * The targets, as ratios to references measured in the same run, so that they do not move with
+ * the machine: the whole fleet linked within this many times the time its links would take as
+ * single-insert transactions at the SERIALIZABLE ceiling's rate (5 s where that took 1.5 s, the
+ * machine the target was first set on), and dispatch across the minute mark within this many times
+ * the same links' dispatch p99 while quiet (100 ms where that was 10 ms).
+ */
+const CONNECT_TARGET_RATIO = 3.5;
+const RESYNC_TARGET_RATIO = 10;
+/** Without the ceiling (no ingest scenario in the run), the connect target in seconds. */
 const CONNECT_TARGET_S = 5;
 /** The links' resync period (`resyncMs` in services/stations/link.ts), counted from the start. */
 const RESYNC_MS = 60_000;
@@ -288,23 +297,22 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
     rows.resyncP99,
     { label: 'the same links quiet', unit: 'ms', values: rows.steadyP99 },
   );
-  const connectFigure = valueAtMost(
-    figure(
-      'fleet',
-      `time to connect ${count} links`,
-      's',
-      rows.connectS,
-      refs.insertRate?.length === rows.connectS.length
-        ? {
-            label: `${count} single-insert tx at the ceiling rate`,
-            unit: 's',
-            values: refs.insertRate.map((rate) => count / rate),
-          }
-        : undefined,
-    ),
-    CONNECT_TARGET_S,
-    `≤ ${CONNECT_TARGET_S} s`,
+  const connectCeiling = refs.insertRate?.length === rows.connectS.length;
+  const connectFigure = figure(
+    'fleet',
+    `time to connect ${count} links`,
+    's',
+    rows.connectS,
+    connectCeiling
+      ? {
+          label: `${count} single-insert tx at the ceiling rate`,
+          unit: 's',
+          values: (refs.insertRate ?? []).map((rate) => count / rate),
+        }
+      : undefined,
   );
+  if (connectCeiling) ratioAtMost(connectFigure, CONNECT_TARGET_RATIO);
+  else valueAtMost(connectFigure, CONNECT_TARGET_S, `≤ ${CONNECT_TARGET_S} s`);
   const figures = [
     valueAtMost(
       figure('fleet', `stations service peak RSS, ${count} links`, 'MiB', rows.peakRssMiB, {
@@ -315,7 +323,7 @@ export async function runFleet(ctx: Context, refs: FleetReferences): Promise<Fle
       1024,
       '< 1 GiB',
     ),
-    resyncMeasured ? valueAtMost(resyncFigure, 100, '≤ 100 ms') : resyncFigure,
+    resyncMeasured ? ratioAtMost(resyncFigure, RESYNC_TARGET_RATIO) : resyncFigure,
     resyncMeasured ? steadyFigure : valueAtMost(steadyFigure, 100, '≤ 100 ms'),
     connectFigure,
     figure('fleet', 'stations service CPU to connect them', 'core·s', rows.connectCpuS),
