@@ -197,8 +197,11 @@ test('pool jobs spread over the members that can print them, each routed once an
   );
   for (const s of stations) t.true((await s.printed()).length > 0, `${s.name} printed some`);
 
-  const { job, events } = await jobOf(org, (jobs[0] as Job).id);
-  t.is(job.status, 'printed');
+  // The file is written before the agent's `printed` report reaches the jobs service.
+  const { job, events } = await eventually(
+    () => jobOf(org, (jobs[0] as Job).id),
+    (found) => found.job.status === 'printed',
+  );
   t.true(stations.some((s) => s.printerId === job.printer_id));
   t.deepEqual(
     events.filter((e) => e.detail.startsWith('routed to ')).map((e) => e.detail),
@@ -338,8 +341,11 @@ test('a member out of paper: its unclaimed jobs move to another member after fai
     30_000,
   );
   for (const j of jobs) {
-    const { job, events } = await jobOf(org, j.id);
-    t.is(job.status, 'printed');
+    // The file is written before the agent's `printed` report reaches the jobs service.
+    const { job, events } = await eventually(
+      () => jobOf(org, j.id),
+      (found) => found.job.status === 'printed',
+    );
     t.is(job.printer_id, second.printerId);
     t.true(events.some((e) => e.detail === `routed to ${second.printerId}`));
   }
@@ -474,7 +480,10 @@ test('a real agent whose printer is in error: its pool job waits unsent, prints 
     30_000,
   );
   t.false((await broken.printed()).includes(job.id));
-  t.is((await jobOf(org, job.id)).job.status, 'printed');
+  await eventually(
+    async () => (await jobOf(org, job.id)).job.status,
+    (status) => status === 'printed',
+  );
 });
 
 test('a member whose station hangs (SIGSTOP): its unclaimed jobs print elsewhere, and nothing prints twice after it resumes', async (t) => {
