@@ -10,7 +10,7 @@
 import os from 'node:os';
 import { machineCpuSeconds, processTable, treeCpuSeconds } from './proc.js';
 import { type Figure, figure } from './report/figures.js';
-import { median } from './stats.js';
+import { finiteMedian } from './stats.js';
 
 export interface CpuParts {
   spool: readonly number[];
@@ -123,11 +123,11 @@ export function machineCpuFigure(
     values: target.rates.map((rate) => (cores * 1000) / rate),
   });
   const ms = (values: number[]) => {
-    const m = median(values.filter(Number.isFinite));
+    const m = finiteMedian(values);
     return Number.isFinite(m) ? m.toFixed(2) : 'not known';
   };
   f.note =
     `of it Spool ${ms(rows.spool)}, PostgreSQL ${ms(rows.postgres)}, nats-server ${ms(rows.nats)}, ` +
-    `the harness and the kernel ${ms(rows.rest)} ms; machine ${Math.round(median(rows.busy.filter(Number.isFinite)) * 100)} % busy`;
+    `the harness and the kernel ${ms(rows.rest)} ms; machine ${Math.round(finiteMedian(rows.busy) * 100)} % busy`;
   return f;
 }

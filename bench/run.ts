@@ -39,7 +39,7 @@ import { REGION_DELAY_MS, REGIONS_RATE, runRegions } from './scenarios/regions.j
 import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
 import { startServers } from './servers.js';
 import { ENDPOINTS_PER_ORG, setUpOrgs } from './setup.js';
-import { median } from './stats.js';
+import { finiteMedian } from './stats.js';
 
 async function redisVersion(redis: { host: string; port: number }): Promise<string> {
   const client = new Redis({ host: redis.host, port: redis.port, lazyConnect: true });
@@ -103,7 +103,7 @@ async function measure(
     { label: `${prefix}${fixed.rate}/s: BullMQ add → processed`, samples: fixed.samples.peer },
   ];
   if (orgs && wants('fixed-rate')) {
-    let maximum = dev ? median(dev.rate.filter(Number.isFinite)) : undefined;
+    let maximum = dev ? finiteMedian(dev.rate) : undefined;
     if (maximum === undefined) {
       ctx.log('fixed rate: probing the end-to-end maximum');
       maximum = await probeE2eRate(ctx, orgs);

@@ -48,7 +48,7 @@ export function spread(runs: readonly number[]): Spread {
   const finite = runs.filter((v) => Number.isFinite(v));
   return {
     runs: [...runs],
-    median: median(finite),
+    median: finiteMedian(runs),
     min: finite.length ? Math.min(...finite) : Number.NaN,
     max: finite.length ? Math.max(...finite) : Number.NaN,
   };
@@ -62,6 +62,11 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2
     ? (sorted[mid] as number)
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** The median of the runs that measured something (NaN marks one that did not). */
+export function finiteMedian(values: readonly number[]): number {
+  return median(values.filter((v) => Number.isFinite(v)));
 }
 
 /** Per-run ratios `a[i] / b[i]` of two figures measured in the same repeats. */

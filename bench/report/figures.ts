@@ -4,7 +4,7 @@
  * measured just before it, or, for another scenario's figure, set against that figure's median),
  * and the target it meets or not.
  */
-import { median, ratios, type Spread, spread } from '../stats.js';
+import { ratios, type Spread, spread } from '../stats.js';
 
 export interface Reference {
   label: string;
@@ -65,7 +65,7 @@ export function figureAgainstMedian(
   const f = figure(scenario, label, unit, values);
   const ref = spread(reference.values);
   f.reference = { label: reference.label, unit: reference.unit, value: ref };
-  f.ratio = spread(values.map((v) => v / median(reference.values.filter(Number.isFinite))));
+  f.ratio = spread(values.map((v) => v / ref.median));
   return f;
 }
 

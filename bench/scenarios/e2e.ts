@@ -36,7 +36,7 @@ import {
   requireCheck,
 } from '../report/figures.js';
 import { requireFewErrors } from '../shortfall.js';
-import { latency, median } from '../stats.js';
+import { finiteMedian, latency } from '../stats.js';
 
 export const WINDOW = 64;
 const SETTLE_MS = 30_000;
@@ -205,7 +205,7 @@ export function headlineFigures(
       }),
       PRODUCTION_CPU_AT_MOST,
     );
-    const devRate = median(judge.dev.rate.filter(Number.isFinite));
+    const devRate = finiteMedian(judge.dev.rate);
     machineAt = {
       text: `${PRODUCTION_RATE_AT_LEAST} × \`spool dev\`'s rate`,
       rates: runs.rate.map(() => PRODUCTION_RATE_AT_LEAST * devRate),

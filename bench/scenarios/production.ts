@@ -15,7 +15,7 @@ import { Checks } from '../checks.js';
 import { type Context, PATHS } from '../context.js';
 import { startChild } from '../ipc.js';
 import { setUpPrintingOrg } from '../setup.js';
-import { median } from '../stats.js';
+import { finiteMedian } from '../stats.js';
 import { Stops } from '../stops.js';
 import { type E2eResult, type PipelineRuns, runPipeline } from './e2e.js';
 import { type FixedRateResult, runFixedRate } from './fixed-rate.js';
@@ -93,7 +93,7 @@ export async function runProduction(
           webhookPath: PATHS.production,
           databaseUrl: deployment.databaseUrl,
           queue: 'bench-production-fixed-rate',
-          maximum: median(result.runs.rate.filter(Number.isFinite)),
+          maximum: finiteMedian(result.runs.rate),
           maximumText: 'the production end-to-end maximum',
         })
       : undefined;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Job } from '../../gen/spool/v1/jobs.js';
-import type { AgentMessage, PrinterReport } from '../../gen/spool/v1/stations.js';
+import type { AgentHello, AgentMessage } from '../../gen/spool/v1/stations.js';
 import { credentialKind, hashCredential } from '../../lib/credentials.js';
 import type { Logger } from '../../lib/logger.js';
 import { AgentInputError, checkHello } from './agent-input.js';
@@ -124,25 +124,22 @@ export class LinkSession implements RereadLink {
       }
       this.#opened = true;
       const hello = checkHello(msg.hello);
-      await this.#open(hello.printers, hello, hello.held);
+      await this.#open(hello);
       await this.#linked?.updates(hello);
       return;
     }
     await this.#linked?.handle(msg);
   }
 
-  async #open(
-    printers: PrinterReport[],
-    agent: { agentVersion: string; platform: string },
-    held: JobAttempt[],
-  ): Promise<void> {
+  async #open(hello: AgentHello): Promise<void> {
+    const { printers, held } = hello;
     const opened = await this.#deps.store.linkOpened(
       this.#tokenHash as Buffer,
       this.#linkId,
       printers,
       {
-        version: agent.agentVersion,
-        platform: agent.platform,
+        version: hello.agentVersion,
+        platform: hello.platform,
       },
     );
     if (!opened) {
@@ -175,7 +172,7 @@ export class LinkSession implements RereadLink {
       {
         station_id: station.id,
         org_id: station.orgId,
-        agent_version: agent.agentVersion,
+        agent_version: hello.agentVersion,
         printers: printers.length,
         peer: this.#call.getPeer(),
       },
