@@ -1,15 +1,17 @@
 /**
  * Group commit: work that arrives while a group is being committed waits for it, then goes with
- * everything else that arrived meanwhile, as one group. A lone item on a quiet process goes at
- * once; under load the groups grow by themselves, so that the database pays per commit rather than
- * per item. Items keep their order: they are grouped, and groups committed, first come first
- * served, one group at a time.
+ * everything else that arrived meanwhile, as one group. On a quiet process the first group goes
+ * as soon as the current turn of the event loop ends, with what that turn submitted; under load
+ * the groups grow by themselves, so that the database pays per commit rather than per item. Items
+ * keep their order: they are grouped, and groups committed, first come first served, one group at
+ * a time.
  *
  * Under load a group can also wait a moment for company ({@link GroupCommitOptions.gatherMs}):
  * when items came in while the last group was committing, the next one waits that long before it
  * goes, and takes everything that came meanwhile. Groups then grow with the rate rather than with
  * the commit's duration alone, which is what keeps them large when the load is split over several
- * replicas, each seeing a share of it. A lone item on a quiet process still goes at once.
+ * replicas, each seeing a share of it. A lone item on a quiet process still goes at the end of its
+ * turn.
  *
  * `commit` answers each item of a group on its own (an item may fail while the others succeed).
  * When it throws, no item of the group can be said to have failed on its own, so each goes again
@@ -69,11 +71,18 @@ export class GroupCommit<I, R> {
     this.#wait = options.wait ?? timer;
   }
 
-  /** Resolves once the group holding `item` has committed it. */
+  /**
+   * Resolves once the group holding `item` has committed it. On a quiet process the first group
+   * goes once the current turn of the event loop is done, so that everything submitted in the
+   * same turn (a station's `received` and `result`, the messages of one read) goes together.
+   */
   submit(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.#queue.push({ item, ctx: context.active(), resolve, reject });
-      if (!this.#draining) void this.#drain();
+      if (!this.#draining) {
+        this.#draining = true;
+        setImmediate(() => void this.#drain());
+      }
     });
   }
 
@@ -83,7 +92,6 @@ export class GroupCommit<I, R> {
   }
 
   async #drain(): Promise<void> {
-    this.#draining = true;
     try {
       let first = true;
       while (this.#queue.length > 0) {

@@ -56,6 +56,17 @@ test('a lone item goes at once, without waiting for company', async (t) => {
   t.deepEqual(waits, []);
 });
 
+test('items submitted in the same turn go as one group, even on a quiet process', async (t) => {
+  const { groupCommit, groups, commits, waits } = harness(2);
+  // As a station's `received` and `result` that came as one report are applied.
+  const answers = Promise.all([groupCommit.submit('received'), groupCommit.submit('printed')]);
+  await settle();
+  t.deepEqual(groups, [['received', 'printed']]);
+  commits[0]?.open();
+  t.deepEqual(await answers, ['RECEIVED', 'PRINTED']);
+  t.deepEqual(waits, []);
+});
+
 test('items that came while a group committed wait for company, then go together', async (t) => {
   const { groupCommit, groups, commits, waits } = harness(2);
   const answers = [groupCommit.submit('a')];
