@@ -103,12 +103,13 @@ async function measure(
     { label: `${prefix}${fixed.rate}/s: BullMQ add → processed`, samples: fixed.samples.peer },
   ];
   if (orgs && wants('fixed-rate')) {
-    let maximum = dev ? finiteMedian(dev.rate) : undefined;
-    if (maximum === undefined) {
+    let atMaximum = dev;
+    if (atMaximum === undefined) {
       ctx.log('fixed rate: probing the end-to-end maximum');
-      maximum = await probeE2eRate(ctx, orgs);
+      atMaximum = await probeE2eRate(ctx, orgs);
     }
-    const fixed = await runFixedRate(ctx, devFixedRate(ctx, orgs, maximum));
+    const maximum = finiteMedian(atMaximum.rate);
+    const fixed = await runFixedRate(ctx, devFixedRate(ctx, orgs, maximum, atMaximum.cpuPerJob));
     figures.push(...fixed.figures);
     details.fixedRate = fixed.details;
     series.push(...fixedSeries('', fixed));

@@ -92,12 +92,14 @@ test('at a fixed rate, POST p99 and POST → printed p50 are judged as ratios to
     webhookP99: three(60, 60, 60),
     dispatchP50: three(3, 3, 3),
     dispatchP99: three(9, 9, 9),
+    cpuPerJob: three(3, 2, 4),
     missing: three(0, 0, 0),
   };
   const figures = fixedRateFigures(
     'fixed rate, production (spool serve ×6)',
     '150/s (half the production end-to-end maximum)',
     rows,
+    [1.5, 1, 1.25],
   );
   const judged = figures.filter((f) => f.target);
   t.deepEqual(
@@ -119,5 +121,10 @@ test('at a fixed rate, POST p99 and POST → printed p50 are judged as ratios to
   );
   t.deepEqual(judged[0]?.ratio?.runs, [7.5, 12.5, 20 / 3]);
   t.deepEqual(judged[1]?.ratio?.runs, [12.5, 9.5, 8.5]);
+  // The CPU per job, shown beside its median at the maximum, is not judged.
+  const cpu = figures.find((f) => f.label.startsWith('Spool CPU per printed and delivered job'));
+  t.is(cpu?.reference?.value.median, 1.25);
+  t.deepEqual(cpu?.ratio?.runs, [2.4, 1.6, 3.2]);
+  t.is(cpu?.target, undefined);
   t.true(figures.every((f) => f.scenario === 'fixed rate, production (spool serve ×6)'));
 });

@@ -111,7 +111,7 @@ function completed<J extends { id: string; webhookAt?: number }>(res: {
  * The end-to-end maximum from one short run after another that warms the path up, unpaired and
  * unchecked, for the fixed-rate scenario when the end-to-end scenario was not asked for.
  */
-export async function probeE2eRate(ctx: Context, orgs: Orgs): Promise<number> {
+export async function probeE2eRate(ctx: Context, orgs: Orgs): Promise<PipelineRuns> {
   const run = () =>
     ctx.load.call('pipeline', {
       target: orgs.e2e,
@@ -122,11 +122,15 @@ export async function probeE2eRate(ctx: Context, orgs: Orgs): Promise<number> {
     });
   // A fresh process's first seconds are slower (see WARM_UP_MS): the first run only warms it up.
   await run();
-  const { rate } = completed(await run());
+  const cpu = startCpuMeter(ctx.servers.spoolPid);
+  const { rate, done } = completed(await run());
+  const cpuPerJob = cpu.perItemMs(done.length);
   await ctx.load.call('printedTimes', { ids: [] });
   await ctx.checks.quiesce();
-  ctx.log(`end-to-end maximum: ${rate.toFixed(0)} jobs/s`);
-  return rate;
+  ctx.log(
+    `end-to-end maximum: ${rate.toFixed(0)} jobs/s, Spool CPU ${cpuPerJob.toFixed(2)} ms per job`,
+  );
+  return { rate: [rate], cpuPerJob: [cpuPerJob] };
 }
 
 /** What went wrong with a run's jobs: the POSTs' errors, and those whose webhook never came. */

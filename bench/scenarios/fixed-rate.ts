@@ -7,14 +7,18 @@
  * most {@link POST_P99_AT_MOST} times the transaction's; POST → printed and POST → webhook beside
  * BullMQ add → processed at the same rate, POST → printed p50 judged at most
  * {@link PRINTED_P50_AT_MOST} times BullMQ's. POST → offer at the agent (dispatch) is logged and
- * kept in the details. It runs against `spool dev` and, while it is up, the production deployment.
+ * kept in the details. Spool's CPU per printed and delivered job at this rate is shown beside its
+ * CPU per job at the maximum: a job costs more when fewer arrive together, so half the rate is
+ * more than half the work. It runs against `spool dev` and, while it is up, the production
+ * deployment.
  */
 import type { AgentsApi } from '../agents.js';
 import type { Checks } from '../checks.js';
 import { type Context, type Orgs, PATHS } from '../context.js';
 import type { Child } from '../ipc.js';
 import type { JobTarget } from '../jobs-client.js';
-import { type Figure, figure, ratioAtMost } from '../report/figures.js';
+import { startCpuMeter } from '../proc.js';
+import { type Figure, figure, figureAgainstMedian, ratioAtMost } from '../report/figures.js';
 import { requireFewErrors, ShortfallError } from '../shortfall.js';
 import { latency } from '../stats.js';
 import { withoutWebhook } from './e2e.js';
@@ -47,6 +51,10 @@ export interface FixedRateSpec {
   maximum: number;
   /** What the figures' labels call that maximum, e.g. `the end-to-end maximum`. */
   maximumText: string;
+  /** Spool's processes, whose CPU time is counted (undefined pid: not known, not counted). */
+  processes: Array<{ name: string; pid: number | undefined }>;
+  /** Spool's CPU per printed and delivered job at that maximum, run by run (ms). */
+  cpuAtMaximum: number[];
 }
 
 export interface FixedRateResult {
@@ -72,15 +80,22 @@ export type FixedRateRows = Record<
   | 'webhookP99'
   | 'dispatchP50'
   | 'dispatchP99'
+  | 'cpuPerJob'
   | 'missing',
   number[]
 >;
 
 /**
  * The figures of a fixed-rate run's rows, each labelled with `at` (the rate, and what it is half
- * of): the targets are ratios to the references measured in the same runs.
+ * of): the targets are ratios to the references measured in the same runs. The CPU per job is set
+ * beside `cpuAtMaximum`'s median, measured in other runs (none known: shown alone).
  */
-export function fixedRateFigures(scenario: string, at: string, rows: FixedRateRows): Figure[] {
+export function fixedRateFigures(
+  scenario: string,
+  at: string,
+  rows: FixedRateRows,
+  cpuAtMaximum: number[] = [],
+): Figure[] {
   const tx = (p: string, values: number[]) => ({
     label: `unloaded insert tx ${p}`,
     unit: 'ms',
@@ -103,11 +118,28 @@ export function fixedRateFigures(scenario: string, at: string, rows: FixedRateRo
     ),
     ms('POST → printed p99', rows.printedP99, peer('p99', rows.peerP99)),
     ms('POST → webhook p50', rows.webhookP50, peer('p50', rows.peerP50)),
+    cpuAtMaximum.some(Number.isFinite)
+      ? figureAgainstMedian(scenario, `${CPU_LABEL} at ${at}`, 'ms', rows.cpuPerJob, {
+          label: 'the same at the maximum',
+          unit: 'ms',
+          values: cpuAtMaximum,
+        })
+      : figure(scenario, `${CPU_LABEL} at ${at}`, 'ms', rows.cpuPerJob),
   ];
 }
 
-/** The scenario on `spool dev`: the end-to-end organization, at half `maximum`. */
-export function devFixedRate(ctx: Context, orgs: Orgs, maximum: number): FixedRateSpec {
+const CPU_LABEL = 'Spool CPU per printed and delivered job';
+
+/**
+ * The scenario on `spool dev`: the end-to-end organization, at half `maximum`, where a job cost
+ * `cpuAtMaximum`.
+ */
+export function devFixedRate(
+  ctx: Context,
+  orgs: Orgs,
+  maximum: number,
+  cpuAtMaximum: number[],
+): FixedRateSpec {
   return {
     scenario: 'fixed rate',
     name: 'fixed rate',
@@ -119,6 +151,8 @@ export function devFixedRate(ctx: Context, orgs: Orgs, maximum: number): FixedRa
     queue: 'bench-fixed-rate',
     maximum,
     maximumText: 'the end-to-end maximum',
+    processes: [{ name: 'spool dev', pid: ctx.servers.spoolPid }],
+    cpuAtMaximum,
   };
 }
 
@@ -149,6 +183,7 @@ export async function runFixedRate(ctx: Context, spec: FixedRateSpec): Promise<F
     webhookP99: [],
     dispatchP50: [],
     dispatchP99: [],
+    cpuPerJob: [],
     missing: [],
   };
   const samples: FixedRateResult['samples'] = { post: [], printed: [], webhook: [], peer: [] };
@@ -167,6 +202,7 @@ export async function runFixedRate(ctx: Context, spec: FixedRateSpec): Promise<F
       settleMs: SETTLE_MS,
     });
     await checks.quiesce();
+    const meters = spec.processes.map((p) => startCpuMeter(p.pid));
     const res = await load.call('openLoop', {
       target: spec.target,
       rate,
@@ -180,6 +216,8 @@ export async function runFixedRate(ctx: Context, spec: FixedRateSpec): Promise<F
       count: ok.length,
       timeoutMs: SETTLE_MS,
     });
+    // Every job's work is over once its webhook arrived; those that did not are not counted.
+    const cpuPerJob = meters.reduce((sum, m) => sum + m.perItemMs(arrivals.length), 0);
     const printedAt = await load.call('printedTimes', { ids });
     const offeredAt = await agents.call('offerTimes', { ids });
     const webhookAt = new Map(arrivals.map((a) => [a.jobId, a.at]));
@@ -219,22 +257,29 @@ export async function runFixedRate(ctx: Context, spec: FixedRateSpec): Promise<F
     rows.webhookP99.push(webhookL.p99);
     rows.dispatchP50.push(dispatchL.p50);
     rows.dispatchP99.push(dispatchL.p99);
+    rows.cpuPerJob.push(cpuPerJob);
     rows.missing.push(res.jobs.length - webhook.length);
     if (run === middle) Object.assign(samples, { post, printed, webhook, peer: peer.latencies });
     ctx.log(
       `${spec.name} ${run} (${rate}/s): POST p50 ${postL.p50.toFixed(1)} p99 ${postL.p99.toFixed(1)} p99.9 ${postL.p999.toFixed(1)} ms; ` +
         `printed p50 ${printedL.p50.toFixed(1)} p99 ${printedL.p99.toFixed(1)} ms; webhook p50 ${webhookL.p50.toFixed(1)} ms; ` +
         `offer p99 ${dispatchL.p99.toFixed(1)} ms; ${res.jobs.length - ok.length} failed, ${res.jobs.length - webhook.length} without webhook; ` +
-        `BullMQ p50 ${peerL.p50.toFixed(1)} p99 ${peerL.p99.toFixed(1)} ms; unloaded insert tx p50 ${txL.p50.toFixed(2)} ms`,
+        `BullMQ p50 ${peerL.p50.toFixed(1)} p99 ${peerL.p99.toFixed(1)} ms; unloaded insert tx p50 ${txL.p50.toFixed(2)} ms; ` +
+        `Spool CPU ${cpuPerJob.toFixed(2)} ms per job`,
     );
     await checks.quiesce();
   }
   await bullWorker.call('stopWorker');
 
   return {
-    figures: fixedRateFigures(spec.scenario, `${rate}/s (half ${spec.maximumText})`, rows),
+    figures: fixedRateFigures(
+      spec.scenario,
+      `${rate}/s (half ${spec.maximumText})`,
+      rows,
+      spec.cpuAtMaximum,
+    ),
     rate,
     samples,
-    details: { ...rows, rate, maximum: spec.maximum },
+    details: { ...rows, rate, maximum: spec.maximum, cpuAtMaximum: spec.cpuAtMaximum },
   };
 }

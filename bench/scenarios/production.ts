@@ -95,6 +95,8 @@ export async function runProduction(
           queue: 'bench-production-fixed-rate',
           maximum: finiteMedian(result.runs.rate),
           maximumText: 'the production end-to-end maximum',
+          processes: deployment.processes,
+          cpuAtMaximum: result.runs.cpuPerJob,
         })
       : undefined;
     return { ...result, fixedRate };
