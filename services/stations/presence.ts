@@ -199,12 +199,15 @@ export function createLinkPresence(
   }
   const opens = new GroupCommit(commitOpens, MAX_OPENS);
 
+  /** A station's link, as a key. */
+  const linkKey = (stationId: string, linkId: string) => `${stationId}/${linkId}`;
+
   /**
    * Records the stations of `links` online (or offline) in one transaction, each only while the
    * link is still its current one and it reads the other way, and queues `station.online` (or
-   * `station.offline`) for each that changed; answers their ids. A link that was no longer its
-   * station's current one (the agent reconnected meanwhile) changes nothing, and neither does one
-   * recorded so already (two replicas closing a lost replica's links).
+   * `station.offline`) for each that changed; answers their links (`linkKey`). A link that was no
+   * longer its station's current one (the agent reconnected meanwhile) changes nothing, and
+   * neither does one recorded so already (two replicas closing a lost replica's links).
    */
   async function recordLinks(
     links: readonly OpenLink[],
@@ -220,12 +223,12 @@ export function createLinkPresence(
           [alive, now],
         );
       }
-      const { rows } = await tx.query<{ id: string; org_id: string }>(
+      const { rows } = await tx.query<{ id: string; org_id: string; link_id: string }>(
         `UPDATE stations SET online = $5, last_seen_at = $4
          FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[]) AS v (org_id, id, link_id)
          WHERE stations.org_id = v.org_id AND stations.id = v.id
            AND stations.link_id = v.link_id AND stations.online <> $5
-         RETURNING stations.id, stations.org_id`,
+         RETURNING stations.id, stations.org_id, stations.link_id`,
         [
           links.map((l) => l.station.orgId),
           links.map((l) => l.station.id),
@@ -242,16 +245,20 @@ export function createLinkPresence(
         rows.map((r) => eventMessage(r.org_id, type, { station_id: r.id }, now)),
       );
       if (outbox.length > 0) await queryThenCommit(tx, batch.text(), batch.values);
-      return { changed: new Set(rows.map((r) => r.id)), outbox };
+      return { changed: new Set(rows.map((r) => linkKey(r.id, r.link_id))), outbox };
     });
     committed(outbox);
     return changed;
   }
 
-  /** Links closed together go offline in one transaction ({@link recordLinks}). */
+  /**
+   * Links closed together go offline in one transaction ({@link recordLinks}). A link closed twice
+   * in one group (two replicas sweeping the same lost link) took its station offline once: only
+   * the first close says so.
+   */
   async function commitCloses(group: OpenLink[]): Promise<Outcome<boolean>[]> {
     const offline = await recordLinks(group, false);
-    return group.map((c) => ({ ok: offline.has(c.station.id) }));
+    return group.map((c) => ({ ok: offline.delete(linkKey(c.station.id, c.linkId)) }));
   }
   const closes = new GroupCommit(commitCloses, MAX_OPENS);
 
