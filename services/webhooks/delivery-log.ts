@@ -70,32 +70,36 @@ export function createDeliveryLog(pool: pg.Pool, clock: Clock): DeliveryLog {
       endpointId: string,
       options: { limit: number; cursor: string; state: DeliveryState | undefined },
     ): Promise<{ items: WebhookDelivery[]; nextCursor: string }> {
-      await endpointRow(pool, orgId, endpointId);
       const before = decodeCursor(options.cursor);
-      const { rows } = await pool.query<DeliveryRow>(
-        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
+      // One transaction, so that each delivery's state and its attempts come from one snapshot:
+      // never a delivery still pending beside the attempt that finished it.
+      return withTx(pool, async (tx) => {
+        await endpointRow(tx, orgId, endpointId);
+        const { rows } = await tx.query<DeliveryRow>(
+          `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
          WHERE org_id = $1 AND endpoint_id = $2 AND ($3::TEXT IS NULL OR state = $3)
            AND ($4::TIMESTAMPTZ IS NULL OR (created_at, id) < ($4, $5::UUID))
          ORDER BY created_at DESC, id DESC LIMIT $6`,
-        [
+          [
+            orgId,
+            endpointId,
+            options.state ?? null,
+            before?.at ?? null,
+            before?.id ?? null,
+            options.limit + 1,
+          ],
+        );
+        const { items, nextCursor } = page(rows, options.limit, (r) => ({
+          at: r.created_at.toISOString(),
+          id: r.id,
+        }));
+        const attempts = await attemptsOf(
+          tx,
           orgId,
-          endpointId,
-          options.state ?? null,
-          before?.at ?? null,
-          before?.id ?? null,
-          options.limit + 1,
-        ],
-      );
-      const { items, nextCursor } = page(rows, options.limit, (r) => ({
-        at: r.created_at.toISOString(),
-        id: r.id,
-      }));
-      const attempts = await attemptsOf(
-        pool,
-        orgId,
-        items.map((r) => r.id),
-      );
-      return { items: items.map((r) => toDelivery(r, attempts.get(r.id) ?? [])), nextCursor };
+          items.map((r) => r.id),
+        );
+        return { items: items.map((r) => toDelivery(r, attempts.get(r.id) ?? [])), nextCursor };
+      });
     },
 
     async getDelivery(
@@ -103,13 +107,17 @@ export function createDeliveryLog(pool: pg.Pool, clock: Clock): DeliveryLog {
       endpointId: string,
       deliveryId: string,
     ): Promise<WebhookDelivery> {
-      const row = await deliveryRow(pool, orgId, endpointId, deliveryId);
-      const { rows } = await pool.query<{ body: Buffer }>(
-        'SELECT body FROM webhook_deliveries WHERE org_id = $1 AND id = $2',
-        [orgId, deliveryId],
-      );
-      const attempts = await attemptsOf(pool, orgId, [deliveryId]);
-      return toDelivery(row, attempts.get(deliveryId) ?? [], rows[0]?.body.toString('utf8') ?? '');
+      // One snapshot for the delivery and its attempts, as for a list.
+      return withTx(pool, async (tx) => {
+        const row = await deliveryRow(tx, orgId, endpointId, deliveryId);
+        const { rows } = await tx.query<{ body: Buffer }>(
+          'SELECT body FROM webhook_deliveries WHERE org_id = $1 AND id = $2',
+          [orgId, deliveryId],
+        );
+        const attempts = await attemptsOf(tx, orgId, [deliveryId]);
+        const body = rows[0]?.body.toString('utf8') ?? '';
+        return toDelivery(row, attempts.get(deliveryId) ?? [], body);
+      });
     },
 
     async resendDelivery(
