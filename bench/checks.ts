@@ -69,6 +69,9 @@ export class Checks {
       max: 2,
       options: '-c default_transaction_isolation=read\\ committed',
     });
+    // An idle connection the server ended (PostgreSQL stopping under a harness told to stop) is
+    // dropped by the pool; unheard, its error would end the harness before it cleans up.
+    pool.on('error', () => {});
     const nc = await connect({ servers: natsUrl.split(','), name: 'spool-bench-checks' });
     return new Checks(pool, nc, await jetstreamManager(nc), log);
   }

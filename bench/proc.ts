@@ -176,3 +176,24 @@ export function treeCpuSeconds(
   for (const [pid, s] of seconds) if (inTree(pid)) total += s;
   return total;
 }
+
+/** Every live process `root` started, and those they started, deepest first. */
+export function descendants(
+  root: number,
+  table: ProcessTable | undefined = processTable(),
+): number[] {
+  if (!table) return [];
+  const children = new Map<number, number[]>();
+  for (const [pid, parent] of table.parent) {
+    children.set(parent, [...(children.get(parent) ?? []), pid]);
+  }
+  const found: number[] = [];
+  const visit = (pid: number) => {
+    for (const child of children.get(pid) ?? []) {
+      visit(child);
+      found.push(child);
+    }
+  };
+  visit(root);
+  return found;
+}

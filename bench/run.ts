@@ -7,6 +7,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { freePort } from '../test/helpers/ports.js';
 import { Admin } from './admin.js';
@@ -20,6 +21,7 @@ import type { LoadApi } from './load.js';
 import { currentCommit, describeMachine } from './machine.js';
 import { type Options, parseOptions, USAGE } from './options.js';
 import type { BullmqApi } from './peer/bullmq.js';
+import { descendants } from './proc.js';
 import { renderChart, type Series } from './report/chart.js';
 import type { Figure } from './report/figures.js';
 import { type Results, resultsMarkdown, tableMarkdown } from './report/markdown.js';
@@ -183,6 +185,7 @@ async function main(): Promise<void> {
     process.stdout.write(`[${((epochMs() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 
   const servers = await startServers(options, log);
+  endWithSignal(() => servers.stop());
   const children: Array<Child<never>> = [];
   let checks: Checks | undefined;
   let admin: Admin | undefined;
@@ -277,9 +280,53 @@ async function main(): Promise<void> {
   log('done');
 }
 
-main().then(
-  () => process.exit(process.exitCode ?? 0),
+/** How long the processes the harness started have to end after it was told to stop. */
+const SIGNAL_GRACE_MS = 5_000;
+
+/** Set once a signal told the harness to stop: it then exits when it has cleaned up. */
+let signalled = false;
+let mainSettled: Promise<unknown> = Promise.resolve();
+
+/**
+ * A harness stopped by SIGINT or SIGTERM (Ctrl-C, a `timeout`, a cancelled job) stops what it
+ * started rather than leaving it running: every process under it gets SIGTERM, and SIGKILL after
+ * {@link SIGNAL_GRACE_MS}; then `cleanup` removes the servers' directories, and the harness exits
+ * once the run, failing for want of its processes, has run its own clean-up too.
+ */
+function endWithSignal(cleanup: () => Promise<void>): void {
+  const end = async (signal: NodeJS.Signals) => {
+    if (signalled) return;
+    signalled = true;
+    process.stderr.write(`bench: ${signal}; stopping the processes it started\n`);
+    const signalAll = (sig: NodeJS.Signals) => {
+      const pids = descendants(process.pid);
+      for (const pid of pids) {
+        try {
+          process.kill(pid, sig);
+        } catch {
+          // ended meanwhile
+        }
+      }
+      return pids.length;
+    };
+    signalAll('SIGTERM');
+    const until = Date.now() + SIGNAL_GRACE_MS;
+    while (descendants(process.pid).length > 0 && Date.now() < until) await sleep(100);
+    if (signalAll('SIGKILL') > 0) await sleep(500);
+    await cleanup().catch(() => undefined);
+    await Promise.race([mainSettled, sleep(30_000)]);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', (signal) => void end(signal));
+  process.once('SIGTERM', (signal) => void end(signal));
+}
+
+mainSettled = main().then(
+  () => {
+    if (!signalled) process.exit(process.exitCode ?? 0);
+  },
   (err: unknown) => {
+    if (signalled) return;
     process.stderr.write(
       `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
     );
