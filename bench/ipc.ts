@@ -76,7 +76,11 @@ export async function startChild<H extends Handlers>(
       const id = nextId++;
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-        child.send({ id, method, params: params[0] } satisfies Request);
+        // A child that has gone (the harness is stopping) fails the call rather than the harness.
+        child.send({ id, method, params: params[0] } satisfies Request, (err) => {
+          if (!err || !pending.delete(id)) return;
+          reject(new Error(`${file}: ${method} could not be sent: ${err.message}`));
+        });
       });
     },
     async stop() {
