@@ -58,52 +58,75 @@ export async function startTestSystem(
     operatorToken?: OperatorToken;
   } = {},
 ): Promise<TestSystem> {
-  const [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
+  const [natsStarted, dbCreated] = await Promise.allSettled([
+    startTestNats(),
+    createTestDatabase(),
+  ]);
+  const nats = natsStarted.status === 'fulfilled' ? natsStarted.value : undefined;
+  const db = dbCreated.status === 'fulfilled' ? dbCreated.value : undefined;
+  // A system that does not start (NATS or the database too slow on a busy machine) leaves no
+  // server or database behind: the caller gets no system to stop.
+  const release = () =>
+    Promise.all([nats?.stop(), db?.drop()]).catch(() => undefined) as Promise<unknown>;
+  if (!nats || !db) {
+    await release();
+    throw natsStarted.status === 'rejected'
+      ? natsStarted.reason
+      : (dbCreated as PromiseRejectedResult).reason;
+  }
   const clock = (options.clock as ManualClock | undefined) ?? new ManualClock(new Date());
-  const system = await startSystem({
-    databaseUrl: db.url,
-    natsUrl: nats.url,
-    logger: options.logger ?? silentLogger,
-    clock,
-    operatorToken: options.operatorToken ?? OPERATOR_TOKEN,
-    // Tests move the clock and call the sweeper themselves.
-    sweepIntervalMs: 60 * 60 * 1000,
-    replicaBeatMs: 60 * 60 * 1000,
-    settingsTtlMs: 0,
-    // Test servers for content URIs are on loopback.
-    fetchAllowInsecure: true,
-    serverKeys: options.serverKeys ?? serverKeysFrom((await generateServerKeyPair()).privateKey),
-    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
-    ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
-    ...(options.eventStreams === undefined ? {} : { eventStreams: options.eventStreams }),
-    ...(options.secureCookies === undefined ? {} : { secureCookies: options.secureCookies }),
-    ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
-    ...(options.grpcDeadlineMs === undefined ? {} : { grpcDeadlineMs: options.grpcDeadlineMs }),
-    ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
-    ...(options.diagnoseWaitMs === undefined ? {} : { diagnoseWaitMs: options.diagnoseWaitMs }),
-    webhooks: { allowInsecure: true, ...options.webhooks },
-    ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
-    ...(options.uploadQuotaBytes === undefined
-      ? {}
-      : { uploadQuotaBytes: options.uploadQuotaBytes }),
-    ...(options.maxDocumentBytes === undefined
-      ? {}
-      : { maxDocumentBytes: options.maxDocumentBytes }),
-  });
-  const gateway = await system.startGateway();
-  return {
-    system,
-    gateway,
-    clock,
-    nats,
-    db,
-    url: gateway.url,
-    linkAddress: system.linkAddress,
-    async stop() {
-      await system.stop(1_000);
-      await Promise.all([nats.stop(), db.drop()]);
-    },
-  };
+  let system: System | undefined;
+  try {
+    system = await startSystem({
+      databaseUrl: db.url,
+      natsUrl: nats.url,
+      logger: options.logger ?? silentLogger,
+      clock,
+      operatorToken: options.operatorToken ?? OPERATOR_TOKEN,
+      // Tests move the clock and call the sweeper themselves.
+      sweepIntervalMs: 60 * 60 * 1000,
+      replicaBeatMs: 60 * 60 * 1000,
+      settingsTtlMs: 0,
+      // Test servers for content URIs are on loopback.
+      fetchAllowInsecure: true,
+      serverKeys: options.serverKeys ?? serverKeysFrom((await generateServerKeyPair()).privateKey),
+      ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+      ...(options.keyRateLimit === undefined ? {} : { keyRateLimit: options.keyRateLimit }),
+      ...(options.eventStreams === undefined ? {} : { eventStreams: options.eventStreams }),
+      ...(options.secureCookies === undefined ? {} : { secureCookies: options.secureCookies }),
+      ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+      ...(options.grpcDeadlineMs === undefined ? {} : { grpcDeadlineMs: options.grpcDeadlineMs }),
+      ...(options.reportRetryMs === undefined ? {} : { reportRetryMs: options.reportRetryMs }),
+      ...(options.diagnoseWaitMs === undefined ? {} : { diagnoseWaitMs: options.diagnoseWaitMs }),
+      webhooks: { allowInsecure: true, ...options.webhooks },
+      ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+      ...(options.uploadQuotaBytes === undefined
+        ? {}
+        : { uploadQuotaBytes: options.uploadQuotaBytes }),
+      ...(options.maxDocumentBytes === undefined
+        ? {}
+        : { maxDocumentBytes: options.maxDocumentBytes }),
+    });
+    const gateway = await system.startGateway();
+    const started = system;
+    return {
+      system: started,
+      gateway,
+      clock,
+      nats,
+      db,
+      url: gateway.url,
+      linkAddress: started.linkAddress,
+      async stop() {
+        await started.stop(1_000);
+        await Promise.all([nats.stop(), db.drop()]);
+      },
+    };
+  } catch (err) {
+    await system?.stop(1_000).catch(() => undefined);
+    await release();
+    throw err;
+  }
 }
 
 export interface Answer<T = Record<string, unknown>> {
