@@ -213,6 +213,13 @@ test('a key with only webhooks:read lists and gets, and every change answers 403
   const admin = webhookAdmin(sys.url, OPERATOR_TOKEN, orgId);
   const { endpoint } = await admin.create('https://hooks.example.com/spool');
   const ping = await admin.ping(endpoint.id);
+  // The ping's attempt (to a host that does not answer) marks the endpoint failing when it is
+  // recorded: the two views below are compared once it has been.
+  await eventually(
+    () => admin.delivery(endpoint.id, ping.id),
+    (d) => d.attempts.some((a) => a.outcome !== 'in_flight'),
+    60_000,
+  );
   const api = hooks(t, await keyFor(t, orgId, ['webhooks:read']), orgId);
 
   const list = await api<{ items: EndpointView[] }>('GET', '');
