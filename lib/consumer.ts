@@ -26,6 +26,7 @@ import {
   SpanKind,
   tracing,
 } from './tracing.js';
+import { retryTransient } from './transient.js';
 
 /**
  * How long one pull request waits for messages (nats.js's default is 30 s). The server sends a
@@ -73,12 +74,13 @@ export interface DurableConsumerOptions<T> {
   concurrency?: number;
   /** Messages of the same key are handled one after another, in the order they came. */
   keyOf?(value: T): string;
+  /** How set-up waits before trying again after a transient failure (tests pass their own). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export async function startDurableConsumer<T>(
   options: DurableConsumerOptions<T>,
 ): Promise<DurableConsumer> {
-  const jsm = await jetstreamManager(options.nc);
   const config = {
     durable_name: options.durable,
     ack_policy: AckPolicy.Explicit,
@@ -86,10 +88,18 @@ export async function startDurableConsumer<T>(
     ack_wait: ACK_WAIT_NS,
     ...options.config,
   };
-  await jsm.consumers.add(options.stream, config);
-  const consumer = await jetstream(options.nc, { timeout: API_TIMEOUT_MS }).consumers.get(
-    options.stream,
-    options.durable,
+  // A busy or still-electing NATS server may not answer the set-up in time: try again, as
+  // ensureStreams does, rather than fail the process's start.
+  const consumer = await retryTransient(
+    async () => {
+      const jsm = await jetstreamManager(options.nc, { timeout: API_TIMEOUT_MS });
+      await jsm.consumers.add(options.stream, config);
+      return jetstream(options.nc, { timeout: API_TIMEOUT_MS }).consumers.get(
+        options.stream,
+        options.durable,
+      );
+    },
+    options.sleep ? { sleep: options.sleep } : {},
   );
   const { logger } = options;
   const { consumerLag } = spoolMetrics();

@@ -118,3 +118,43 @@ test('a message handled for longer than the ack wait is not sent again meanwhile
   const info = await (await jetstreamManager(nc)).consumers.info('SLOW', 'slow');
   t.is(info.num_redelivered, 0);
 });
+
+test('a consumer whose set-up the NATS server does not answer in time is set up once it answers', async (t) => {
+  const nats = await startTestNats();
+  t.teardown(() => nats.stop());
+  const nc = await connectBus({ url: nats.url, name: 'consumer-setup', logger: silentLogger });
+  t.teardown(() => nc.close());
+  await (await jetstreamManager(nc)).streams.add({ name: 'SLOW', subjects: ['slow.>'] });
+  // A server too busy to answer: its JetStream API requests time out.
+  nats.kill('SIGSTOP');
+  t.teardown(() => nats.kill('SIGCONT'));
+  const waits: number[] = [];
+  const handled: string[] = [];
+  const consumer = await startDurableConsumer<string>({
+    nc,
+    stream: 'SLOW',
+    durable: 'slow',
+    config: { filter_subject: 'slow.>' },
+    logger: silentLogger,
+    parse: (msg) => msg.string(),
+    async handle(value) {
+      handled.push(value);
+      return 'ack';
+    },
+    async sleep(ms) {
+      waits.push(ms);
+      nats.kill('SIGCONT');
+    },
+  });
+  t.teardown(() => consumer.stop());
+  t.true(waits.length >= 1, 'the first try timed out and was tried again');
+
+  await jetstream(nc).publish('slow.a', 'after a slow start');
+  await t.notThrowsAsync(async () => {
+    for (let i = 0; i < 100 && handled.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    if (handled.length === 0) throw new Error('nothing handled');
+  });
+  t.deepEqual(handled, ['after a slow start']);
+});
