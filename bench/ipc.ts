@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Stops } from './stops.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: handler tables are typed by each child module
 type Handlers = Record<string, (params: any) => Promise<unknown>>;
@@ -94,6 +95,27 @@ export async function startChild<H extends Handlers>(
   };
 }
 
+/** The stops of the calls in progress, run too when the child is told to stop mid-call. */
+const inProgress = new Set<Stops>();
+
+/** How long a child told to stop has to run its calls' stops before it exits anyway. */
+const STOP_GRACE_MS = 4_000;
+
+/**
+ * Runs a call's `work` with stops of its own (servers to stop, directories to remove), run when
+ * the work ends, or at once when the child is told to stop meanwhile (the harness was stopped).
+ */
+export async function withStops<T>(work: (stops: Stops) => Promise<T>): Promise<T> {
+  const stops = new Stops();
+  inProgress.add(stops);
+  try {
+    return await work(stops);
+  } finally {
+    inProgress.delete(stops);
+    await stops.run();
+  }
+}
+
 /** In a child: answers the parent's calls with `handlers`, then tells the parent it is ready. */
 export function serve(handlers: Handlers): void {
   if (!process.send) throw new Error('this module runs as a child of bench/run.ts');
@@ -113,8 +135,18 @@ export function serve(handlers: Handlers): void {
         }),
     );
   });
-  // The parent is gone: so is the work it asked for.
-  process.on('disconnect', () => process.exit(0));
-  process.on('SIGTERM', () => process.exit(0));
+  // The parent is gone, or stops: so does the work it asked for, undoing what it started.
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    // The servers a call was using are going too: what fails because of it no longer matters.
+    process.on('unhandledRejection', () => undefined);
+    const stopped = Promise.all([...inProgress].map((stops) => stops.run()));
+    await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS))]);
+    process.exit(0);
+  };
+  process.on('disconnect', () => void stop());
+  process.on('SIGTERM', () => void stop());
   process.send({ ready: true });
 }

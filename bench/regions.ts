@@ -21,9 +21,10 @@ import { startTestSupercluster } from '../test/helpers/nats-cluster.js';
 import { freePort } from '../test/helpers/ports.js';
 import { createTestDatabase } from '../test/helpers/postgres.js';
 import { epochMs, sleep } from './clock.js';
-import { serve } from './ipc.js';
+import { serve, withStops } from './ipc.js';
 import { requireAll } from './shortfall.js';
-import { type SpoolProcess, spawnSpool } from './spool-process.js';
+import { spawnSpool } from './spool-process.js';
+import type { Stops } from './stops.js';
 
 const TOKEN = 'bench-regions-operator';
 /** Jobs of the first seconds after the processes start warm them up and are not counted. */
@@ -32,17 +33,18 @@ const WARM_UP_MS = 3_000;
 interface Region {
   url: string;
   linkAddress: string;
-  process: SpoolProcess;
-  dataDir: string;
 }
 
+/** Starts a region's `spool dev`, which `stops` stops and whose directory it removes. */
 async function startRegion(
+  stops: Stops,
   databaseUrl: string,
   natsUrl: string,
   regionEnv: Record<string, string>,
 ): Promise<Region> {
   const [port, stationPort] = [await freePort(), await freePort()];
   const dataDir = await mkdtemp(join(tmpdir(), 'spool-bench-region-'));
+  stops.push(() => rm(dataDir, { recursive: true, force: true }));
   const dev = spawnSpool(['dev'], {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
@@ -54,18 +56,9 @@ async function startRegion(
     LOG_LEVEL: 'warn',
     ...regionEnv,
   });
+  stops.push(() => dev.stop(5_000));
   await dev.waitFor(/Spool is running at/, 120_000);
-  return {
-    url: `http://127.0.0.1:${port}`,
-    linkAddress: `127.0.0.1:${stationPort}`,
-    process: dev,
-    dataDir,
-  };
-}
-
-async function stopRegion(region: Region): Promise<void> {
-  await region.process.stop(5_000);
-  await rm(region.dataDir, { recursive: true, force: true });
+  return { url: `http://127.0.0.1:${port}`, linkAddress: `127.0.0.1:${stationPort}` };
 }
 
 async function post<T>(url: string, path: string, token: string, body: unknown): Promise<T> {
@@ -80,6 +73,7 @@ async function post<T>(url: string, path: string, token: string, body: unknown):
 
 /** A station of `region`, its agent linked to `linkAddress` and printing every job at once. */
 async function printingStation(
+  stops: Stops,
   via: string,
   orgId: string,
   region: string | undefined,
@@ -90,6 +84,7 @@ async function printingStation(
     ...(region ? { region } : {}),
   });
   const link = await connectLink(linkAddress, token, [printer('desk')]);
+  stops.push(async () => link.close());
   let seen = 0;
   const timer = setInterval(() => {
     for (; seen < link.jobs.length; seen++) {
@@ -126,7 +121,9 @@ async function measure(
   });
   const started = epochMs();
   const posts: Array<Promise<void>> = [];
-  for (let i = 0; epochMs() - started < WARM_UP_MS + durationMs; i++) {
+  // The first POST that failed: it ends the run (each POST is caught, so none goes unhandled).
+  let failed: { error: unknown } | undefined;
+  for (let i = 0; !failed && epochMs() - started < WARM_UP_MS + durationMs; i++) {
     const printer = i % printers.length;
     const at = epochMs();
     const counted = at - started >= WARM_UP_MS;
@@ -134,11 +131,20 @@ async function measure(
       post<{ job: { id: string } }>(via, `/v1/orgs/${orgId}/jobs`, key, {
         printer_id: printers[printer],
         content: { type: 'text', data: `job ${i}` },
-      }).then(({ job }) => void posted.set(job.id, { at, printer, counted })),
+      }).then(
+        ({ job }) => void posted.set(job.id, { at, printer, counted }),
+        (error: unknown) => {
+          failed ??= { error };
+        },
+      ),
     );
     await sleep(Math.max(0, started + ((i + 1) * 1000) / rate - epochMs()));
   }
   await Promise.all(posts);
+  if (failed) {
+    sub.unsubscribe();
+    throw failed.error;
+  }
   const deadline = epochMs() + 30_000;
   while ([...posted.keys()].some((id) => !printedAt.has(id)) && epochMs() < deadline) {
     await sleep(20);
@@ -165,70 +171,62 @@ async function organization(via: string): Promise<{ orgId: string; key: string }
 }
 
 /** One region alone, on one nats-server: POST → printed of its own station's jobs. */
-async function oneRegion(serverUrl: string, rate: number, durationMs: number): Promise<number[]> {
-  const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
-  const store = await mkdtemp(join(tmpdir(), 'spool-bench-nats-'));
-  const nats = await startNatsServer({ storeDir: store });
-  const started: Region[] = [];
-  const links: LinkClient[] = [];
-  let nc: NatsConnection | undefined;
-  try {
-    const region = await startRegion(db.url, nats.url, {});
-    started.push(region);
-    nc = await connectBus({ url: nats.url, name: 'bench', logger: silentLogger });
+function oneRegion(serverUrl: string, rate: number, durationMs: number): Promise<number[]> {
+  return withStops(async (stops) => {
+    const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
+    stops.push(() => db.drop());
+    const store = await mkdtemp(join(tmpdir(), 'spool-bench-nats-'));
+    stops.push(() => rm(store, { recursive: true, force: true }));
+    const nats = await startNatsServer({ storeDir: store });
+    stops.push(() => nats.stop());
+    const region = await startRegion(stops, db.url, nats.url, {});
+    const nc = await connectBus({ url: nats.url, name: 'bench', logger: silentLogger });
+    stops.push(() => nc.close());
     const { orgId, key } = await organization(region.url);
-    const desk = await printingStation(region.url, orgId, undefined, region.linkAddress);
-    links.push(desk.link);
+    const desk = await printingStation(stops, region.url, orgId, undefined, region.linkAddress);
     const [samples] = await measure(nc, region.url, orgId, key, [desk.printerId], rate, durationMs);
     return samples ?? [];
-  } finally {
-    for (const link of links) link.close();
-    await nc?.close();
-    for (const region of started) await stopRegion(region);
-    await nats.stop();
-    await rm(store, { recursive: true, force: true });
-    await db.drop();
-  }
+  });
 }
 
 /** Two regions `delayMs` apart: POST (in a) → printed, for a station in a and one in b. */
-async function twoRegions(
+function twoRegions(
   serverUrl: string,
   rate: number,
   durationMs: number,
   delayMs: number,
 ): Promise<{ same: number[]; cross: number[] }> {
-  const regions = ['a', 'b'];
-  const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
-  const nats = await startTestSupercluster({ regions });
-  nats.link.setDelay(delayMs);
-  // Either region's webhooks service opens the secrets the other sealed.
-  const secretKey = randomBytes(32).toString('base64');
-  const started: Region[] = [];
-  const links: LinkClient[] = [];
-  let nc: NatsConnection | undefined;
-  try {
+  return withStops(async (stops) => {
+    const regions = ['a', 'b'];
+    const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
+    stops.push(() => db.drop());
+    const nats = await startTestSupercluster({ regions });
+    stops.push(() => nats.stop());
+    nats.link.setDelay(delayMs);
+    // Either region's webhooks service opens the secrets the other sealed.
+    const secretKey = randomBytes(32).toString('base64');
     // One after the other: the first applies the migrations and creates the global streams.
-    for (const name of regions) {
-      const url = nats.regions[name]?.url as string;
-      started.push(
-        await startRegion(db.url, url, {
-          REGION: name,
-          REGIONS: regions.join(','),
-          WEBHOOK_SECRET_KEY: secretKey,
-        }),
-      );
-    }
-    const [a, b] = started as [Region, Region];
-    nc = await connectBus({
+    const [a, b] = [
+      await startRegion(stops, db.url, nats.regions.a?.url as string, {
+        REGION: 'a',
+        REGIONS: regions.join(','),
+        WEBHOOK_SECRET_KEY: secretKey,
+      }),
+      await startRegion(stops, db.url, nats.regions.b?.url as string, {
+        REGION: 'b',
+        REGIONS: regions.join(','),
+        WEBHOOK_SECRET_KEY: secretKey,
+      }),
+    ];
+    const nc = await connectBus({
       url: nats.regions.a?.url as string,
       name: 'bench',
       logger: silentLogger,
     });
+    stops.push(() => nc.close());
     const { orgId, key } = await organization(a.url);
-    const deskA = await printingStation(a.url, orgId, 'a', a.linkAddress);
-    const deskB = await printingStation(a.url, orgId, 'b', b.linkAddress);
-    links.push(deskA.link, deskB.link);
+    const deskA = await printingStation(stops, a.url, orgId, 'a', a.linkAddress);
+    const deskB = await printingStation(stops, a.url, orgId, 'b', b.linkAddress);
     const [same, cross] = await measure(
       nc,
       a.url,
@@ -239,13 +237,7 @@ async function twoRegions(
       durationMs,
     );
     return { same: same ?? [], cross: cross ?? [] };
-  } finally {
-    for (const link of links) link.close();
-    await nc?.close();
-    for (const region of started) await stopRegion(region);
-    await nats.stop();
-    await db.drop();
-  }
+  });
 }
 
 const handlers = {

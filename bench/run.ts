@@ -42,6 +42,7 @@ import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
 import { startServers } from './servers.js';
 import { ENDPOINTS_PER_ORG, setUpOrgs } from './setup.js';
 import { finiteMedian } from './stats.js';
+import { harnessSignalled, markSignalled } from './stops.js';
 
 async function redisVersion(redis: { host: string; port: number }): Promise<string> {
   const client = new Redis({ host: redis.host, port: redis.port, lazyConnect: true });
@@ -283,8 +284,6 @@ async function main(): Promise<void> {
 /** How long the processes the harness started have to end after it was told to stop. */
 const SIGNAL_GRACE_MS = 5_000;
 
-/** Set once a signal told the harness to stop: it then exits when it has cleaned up. */
-let signalled = false;
 let mainSettled: Promise<unknown> = Promise.resolve();
 
 /**
@@ -295,8 +294,8 @@ let mainSettled: Promise<unknown> = Promise.resolve();
  */
 function endWithSignal(cleanup: () => Promise<void>): void {
   const end = async (signal: NodeJS.Signals) => {
-    if (signalled) return;
-    signalled = true;
+    if (harnessSignalled()) return;
+    markSignalled();
     process.stderr.write(`bench: ${signal}; stopping the processes it started\n`);
     const signalAll = (sig: NodeJS.Signals) => {
       const pids = descendants(process.pid);
@@ -317,16 +316,18 @@ function endWithSignal(cleanup: () => Promise<void>): void {
     await Promise.race([mainSettled, sleep(30_000)]);
     process.exit(signal === 'SIGINT' ? 130 : 143);
   };
-  process.once('SIGINT', (signal) => void end(signal));
-  process.once('SIGTERM', (signal) => void end(signal));
+  // `on`, not `once`: the signal often comes twice (`timeout` sends it to the harness and to its
+  // process group), and a second one without a listener would end the harness before it cleaned up.
+  process.on('SIGINT', (signal) => void end(signal));
+  process.on('SIGTERM', (signal) => void end(signal));
 }
 
 mainSettled = main().then(
   () => {
-    if (!signalled) process.exit(process.exitCode ?? 0);
+    if (!harnessSignalled()) process.exit(process.exitCode ?? 0);
   },
   (err: unknown) => {
-    if (signalled) return;
+    if (harnessSignalled()) return;
     process.stderr.write(
       `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
     );

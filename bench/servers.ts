@@ -20,7 +20,7 @@ import { enableStatements, PG_STATEMENTS_SETTINGS, writeStatements } from './pg-
 import { listeningPorts } from './proc.js';
 import { startRedis } from './redis.js';
 import { type SpoolProcess, spawnSpool } from './spool-process.js';
-import { Stops } from './stops.js';
+import { harnessSignalled, Stops } from './stops.js';
 
 /**
  * The private PostgreSQL's own settings beyond the tests' helper's. Autovacuum looks at each
@@ -205,7 +205,7 @@ export async function startServers(
     });
     // Every scenario after it would fail on refused connections: say why it went.
     void spool.exited.then((code) => {
-      if (!stopping)
+      if (!stopping && !harnessSignalled())
         log(`spool dev exited (${code}); its last output:\n${spool.output().slice(-4096)}`);
     });
     const [, spoolUrl] = await spool.waitFor(/Spool is running at (\S+)/, 120_000);

@@ -16,3 +16,15 @@ export class Stops {
     }
   }
 }
+
+let signalled = false;
+
+/** Says the harness was told to stop (SIGINT, SIGTERM): the processes it started end now. */
+export function markSignalled(): void {
+  signalled = true;
+}
+
+/** Whether a process ending now was ended by the harness being stopped, not by a failure. */
+export function harnessSignalled(): boolean {
+  return signalled;
+}
