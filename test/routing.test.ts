@@ -299,6 +299,60 @@ test('creation refuses what no member of the pool could ever print, and a body n
   t.is(unknown.body.error?.param, 'pool_id');
 });
 
+test("a pool passes over a member that does not take the job's document type, and refuses a job none takes", async (t) => {
+  const org = await startOrg(t);
+  const station = await createStation(org.sys.url, org.orgId, { name: 'mixed' });
+  // An IPP printer driven directly takes only the formats it lists: PDF here, not text.
+  const pdfOnly = {
+    ...printer('pdf'),
+    capabilities: { ...printer('pdf').capabilities, documentFormats: ['application/pdf'] },
+  } as ReturnType<typeof printer>;
+  const link = await connectLink(org.sys.linkAddress, station.token, [
+    pdfOnly,
+    printer('plain', 'offline'),
+  ]);
+  t.teardown(() => link.close());
+  const pdfId = link.welcome.printerIds.pdf as string;
+  const plainId = link.welcome.printerIds.plain as string;
+  // `ordered` would take the PDF printer first, were its formats not looked at.
+  const poolId = await createPool(org, { strategy: 'ordered', printer_ids: [pdfId, plainId] });
+
+  const created = await createJob(org, { pool_id: poolId });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  t.is(created.body.job.printer_id, null, 'not routed to the PDF-only printer at creation');
+  t.is(created.body.job.status_detail, 'waiting: no printer of pool "Front" can print it now');
+
+  // The router, once the other member can print, routes the job to it, not to the first.
+  link.send({ printers: { printers: [pdfOnly, printer('plain', 'ready')] } });
+  await link.until(() => link.jobs.some((j) => j.offer.jobId === created.body.job.id), 15_000);
+  const { job, events } = await jobOf(org, created.body.job.id);
+  t.is(job.printer_id, plainId);
+  t.deepEqual(
+    events.filter((e) => e.detail.startsWith('routed to ')).map((e) => e.detail),
+    [`routed to ${plainId}`],
+  );
+
+  const pdfPool = await createPool(org, { name: 'PDF', printer_ids: [pdfId] });
+  const refused = await createJob(org, { pool_id: pdfPool });
+  t.is(refused.status, 400);
+  t.is(refused.body.error?.param, 'content');
+  t.is(
+    refused.body.error?.message,
+    'no printer of pool "PDF" can print it: printer "pdf" does not take text/plain documents; it takes application/pdf',
+  );
+
+  const held = await createJob(org, { printer_id: plainId, hold: true });
+  t.is(held.status, 201);
+  const moved = await call<{ error?: { code: string; param?: string } }>(
+    org.sys.url,
+    'POST',
+    `/v1/orgs/${org.orgId}/jobs/${held.body.job.id}/move`,
+    { token: org.key, body: { printer_id: pdfId } },
+  );
+  t.is(moved.status, 400);
+  t.is(moved.body.error?.param, 'content');
+});
+
 test('a member out of paper: its unclaimed jobs move to another member after failover_after, and it cannot claim them after', async (t) => {
   const org = await startOrg(t);
   const clock = org.sys.clock;

@@ -111,7 +111,7 @@ export class Router {
       const members = pool.printerIds
         .map((id) => printers.get(keyOf(pool.orgId, id)))
         .filter((p): p is Printer => p !== undefined);
-      const to = chooseMember(pool, members, job.options, queued, job.printerId ?? undefined);
+      const to = chooseMember(pool, members, job, queued, job.printerId ?? undefined);
       if (!to) {
         const detail = waitingForPool(pool);
         if (job.printerId === null && job.statusDetail !== detail) {

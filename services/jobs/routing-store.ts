@@ -27,6 +27,7 @@ export interface QueuedPoolJob {
   /** null while it waits for a member. */
   printerId: string | null;
   options: PrintOptions;
+  contentType: string;
   statusDetail: string;
 }
 
@@ -127,10 +128,11 @@ export function createRoutingStore(pool: pg.Pool): RoutingStore {
         pool_id: string;
         printer_id: string | null;
         options: PrintOptions;
+        content_type: string;
         status_detail: string;
       }>(
         `SELECT jobs.id, jobs.org_id, jobs.pool_id, jobs.printer_id, jobs.options,
-           jobs.status_detail
+           jobs.content_type, jobs.status_detail
          FROM unnest($1::UUID[], $2::UUID[]) AS p (org_id, id)
          JOIN jobs ON jobs.pool_id = p.id AND jobs.org_id = p.org_id
          WHERE jobs.status = 'queued'
@@ -143,6 +145,7 @@ export function createRoutingStore(pool: pg.Pool): RoutingStore {
         poolId: r.pool_id,
         printerId: r.printer_id,
         options: r.options,
+        contentType: r.content_type,
         statusDetail: r.status_detail,
       }));
     },

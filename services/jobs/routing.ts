@@ -28,14 +28,20 @@ export function canTakeJobs(printer: Printer): boolean {
   return printer.stationOnline && takesPoolJobs(printer.status);
 }
 
-/** Whether `printer` can honour `options` at all (its capabilities), whatever its state. */
-export function honours(printer: Printer, options: PrintOptions): boolean {
-  return refusalBy(printer, options) === undefined;
+/** What a job asks of the printer that prints it: its options, and its document's type. */
+export interface JobNeeds {
+  options: PrintOptions;
+  contentType: string;
 }
 
-function refusalBy(printer: Printer, options: PrintOptions): SpoolError | undefined {
+/** Whether `printer` can print `job` at all (its capabilities and formats), whatever its state. */
+export function honours(printer: Printer, job: JobNeeds): boolean {
+  return refusalBy(printer, job) === undefined;
+}
+
+function refusalBy(printer: Printer, job: JobNeeds): SpoolError | undefined {
   try {
-    checkOptionsFor(options, printer);
+    checkOptionsFor(job.options, printer, job.contentType);
     return undefined;
   } catch (err) {
     if (err instanceof SpoolError) return err;
@@ -45,17 +51,14 @@ function refusalBy(printer: Printer, options: PrintOptions): SpoolError | undefi
 
 /**
  * Refuses a job none of `members` could ever print: the refusal of the first member, naming the
- * option, when every member refuses it; a pool with no printer left refuses everything.
+ * option or the document's type, when every member refuses it; a pool with no printer left
+ * refuses everything.
  */
-export function checkPoolCanPrint(
-  pool: RoutingPool,
-  members: Printer[],
-  options: PrintOptions,
-): void {
+export function checkPoolCanPrint(pool: RoutingPool, members: Printer[], job: JobNeeds): void {
   if (members.length === 0) {
     throw invalid(`pool ${JSON.stringify(pool.name)} has no printers`, 'pool_id');
   }
-  const refusals = members.map((p) => refusalBy(p, options));
+  const refusals = members.map((p) => refusalBy(p, job));
   if (refusals.every((r) => r !== undefined)) {
     const first = refusals[0] as SpoolError;
     throw invalid(
@@ -73,13 +76,11 @@ export function checkPoolCanPrint(
 export function chooseMember(
   pool: Pick<RoutingPool, 'strategy'>,
   members: Printer[],
-  options: PrintOptions,
+  job: JobNeeds,
   queued: ReadonlyMap<string, number>,
   except?: string,
 ): Printer | undefined {
-  const candidates = members.filter(
-    (p) => p.id !== except && canTakeJobs(p) && honours(p, options),
-  );
+  const candidates = members.filter((p) => p.id !== except && canTakeJobs(p) && honours(p, job));
   if (pool.strategy === 'ordered') return candidates[0];
   let best: Printer | undefined;
   for (const p of candidates) {

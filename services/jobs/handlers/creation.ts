@@ -121,7 +121,9 @@ async function printerPlace(
  */
 async function poolPlace(
   deps: JobsServerDeps,
-  req: Pick<NewJob, 'orgId' | 'options' | 'hold' | 'scheduleAt'> & { poolId: string },
+  req: Pick<NewJob, 'orgId' | 'options' | 'contentType' | 'hold' | 'scheduleAt'> & {
+    poolId: string;
+  },
   call: ServerUnaryCall<unknown, unknown>,
 ): Promise<Place> {
   const pool = await deps.routing.poolOf(req.orgId, req.poolId);
@@ -132,7 +134,7 @@ async function poolPlace(
     return (await deps.stations.printersOf({ printers, stations: [] }, { parent: call })).items;
   });
   const members = pool.printerIds.flatMap((id) => byId.get(id) ?? []);
-  checkPoolCanPrint(pool, members, req.options);
+  checkPoolCanPrint(pool, members, req);
   const unrouted: Place = {
     printerId: '',
     stationId: '',
@@ -143,12 +145,12 @@ async function poolPlace(
   const later =
     req.scheduleAt !== undefined && req.scheduleAt.getTime() > deps.clock.now().getTime();
   if (req.hold || later) return unrouted;
-  const able = members.filter((p) => canTakeJobs(p) && honours(p, req.options));
+  const able = members.filter((p) => canTakeJobs(p) && honours(p, req));
   const queued =
     pool.strategy === 'least_queued' && able.length > 1
       ? await deps.routing.unfinishedCounts(able)
       : new Map<string, number>();
-  const to = chooseMember(pool, able, req.options, queued);
+  const to = chooseMember(pool, able, req, queued);
   if (!to) return { ...unrouted, waiting: waitingForPool(pool) };
   return {
     printerId: to.id,

@@ -30,7 +30,7 @@ export function routingHandlers(deps: JobsServerDeps): JobsHandlers<'moveJob' | 
       const { job } = await deps.store.get(orgId, jobId);
       const printer = await printerOf(deps, orgId, req.printerId, call);
       if (!printer) throw invalid('printer_id names no printer of this organization', 'printer_id');
-      checkOptionsFor(job.options ?? PrintOptions.fromPartial({}), printer);
+      checkOptionsFor(job.options ?? PrintOptions.fromPartial({}), printer, job.contentType);
       // A pool job moved to a printer outside its pool leaves the pool: the router would
       // otherwise send it back.
       const pool = job.poolId ? await deps.routing.poolOf(orgId, job.poolId) : undefined;
