@@ -185,7 +185,9 @@ export function descendants(
   if (!table) return [];
   const children = new Map<number, number[]>();
   for (const [pid, parent] of table.parent) {
-    children.set(parent, [...(children.get(parent) ?? []), pid]);
+    const siblings = children.get(parent);
+    if (siblings) siblings.push(pid);
+    else children.set(parent, [pid]);
   }
   const found: number[] = [];
   const visit = (pid: number) => {
