@@ -3,7 +3,8 @@
  * made and revoked by the operator appears on and leaves the open Keys page, and a station made,
  * renamed and deleted does the same on the open Stations page, an invitation, its acceptance and
  * the member's removal on the open People page, and a webhook endpoint made, disabled and deleted
- * on the open Webhooks page (docs/realtime.md "Resource events"). Chromium through playwright-core against a real Spool.
+ * on the open Webhooks page (docs/realtime.md "Resource events"), and a person's own role changed
+ * elsewhere in the controls their open console offers. Chromium through playwright-core against a real Spool.
  */
 import test from 'ava';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -38,14 +39,14 @@ test.after.always(async () => {
   await sys?.stop();
 });
 
-/** The admin, signed in, on `path` of the console, with the live stream open. */
-async function signedIn(path: string): Promise<Page> {
+/** A person (the admin by default), signed in, on `path` of the console, with the live stream open. */
+async function signedIn(path: string, email = ADMIN): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   contexts.push(context);
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
   await page.goto(`${sys.url}/console/`);
-  await page.getByLabel('Email').fill(ADMIN);
+  await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
@@ -142,5 +143,23 @@ test('the Webhooks page shows an endpoint made, disabled and deleted elsewhere w
   );
   t.true(gone.status < 300);
   await heading.waitFor({ state: 'detached' });
+  t.pass();
+});
+
+test("a person's own role changed elsewhere shows in their open console without a reload", async (t) => {
+  const email = 'promoted@example.com';
+  const person = await member(sys.url, orgId, 'viewer', email);
+  const page = await signedIn('/keys', email);
+  await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+  const newKey = page.getByRole('heading', { name: 'New key' });
+  t.is(await newKey.count(), 0, 'a viewer is offered no new key');
+  const changed = await call(
+    sys.url,
+    'PATCH',
+    `/admin/v1/orgs/${orgId}/people/${person.personId}`,
+    { token: OPERATOR_TOKEN, body: { role: 'developer' } },
+  );
+  t.is(changed.status, 200);
+  await newKey.waitFor();
   t.pass();
 });

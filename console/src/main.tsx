@@ -15,7 +15,7 @@ import {
   setUnauthorizedHandler,
 } from './api.js';
 import { AppContext, type AppState } from './app.js';
-import { connectLive, setStreamRefusedHandler, useLiveState } from './live.js';
+import { connectLive, setStreamRefusedHandler, useLive, useLiveState } from './live.js';
 import { AcceptInvitation, SignIn } from './pages/auth.js';
 import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
 import { JobPage, JobsPage } from './pages/jobs.js';
@@ -182,6 +182,20 @@ function App(): JSX.Element {
     setSession(s);
     setNotice('');
   };
+  // A role changed by someone else (or a membership ended) shows when the session is read
+  // again: when the live stream says the person's own role changed, after a refusal, the live
+  // stream's included, and whenever the tab comes back into view. A session that ended answers
+  // 401, which the unauthorized handler takes to the sign-in page.
+  const rereadSession = () =>
+    get<Session>('/console/v1/session').then((s) => {
+      setCsrfToken(s.csrf_token);
+      setSession((current) => (current ? s : current));
+    });
+  const reread = () => void rereadSession().catch(() => undefined);
+  useLive('member.updated', (ev) => {
+    const member = ev.data.data?.member as { person_id?: unknown } | undefined;
+    if (session && member?.person_id === session.person.id) reread();
+  });
 
   useEffect(() => {
     setUnauthorizedHandler(() => {
@@ -191,15 +205,6 @@ function App(): JSX.Element {
         return null;
       });
     });
-    // A role changed by someone else (or a membership ended) shows when the session is read
-    // again: after a refusal, the live stream's included, and whenever the tab comes back into
-    // view. A session that ended answers 401, which the handler above takes to the sign-in page.
-    const rereadSession = () =>
-      get<Session>('/console/v1/session').then((s) => {
-        setCsrfToken(s.csrf_token);
-        setSession((current) => (current ? s : current));
-      });
-    const reread = () => void rereadSession().catch(() => undefined);
     setForbiddenHandler(reread);
     // The page shown may be of an organization the person was removed from: it is read again.
     setStreamRefusedHandler(() => rereadSession().then(reloadPage));
