@@ -88,6 +88,11 @@ export class PrintQueues {
    * error, which is the withdrawal's doing, not a printer's failure.
    */
   readonly #takenBack = new Set<string>();
+  /**
+   * Job attempts withdrawn while being handed to the printer's spooler, before it said what it
+   * calls them: taken back as soon as it does.
+   */
+  readonly #takeBackOnSubmit = new Set<string>();
   readonly #abort = new AbortController();
   #stopping = false;
   /** Ends the waits for printers when the queues stop. */
@@ -167,14 +172,21 @@ export class PrintQueues {
 
   /**
    * Asks the printer's spooler to give back a withdrawn job it still holds (CUPS holding it);
-   * true when it did, and the print then ends as withdrawn.
+   * true when it did, and the print then ends as withdrawn. A job being handed to the spooler
+   * now, which has not yet said what it calls it, is asked back as soon as it does (true too).
    */
   async takeBack(key: string, entry: JournalEntry): Promise<boolean> {
-    if (entry.ref === undefined) return false;
     const backend = this.#backendOf(entry.printer);
+    if (!backend?.cancel) return false;
+    if (entry.ref === undefined) {
+      // Being handed over in this process: the spooler's answer, with its reference, is near.
+      if (!this.#active.has(key)) return false;
+      this.#takeBackOnSubmit.add(key);
+      return true;
+    }
     this.#takenBack.add(key);
     const { jobId, attempt, ref } = entry;
-    if (await backend?.cancel?.({ id: jobId, attempt, ref })) return true;
+    if (await backend.cancel({ id: jobId, attempt, ref })) return true;
     this.#takenBack.delete(key);
     return false;
   }
@@ -279,8 +291,13 @@ export class PrintQueues {
           {
             ...job,
             // What the printer's spooler calls it, so that a restart can ask it about the job.
-            submitted: (ref) =>
-              this.#journal.record(job.id, job.attempt, 'printing', { printer, ref }),
+            submitted: async (ref) => {
+              await this.#journal.record(job.id, job.attempt, 'printing', { printer, ref });
+              if (!this.#takeBackOnSubmit.delete(key)) return;
+              this.#takenBack.add(key);
+              const given = { id: job.id, attempt: job.attempt, ref };
+              if (!(await backend.cancel?.(given))) this.#takenBack.delete(key);
+            },
           },
           this.#abort.signal,
         );
@@ -292,6 +309,12 @@ export class PrintQueues {
             'the agent stopped while the job was with the printer; at the next start the printer is asked what became of it',
           );
           recordError(span, new Error('interrupted: the agent stopped while printing'));
+          return 'done';
+        }
+        if (this.#takeBackOnSubmit.delete(key)) {
+          // Withdrawn while being handed over, which failed: it is not to print anyway.
+          await this.#journal.record(job.id, job.attempt, 'withdrawn');
+          log.info('job withdrawn as it was handed to the printer, which did not take it');
           return 'done';
         }
         if (error instanceof NotSentError && this.#untilPrintable && !this.#stopping) {
@@ -333,6 +356,8 @@ export class PrintQueues {
       log.error({ err }, 'could not journal a job');
     } finally {
       if (!waits) this.#active.delete(key);
+      // A withdrawal still waiting for the spooler's reference came too late: the print ended.
+      this.#takeBackOnSubmit.delete(key);
     }
     return 'done';
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import test, { type ExecutionContext } from 'ava';
 import { pino } from 'pino';
+import { AS_IS_CAPABILITIES, HANDED_OFF } from '../agent/backends/backend.js';
 import { createFileBackend } from '../agent/backends/file.js';
 import { createRawBackend } from '../agent/backends/raw.js';
 import { backoffDelay } from '../agent/backoff.js';
@@ -405,6 +406,69 @@ test('a queued job withdrawn before it begins never prints; the printing one fin
     ['AAAA', 'CCCC'],
   );
   t.false(conn.messages.some((m) => m.result?.jobId === 'job-b'));
+});
+
+test("a job withdrawn while it is handed to its printer's spooler is taken back once the spooler names it, and never prints", async (t) => {
+  const link = await FakeLink.start();
+  t.teardown(() => link.stop());
+  // A spooler (as CUPS is) whose hand-over (lp) waits for `handOver`, then names the job: a job
+  // given back before the hand-over ends fails as cancelled; one not given back prints.
+  let handOver!: () => void;
+  const handingOver = new Promise<void>((resolve) => {
+    handOver = resolve;
+  });
+  let handing = false;
+  const givenBack: Array<string | undefined> = [];
+  const spooler: Backend = {
+    status: async () => ({ status: 'ready', detail: '', capabilities: AS_IS_CAPABILITIES }),
+    async print(job) {
+      handing = true;
+      await handingOver;
+      await job.submitted?.('17');
+      if (givenBack.length > 0) throw new Error('cancelled in the spooler');
+      return HANDED_OFF;
+    },
+    async cancel(job) {
+      givenBack.push(job.ref);
+      return true;
+    },
+  };
+  const lines: Array<{ msg: string }> = [];
+  const s = await station(t, link, ['office=file:out']);
+  await s.start({
+    createBackend: () => spooler,
+    logger: pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) }),
+  });
+  const conn = await link.nextConnection();
+  conn.offer({ jobId: 'job-w', printerName: 'office', document: 'not wanted after all\n' });
+  await waitUntil(() => handing, 'the job is being handed to the spooler');
+  conn.withdraw('job-w');
+  await waitUntil(
+    () => lines.some((l) => l.msg.startsWith('job withdrawn')),
+    'the agent has the withdrawal',
+  );
+  handOver();
+
+  const journal = async () =>
+    (await readFile(join(s.stateDir, JOURNAL_FILE), 'utf8').catch(() => ''))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { job: string; event: string });
+  await waitUntil(
+    async () =>
+      (await journal()).some(
+        (l) => l.job === 'job-w' && l.event !== 'received' && l.event !== 'printing',
+      ),
+    'the job ends in the journal',
+  );
+  const events = (await journal()).filter((l) => l.job === 'job-w').map((l) => l.event);
+  t.is(events.at(-1), 'withdrawn', events.join(', '));
+  t.false(events.includes('printed'), events.join(', '));
+  t.deepEqual(givenBack, ['17'], 'taken back from the spooler by the name it gave');
+  t.false(
+    conn.messages.some((m) => m.result?.jobId === 'job-w'),
+    'no result: it did not print',
+  );
 });
 
 test('reports the server has not accepted are sent again after every reconnect, and only those', async (t) => {
