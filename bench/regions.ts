@@ -206,18 +206,17 @@ function twoRegions(
     // Either region's webhooks service opens the secrets the other sealed.
     const secretKey = randomBytes(32).toString('base64');
     // One after the other: the first applies the migrations and creates the global streams.
-    const [a, b] = [
-      await startRegion(stops, db.url, nats.regions.a?.url as string, {
-        REGION: 'a',
-        REGIONS: regions.join(','),
-        WEBHOOK_SECRET_KEY: secretKey,
-      }),
-      await startRegion(stops, db.url, nats.regions.b?.url as string, {
-        REGION: 'b',
-        REGIONS: regions.join(','),
-        WEBHOOK_SECRET_KEY: secretKey,
-      }),
-    ];
+    const started: Region[] = [];
+    for (const name of regions) {
+      started.push(
+        await startRegion(stops, db.url, nats.regions[name]?.url as string, {
+          REGION: name,
+          REGIONS: regions.join(','),
+          WEBHOOK_SECRET_KEY: secretKey,
+        }),
+      );
+    }
+    const [a, b] = started as [Region, Region];
     const nc = await connectBus({
       url: nats.regions.a?.url as string,
       name: 'bench',
