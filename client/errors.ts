@@ -77,6 +77,11 @@ export class HeadersTooLargeError extends SpoolApiError {}
 export class InternalError extends SpoolApiError {}
 /** 503 `unavailable`: a part of Spool is down or restarting; retrying the same call is safe. */
 export class UnavailableError extends SpoolApiError {}
+/**
+ * 504 `timeout`: a part of Spool did not answer in time and may have done what was asked; the
+ * client retries it with the same `Idempotency-Key`, which never does it twice.
+ */
+export class ServiceTimeoutError extends SpoolApiError {}
 
 /** The class thrown for each code; `satisfies` makes a new catalogue code a build error here. */
 export const API_ERROR_CLASSES = {
@@ -96,6 +101,7 @@ export const API_ERROR_CLASSES = {
   headers_too_large: HeadersTooLargeError,
   internal: InternalError,
   unavailable: UnavailableError,
+  timeout: ServiceTimeoutError,
 } as const satisfies Record<ApiErrorCode, typeof SpoolApiError>;
 
 /** The status Spool uses for each code, for answers that carry no envelope (a proxy's 502…). */
@@ -111,6 +117,7 @@ const CODE_FOR_STATUS: Record<number, ApiErrorCode> = {
   415: 'unsupported_media_type',
   429: 'rate_limited',
   503: 'unavailable',
+  504: 'timeout',
 };
 
 function isEnvelope(body: unknown): body is ErrorEnvelope {

@@ -26,6 +26,7 @@ export {
   parseRetryAfter,
   RateLimitedError,
   SecretNotShownError,
+  ServiceTimeoutError,
   SpoolApiError,
   SpoolConnectionError,
   SpoolError,

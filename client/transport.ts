@@ -52,12 +52,14 @@ async function checkSecretShown(req: Request, res: Response): Promise<void> {
 }
 
 /**
- * Whether an answer means "nothing was done, the same request may be sent again": 429 and 503
- * always; 409 with `Retry-After` is Spool saying the twin of this idempotent request is still
- * running, so the retry gets the twin's answer once it has one.
+ * Whether the same request may be sent again: 429 and 503 say nothing was done, always; 504
+ * (`timeout`) says it may have been, so only a request that cannot be done twice is sent again
+ * (a GET, or a call with its `Idempotency-Key`); 409 with `Retry-After` is Spool saying the twin
+ * of this idempotent request is still running, so the retry gets the twin's answer once it has one.
  */
 function retryable(res: Response, idempotent: boolean): boolean {
   if (res.status === 429 || res.status === 503) return true;
+  if (res.status === 504) return idempotent;
   return res.status === 409 && idempotent && res.headers.has('retry-after');
 }
 

@@ -65,7 +65,9 @@ export function errorMiddleware(logger: Logger): Middleware<GatewayState> {
         if (err.code === 'internal') logger.error({ err, request_id }, err.message);
         // A service that could not be reached, or answered that it could not serve: said once,
         // with what the transport or the service said, since the client's message is general.
-        if (err.code === 'unavailable') logger.warn({ err, request_id }, err.message);
+        if (err.code === 'unavailable' || err.code === 'timeout') {
+          logger.warn({ err, request_id }, err.message);
+        }
       } else if (isTransient(thrown)) {
         logger.warn({ err: thrown, request_id }, 'a dependency is unavailable');
         err = unavailable(thrown);

@@ -149,6 +149,7 @@ const STATUS_TEXT: Record<number, string> = {
   429: 'Too many requests',
   500: 'Internal error',
   503: 'Unavailable',
+  504: 'Timeout',
 };
 
 const ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
@@ -163,6 +164,8 @@ const ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   rate_limited: 'too many requests: at most 30 a minute; try again in 12 s',
   internal: 'internal error',
   unavailable: 'the jobs service is unavailable; try again',
+  timeout:
+    'the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice',
 };
 
 /** The examples that read otherwise on the operator's surface. */
@@ -172,6 +175,8 @@ const OPERATOR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   conflict:
     'organization 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d is being deleted: nothing can be added to it or changed; DELETE /admin/v1/orgs/9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d again finishes its deletion',
   unavailable: 'the stations service is unavailable; try again',
+  timeout:
+    'the stations service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice',
 };
 
 /** The error codes an operation can answer, from its surface, method, path and own list. */
@@ -194,6 +199,8 @@ function errorCodes(method: Method, path: string, op: OperationSpec, surface: Su
     codes.add('payload_too_large').add('unsupported_media_type');
   }
   if (method === 'POST' && surface.idempotentPosts) codes.add('invalid').add('conflict');
+  // What calls a service can also wait for it past the call's deadline.
+  if (codes.has('unavailable')) codes.add('timeout');
   return codes;
 }
 
@@ -213,7 +220,7 @@ function errorResponses(codes: Set<ErrorCode>, method: Method, surface: Surface)
           'Request-Id': headerRef('Request-Id'),
         };
         // A 409 of an Idempotency-Key whose twin is still running says when to try again.
-        if (status === 429 || status === 503 || (status === 409 && replayable)) {
+        if (status === 429 || status >= 503 || (status === 409 && replayable)) {
           headers['Retry-After'] = headerRef('Retry-After');
         }
         // The per-key limit counts after authentication, so a 401 has not been counted.

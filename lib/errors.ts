@@ -23,6 +23,7 @@ export const ERROR_CATALOGUE = {
   headers_too_large: { http: 431, grpc: GrpcStatus.INVALID_ARGUMENT },
   internal: { http: 500, grpc: GrpcStatus.INTERNAL },
   unavailable: { http: 503, grpc: GrpcStatus.UNAVAILABLE },
+  timeout: { http: 504, grpc: GrpcStatus.DEADLINE_EXCEEDED },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
@@ -43,7 +44,7 @@ const CODE_FOR_GRPC_STATUS: Partial<Record<GrpcStatus, ErrorCode>> = {
   [GrpcStatus.OUT_OF_RANGE]: 'payload_too_large',
   [GrpcStatus.RESOURCE_EXHAUSTED]: 'rate_limited',
   [GrpcStatus.UNAVAILABLE]: 'unavailable',
-  [GrpcStatus.DEADLINE_EXCEEDED]: 'unavailable',
+  [GrpcStatus.DEADLINE_EXCEEDED]: 'timeout',
   [GrpcStatus.CANCELLED]: 'unavailable',
 };
 
@@ -73,8 +74,9 @@ export class SpoolError extends Error {
     this.name = 'SpoolError';
     this.code = code;
     this.param = options.param;
-    // Every 503 tells the client when to try again.
-    this.retryAfter = options.retryAfter ?? (code === 'unavailable' ? 1 : undefined);
+    // Every 503 and 504 tells the client when to try again.
+    this.retryAfter =
+      options.retryAfter ?? (code === 'unavailable' || code === 'timeout' ? 1 : undefined);
   }
 
   get httpStatus(): number {

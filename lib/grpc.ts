@@ -108,6 +108,27 @@ export function fromItemError(e: ItemError): SpoolError {
   });
 }
 
+/**
+ * A call whose deadline passed before its service answered. Unlike `unavailable`, the service may
+ * have done what was asked: the answer, not the work, is what is missing.
+ */
+export function serviceTimeout(service: string, cause?: unknown): SpoolError {
+  return new SpoolError(
+    'timeout',
+    `the ${service} service did not answer in time, and may have done what was asked: ` +
+      'retry with the same Idempotency-Key, which never does it twice',
+    { retryAfter: 1, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+/**
+ * Whether a call that failed had been sent to a server: grpc-js names the server it went to
+ * (`remote_addr=…`) in a deadline's details, and says `Waiting for LB pick` when it had none.
+ */
+function wentOut(err: ServiceError): boolean {
+  return err.details.includes('remote_addr=');
+}
+
 /** Turns a gRPC client error back into a SpoolError with the code the service meant. */
 export function fromServiceError(err: ServiceError, service: string): SpoolError {
   const sent = err.metadata?.get(CODE_KEY)[0];
@@ -120,14 +141,20 @@ export function fromServiceError(err: ServiceError, service: string): SpoolError
       cause: err,
     });
   }
-  const code = codeForGrpcStatus(err.code);
   // A status without our code comes from the transport (a service down, a deadline passed).
+  // A call whose deadline passed while it waited for a connection never went out, so nothing
+  // was done: that is the service being unavailable, not slow.
+  const code =
+    err.code === GrpcStatus.DEADLINE_EXCEEDED && !wentOut(err)
+      ? 'unavailable'
+      : codeForGrpcStatus(err.code);
   if (code === 'unavailable') {
     return new SpoolError(code, `the ${service} service is unavailable; try again`, {
       retryAfter: 1,
       cause: err,
     });
   }
+  if (code === 'timeout') return serviceTimeout(service, err);
   return new SpoolError(code, 'internal error', { cause: err });
 }
 

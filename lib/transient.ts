@@ -80,7 +80,9 @@ function isTransientOne(err: object): boolean {
 /** True when `err`, or an error it wraps, is a transient failure of a dependency. */
 export function isTransient(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 5) return false;
-  if (isSpoolError(err)) return err.code === 'unavailable';
+  // A call whose service did not answer in time may have been done; the same call again is safe
+  // wherever retrying is (work Spool retries is idempotent), so it counts as transient too.
+  if (isSpoolError(err)) return err.code === 'unavailable' || err.code === 'timeout';
   if (isTransientOne(err)) return true;
   const { cause, errors } = err as { cause?: unknown; errors?: unknown };
   if (isTransient(cause, depth + 1)) return true;

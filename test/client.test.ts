@@ -16,6 +16,7 @@ import {
   NotFoundError,
   RateLimitedError,
   SecretNotShownError,
+  ServiceTimeoutError,
   Spool,
   SpoolConnectionError,
   WaitTimeoutError,
@@ -119,6 +120,40 @@ test('retries are bounded: the last 503 is thrown as UnavailableError', async (t
   const err = await t.throwsAsync(spool.jobs.list());
   t.true(isSpoolApiError(err, 'unavailable'));
   t.is(seen.length, 3);
+});
+
+test('a create answered 504 (its first try may be done) is sent again with the same Idempotency-Key', async (t) => {
+  const { url, seen } = await server(t, (_req, n, res) =>
+    n === 1
+      ? json(res, 504, envelope('timeout', 'the jobs service did not answer in time'), {
+          'retry-after': '0',
+        })
+      : json(res, 201, { job: job('j4') }, { 'idempotent-replayed': 'true' }),
+  );
+  const spool = new Spool({ apiKey: 'k', baseUrl: url, org: ORG });
+  const created = await spool.jobs.create({
+    printer_id: ORG,
+    content: { type: 'text', data: 'x' },
+  });
+  t.is(created.id, 'j4');
+  t.is(seen.length, 2);
+  t.is(seen[1]?.headers['idempotency-key'], seen[0]?.headers['idempotency-key']);
+});
+
+test('a change without an Idempotency-Key answered 504 is thrown as ServiceTimeoutError, not sent again', async (t) => {
+  const { url, seen } = await server(t, (_req, _n, res) =>
+    json(res, 504, envelope('timeout', 'the jobs service did not answer in time'), {
+      'retry-after': '0',
+    }),
+  );
+  const spool = new Spool({ apiKey: 'k', baseUrl: url, org: ORG });
+  const err = await t.throwsAsync(spool.pools.update(ORG, { name: 'front desk' }), {
+    instanceOf: ServiceTimeoutError,
+  });
+  t.is(err?.status, 504);
+  t.is(err?.retryAfter, 0);
+  t.is(seen.length, 1);
+  t.is(seen[0]?.method, 'PATCH');
 });
 
 test('a GET whose connection breaks before an answer is sent again', async (t) => {

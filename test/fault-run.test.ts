@@ -5,7 +5,7 @@
  * killed, the gateways are restarted, nats-server is killed and PostgreSQL is shut down. In the end
  * every job the API accepted has printed exactly once and reached its webhook, no Idempotency-Key
  * is left claimed, no process exited that was not killed, and every error a client saw was a 503
- * (or a 409 for a twin still running) telling it when to try again.
+ * or 504 (or a 409 for a twin still running) telling it when to try again.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

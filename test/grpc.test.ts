@@ -34,11 +34,20 @@ const downstream = createClient(AccountsServiceClient, {
   address: '127.0.0.1:1',
 });
 
+/** A service this one calls on a request's behalf that is up but slow (this server, as `stations`). */
+let slowDownstream: AsyncClient<AccountsServiceClient> | undefined;
+
 const impl: AsyncServer<AccountsServiceServer> = {
   createOrg: () => next(),
   getOrg: async (req, call) => {
     if (req.orgId === 'slow') await new Promise((r) => setTimeout(r, 500));
     if (req.orgId === 'downstream') return downstream.getOrg({ orgId: 'x' }, { parent: call });
+    if (req.orgId === 'slow-downstream') {
+      return (slowDownstream as AsyncClient<AccountsServiceClient>).getOrg(
+        { orgId: 'slow' },
+        { parent: call },
+      );
+    }
     return {
       org: {
         id: req.orgId,
@@ -96,11 +105,16 @@ test.before(async (t) => {
     service: 'accounts',
     address: `127.0.0.1:${server.port}`,
   });
+  slowDownstream = createClient(AccountsServiceClient, {
+    service: 'stations',
+    address: `127.0.0.1:${server.port}`,
+  });
   t.context = { server, client };
 });
 
 test.after.always(async (t) => {
   downstream.close();
+  slowDownstream?.close();
   t.context.client?.close();
   await t.context.server?.shutdown(100);
 });
@@ -142,12 +156,23 @@ test.serial(
   },
 );
 
-test('a call past its deadline answers unavailable', async (t) => {
+test('a call its service took too long to answer is a timeout (504): the service may have done it', async (t) => {
   const err = (await t.throwsAsync(
     t.context.client.getOrg({ orgId: 'slow' }, { deadlineMs: 50 }),
   )) as SpoolError;
-  t.is(err.code, 'unavailable');
-  t.regex(err.message, /accounts/);
+  t.is(err.code, 'timeout');
+  t.is(err.httpStatus, 504);
+  t.is(err.retryAfter, 1);
+  t.regex(err.message, /^the accounts service did not answer in time/);
+  t.regex(err.message, /same Idempotency-Key/);
+});
+
+test('a timeout of a call made for a caller reaches the caller as a timeout, naming the slow service', async (t) => {
+  const err = (await t.throwsAsync(
+    t.context.client.getOrg({ orgId: 'slow-downstream' }, { deadlineMs: 400 }),
+  )) as SpoolError;
+  t.is(err.code, 'timeout');
+  t.regex(err.message, /^the stations service did not answer in time/);
 });
 
 test('a service that is down answers unavailable', async (t) => {

@@ -779,7 +779,7 @@ export interface components {
     schemas: {
         Error: {
             error: {
-                code: "invalid" | "unknown_field" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "content_deleted" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal" | "unavailable";
+                code: "invalid" | "unknown_field" | "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "content_deleted" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "headers_too_large" | "internal" | "unavailable" | "timeout";
                 message: string;
                 /** @description the field or parameter at fault */
                 param?: string;
@@ -1292,6 +1292,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listJobs: {
@@ -1522,6 +1542,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -1846,6 +1886,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     validateJob: {
@@ -2143,6 +2203,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getJob: {
@@ -2355,6 +2435,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -2656,6 +2756,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     retryJob: {
@@ -2943,6 +3063,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -3269,6 +3409,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     moveJob: {
@@ -3566,6 +3726,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listPrinters: {
@@ -3788,6 +3968,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listPools: {
@@ -3983,6 +4183,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -4279,6 +4499,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getPool: {
@@ -4466,6 +4706,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -4662,6 +4922,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -4920,6 +5200,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listLocations: {
@@ -5096,6 +5396,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -5292,6 +5612,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listTemplates: {
@@ -5468,6 +5808,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -5675,6 +6035,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getJobPreview: {
@@ -5867,6 +6247,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -6151,6 +6551,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listWebhookEndpoints: {
@@ -6376,6 +6796,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -6703,6 +7143,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getWebhookEndpoint: {
@@ -6927,6 +7387,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteWebhookEndpoint: {
@@ -7094,6 +7574,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -7375,6 +7875,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -7691,6 +8211,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -8026,6 +8566,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listWebhookDeliveries: {
@@ -8273,6 +8833,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -8610,6 +9190,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     resendFailedWebhookDeliveries: {
@@ -8882,12 +9482,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     streamEvents: {
         parameters: {
             query?: {
-                /** @description only these event types, comma separated: job.created, job.printed, job.failed, job.cancelled, job.retried, job.rerouted, station.online, station.offline, printer.status, station.created, station.updated, station.deleted, printer.deleted, api_key.created, api_key.revoked, member.created, member.updated, member.deleted, invitation.created, invitation.deleted, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted */
+                /** @description only these event types, comma separated: job.created, job.printed, job.failed, job.cancelled, job.retried, job.rerouted, station.online, station.offline, printer.status, location.created, location.updated, location.deleted, station.created, station.updated, station.deleted, printer.deleted, api_key.created, api_key.revoked, member.created, member.updated, member.deleted, invitation.created, invitation.deleted, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted */
                 types?: string;
             };
             header?: {
@@ -9055,6 +9675,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -9270,6 +9910,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -9573,6 +10233,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getChildOrg: {
@@ -9778,6 +10458,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     deleteChildOrg: {
@@ -9961,6 +10661,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -10269,6 +10989,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getUsage: {
@@ -10495,6 +11235,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getServerKey: {
@@ -10601,6 +11361,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -10815,6 +11595,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getDownloads: {
@@ -10918,6 +11718,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }
@@ -11164,6 +11984,26 @@ export interface operations {
                      *       "error": {
                      *         "code": "unavailable",
                      *         "message": "the jobs service is unavailable; try again",
+                     *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Timeout: timeout */
+            504: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "timeout",
+                     *         "message": "the jobs service did not answer in time, and may have done what was asked: retry with the same Idempotency-Key, which never does it twice",
                      *         "request_id": "5f0c2a7e-3b1d-4e8a-9c6f-2d4b6a8c0e1f"
                      *       }
                      *     }

@@ -1,7 +1,7 @@
 /**
  * A client in front of several gateways, as integrators reach Spool behind a load balancer and as
- * docs/api.md asks them to behave: round robin over the gateways, and on a 503, a 409 for a twin
- * request still in progress, or a connection that failed, the same request again (with its
+ * docs/api.md asks them to behave: round robin over the gateways, and on a 503, a 504, a 409 for a
+ * twin request still in progress, or a connection that failed, the same request again (with its
  * Idempotency-Key) after `Retry-After`. It keeps count of what it retried and of every error
  * answer that did not tell it when to try again.
  */
@@ -22,7 +22,7 @@ export class GatewayClient {
   #next = 0;
   /** Error answers that are not an outage's, or that did not say when to try again. */
   readonly wrong: string[] = [];
-  /** How many times each kind of answer or connection error was retried (`503`, `ECONNREFUSED`…). */
+  /** How many times each kind of answer or connection error was retried (`503`, `504`, `ECONNREFUSED`…). */
   readonly retried: Record<string, number> = {};
 
   constructor(urls: string[]) {
@@ -52,7 +52,9 @@ export class GatewayClient {
         const text = await res.text();
         const retryAfter = res.headers.get('retry-after');
         const inProgress = res.status === 409 && text.includes('still in progress');
-        if (res.status !== 503 && !inProgress) {
+        // 503 and 504 both ask for the same request again: a 504's first try may have been done,
+        // which its Idempotency-Key makes harmless.
+        if (res.status !== 503 && res.status !== 504 && !inProgress) {
           if (res.status >= 400) this.wrong.push(`${method} ${path}: ${res.status} ${text}`);
           return { status: res.status, body: JSON.parse(text) as T };
         }
