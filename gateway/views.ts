@@ -1,11 +1,16 @@
 /** The JSON shapes of API resources, made from the gRPC messages. */
 import type { Org, Settings } from '../gen/spool/v1/accounts.js';
 import type { Job, JobEvent, Template, Upload } from '../gen/spool/v1/jobs.js';
-import type { Location, Printer } from '../gen/spool/v1/stations.js';
+import type { Printer } from '../gen/spool/v1/stations.js';
 import { confirmationView, jobJson } from '../lib/job-view.js';
 import { rfc3339OrNull } from '../lib/time.js';
 
-export { adminStationView, keyView, stationView } from '../lib/resource-views.js';
+export {
+  adminStationView,
+  keyView,
+  locationView,
+  stationView,
+} from '../lib/resource-views.js';
 
 export function orgView(org: Org | undefined) {
   if (!org) throw new Error('missing org in response');
@@ -16,17 +21,6 @@ export function orgView(org: Org | undefined) {
     deleting_since: rfc3339OrNull(org.deletingSince),
     parent_id: org.parentId === '' ? null : org.parentId,
     reference: org.reference,
-  };
-}
-
-export function locationView(location: Location | undefined) {
-  if (!location) throw new Error('missing location in response');
-  return {
-    id: location.id,
-    name: location.name,
-    address: location.address,
-    timezone: location.timezone,
-    created_at: rfc3339OrNull(location.createdAt),
   };
 }
 

@@ -1,11 +1,11 @@
 /**
- * The JSON shapes of the resources whose changes the event stream carries (stations, API keys,
- * webhook endpoints, members, invitations), made from the gRPC messages: the gateway answers with
- * them, and the services that make a change publish its event with them, so an event's resource
- * reads as the API's does. None holds a secret: no key, token or signing secret.
+ * The JSON shapes of the resources whose changes the event stream carries (locations, stations,
+ * API keys, webhook endpoints, members, invitations), made from the gRPC messages: the gateway
+ * answers with them, and the services that make a change publish its event with them, so an
+ * event's resource reads as the API's does. None holds a secret: no key, token or signing secret.
  */
 import type { ApiKey, Invitation, Member } from '../gen/spool/v1/accounts.js';
-import type { Station } from '../gen/spool/v1/stations.js';
+import type { Location, Station } from '../gen/spool/v1/stations.js';
 import type { WebhookEndpoint } from '../gen/spool/v1/webhooks.js';
 import { rfc3339, rfc3339OrNull } from './time.js';
 
@@ -23,6 +23,17 @@ export function keyView(key: ApiKey | undefined) {
     created_at: key.createdAt ? rfc3339(key.createdAt) : null,
     revoked_at: rfc3339OrNull(key.revokedAt),
     last_used_at: rfc3339OrNull(key.lastUsedAt),
+  };
+}
+
+export function locationView(location: Location | undefined) {
+  if (!location) throw new Error('missing location in response');
+  return {
+    id: location.id,
+    name: location.name,
+    address: location.address,
+    timezone: location.timezone,
+    created_at: rfc3339OrNull(location.createdAt),
   };
 }
 

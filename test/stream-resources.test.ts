@@ -1,8 +1,9 @@
 /**
  * The event stream's resource events (docs/realtime.md "Resource events") against a running Spool:
- * stations made, changed and deleted, printers deleted and API keys made and revoked arrive on the
- * stream in the API's shapes with no secret; a key without `printers:read` gets no station events
- * and no key gets the key events, which a signed-in member does; webhooks never get them.
+ * locations and stations made, changed and deleted, printers deleted and API keys made and revoked
+ * arrive on the stream in the API's shapes with no secret; a key without `locations:read` gets no
+ * location events, one without `printers:read` no station events, and no key gets the key events,
+ * which a signed-in member does; webhooks never get them.
  */
 import anyTest, { type TestFn } from 'ava';
 import { RESOURCE_EVENT_TYPES } from '../lib/contracts/event-types.js';
@@ -28,6 +29,8 @@ interface Ctx {
   reader: string;
   /** jobs:read only. */
   jobsOnly: string;
+  /** jobs:read and locations:read. */
+  places: string;
   admin: Browser;
 }
 
@@ -37,9 +40,10 @@ test.before(async (t) => {
   const [sys, receiver] = await Promise.all([startTestSystem(), startReceiver()]);
   t.context = { sys, receiver } as Ctx;
   const orgId = await createOrg(sys.url);
-  const [reader, jobsOnly, admin] = await Promise.all([
+  const [reader, jobsOnly, places, admin] = await Promise.all([
     createKey(sys.url, orgId, { scopes: ['jobs:read', 'printers:read'] }),
     createKey(sys.url, orgId, { scopes: ['jobs:read'] }),
+    createKey(sys.url, orgId, { scopes: ['jobs:read', 'locations:read'] }),
     member(sys.url, orgId, 'admin'),
   ]);
   // An endpoint of every type: resource events must still not reach it.
@@ -48,7 +52,13 @@ test.before(async (t) => {
     body: { url: receiver.url, events: ['*'] },
   });
   if (hook.status !== 201) throw new Error(`create webhook answered ${hook.status}`);
-  Object.assign(t.context, { orgId, reader: reader.secret, jobsOnly: jobsOnly.secret, admin });
+  Object.assign(t.context, {
+    orgId,
+    reader: reader.secret,
+    jobsOnly: jobsOnly.secret,
+    places: places.secret,
+    admin,
+  });
 });
 
 test.after.always(async (t) => {
@@ -157,6 +167,108 @@ test('stations made, renamed, their token revoked and deleted arrive as station 
   t.is(deleted.data.station.name, 'Loading dock');
   // No station event carries the device token.
   for (const m of stream.messages) t.false(m.data.includes(made.token), m.event);
+});
+
+type LocationData = { location: Record<string, unknown> & { id: string; name: string } };
+
+test('locations made, renamed and deleted arrive as location events in the API shape, and a change to nothing sends none', async (t) => {
+  const { sys, orgId } = t.context;
+  const stream = await openStream(streamUrl(t), { token: t.context.places });
+  t.teardown(() => stream.close());
+  t.is(stream.status, 200);
+  const admin = `/admin/v1/orgs/${orgId}/locations`;
+
+  const made = await call<{ location: LocationData['location'] }>(sys.url, 'POST', admin, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Annex', address: '1 Dock Road', timezone: 'Europe/Berlin' },
+  });
+  t.is(made.status, 201);
+  const id = made.body.location.id;
+  const created = await eventOf<LocationData>(
+    stream,
+    'location.created',
+    (d) => d.location.id === id,
+  );
+  t.is(created.org_id, orgId);
+  t.deepEqual(created.data.location, made.body.location);
+  // The very shape the key-based API lists.
+  const listed = await call<{ locations: LocationData['location'][] }>(
+    sys.url,
+    'GET',
+    `/v1/orgs/${orgId}/locations`,
+    { token: t.context.places },
+  );
+  t.deepEqual(
+    listed.body.locations.find((l) => l.id === id),
+    created.data.location,
+  );
+
+  const renamed = await call<{ location: LocationData['location'] }>(
+    sys.url,
+    'PATCH',
+    `${admin}/${id}`,
+    { token: OPERATOR_TOKEN, body: { name: 'North annex' } },
+  );
+  t.is(renamed.status, 200);
+  const updated = await eventOf<LocationData>(
+    stream,
+    'location.updated',
+    (d) => d.location.id === id && d.location.name === 'North annex',
+  );
+  t.deepEqual(updated.data.location, renamed.body.location);
+  // Giving it the name it has changes nothing, and sends nothing.
+  const same = await call(sys.url, 'PATCH', `${admin}/${id}`, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'North annex', timezone: 'Europe/Berlin' },
+  });
+  t.is(same.status, 200);
+
+  const gone = await call(sys.url, 'DELETE', `${admin}/${id}`, { token: OPERATOR_TOKEN });
+  t.is(gone.status, 204);
+  const deleted = await eventOf<LocationData>(
+    stream,
+    'location.deleted',
+    (d) => d.location.id === id,
+  );
+  t.deepEqual(deleted.data.location, renamed.body.location);
+  t.is(
+    stream.messages.filter(
+      (m) => m.event === 'location.updated' && bodyOf<LocationData>(m).data.location.id === id,
+    ).length,
+    1,
+  );
+});
+
+test('a key without locations:read gets no location events, and naming them answers 403', async (t) => {
+  const { sys, orgId } = t.context;
+  const places = await openStream(streamUrl(t), { token: t.context.places });
+  const reader = await openStream(streamUrl(t), { token: t.context.reader });
+  t.teardown(() => {
+    places.close();
+    reader.close();
+  });
+  const made = await call<{ location: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${orgId}/locations`,
+    { token: OPERATOR_TOKEN, body: { name: 'Unseen' } },
+  );
+  t.is(made.status, 201);
+  await eventOf<LocationData>(
+    places,
+    'location.created',
+    (d) => d.location.id === made.body.location.id,
+  );
+  // A station the reader sees shows the shared feed has handed it everything before.
+  const marker = await createStation(sys.url, orgId, { name: 'After the location' });
+  await eventOf<StationData>(reader, 'station.created', (d) => d.station.id === marker.id);
+  t.false(reader.messages.some((m) => m.event.startsWith('location.')));
+
+  const asked = await openStream(streamUrl(t, '?types=location.created'), {
+    token: t.context.reader,
+  });
+  t.is(asked.status, 403);
+  t.regex(await asked.body(), /locations:read/);
 });
 
 test('a printer deleted by the operator arrives as printer.deleted', async (t) => {

@@ -29,14 +29,17 @@ export const PUBLISHED_EVENT_TYPES: readonly Exclude<EventType, 'ping'>[] = EVEN
 );
 
 /**
- * Changes to an organization's resources that consoles need to stay current: stations created,
- * changed and deleted, printers deleted (a printer's other changes are `printer.status`), API keys
- * made and revoked, members added, given another role and removed, invitations sent and gone
- * (withdrawn, replaced or accepted), webhook endpoints made, changed and deleted. Only the event
- * stream carries them; webhook endpoints cannot subscribe to them and `*` does not include them
- * (docs/realtime.md).
+ * Changes to an organization's resources that consoles need to stay current: locations and
+ * stations created, changed and deleted, printers deleted (a printer's other changes are
+ * `printer.status`), API keys made and revoked, members added, given another role and removed,
+ * invitations sent and gone (withdrawn, replaced or accepted), webhook endpoints made, changed and
+ * deleted. Only the event stream carries them; webhook endpoints cannot subscribe to them and `*`
+ * does not include them (docs/realtime.md).
  */
 export const RESOURCE_EVENT_TYPES = [
+  'location.created',
+  'location.updated',
+  'location.deleted',
   'station.created',
   'station.updated',
   'station.deleted',
@@ -81,6 +84,9 @@ export const EVENT_READERS: Readonly<Record<Exclude<StreamEventType, 'ping'>, Ev
   'station.online': 'jobs:read',
   'station.offline': 'jobs:read',
   'printer.status': 'jobs:read',
+  'location.created': 'locations:read',
+  'location.updated': 'locations:read',
+  'location.deleted': 'locations:read',
   'station.created': 'printers:read',
   'station.updated': 'printers:read',
   'station.deleted': 'printers:read',

@@ -1,11 +1,18 @@
-/** An organization's locations: places its stations are in. */
+/**
+ * An organization's locations: places its stations are in. Each change queues its event
+ * (`location.created`, `location.updated`, `location.deleted`) in its own transaction.
+ */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Location } from '../../gen/spool/v1/stations.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, notFound } from '../../lib/errors.js';
+import { eventMessage } from '../../lib/events.js';
+import { enqueue } from '../../lib/outbox.js';
 import { listOldestFirst } from '../../lib/paging.js';
+import { locationView } from '../../lib/resource-views.js';
+import { type Committed, OUTBOX_TABLE } from './station-outbox.js';
 import { LOCATION_COLUMNS, type LocationRow, toLocation } from './station-rows.js';
 
 export interface LocationStore {
@@ -21,6 +28,7 @@ export interface LocationStore {
     limit: number,
     cursor: string,
   ): Promise<{ items: Location[]; nextCursor: string }>;
+  /** Changes a location; one whose fields already read so changes nothing and queues no event. */
   updateLocation(
     orgId: string,
     id: string,
@@ -34,15 +42,41 @@ export interface LocationStore {
   deleteLocation(orgId: string, id: string): Promise<void>;
 }
 
-export function createLocationStore(pool: pg.Pool, clock: Clock): LocationStore {
+/**
+ * A change to a location, for the event stream: `location.created`, `location.updated` or
+ * `location.deleted` with `{location}` as the API shows it.
+ */
+export function locationEvent(
+  type: 'location.created' | 'location.updated' | 'location.deleted',
+  location: Location,
+  at: Date,
+) {
+  return eventMessage(location.orgId, type, { location: locationView(location) }, at);
+}
+
+/** @param committed takes the outbox rows of each change once committed. */
+export function createLocationStore(
+  pool: pg.Pool,
+  clock: Clock,
+  committed: Committed,
+): LocationStore {
   return {
     async createLocation(loc) {
-      const { rows } = await pool.query<LocationRow>(
-        `INSERT INTO locations (id, org_id, name, address, timezone, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${LOCATION_COLUMNS}`,
-        [randomUUID(), loc.orgId, loc.name, loc.address, loc.timezone, clock.now()],
-      );
-      return toLocation(rows[0] as LocationRow);
+      const { location, outbox } = await withTx(pool, async (tx) => {
+        const now = clock.now();
+        const { rows } = await tx.query<LocationRow>(
+          `INSERT INTO locations (id, org_id, name, address, timezone, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${LOCATION_COLUMNS}`,
+          [randomUUID(), loc.orgId, loc.name, loc.address, loc.timezone, now],
+        );
+        const location = toLocation(rows[0] as LocationRow);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [
+          locationEvent('location.created', location, now),
+        ]);
+        return { location, outbox };
+      });
+      committed(outbox);
+      return location;
     },
 
     async getLocation(orgId, id) {
@@ -69,18 +103,42 @@ export function createLocationStore(pool: pg.Pool, clock: Clock): LocationStore 
     },
 
     async updateLocation(orgId, id, changes) {
-      const { rows } = await pool.query<LocationRow>(
-        `UPDATE locations SET name = COALESCE($3, name), address = COALESCE($4, address),
-           timezone = COALESCE($5, timezone)
-         WHERE org_id = $1 AND id = $2 RETURNING ${LOCATION_COLUMNS}`,
-        [orgId, id, changes.name ?? null, changes.address ?? null, changes.timezone ?? null],
-      );
-      if (!rows[0]) throw notFound('no such location');
-      return toLocation(rows[0]);
+      const { location, outbox } = await withTx(pool, async (tx) => {
+        const before = await tx.query<LocationRow>(
+          `SELECT ${LOCATION_COLUMNS} FROM locations WHERE org_id = $1 AND id = $2`,
+          [orgId, id],
+        );
+        const row = before.rows[0];
+        if (!row) throw notFound('no such location');
+        const next = {
+          name: changes.name ?? row.name,
+          address: changes.address ?? row.address,
+          timezone: changes.timezone ?? row.timezone,
+        };
+        if (
+          next.name === row.name &&
+          next.address === row.address &&
+          next.timezone === row.timezone
+        ) {
+          return { location: toLocation(row), outbox: [] };
+        }
+        const { rows } = await tx.query<LocationRow>(
+          `UPDATE locations SET name = $3, address = $4, timezone = $5
+           WHERE org_id = $1 AND id = $2 RETURNING ${LOCATION_COLUMNS}`,
+          [orgId, id, next.name, next.address, next.timezone],
+        );
+        const location = toLocation(rows[0] as LocationRow);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [
+          locationEvent('location.updated', location, clock.now()),
+        ]);
+        return { location, outbox };
+      });
+      committed(outbox);
+      return location;
     },
 
     async deleteLocation(orgId, id) {
-      await withTx(pool, async (tx) => {
+      const outbox = await withTx(pool, async (tx) => {
         const { rows } = await tx.query<{ name: string; n: string }>(
           `SELECT name, count(*) OVER () AS n FROM stations WHERE org_id = $1 AND location_id = $2
            ORDER BY name LIMIT 3`,
@@ -94,12 +152,16 @@ export function createLocationStore(pool: pg.Pool, clock: Clock): LocationStore 
             `${n} station${n === 1 ? ' is' : 's are'} in this location (${names}${n > rows.length ? ', …' : ''}): move or delete ${n === 1 ? 'it' : 'them'} first`,
           );
         }
-        const res = await tx.query('DELETE FROM locations WHERE org_id = $1 AND id = $2', [
-          orgId,
-          id,
+        const { rows: deleted } = await tx.query<LocationRow>(
+          `DELETE FROM locations WHERE org_id = $1 AND id = $2 RETURNING ${LOCATION_COLUMNS}`,
+          [orgId, id],
+        );
+        if (!deleted[0]) throw notFound('no such location');
+        return enqueue(tx, OUTBOX_TABLE, [
+          locationEvent('location.deleted', toLocation(deleted[0]), clock.now()),
         ]);
-        if (res.rowCount === 0) throw notFound('no such location');
       });
+      committed(outbox);
     },
   };
 }

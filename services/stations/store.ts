@@ -29,8 +29,9 @@ export interface StationStore
 
 /**
  * @param committed takes the outbox rows of every write once they are committed (a link opened
- *   or closed, its printers reported, a station made, changed or deleted, a printer deleted), for the relay to publish at
- *   once; the relay's poll is only for rows a process that died left behind.
+ *   or closed, its printers reported, a location or a station made, changed or deleted, a
+ *   printer deleted), for the relay to publish at once; the relay's poll is only for rows a
+ *   process that died left behind.
  */
 export function createStationStore(
   pool: pg.Pool,
@@ -38,7 +39,7 @@ export function createStationStore(
   committed: Committed = () => {},
 ): StationStore {
   return {
-    ...createLocationStore(pool, clock),
+    ...createLocationStore(pool, clock, committed),
     ...createStationCatalogue(pool, clock, committed),
     ...createPrinterCatalogue(pool, clock, committed),
     ...createPrinterSync(pool, clock, committed),
