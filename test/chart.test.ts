@@ -657,6 +657,36 @@ test('the Ingress routes only /v1, /admin/v1, /console and /agent/v1 to the gate
   }
 });
 
+test('release uploads get an Ingress of their own for /admin/v1/releases, with a larger body limit', async (t) => {
+  type Rules = Array<{
+    host: string;
+    http: { paths: Array<{ path: string; backend: { service: { name: string } } }> };
+  }>;
+  const plain = await render(['--set', 'ingress.enabled=true']);
+  t.deepEqual(
+    plain.filter((o) => o.kind === 'Ingress').map((o) => o.metadata.name),
+    ['spool-gateway'],
+    'none unless asked for',
+  );
+
+  const objects = await render(['-f', PRODUCTION]);
+  const main = find(objects, 'Ingress', 'spool-gateway');
+  const uploads = find(objects, 'Ingress', 'spool-gateway-release-uploads');
+  t.like(main.metadata.annotations, { 'nginx.ingress.kubernetes.io/proxy-body-size': '32m' });
+  t.like(uploads.metadata.annotations, {
+    'cert-manager.io/cluster-issuer': 'letsencrypt',
+    'nginx.ingress.kubernetes.io/proxy-body-size': '260m',
+    'nginx.ingress.kubernetes.io/proxy-request-buffering': 'off',
+  });
+  const spec = uploads.spec as { ingressClassName: string; tls: unknown; rules: Rules };
+  t.is(spec.ingressClassName, 'nginx');
+  t.deepEqual(spec.tls, (main.spec as { tls: unknown }).tls);
+  t.deepEqual(
+    spec.rules.map((r) => [r.host, r.http.paths.map((p) => [p.path, p.backend.service.name])]),
+    [['api.print.example.net', [['/admin/v1/releases', 'spool-gateway']]]],
+  );
+});
+
 test("gateway.publicUrl becomes the gateway's PUBLIC_URL, for invitation links and the console", async (t) => {
   const gatewayEnv = async (args: string[]) =>
     env(
