@@ -1,10 +1,11 @@
 /**
  * The JSON shapes of the resources whose changes the event stream carries (locations, stations,
- * API keys, webhook endpoints, members, invitations), made from the gRPC messages: the gateway
+ * pools, API keys, webhook endpoints, members, invitations), made from the gRPC messages: the gateway
  * answers with them, and the services that make a change publish its event with them, so an
  * event's resource reads as the API's does. None holds a secret: no key, token or signing secret.
  */
 import type { ApiKey, Invitation, Member } from '../gen/spool/v1/accounts.js';
+import type { Pool } from '../gen/spool/v1/jobs.js';
 import type { Location, Station } from '../gen/spool/v1/stations.js';
 import type { WebhookEndpoint } from '../gen/spool/v1/webhooks.js';
 import { rfc3339, rfc3339OrNull } from './time.js';
@@ -72,6 +73,19 @@ export function adminStationView(station: Station | undefined) {
           : s.updateState,
     update_version: s.updateVersion || null,
     update_at: rfc3339OrNull(s.updateAt),
+  };
+}
+
+export function poolView(pool: Pool | undefined) {
+  if (!pool) throw new Error('missing pool in response');
+  return {
+    id: pool.id,
+    name: pool.name,
+    printer_ids: pool.printerIds,
+    strategy: pool.strategy,
+    failover_after: pool.failoverAfter,
+    created_at: rfc3339OrNull(pool.createdAt),
+    updated_at: rfc3339OrNull(pool.updatedAt),
   };
 }
 

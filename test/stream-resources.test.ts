@@ -1,9 +1,9 @@
 /**
  * The event stream's resource events (docs/realtime.md "Resource events") against a running Spool:
- * locations and stations made, changed and deleted, printers deleted and API keys made and revoked
- * arrive on the stream in the API's shapes with no secret; a key without `locations:read` gets no
- * location events, one without `printers:read` no station events, and no key gets the key events,
- * which a signed-in member does; webhooks never get them.
+ * locations, stations and pools made, changed and deleted, printers deleted and API keys made and
+ * revoked arrive on the stream in the API's shapes with no secret; a key without `locations:read`
+ * gets no location events, one without `printers:read` no station or pool events, and no key gets
+ * the key events, which a signed-in member does; webhooks never get them.
  */
 import anyTest, { type TestFn } from 'ava';
 import { RESOURCE_EVENT_TYPES } from '../lib/contracts/event-types.js';
@@ -296,6 +296,101 @@ test('a printer deleted by the operator arrives as printer.deleted', async (t) =
     (d) => d.printer_id === printerId,
   );
   t.deepEqual(deleted.data, { printer_id: printerId, station_id: station.id });
+});
+
+type PoolData = { pool: Record<string, unknown> & { id: string; printer_ids: string[] } };
+
+test('pools made, changed, left by a deleted printer and deleted arrive as pool events in the API shape, to printers:read only', async (t) => {
+  const { sys, orgId } = t.context;
+  const stream = await openStream(streamUrl(t), { token: t.context.reader });
+  const places = await openStream(streamUrl(t), { token: t.context.places });
+  t.teardown(() => {
+    stream.close();
+    places.close();
+  });
+  const station = await createStation(sys.url, orgId, { name: 'Pool room' });
+  const link = await connectLink(sys.linkAddress, station.token, [
+    printer('pool-a'),
+    printer('pool-b'),
+  ]);
+  t.teardown(() => link.close());
+  const listed = await call<{ printers: { id: string; name: string }[] }>(
+    sys.url,
+    'GET',
+    `/v1/orgs/${orgId}/printers?station_id=${station.id}`,
+    { token: t.context.reader },
+  );
+  const idOf = (name: string) => listed.body.printers.find((p) => p.name === name)?.id as string;
+  const [a, b] = [idOf('pool-a'), idOf('pool-b')];
+  t.truthy(a && b);
+  const admin = `/admin/v1/orgs/${orgId}/pools`;
+  /** The pool as the key-based API answers it now. */
+  const read = async (id: string) =>
+    (
+      await call<{ pool: PoolData['pool'] }>(sys.url, 'GET', `/v1/orgs/${orgId}/pools/${id}`, {
+        token: t.context.reader,
+      })
+    ).body.pool;
+
+  const made = await call<{ pool: PoolData['pool'] }>(sys.url, 'POST', admin, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Desk', printer_ids: [a, b] },
+  });
+  t.is(made.status, 201);
+  const id = made.body.pool.id;
+  const created = await eventOf<PoolData>(stream, 'pool.created', (d) => d.pool.id === id);
+  t.is(created.org_id, orgId);
+  t.deepEqual(created.data.pool, made.body.pool);
+  t.deepEqual(created.data.pool, await read(id));
+
+  const changed = await call<{ pool: PoolData['pool'] }>(sys.url, 'PATCH', `${admin}/${id}`, {
+    token: OPERATOR_TOKEN,
+    body: { strategy: 'ordered' },
+  });
+  t.is(changed.status, 200);
+  const updated = await eventOf<PoolData>(
+    stream,
+    'pool.updated',
+    (d) => d.pool.id === id && d.pool.strategy === 'ordered',
+  );
+  t.deepEqual(updated.data.pool, changed.body.pool);
+
+  // A printer deleted leaves its pools: the pool's members change without a PATCH.
+  const dropped = await call(sys.url, 'DELETE', `/admin/v1/orgs/${orgId}/printers/${b}`, {
+    token: OPERATOR_TOKEN,
+  });
+  t.true(dropped.status < 300);
+  const left = await eventOf<PoolData>(
+    stream,
+    'pool.updated',
+    (d) => d.pool.id === id && d.pool.printer_ids.length === 1,
+  );
+  t.deepEqual(left.data.pool.printer_ids, [a]);
+  const before = await read(id);
+  t.deepEqual(left.data.pool, before);
+
+  const gone = await call(sys.url, 'DELETE', `${admin}/${id}`, { token: OPERATOR_TOKEN });
+  t.is(gone.status, 204);
+  const deleted = await eventOf<PoolData>(stream, 'pool.deleted', (d) => d.pool.id === id);
+  t.deepEqual(deleted.data.pool, before);
+
+  // A location the jobs:read and locations:read key sees shows the feed has handed it
+  // everything before: no pool event among it.
+  const marker = await call<{ location: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${orgId}/locations`,
+    { token: OPERATOR_TOKEN, body: { name: 'After the pool' } },
+  );
+  await eventOf<LocationData>(
+    places,
+    'location.created',
+    (d) => d.location.id === marker.body.location.id,
+  );
+  t.false(places.messages.some((m) => m.event.startsWith('pool.')));
+  const asked = await openStream(streamUrl(t, '?types=pool.updated'), { token: t.context.places });
+  t.is(asked.status, 403);
+  t.regex(await asked.body(), /printers:read/);
 });
 
 test('API keys made and revoked arrive on a member session stream without their secret', async (t) => {

@@ -9,14 +9,13 @@
 import type { Router } from '@koa/router';
 import { Type } from '@sinclair/typebox';
 import type { Middleware } from 'koa';
-import type { Pool } from '../../gen/spool/v1/jobs.js';
 import {
   MAX_FAILOVER_AFTER_S,
   MAX_POOL_MEMBERS,
   MAX_POOL_NAME_LENGTH,
   POOL_STRATEGIES,
 } from '../../lib/contracts/pools.js';
-import { rfc3339OrNull } from '../../lib/time.js';
+import { poolView } from '../../lib/resource-views.js';
 import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { type Created, setLocation } from '../http-manners.js';
@@ -94,19 +93,6 @@ export const PoolSchema = Type.Object(
 
 /** `{pool}` */
 export const PoolAnswer = Type.Object({ pool: PoolSchema }, { additionalProperties: false });
-
-export function poolView(pool: Pool | undefined) {
-  if (!pool) throw new Error('missing pool in response');
-  return {
-    id: pool.id,
-    name: pool.name,
-    printer_ids: pool.printerIds,
-    strategy: pool.strategy,
-    failover_after: pool.failoverAfter,
-    created_at: rfc3339OrNull(pool.createdAt),
-    updated_at: rfc3339OrNull(pool.updatedAt),
-  };
-}
 
 type Handler = Middleware<GatewayState>;
 

@@ -31,10 +31,10 @@ export const PUBLISHED_EVENT_TYPES: readonly Exclude<EventType, 'ping'>[] = EVEN
 /**
  * Changes to an organization's resources that consoles need to stay current: locations and
  * stations created, changed and deleted, printers deleted (a printer's other changes are
- * `printer.status`), API keys made and revoked, members added, given another role and removed,
- * invitations sent and gone (withdrawn, replaced or accepted), webhook endpoints made, changed and
- * deleted. Only the event stream carries them; webhook endpoints cannot subscribe to them and `*`
- * does not include them (docs/realtime.md).
+ * `printer.status`), pools created, changed and deleted, API keys made and revoked, members added,
+ * given another role and removed, invitations sent and gone (withdrawn, replaced or accepted),
+ * webhook endpoints made, changed and deleted. Only the event stream carries them; webhook
+ * endpoints cannot subscribe to them and `*` does not include them (docs/realtime.md).
  */
 export const RESOURCE_EVENT_TYPES = [
   'location.created',
@@ -44,6 +44,9 @@ export const RESOURCE_EVENT_TYPES = [
   'station.updated',
   'station.deleted',
   'printer.deleted',
+  'pool.created',
+  'pool.updated',
+  'pool.deleted',
   'api_key.created',
   'api_key.revoked',
   'member.created',
@@ -91,6 +94,9 @@ export const EVENT_READERS: Readonly<Record<Exclude<StreamEventType, 'ping'>, Ev
   'station.updated': 'printers:read',
   'station.deleted': 'printers:read',
   'printer.deleted': 'printers:read',
+  'pool.created': 'printers:read',
+  'pool.updated': 'printers:read',
+  'pool.deleted': 'printers:read',
   'api_key.created': 'members',
   'api_key.revoked': 'members',
   'member.created': 'members',

@@ -2,7 +2,9 @@
  * An organization's pools of printers (docs/jobs.md, "Pools and routing"): create, list, read,
  * change and delete them, and take deleted printers out of them. A pool is a row of `pools` and
  * its members, in order, rows of `pool_members` (`position` is the place in `printer_ids`).
- * Routing reads the same tables in routing-store.ts and alone writes `unready_since`.
+ * Routing reads the same tables in routing-store.ts and alone writes `unready_since`. Each change
+ * queues its event for the event stream (`pool.created`, `pool.updated`, `pool.deleted`) in its own
+ * transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -10,7 +12,11 @@ import type { Pool } from '../../gen/spool/v1/jobs.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict, notFound } from '../../lib/errors.js';
+import { eventMessage } from '../../lib/events.js';
+import { enqueue, type OutboxRow } from '../../lib/outbox.js';
 import { listOldestFirst } from '../../lib/paging.js';
+import { poolView } from '../../lib/resource-views.js';
+import { OUTBOX_TABLE } from './job-rows.js';
 
 // Named, not `*`: statements are prepared (lib/db.ts), and a prepared `*` fails once a migration
 // adds a column.
@@ -49,7 +55,10 @@ export interface PoolStore {
    * jobs already routed keep their printer.
    */
   deletePool(orgId: string, poolId: string): Promise<void>;
-  /** Takes the printers out of every pool of the organization; answers the memberships ended. */
+  /**
+   * Takes the printers out of every pool of the organization, and queues `pool.updated` for each
+   * pool that had one; answers the memberships ended.
+   */
   leavePools(orgId: string, printerIds: string[]): Promise<number>;
 }
 
@@ -64,6 +73,18 @@ function toPool(row: PoolRow, printerIds: string[]): Pool {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/**
+ * A change to a pool, for the event stream: `pool.created`, `pool.updated` or `pool.deleted` with
+ * `{pool}` as the API shows it.
+ */
+export function poolEvent(
+  type: 'pool.created' | 'pool.updated' | 'pool.deleted',
+  pool: Pool,
+  at: Date,
+) {
+  return eventMessage(pool.orgId, type, { pool: poolView(pool) }, at);
 }
 
 /** The members of the organization's pools `poolIds`, each pool's in order. */
@@ -104,10 +125,24 @@ async function setMembers(
   );
 }
 
-export function createPoolStore(pool: pg.Pool, clock: Clock): PoolStore {
+/** @param committed takes the outbox rows of each change once committed. */
+export function createPoolStore(
+  pool: pg.Pool,
+  clock: Clock,
+  committed: (rows: OutboxRow[]) => void,
+): PoolStore {
+  /** Runs a change of pools and hands on the events it queued once it has committed. */
+  async function change<T>(
+    fn: (tx: pg.PoolClient) => Promise<{ result: T; outbox: OutboxRow[] }>,
+  ): Promise<T> {
+    const { result, outbox } = await withTx(pool, fn);
+    committed(outbox);
+    return result;
+  }
+
   return {
     async createPool(p) {
-      return withTx(pool, async (tx) => {
+      return change(async (tx) => {
         const now = clock.now();
         const { rows } = await tx.query<PoolRow>(
           `INSERT INTO pools (id, org_id, name, strategy, failover_after, created_at, updated_at)
@@ -116,7 +151,9 @@ export function createPoolStore(pool: pg.Pool, clock: Clock): PoolStore {
         );
         const row = rows[0] as PoolRow;
         await setMembers(tx, p.orgId, row.id, p.printerIds);
-        return toPool(row, p.printerIds);
+        const created = toPool(row, p.printerIds);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [poolEvent('pool.created', created, now)]);
+        return { result: created, outbox };
       });
     },
 
@@ -147,26 +184,30 @@ export function createPoolStore(pool: pg.Pool, clock: Clock): PoolStore {
     },
 
     async updatePool(p) {
-      return withTx(pool, async (tx) => {
+      return change(async (tx) => {
+        const now = clock.now();
         const { rows } = await tx.query<PoolRow>(
           `UPDATE pools SET name = $3, strategy = $4, failover_after = $5, updated_at = $6
            WHERE org_id = $1 AND id = $2 RETURNING ${POOL_COLUMNS}`,
-          [p.orgId, p.id, p.name, p.strategy, p.failoverAfter, clock.now()],
+          [p.orgId, p.id, p.name, p.strategy, p.failoverAfter, now],
         );
         const row = rows[0];
         if (!row) throw notFound('no such pool');
         await setMembers(tx, p.orgId, row.id, p.printerIds);
-        return toPool(row, p.printerIds);
+        const updated = toPool(row, p.printerIds);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [poolEvent('pool.updated', updated, now)]);
+        return { result: updated, outbox };
       });
     },
 
     async deletePool(orgId, poolId) {
-      await withTx(pool, async (tx) => {
-        const found = await tx.query('SELECT id FROM pools WHERE org_id = $1 AND id = $2', [
-          orgId,
-          poolId,
-        ]);
-        if (found.rowCount === 0) throw notFound('no such pool');
+      await change(async (tx) => {
+        const found = await tx.query<PoolRow>(
+          `SELECT ${POOL_COLUMNS} FROM pools WHERE org_id = $1 AND id = $2`,
+          [orgId, poolId],
+        );
+        const row = found.rows[0];
+        if (!row) throw notFound('no such pool');
         const { rows } = await tx.query<{ n: string }>(
           `SELECT count(*) AS n FROM jobs
            WHERE org_id = $1 AND pool_id = $2 AND status = ANY($3) AND printer_id IS NULL`,
@@ -178,21 +219,45 @@ export function createPoolStore(pool: pg.Pool, clock: Clock): PoolStore {
             `${waiting === 1 ? '1 job of this pool waits' : `${waiting} jobs of this pool wait`} for a member: cancel ${waiting === 1 ? 'it' : 'them'} or move ${waiting === 1 ? 'it' : 'them'} to a printer first`,
           );
         }
+        const members = await membersOf(tx, orgId, [poolId]);
         await tx.query('DELETE FROM pool_members WHERE org_id = $1 AND pool_id = $2', [
           orgId,
           poolId,
         ]);
         await tx.query('DELETE FROM pools WHERE org_id = $1 AND id = $2', [orgId, poolId]);
+        const deleted = toPool(row, members.get(poolId) ?? []);
+        const outbox = await enqueue(tx, OUTBOX_TABLE, [
+          poolEvent('pool.deleted', deleted, clock.now()),
+        ]);
+        return { result: undefined, outbox };
       });
     },
 
     async leavePools(orgId, printerIds) {
       if (printerIds.length === 0) return 0;
-      const res = await pool.query(
-        'DELETE FROM pool_members WHERE org_id = $1 AND printer_id = ANY($2::UUID[])',
-        [orgId, printerIds],
-      );
-      return res.rowCount ?? 0;
+      return change(async (tx) => {
+        const left = await tx.query<{ pool_id: string }>(
+          `DELETE FROM pool_members WHERE org_id = $1 AND printer_id = ANY($2::UUID[])
+           RETURNING pool_id`,
+          [orgId, printerIds],
+        );
+        const poolIds = [...new Set(left.rows.map((r) => r.pool_id))];
+        if (poolIds.length === 0) return { result: 0, outbox: [] };
+        // The pools as they are now, without the printers, for their `pool.updated`.
+        const { rows } = await tx.query<PoolRow>(
+          `SELECT ${POOL_COLUMNS} FROM pools WHERE org_id = $1 AND id = ANY($2::UUID[])
+           ORDER BY created_at, id`,
+          [orgId, poolIds],
+        );
+        const members = await membersOf(tx, orgId, poolIds);
+        const now = clock.now();
+        const outbox = await enqueue(
+          tx,
+          OUTBOX_TABLE,
+          rows.map((r) => poolEvent('pool.updated', toPool(r, members.get(r.id) ?? []), now)),
+        );
+        return { result: left.rowCount ?? 0, outbox };
+      });
     },
   };
 }

@@ -67,7 +67,7 @@ export function createJobStore(
     ...createJobQueries(pool),
     ...createUploadStore(pool, clock),
     ...createTemplateStore(pool, clock),
-    ...createPoolStore(pool, clock),
+    ...createPoolStore(pool, clock, committed),
     ...createTestPrintCounts(pool, clock),
     ...createRetentionStore(pool, clock),
     ...createOrgPurgeStore(pool),
