@@ -15,6 +15,13 @@
  * The command here records each job's IPP attributes, reports the state the test set, waits while
  * that state stops a printer (or the test holds jobs), and then fails or completes the job with the
  * impressions the test set.
+ *
+ * With `-K DIR`, ippeveprinter also takes TLS on its port, from any client that starts a handshake,
+ * with a certificate for the host name `-n` gives it: it makes one, self-signed (for that name and
+ * `NAME.local`), in DIR the first time a client asks, as `DIR/NAME.crt` and `DIR/NAME.key`. It
+ * still takes plain IPP on that port, so a printer here that takes TLS is reached through a gate
+ * that passes on only connections that begin with a TLS handshake, as a printer set to require
+ * TLS would: a client that dialled it without TLS reaches nothing.
  */
 import {
   chmod,
@@ -27,8 +34,10 @@ import {
   unlink,
   writeFile,
 } from 'node:fs/promises';
+import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:tls';
 import { freePort } from './ports.js';
 import { type Process, spawnProcess } from './processes.js';
 
@@ -66,8 +75,14 @@ const STOPPING: PrinterReason[] = [
 ];
 
 export interface IppPrinter {
-  /** `ipp://127.0.0.1:PORT/ipp/print`. */
+  /**
+   * `ipp://127.0.0.1:PORT/ipp/print`; with {@link IppPrinterOptions.tls},
+   * `ipps://localhost:GATE/ipp/print`, GATE a port that takes TLS only.
+   */
   uri: string;
+  /** With {@link IppPrinterOptions.tls}: the file of the printer's self-signed certificate (PEM). */
+  certificate?: string;
+  /** ippeveprinter's own port, where it takes plain IPP (the helpers here use it). */
   port: number;
   /** Its service name (DNS-SD and `printer-name`), unique to it. */
   name: string;
@@ -109,7 +124,15 @@ export interface IppPrinterOptions {
   twoSided?: boolean;
   /** Document formats it takes (default PDF, PWG raster and text). */
   formats?: string[];
+  /**
+   * Takes IPP over TLS, and only that at its {@link IppPrinter.uri}, as `localhost`, with a
+   * self-signed certificate it made for that name.
+   */
+  tls?: boolean;
 }
+
+/** The host name a printer with {@link IppPrinterOptions.tls} has, and its certificate names. */
+const TLS_HOST = 'localhost';
 
 /**
  * The print command. `state` holds the reasons the test wants, `reported` those the command last
@@ -170,6 +193,8 @@ export async function startIppPrinter(
   await mkdir(join(dir, 'jobs'));
   const spoolDir = join(dir, 'spool');
   await mkdir(spoolDir);
+  const keys = join(dir, 'keys');
+  if (options.tls) await mkdir(keys);
 
   const port = await freePort();
   const name = `Spool test ${port}`;
@@ -178,6 +203,7 @@ export async function startIppPrinter(
     'ippeveprinter',
     [
       ...(options.twoSided ? ['-2'] : []),
+      ...(options.tls ? ['-K', keys, '-n', TLS_HOST] : []),
       '-p',
       String(port),
       '-f',
@@ -195,9 +221,14 @@ export async function startIppPrinter(
     await rm(dir, { recursive: true, force: true });
   };
   t.teardown(stop);
-  const uri = `ipp://127.0.0.1:${port}/ipp/print`;
+  const gate = options.tls ? await tlsOnly(port) : undefined;
+  if (gate) t.teardown(() => gate.close());
+  const uri = gate
+    ? `ipps://${TLS_HOST}:${gate.port}/ipp/print`
+    : `ipp://127.0.0.1:${port}/ipp/print`;
   const attributes = (names: string[]) => getPrinterAttributes(port, names);
   const trays = await answering(port, printer).then(() => mediaForm(port));
+  const certificate = options.tls ? await selfSignedCertificate(port, keys) : undefined;
 
   let state: PrinterReason[] = [];
   // The command reads these files while a test writes them: each is replaced whole, never seen
@@ -223,6 +254,7 @@ export async function startIppPrinter(
 
   return {
     uri,
+    ...(certificate ? { certificate } : {}),
     port,
     name,
     spoolDir,
@@ -293,6 +325,80 @@ async function mediaForm(port: number): Promise<(sheets?: number) => string> {
         ],
       ),
     ).toString();
+}
+
+/**
+ * The file of the certificate a printer started with `-K keys` serves: the first TLS handshake
+ * makes ippeveprinter write it, before it answers, so it is whole once the handshake is done.
+ */
+async function selfSignedCertificate(port: number, keys: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    const socket = connect({
+      host: '127.0.0.1',
+      port,
+      servername: TLS_HOST,
+      rejectUnauthorized: false,
+    });
+    socket.setTimeout(15_000, () => socket.destroy(new Error('no TLS handshake in 15 s')));
+    socket.once('secureConnect', () => {
+      socket.end();
+      resolve();
+    });
+    socket.once('error', (error) =>
+      reject(new Error(`ippeveprinter took no TLS handshake: ${error.message}`)),
+    );
+  });
+  const file = join(keys, `${TLS_HOST}.crt`);
+  if (!(await readFile(file, 'utf8').catch(() => '')).includes('BEGIN CERTIFICATE')) {
+    throw new Error(
+      `ippeveprinter made no certificate at ${file}: ${(await readdir(keys)).join(', ')}`,
+    );
+  }
+  return file;
+}
+
+/**
+ * A port that passes on to the printer's `port` only the connections that begin with a TLS
+ * handshake record (type 22) and closes any other at its first byte. Like ippeveprinter it
+ * listens on every address (the private network has only loopback), since `localhost` may be
+ * dialled at 127.0.0.1 or at ::1.
+ */
+async function tlsOnly(port: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  };
+  const server = createServer((client) => {
+    track(client);
+    client.once('data', (first: Buffer) => {
+      if (first[0] !== 0x16) {
+        client.destroy();
+        return;
+      }
+      const printer = tcpConnect(port, '127.0.0.1');
+      track(printer);
+      client.once('close', () => printer.destroy());
+      printer.once('close', () => client.destroy());
+      printer.write(first);
+      client.pipe(printer);
+      printer.pipe(client);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, resolve);
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('the TLS gate has no port');
+  return {
+    port: address.port,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }
 
 /** Resolves once the printer answers Get-Printer-Attributes; rejects if it exits first. */

@@ -2,12 +2,14 @@
  * A real `spool agent` driving real IPP Everywhere printers (ippeveprinter) with `ipp://`, no CUPS:
  * capabilities read from the printers, a one-sided printer refusing duplex at creation, options
  * reaching the printer as it names them, the printer's own confirmation with its page count, and
- * its paper running out and coming back on the printer's status.
+ * its paper running out and coming back on the printer's status. And `ipps://`: a printer with a
+ * self-signed certificate, printed to once the agent trusts it through `NODE_EXTRA_CA_CERTS` as
+ * docs/agent.md tells a user to.
  */
 import { rm } from 'node:fs/promises';
 import anyTest, { type TestFn } from 'ava';
 import { SCOPES } from '../../lib/credentials.js';
-import { type IppPrinter, startIppPrinter } from '../helpers/ipp-printer.js';
+import { type IppPrinter, type Owner, startIppPrinter } from '../helpers/ipp-printer.js';
 import { minimalPdf } from '../helpers/pdf.js';
 import { tempDir } from '../helpers/printing-org.js';
 import { startReceiver } from '../helpers/receiver.js';
@@ -260,4 +262,70 @@ test('a printer out of paper reads so while its job waits, and prints it once pa
   );
   t.is(printed.body.job.confirmation?.level, 'device_completed');
   t.is((await simplex.jobs()).length, 1);
+});
+
+/**
+ * A station of its own for `printer`, its agent started with `env` added as a user would set it;
+ * `t` stops the agent and removes its state directory. Resolves with the printer as listed once
+ * the agent reports it.
+ */
+async function agentFor(
+  t: Owner,
+  c: Context,
+  name: string,
+  printer: IppPrinter,
+  env: Record<string, string>,
+): Promise<{ agent: SpoolProcess; printer: () => Promise<Printer | undefined> }> {
+  const station = await createStation(c.sys.url, c.orgId);
+  const state = await tempDir('spool-agent-state-');
+  t.teardown(() => rm(state, { recursive: true, force: true }));
+  const agent = spawnSpool(
+    [
+      'agent',
+      '--server',
+      c.sys.linkAddress,
+      '--state-dir',
+      state,
+      '--printer',
+      `${name}=${printer.uri}`,
+    ],
+    { SPOOL_DEVICE_TOKEN: station.token, LOG_LEVEL: 'info', ...env },
+  );
+  t.teardown(() => agent.stop());
+  return { agent, printer: async () => (await printers(c)).find((p) => p.name === name) };
+}
+
+test('a printer at ipps:// whose own certificate the agent trusts through NODE_EXTRA_CA_CERTS prints over TLS and confirms it', async (t) => {
+  const printer = await startIppPrinter(t, { tls: true, formats: ['application/pdf'] });
+  t.regex(printer.uri, /^ipps:\/\/localhost:\d+\/ipp\/print$/);
+  const { agent, printer: listed } = await agentFor(t, t.context, 'tls-trusted', printer, {
+    NODE_EXTRA_CA_CERTS: printer.certificate ?? '',
+  });
+  const ready = await eventually(
+    listed,
+    (p) => p?.station_online === true && p.status !== 'unknown',
+    30_000,
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}\nagent output:\n${agent.output()}`);
+  });
+  t.is(ready?.status, 'ready', ready?.detail);
+  // Read from the printer over TLS.
+  t.deepEqual(ready?.capabilities.document_formats, ['application/pdf']);
+
+  const created = await post(t.context, 'jobs', {
+    printer_id: ready?.id,
+    title: 'over TLS',
+    content: pdf(),
+  });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const printed = await eventually(
+    () => job(t.context, created.body.job.id),
+    (r) => r.body.job.status === 'printed' || r.body.job.status === 'failed',
+    30_000,
+  );
+  t.is(printed.body.job.status, 'printed', printed.body.job.status_detail);
+  t.deepEqual(printed.body.job.confirmation, { level: 'device_completed', pages: 1 });
+  const jobs = await printer.jobs();
+  t.is(jobs.length, 1);
+  t.like(jobs[0], { 'job-name': 'over TLS', 'document-format-supplied': 'application/pdf' });
 });
