@@ -12,7 +12,7 @@ import {
   printerStateWords,
   printerStatusOf,
 } from '../ipp/attributes.js';
-import { call, describe, endpointOf } from '../ipp/client.js';
+import { CertificateError, call, describe, endpointOf } from '../ipp/client.js';
 import {
   type Attribute,
   allAttributes,
@@ -236,7 +236,9 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
         return { ...state, capabilities: known, raw };
       } catch (error) {
         return {
-          status: 'offline',
+          // A printer that answers with a certificate the agent refuses is not off: someone has
+          // to trust or fix the certificate before it prints.
+          status: error instanceof CertificateError ? 'error' : 'offline',
           detail: `ipp ${describe(endpoint)}: ${reachDetail(error)}`,
           capabilities: known,
         };
@@ -265,10 +267,12 @@ function confirmed(impressions: number | undefined): Confirmation {
 }
 
 /**
- * Whether a failed submission left the printer without the job: it could not be reached, or it
- * said it is busy or not taking jobs now. The job then waits for the printer rather than fail.
+ * Whether a failed submission left the printer without the job: it could not be reached, its
+ * certificate was refused, or it said it is busy or not taking jobs now. The job then waits for
+ * the printer rather than fail.
  */
 function notSent(error: unknown): boolean {
+  if (error instanceof CertificateError) return true;
   if (error instanceof IppError) {
     return (
       error.status === STATUS.busy ||

@@ -1,10 +1,12 @@
 /**
  * Sends IPP requests over HTTP (RFC 8010 §4): to a printer at `ipp://` or `ipps://`, or to CUPS on
  * its domain socket. A request's status code is checked here: a client or server error throws
- * {@link IppError} naming it and the printer's `status-message`.
+ * {@link IppError} naming it and the printer's `status-message`; a printer's TLS certificate the
+ * agent refuses throws {@link CertificateError}, saying why in words.
  */
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { PeerCertificate } from 'node:tls';
 import {
   decodeResponse,
   encodeRequest,
@@ -59,12 +61,67 @@ export function describe(endpoint: IppEndpoint): string {
   return endpoint.socketPath ?? endpoint.printerUri;
 }
 
+/**
+ * An `ipps://` printer's certificate was refused, so nothing was sent: no CA the agent trusts
+ * issued it (a printer's own self-signed certificate, until someone trusts it), or it names
+ * another host, or it is out of date. Its message says which, and for an untrusted one how to
+ * trust it; `cause` is Node's error.
+ */
+export class CertificateError extends Error {
+  override name = 'CertificateError';
+}
+
+/** OpenSSL's verify results for a certificate that no CA the agent trusts vouches for. */
+const UNTRUSTED = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_UNTRUSTED',
+]);
+
+/** OpenSSL's verify results for a certificate out of date. */
+const OUT_OF_DATE = new Set(['CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID']);
+
+/**
+ * `error` as a {@link CertificateError} when it is Node refusing the certificate of the printer
+ * dialled at `host`; any other error as it is.
+ */
+function certificateError(error: Error, host: string | undefined): Error {
+  const code = (error as NodeJS.ErrnoException).code ?? '';
+  if (UNTRUSTED.has(code)) {
+    return new CertificateError(
+      `the printer's certificate is not trusted (${error.message}); to trust it, put it, or the ` +
+        "CA that issued it, in a PEM file named by NODE_EXTRA_CA_CERTS in the agent's environment " +
+        'and restart the agent',
+      { cause: error },
+    );
+  }
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    // Node's message lists only the certificate's IP addresses when an address was dialled.
+    const names = (error as { cert?: PeerCertificate }).cert?.subjectaltname;
+    return new CertificateError(
+      `the printer's certificate is not for ${host}${names ? ` (it names ${names})` : ''}; dial ` +
+        'the printer by a name its certificate has',
+      { cause: error },
+    );
+  }
+  if (OUT_OF_DATE.has(code)) {
+    return new CertificateError(`the printer's certificate was refused: ${error.message}`, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
 let nextRequestId = 1;
 
 /**
  * Sends `request` (its request id filled in), with `document` after it when given, and decodes
  * the answer. Throws {@link IppError} when the printer answers an error status, another HTTP
- * status, or nothing within `timeoutMs`; a network error (refused, unreachable) is thrown as it is.
+ * status, or nothing within `timeoutMs`, and {@link CertificateError} when its certificate is
+ * refused; a network error (refused, unreachable) is thrown as it is.
  */
 export async function call(
   endpoint: IppEndpoint,
@@ -118,7 +175,7 @@ function post(
     req.on('timeout', () =>
       req.destroy(new IppError(`no answer from ${describe(endpoint)} in ${timeoutMs} ms`)),
     );
-    req.on('error', reject);
+    req.on('error', (error) => reject(certificateError(error, endpoint.host)));
     req.end(body);
   });
 }

@@ -4,7 +4,7 @@
  * reaching the printer as it names them, the printer's own confirmation with its page count, and
  * its paper running out and coming back on the printer's status. And `ipps://`: a printer with a
  * self-signed certificate, printed to once the agent trusts it through `NODE_EXTRA_CA_CERTS` as
- * docs/agent.md tells a user to.
+ * docs/agent.md tells a user to, and sent nothing while it does not.
  */
 import { rm } from 'node:fs/promises';
 import anyTest, { type TestFn } from 'ava';
@@ -328,4 +328,36 @@ test('a printer at ipps:// whose own certificate the agent trusts through NODE_E
   const jobs = await printer.jobs();
   t.is(jobs.length, 1);
   t.like(jobs[0], { 'job-name': 'over TLS', 'document-format-supplied': 'application/pdf' });
+});
+
+test('a printer at ipps:// whose certificate the agent does not trust reads in error saying so, and is sent nothing', async (t) => {
+  const printer = await startIppPrinter(t, { tls: true, formats: ['application/pdf'] });
+  // No NODE_EXTRA_CA_CERTS: the printer's self-signed certificate is trusted by no CA.
+  const { agent, printer: listed } = await agentFor(t, t.context, 'tls-untrusted', printer, {});
+  const refused = await eventually(
+    listed,
+    (p) => p?.station_online === true && p.status !== 'unknown',
+    30_000,
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}\nagent output:\n${agent.output()}`);
+  });
+  t.is(refused?.status, 'error', refused?.detail);
+  const untrusted =
+    /certificate is not trusted \(self-signed certificate\); to trust it, .*NODE_EXTRA_CA_CERTS in the agent's environment/;
+  t.regex(refused?.detail ?? '', untrusted);
+  t.true(refused?.detail.startsWith(`ipp ${printer.uri}: `), refused?.detail);
+
+  const created = await post(t.context, 'jobs', { printer_id: refused?.id, content: pdf() });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const waiting = await eventually(
+    () => job(t.context, created.body.job.id),
+    (r) => r.body.job.status !== 'queued' || untrusted.test(r.body.job.status_detail),
+    30_000,
+  );
+  t.is(waiting.body.job.status, 'queued', waiting.body.job.status_detail);
+  t.regex(
+    waiting.body.job.status_detail,
+    /^waiting: printer "tls-untrusted" is in error \(ipp ipps:/,
+  );
+  t.deepEqual(await printer.jobs(), []);
 });
