@@ -1,7 +1,6 @@
 /** The JSON shapes of API resources, made from the gRPC messages. */
 import type { Org, Settings } from '../gen/spool/v1/accounts.js';
 import type { Job, JobEvent, Template, Upload } from '../gen/spool/v1/jobs.js';
-import type { Printer } from '../gen/spool/v1/stations.js';
 import { confirmationView, jobJson } from '../lib/job-view.js';
 import { rfc3339OrNull } from '../lib/time.js';
 
@@ -9,6 +8,7 @@ export {
   adminStationView,
   keyView,
   locationView,
+  printerView,
   stationView,
 } from '../lib/resource-views.js';
 
@@ -21,28 +21,6 @@ export function orgView(org: Org | undefined) {
     deleting_since: rfc3339OrNull(org.deletingSince),
     parent_id: org.parentId === '' ? null : org.parentId,
     reference: org.reference,
-  };
-}
-
-export function printerView(printer: Printer) {
-  return {
-    id: printer.id,
-    name: printer.name,
-    station_id: printer.stationId,
-    location_id: printer.locationId || null,
-    region: printer.region,
-    status: printer.status,
-    detail: printer.detail,
-    station_online: printer.stationOnline,
-    capabilities: {
-      paper_sizes: printer.capabilities?.paperSizes ?? [],
-      duplex: printer.capabilities?.duplex ?? false,
-      color: printer.capabilities?.color ?? false,
-      copies: printer.capabilities?.copies ?? false,
-      trays: printer.capabilities?.trays ?? [],
-      document_formats: printer.capabilities?.documentFormats ?? [],
-    },
-    updated_at: rfc3339OrNull(printer.updatedAt),
   };
 }
 

@@ -1,12 +1,12 @@
 /**
  * The JSON shapes of the resources whose changes the event stream carries (locations, stations,
- * pools, API keys, webhook endpoints, members, invitations), made from the gRPC messages: the gateway
+ * printers, pools, API keys, webhook endpoints, members, invitations), made from the gRPC messages: the gateway
  * answers with them, and the services that make a change publish its event with them, so an
  * event's resource reads as the API's does. None holds a secret: no key, token or signing secret.
  */
 import type { ApiKey, Invitation, Member } from '../gen/spool/v1/accounts.js';
 import type { Pool } from '../gen/spool/v1/jobs.js';
-import type { Location, Station } from '../gen/spool/v1/stations.js';
+import type { Location, Printer, Station } from '../gen/spool/v1/stations.js';
 import type { WebhookEndpoint } from '../gen/spool/v1/webhooks.js';
 import { rfc3339, rfc3339OrNull } from './time.js';
 
@@ -73,6 +73,28 @@ export function adminStationView(station: Station | undefined) {
           : s.updateState,
     update_version: s.updateVersion || null,
     update_at: rfc3339OrNull(s.updateAt),
+  };
+}
+
+export function printerView(printer: Printer) {
+  return {
+    id: printer.id,
+    name: printer.name,
+    station_id: printer.stationId,
+    location_id: printer.locationId || null,
+    region: printer.region,
+    status: printer.status,
+    detail: printer.detail,
+    station_online: printer.stationOnline,
+    capabilities: {
+      paper_sizes: printer.capabilities?.paperSizes ?? [],
+      duplex: printer.capabilities?.duplex ?? false,
+      color: printer.capabilities?.color ?? false,
+      copies: printer.capabilities?.copies ?? false,
+      trays: printer.capabilities?.trays ?? [],
+      document_formats: printer.capabilities?.documentFormats ?? [],
+    },
+    updated_at: rfc3339OrNull(printer.updatedAt),
   };
 }
 

@@ -1,9 +1,10 @@
 /**
  * The event stream's resource events (docs/realtime.md "Resource events") against a running Spool:
- * locations, stations and pools made, changed and deleted, printers deleted and API keys made and
- * revoked arrive on the stream in the API's shapes with no secret; a key without `locations:read`
- * gets no location events, one without `printers:read` no station or pool events, and no key gets
- * the key events, which a signed-in member does; webhooks never get them.
+ * locations, stations and pools made, changed and deleted, printers reported for the first time
+ * and deleted and API keys made and revoked arrive on the stream in the API's shapes with no
+ * secret; a key without `locations:read` gets no location events, one without `printers:read` no
+ * station, printer or pool events, and no key gets the key events, which a signed-in member does;
+ * webhooks never get them.
  */
 import anyTest, { type TestFn } from 'ava';
 import { RESOURCE_EVENT_TYPES } from '../lib/contracts/event-types.js';
@@ -16,6 +17,7 @@ import {
   createKey,
   createOrg,
   createStation,
+  eventually,
   OPERATOR_TOKEN,
   startTestSystem,
   type TestSystem,
@@ -389,6 +391,126 @@ test('pools made, changed, left by a deleted printer and deleted arrive as pool 
   );
   t.false(places.messages.some((m) => m.event.startsWith('pool.')));
   const asked = await openStream(streamUrl(t, '?types=pool.updated'), { token: t.context.places });
+  t.is(asked.status, 403);
+  t.regex(await asked.body(), /printers:read/);
+});
+
+type PrinterData = {
+  printer: Record<string, unknown> & { id: string; name: string; station_id: string };
+};
+
+test("a printer's first report sends printer.created once, in the API list's shape; one deleted and reported again is created again", async (t) => {
+  const { sys, orgId } = t.context;
+  const stream = await openStream(streamUrl(t, '?types=printer.created,printer.status'), {
+    token: t.context.reader,
+  });
+  t.teardown(() => stream.close());
+  const place = await call<{ location: { id: string } }>(
+    sys.url,
+    'POST',
+    `/admin/v1/orgs/${orgId}/locations`,
+    { token: OPERATOR_TOKEN, body: { name: 'Print shop' } },
+  );
+  const station = await createStation(sys.url, orgId, {
+    name: 'New printers',
+    location_id: place.body.location.id,
+  });
+  const ofStation = (d: PrinterData) => d.printer.station_id === station.id;
+  /** The station's printers as the key-based API lists them. */
+  const listed = async () =>
+    (
+      await call<{ printers: PrinterData['printer'][] }>(
+        sys.url,
+        'GET',
+        `/v1/orgs/${orgId}/printers?station_id=${station.id}`,
+        { token: t.context.reader },
+      )
+    ).body.printers;
+
+  // First reported in the link's hello.
+  const link = await connectLink(sys.linkAddress, station.token, [printer('hello-1')]);
+  t.teardown(() => link.close());
+  const first = await eventOf<PrinterData>(stream, 'printer.created', ofStation);
+  t.is(first.org_id, orgId);
+  t.is(first.data.printer.name, 'hello-1');
+  t.is(first.data.printer.location_id, place.body.location.id);
+  t.deepEqual(
+    first.data.printer,
+    (await listed()).find((p) => p.id === first.data.printer.id),
+  );
+
+  // First reported in a later report, beside one already known whose status changes.
+  link.send({ printers: { printers: [printer('hello-1', 'offline'), printer('later-1')] } });
+  const later = await eventOf<PrinterData>(
+    stream,
+    'printer.created',
+    (d) => ofStation(d) && d.printer.name === 'later-1',
+  );
+  t.deepEqual(
+    later.data.printer,
+    (await listed()).find((p) => p.id === later.data.printer.id),
+  );
+  // The same printers reported again: statuses change, nothing is created.
+  link.send({ printers: { printers: [printer('hello-1'), printer('later-1', 'offline')] } });
+  await eventOf<{ printer_id: string; status: string }>(
+    stream,
+    'printer.status',
+    (d) => d.printer_id === later.data.printer.id && d.status === 'offline',
+  );
+  const created = () =>
+    stream.messages
+      .filter((m) => m.event === 'printer.created')
+      .map((m) => bodyOf<PrinterData>(m).data)
+      .filter(ofStation)
+      .map((d) => d.printer.name);
+  t.deepEqual(created(), ['hello-1', 'later-1']);
+
+  // A printer deleted, then reported again, is a new printer.
+  const gone = await call(
+    sys.url,
+    'DELETE',
+    `/admin/v1/orgs/${orgId}/printers/${first.data.printer.id}`,
+    { token: OPERATOR_TOKEN },
+  );
+  t.true(gone.status < 300);
+  link.send({ printers: { printers: [printer('hello-1'), printer('later-1', 'offline')] } });
+  const again = await eventOf<PrinterData>(
+    stream,
+    'printer.created',
+    (d) => ofStation(d) && d.printer.name === 'hello-1' && d.printer.id !== first.data.printer.id,
+  );
+  t.truthy(again);
+  t.deepEqual(created(), ['hello-1', 'later-1', 'hello-1']);
+});
+
+test('a key without printers:read gets no printer.created', async (t) => {
+  const { sys, orgId } = t.context;
+  const jobsOnly = await openStream(streamUrl(t), { token: t.context.jobsOnly });
+  t.teardown(() => jobsOnly.close());
+  const station = await createStation(sys.url, orgId, { name: 'Unseen printers' });
+  const link = await connectLink(sys.linkAddress, station.token, [printer('unseen-1')]);
+  t.teardown(() => link.close());
+  const { body } = await eventually(
+    () =>
+      call<{ printers: { id: string }[] }>(
+        sys.url,
+        'GET',
+        `/v1/orgs/${orgId}/printers?station_id=${station.id}`,
+        { token: t.context.reader },
+      ),
+    (res) => res.body.printers.length === 1,
+  );
+  const printerId = body.printers[0]?.id as string;
+  // Its printer.status, which jobs:read receives, comes after its printer.created.
+  await eventOf<{ printer_id: string }>(
+    jobsOnly,
+    'printer.status',
+    (d) => d.printer_id === printerId,
+  );
+  t.false(jobsOnly.messages.some((m) => m.event === 'printer.created'));
+  const asked = await openStream(streamUrl(t, '?types=printer.created'), {
+    token: t.context.jobsOnly,
+  });
   t.is(asked.status, 403);
   t.regex(await asked.body(), /printers:read/);
 });

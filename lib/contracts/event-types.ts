@@ -30,11 +30,12 @@ export const PUBLISHED_EVENT_TYPES: readonly Exclude<EventType, 'ping'>[] = EVEN
 
 /**
  * Changes to an organization's resources that consoles need to stay current: locations and
- * stations created, changed and deleted, printers deleted (a printer's other changes are
- * `printer.status`), pools created, changed and deleted, API keys made and revoked, members added,
- * given another role and removed, invitations sent and gone (withdrawn, replaced or accepted),
- * webhook endpoints made, changed and deleted. Only the event stream carries them; webhook
- * endpoints cannot subscribe to them and `*` does not include them (docs/realtime.md).
+ * stations created, changed and deleted, printers reported for the first time and deleted (a
+ * printer's other changes are `printer.status`), pools created, changed and deleted, API keys
+ * made and revoked, members added, given another role and removed, invitations sent and gone
+ * (withdrawn, replaced or accepted), webhook endpoints made, changed and deleted. Only the event
+ * stream carries them; webhook endpoints cannot subscribe to them and `*` does not include them
+ * (docs/realtime.md).
  */
 export const RESOURCE_EVENT_TYPES = [
   'location.created',
@@ -43,6 +44,7 @@ export const RESOURCE_EVENT_TYPES = [
   'station.created',
   'station.updated',
   'station.deleted',
+  'printer.created',
   'printer.deleted',
   'pool.created',
   'pool.updated',
@@ -93,6 +95,7 @@ export const EVENT_READERS: Readonly<Record<Exclude<StreamEventType, 'ping'>, Ev
   'station.created': 'printers:read',
   'station.updated': 'printers:read',
   'station.deleted': 'printers:read',
+  'printer.created': 'printers:read',
   'printer.deleted': 'printers:read',
   'pool.created': 'printers:read',
   'pool.updated': 'printers:read',

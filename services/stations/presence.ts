@@ -33,6 +33,7 @@ interface LinkStationRow {
   station_name: string;
   org_id: string;
   region: string;
+  location_id: string | null;
   revoked_at: Date | null;
   token_hash: Buffer;
   /** Whether the station read online before this open. */
@@ -124,8 +125,8 @@ export function createLinkPresence(
       const { opened, outbox } = await withTx(pool, async (tx) => {
         const at = clock.now();
         const { rows } = await tx.query<LinkStationRow>(
-          `SELECT s.id AS station_id, s.name AS station_name, s.org_id, s.region, s.revoked_at,
-             s.token_hash, s.online AS station_online,
+          `SELECT s.id AS station_id, s.name AS station_name, s.org_id, s.region, s.location_id,
+             s.revoked_at, s.token_hash, s.online AS station_online,
              p.id, p.name, p.status, p.detail
            FROM stations s LEFT JOIN printers p ON p.org_id = s.org_id AND p.station_id = s.id
            WHERE s.token_hash = ANY($1::BYTEA[])`,
@@ -172,6 +173,7 @@ export function createLinkPresence(
             ...eventMessage(station.orgId, 'station.online', { station_id: station.id }, at),
             headers: open.trace as Record<string, string>,
           }));
+        const locations = new Map(rows.map((r) => [r.station_id, r.location_id]));
         const ids = await syncPrinters(
           tx,
           batch,
@@ -179,6 +181,12 @@ export function createLinkPresence(
             station,
             reports: open.printers,
             trace: open.trace,
+            // Online once this batch is written.
+            place: {
+              locationId: locations.get(station.id) ?? null,
+              region: station.region,
+              online: true,
+            },
           })),
           at,
           messages,

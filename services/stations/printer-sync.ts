@@ -1,19 +1,21 @@
 /**
  * Printers as their station's agent reports them: each one reported is added or updated, one no
- * longer reported is `removed`, and `printer.status` is queued for every change.
+ * longer reported is `removed`, and `printer.status` is queued for every change; a printer added
+ * queues `printer.created` before it.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { PrinterReport } from '../../gen/spool/v1/stations.js';
+import type { PrinterCapabilities, PrinterReport } from '../../gen/spool/v1/stations.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { eventMessage } from '../../lib/events.js';
 import { addToOutbox, type OutboxMessage } from '../../lib/outbox.js';
+import { printerView } from '../../lib/resource-views.js';
 import { columns, WriteBatch } from '../../lib/sql.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
 import type { LinkStation } from './link-station.js';
 import { type Committed, OUTBOX_TABLE } from './station-outbox.js';
-import { groupBy } from './station-rows.js';
+import { groupBy, toPrinter } from './station-rows.js';
 
 /** The status of a printer its station's agent no longer reports. */
 export const REMOVED = 'removed';
@@ -26,11 +28,20 @@ export interface PrinterState {
   detail: string;
 }
 
+/** What a printer's API shape tells of its station: its location, home region and presence. */
+export interface StationPlace {
+  locationId: string | null;
+  region: string;
+  online: boolean;
+}
+
 /** One station's printers as its agent reports them, with the trace of the agent's request. */
 export interface StationPrinters {
   station: { id: string; orgId: string };
   reports: PrinterReport[];
   trace?: TraceCarrier;
+  /** Where the station is, when the caller knows; else read, only if a printer is new. */
+  place?: StationPlace;
 }
 
 export interface PrinterSync {
@@ -55,11 +66,62 @@ function printerStatusEvent(
 }
 
 /**
+ * A printer reported for the first time, for the event stream: `printer.created` with `{printer}`
+ * as the API lists it, as the upsert writes it at `at`.
+ */
+function printerCreatedEvent(
+  station: { id: string; orgId: string },
+  id: string,
+  report: PrinterReport,
+  place: StationPlace,
+  at: Date,
+) {
+  const printer = toPrinter({
+    id,
+    org_id: station.orgId,
+    station_id: station.id,
+    name: report.name,
+    status: report.status,
+    detail: report.detail,
+    // As the row keeps it: toPrinter fills in what a report left out.
+    capabilities: report.capabilities ?? ({} as PrinterCapabilities),
+    created_at: at,
+    updated_at: at,
+    location_id: place.locationId,
+    station_online: place.online,
+    region: place.region,
+  });
+  return eventMessage(station.orgId, 'printer.created', { printer: printerView(printer) }, at);
+}
+
+/** Where each of `stations` is, by station id. */
+async function placesOf(
+  tx: pg.PoolClient,
+  stations: Array<{ id: string; orgId: string }>,
+): Promise<Map<string, StationPlace>> {
+  if (stations.length === 0) return new Map();
+  const { rows } = await tx.query<{
+    id: string;
+    location_id: string | null;
+    region: string;
+    online: boolean;
+  }>(
+    `SELECT id, location_id, region, online FROM stations
+     WHERE org_id = ANY($1::UUID[]) AND id = ANY($2::UUID[])`,
+    [[...new Set(stations.map((s) => s.orgId))], stations.map((s) => s.id)],
+  );
+  return new Map(
+    rows.map((r) => [r.id, { locationId: r.location_id, region: r.region, online: r.online }]),
+  );
+}
+
+/**
  * Brings stations' printers in line with what their agents report, inside `tx`: reads them in
  * one query, marks those no longer reported `removed`, and adds to `batch` one upsert of every
  * printer reported (written when the caller sends the batch). Returns each station's printer ids
  * by name and queues `printer.status` for each printer added or whose status changed, with the
- * trace of the station's own request. A station appears at most once in `syncs`.
+ * trace of the station's own request, after `printer.created` for each printer added. A station
+ * appears at most once in `syncs`.
  */
 export async function syncPrinters(
   tx: pg.PoolClient,
@@ -79,10 +141,19 @@ export async function syncPrinters(
     );
     byStation = groupBy(rows, (r) => r.station_id);
   }
+  const known = (stationId: string, name: string) =>
+    (byStation.get(stationId) ?? []).some((p) => p.name === name);
+  // A new printer's event needs its station's place: read once, only when the caller had none.
+  const places = await placesOf(
+    tx,
+    syncs
+      .filter((s) => !s.place && s.reports.some((r) => !known(s.station.id, r.name)))
+      .map((s) => s.station),
+  );
   const upserts: Array<{ id: string; orgId: string; stationId: string; report: PrinterReport }> =
     [];
   const gone: Array<{ orgId: string; id: string; trace: TraceCarrier | undefined }> = [];
-  const ids = syncs.map(({ station, reports, trace }) => {
+  const ids = syncs.map(({ station, reports, trace, place }) => {
     const headers = trace ? { headers: trace as Record<string, string> } : {};
     const current = byStation.get(station.id) ?? [];
     const byName = new Map(current.map((r) => [r.name, r]));
@@ -98,6 +169,13 @@ export async function syncPrinters(
         const id = existing?.id ?? randomUUID();
         ids[report.name] = id;
         upserts.push({ id, orgId: station.orgId, stationId: station.id, report });
+        const where = place ?? places.get(station.id);
+        if (!existing && where) {
+          messages.push({
+            ...printerCreatedEvent(station, id, report, where, now),
+            ...headers,
+          });
+        }
         if (!existing || existing.status !== report.status || existing.detail !== report.detail)
           messages.push({
             ...printerStatusEvent(station.orgId, { id, ...report }, now),
