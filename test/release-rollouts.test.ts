@@ -454,3 +454,68 @@ test('a rollout by percent targets the stations whose bucket is below it, of its
     expected,
   );
 });
+
+test('a stopped rollout leaves the stations that took its version on it; rolling the older version out again takes them back', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Halted');
+  const [a, b, c] = (await Promise.all(
+    Array.from({ length: 3 }, (_, i) => createStation(sys.url, org, { name: `R${i}` })),
+  )) as [
+    { id: string; token: string },
+    { id: string; token: string },
+    { id: string; token: string },
+  ];
+  const base = release('6.0.0');
+  const next = release('6.1.0');
+  for (const r of [base, next]) t.is((await publish(sys, r)).status, 201);
+  const rollOut = async (version: string, maxFailures?: number) => {
+    const made = await admin(sys, 'POST', `/releases/${version}/rollouts`, {
+      percent: 100,
+      org_id: org,
+      ...(maxFailures === undefined ? {} : { max_failures: maxFailures }),
+    });
+    t.is(made.status, 201, JSON.stringify(made.body));
+  };
+  await rollOut(base.version);
+  await rollOut(next.version, 1);
+
+  // A took the new version; B fails on it, which stops the rollout.
+  const tookIt = await link(sys, a.token, next.version, 'linux-x64', {
+    state: 'current',
+    version: next.version,
+    detail: '',
+  });
+  tookIt.close();
+  const failing = await link(sys, b.token, base.version, 'linux-x64');
+  t.teardown(() => failing.close());
+  await failing.until(() => failing.offers.length === 1, 'the offer of the new version');
+  failing.send({ update: { state: 'failed', version: next.version, detail: 'disk full' } });
+  const summaries = async () =>
+    (await admin(sys, 'GET', '/releases')).body.items as Array<{
+      version: string;
+      counts: Record<string, number>;
+      rollouts: Array<{ stopped_at: string | null }>;
+    }>;
+  const stopped = await eventually(summaries, (items) =>
+    items.some((i) => i.version === next.version && i.rollouts[0]?.stopped_at),
+  );
+  t.truthy(stopped.find((i) => i.version === next.version)?.rollouts[0]?.stopped_at);
+
+  // A links again on the stopped version: it is offered nothing, while a station on an older
+  // version still is offered the previous target.
+  const kept = await link(sys, a.token, next.version, 'linux-x64');
+  t.teardown(() => kept.close());
+  const behind = await link(sys, c.token, '5.9.0', 'linux-x64');
+  t.teardown(() => behind.close());
+  await behind.until(() => behind.offers.length === 1, 'the previous target');
+  t.is(behind.offers[0]?.version, base.version);
+  const counts = (await summaries()).find((i) => i.version === base.version)?.counts;
+  t.is(counts?.targeted, 2, 'B and C are targeted at the previous version, A at none');
+  t.is(counts?.running, 1);
+  t.deepEqual(kept.offers, [], 'no way back is offered to the station that took the version');
+
+  // Asked for, by rolling the older version out again, it is offered.
+  await rollOut(base.version);
+  await kept.until(() => kept.offers.length === 1, 'the older version, rolled out again');
+  t.is(kept.offers[0]?.version, base.version);
+});

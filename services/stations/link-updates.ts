@@ -107,7 +107,7 @@ export class ReleaseWatch {
       this.#logger.warn({ err }, 'could not read the rollouts; offers wait for the next change');
       return;
     }
-    const target = targetOf(snapshot, link.station);
+    const target = targetOf(snapshot, link.station, link.agentVersion);
     if (!target?.platforms.includes(link.platform)) return;
     if (target.version === link.agentVersion || target.version === link.offered) return;
     link.offered = target.version;

@@ -6,7 +6,8 @@
  * A station's bucket is the first 4 bytes of SHA-256(station id) as a big-endian uint32, mod 100;
  * a rollout covers it when the organization matches (or the rollout names none) and the bucket is
  * below the rollout's percent. A station's target is the version of the newest covering rollout
- * not stopped; none: no target.
+ * not stopped; none: no target. A rollout that stopped halts rather than takes back: a station
+ * that runs its version, with no newer rollout covering it, keeps it (no target).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -75,16 +76,30 @@ export interface StationKey {
   orgId: string;
 }
 
-/** The active rollouts newest first and the releases they name: what targets are computed from. */
+/**
+ * The rollouts newest first, stopped ones too, and the releases the active ones name: what
+ * targets are computed from.
+ */
 export interface ReleaseSnapshot {
   rollouts: RolloutRow[];
   releases: Map<string, ReleaseRow>;
 }
 
-/** The station's target: the release of the newest covering rollout not stopped. */
-export function targetOf(snapshot: ReleaseSnapshot, station: StationKey): ReleaseRow | undefined {
+/**
+ * The station's target: the release of the newest covering rollout not stopped; none when a
+ * newer covering rollout stopped and the station runs its version (`running`, as its agent says):
+ * a stopped rollout offers no way back to those that took it. Rolling the older version out
+ * again, a newer rollout, does.
+ */
+export function targetOf(
+  snapshot: ReleaseSnapshot,
+  station: StationKey,
+  running: string,
+): ReleaseRow | undefined {
   for (const rollout of snapshot.rollouts) {
-    if (covers(rollout, station)) return snapshot.releases.get(rollout.version);
+    if (!covers(rollout, station)) continue;
+    if (rollout.stopped_at === null) return snapshot.releases.get(rollout.version);
+    if (rollout.version === running) return undefined;
   }
   return undefined;
 }
@@ -238,13 +253,14 @@ export class Releases {
     return toRollout(rows[0] as RolloutRow);
   }
 
-  /** The active rollouts, newest first, and their releases. */
+  /** Every rollout, newest first, and the releases of the active ones. */
   async snapshot(): Promise<ReleaseSnapshot> {
     const { rows: rollouts } = await this.#pool.query<RolloutRow>(
-      `SELECT ${ROLLOUT_COLUMNS} FROM rollouts WHERE stopped_at IS NULL
-       ORDER BY created_at DESC, id DESC`,
+      `SELECT ${ROLLOUT_COLUMNS} FROM rollouts ORDER BY created_at DESC, id DESC`,
     );
-    const versions = [...new Set(rollouts.map((r) => r.version))];
+    const versions = [
+      ...new Set(rollouts.filter((r) => r.stopped_at === null).map((r) => r.version)),
+    ];
     const { rows } = await this.#pool.query<ReleaseRow>(
       `SELECT version, manifest, signature, platforms, published_at FROM releases
        WHERE version = ANY($1::TEXT[])`,
@@ -369,18 +385,20 @@ export class Releases {
       );
     }
     // Targeted: stations whose target is the version now.
-    const active = rollouts.filter((r) => r.stopped_at === null);
     const targeted = new Map<string, number>();
-    if (active.length > 0) {
-      const { rows: all } = await this.#pool.query<{ id: string; org_id: string }>(
-        'SELECT id, org_id FROM stations',
-      );
+    if (rollouts.some((r) => r.stopped_at === null)) {
+      const { rows: all } = await this.#pool.query<{
+        id: string;
+        org_id: string;
+        agent_version: string;
+      }>('SELECT id, org_id, agent_version FROM stations');
       const snapshot: ReleaseSnapshot = {
-        rollouts: active,
+        rollouts,
         releases: new Map(releases.map((r) => [r.version, r])),
       };
       for (const row of all) {
-        const target = targetOf(snapshot, { id: row.id, orgId: row.org_id });
+        const station = { id: row.id, orgId: row.org_id };
+        const target = targetOf(snapshot, station, row.agent_version);
         if (target) targeted.set(target.version, (targeted.get(target.version) ?? 0) + 1);
       }
     }
