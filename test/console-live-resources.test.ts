@@ -1,20 +1,23 @@
 /**
  * The console's lists follow changes made elsewhere, in a real browser, without a reload: a key
  * made and revoked by the operator appears on and leaves the open Keys page, and a station made,
- * renamed and deleted does the same on the open Stations page, an invitation, its acceptance and
- * the member's removal on the open People page, and a webhook endpoint made, disabled and deleted
- * on the open Webhooks page (docs/realtime.md "Resource events"), and a person's own role changed
- * elsewhere in the controls their open console offers. Chromium through playwright-core against a real Spool.
+ * renamed and deleted does the same on the open Stations page, a pool made, changed and deleted on
+ * the open Pools page, an invitation, its acceptance and the member's removal on the open People
+ * page, and a webhook endpoint made, disabled and deleted on the open Webhooks page
+ * (docs/realtime.md "Resource events"), and a person's own role changed elsewhere in the controls
+ * their open console offers. Chromium through playwright-core against a real Spool.
  */
 import test from 'ava';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './helpers/browser.js';
 import { Browser as ConsoleBrowser, invite, member, PASSWORD } from './helpers/console.js';
+import { connectLink, printer } from './helpers/link-client.js';
 import {
   call,
   createKey,
   createOrg,
   createStation,
+  eventually,
   OPERATOR_TOKEN,
   startTestSystem,
   type TestSystem,
@@ -84,6 +87,45 @@ test('the Stations page shows a station made, renamed and deleted elsewhere with
   });
   t.true(gone.status < 300);
   await page.getByRole('rowheader', { name: 'Renamed elsewhere' }).waitFor({ state: 'detached' });
+  t.pass();
+});
+
+test('the Pools page shows a pool made, changed and deleted elsewhere without a reload', async (t) => {
+  const station = await createStation(sys.url, orgId, { name: 'Pool station' });
+  const link = await connectLink(sys.linkAddress, station.token, [printer('live-desk')]);
+  t.teardown(() => link.close());
+  const printers = await eventually(
+    () =>
+      call<{ items: { id: string }[] }>(
+        sys.url,
+        'GET',
+        `/admin/v1/orgs/${orgId}/printers?station_id=${station.id}`,
+        { token: OPERATOR_TOKEN },
+      ),
+    (res) => res.body.items.length === 1,
+  );
+  const printerId = printers.body.items[0]?.id as string;
+  const page = await signedIn('/pools');
+  await page.getByRole('heading', { name: 'Pools', level: 1 }).waitFor();
+  const pools = `/admin/v1/orgs/${orgId}/pools`;
+  const made = await call<{ pool: { id: string } }>(sys.url, 'POST', pools, {
+    token: OPERATOR_TOKEN,
+    body: { name: 'Made elsewhere', printer_ids: [printerId] },
+  });
+  t.is(made.status, 201);
+  const row = page.getByRole('row').filter({ hasText: 'Made elsewhere' });
+  await row.getByText('live-desk').waitFor();
+  const changed = await call(sys.url, 'PATCH', `${pools}/${made.body.pool.id}`, {
+    token: OPERATOR_TOKEN,
+    body: { strategy: 'ordered' },
+  });
+  t.is(changed.status, 200);
+  await row.getByText('ordered', { exact: true }).waitFor();
+  const gone = await call(sys.url, 'DELETE', `${pools}/${made.body.pool.id}`, {
+    token: OPERATOR_TOKEN,
+  });
+  t.is(gone.status, 204);
+  await row.waitFor({ state: 'detached' });
   t.pass();
 });
 

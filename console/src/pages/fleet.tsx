@@ -200,6 +200,7 @@ export function StationsPage(): JSX.Element {
     [org.id],
   );
   useLive('station.', r.reloadSoon);
+  useLive('location.', locations.reloadSoon);
   const [name, setName] = useState('');
   const [locationId, setLocationId] = useState('');
   const [created, setCreated] = useState<{ station: Station; token: string } | null>(null);

@@ -15,6 +15,7 @@ import { del, enc, get, patch, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
 import { Field, Form, FormButtons, Panel, Radios } from '../forms.js';
+import { useLive } from '../live.js';
 import { useAction, useResource } from '../resource.js';
 import { urlPager, useSearch } from '../router.js';
 import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
@@ -42,6 +43,7 @@ function failoverText(seconds: number): string {
  */
 export function usePools(orgId: string) {
   const r = useResource(() => get<PoolPage>(`/v1/orgs/${enc(orgId)}/pools?limit=200`), [orgId]);
+  useLive('pool.', r.reloadSoon);
   return {
     pools: r.data?.items ?? [],
     pool: (id: string): Pool | undefined => r.data?.items.find((p) => p.id === id),
@@ -252,6 +254,12 @@ export function PoolsPage(): JSX.Element {
   const printers = useResource(
     () => get<PrinterPage>(`/v1/orgs/${enc(org.id)}/printers?limit=200`),
     [org.id],
+  );
+  useLive('pool.', r.reloadSoon);
+  // The printers a pool may have, and the names of its members: a status changes neither.
+  useLive(
+    (ev) => ev.type === 'printer.created' || ev.type === 'printer.deleted',
+    printers.reloadSoon,
   );
   const printerName = (id: string) =>
     printers.data?.printers.find((p) => p.id === id)?.name ?? `printer ${short(id)}`;
