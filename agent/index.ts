@@ -19,6 +19,7 @@ import { TokenRefusedError } from './errors.js';
 import { JobRunner } from './jobs.js';
 import { INTERRUPTED_DETAIL, Journal, type JournalEntry } from './journal.js';
 import { serverProblems, startLink } from './link.js';
+import type { PrinterEventOptions } from './printer-events.js';
 import {
   type BackendSpec,
   type PrinterSpec,
@@ -55,8 +56,15 @@ export interface AgentOptions {
   agentVersion?: string;
   /** Reconnect backoff (default 0.5 s doubling to 30 s, full jitter). */
   backoff?: BackoffOptions;
-  /** How often printer statuses are read (default 5 s). */
+  /** How often printer statuses are read while some printer is not watched (default 5 s). */
   statusIntervalMs?: number;
+  /**
+   * How often they are read while every printer's server sends its changes (CUPS, IPP printers
+   * that take subscriptions) and no job waits for its printer (default 60 s).
+   */
+  watchedStatusIntervalMs?: number;
+  /** Printer events (agent/printer-events.ts): whether and how the agent subscribes. */
+  printerEvents?: PrinterEventOptions;
   /** How long one status read may take before the printer reads `unknown` (default 15 s). */
   statusTimeoutMs?: number;
   /** How `cups:` printers reach CUPS (server, poll interval, command timeout). */
@@ -125,6 +133,8 @@ export async function runAgent(options: AgentOptions): Promise<Agent> {
       logger,
       cups: options.cups,
       statusIntervalMs: options.statusIntervalMs,
+      watchedStatusIntervalMs: options.watchedStatusIntervalMs,
+      events: options.printerEvents,
       statusTimeoutMs: options.statusTimeoutMs,
       createBackend: options.createBackend,
     });

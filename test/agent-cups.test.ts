@@ -351,6 +351,82 @@ test.serial('cups:* reports every queue of the server under the given prefix', a
   t.truthy(changed);
 });
 
+/**
+ * An agent whose status poll is ten minutes away, whatever the printer events do: what it
+ * reports after its hello comes from CUPS's events. Resolves once it says they work.
+ */
+async function startWatchingAgent(t: ExecutionContext<unknown>, cups: TestCups, spec: string) {
+  const link = await FakeLink.start();
+  const dir = await mkdtemp(join(tmpdir(), 'spool-agent-cups-'));
+  const lines: Array<{ msg: string }> = [];
+  const agent = await runAgent({
+    server: link.address,
+    token: GOOD_TOKEN,
+    printers: [parsePrinterSpec(spec)],
+    stateDir: dir,
+    logger: pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) }),
+    backoff: { initialMs: 10, maxMs: 50 },
+    statusIntervalMs: 600_000,
+    watchedStatusIntervalMs: 600_000,
+    printerEvents: { askEveryMs: 50 },
+    cups: { server: cups.server, jobPollMs: 50, env: process.env },
+  });
+  t.teardown(async () => {
+    await agent.stop();
+    await link.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const conn = await link.nextConnection();
+  await waitUntil(
+    async () =>
+      lines.some(
+        (l) =>
+          l.msg === `printer events from CUPS at ${cups.server}: statuses are read as they change`,
+      ),
+    'the agent subscribes to CUPS',
+  );
+  return { conn };
+}
+
+test.serial(
+  'a queue disabled in CUPS is reported offline, and ready once enabled again, on its events, with the status poll minutes away',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    const queue = await cups.addQueue();
+    const { conn } = await startWatchingAgent(t, cups, `office=cups:${queue.name}`);
+    t.like(conn.hello?.printers[0], { name: 'office', status: 'ready' });
+
+    await cups.run('cupsdisable', ['-r', 'jammed', queue.name]);
+    const offline = await conn.waitFor((m) => m.printers?.printers[0]?.status === 'offline');
+    t.like(offline.printers?.printers[0], { name: 'office', detail: 'paused; jammed' });
+
+    await cups.run('cupsenable', [queue.name]);
+    const ready = await conn.waitFor(
+      (m) => m !== offline && m.printers?.printers[0]?.status === 'ready',
+    );
+    t.like(ready.printers?.printers[0], { name: 'office', detail: '' });
+  },
+);
+
+test.serial(
+  'a queue added to CUPS is reported under cups:* on its event, with the status poll minutes away',
+  async (t) => {
+    const cups = cupsOr(t);
+    if (!cups) return;
+    await cups.addQueue();
+    const { conn } = await startWatchingAgent(t, cups, 'office=cups:*');
+    const added = await cups.addQueue();
+    const changed = await conn.waitFor(
+      (m) => m.printers?.printers.some((p) => p.name === `office/${added.name}`) ?? false,
+    );
+    t.like(
+      changed.printers?.printers.find((p) => p.name === `office/${added.name}`),
+      { status: 'ready' },
+    );
+  },
+);
+
 test('with no CUPS scheduler running, cups:* discovery fails saying so, rather than finding no queue', async (t) => {
   if (!cupsOr(t)) return;
   // Nothing listens on a port that was free a moment ago.

@@ -17,6 +17,7 @@ import {
   strings,
   TAG,
 } from '../ipp/protocol.js';
+import type { SubscriptionTarget } from '../ipp/subscriptions.js';
 
 export { IppError, JOB_STATE, STATUS } from '../ipp/protocol.js';
 
@@ -66,6 +67,19 @@ export async function getQueueCapabilities(
     timeoutMs,
   );
   return capabilitiesOf(attributes, true);
+}
+
+/**
+ * The events that change what the agent reports of a CUPS server's queues, on every queue at
+ * once: a subscription to the server (`ipp://localhost/`) rather than to one queue covers them all,
+ * and queues added or deleted.
+ */
+export function cupsSubscriptionTarget(server: CupsServer): SubscriptionTarget {
+  return {
+    endpoint: endpointFor(server, '/', 'ipp://localhost/'),
+    events: ['printer-state-changed', 'printer-config-changed', 'printer-added', 'printer-deleted'],
+    user: userName(),
+  };
 }
 
 /** Asks CUPS for the `requested` attributes of the job or printer at `target`. */

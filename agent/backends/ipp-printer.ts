@@ -26,6 +26,7 @@ import {
   strings,
   TAG,
 } from '../ipp/protocol.js';
+import type { SubscriptionTarget } from '../ipp/subscriptions.js';
 import {
   AS_IS_CAPABILITIES,
   type Backend,
@@ -49,6 +50,9 @@ export interface IppPrinterOptions {
   logger?: Logger;
 }
 
+/** The `requesting-user-name` of the agent's requests: its jobs' owner, and its subscription's. */
+const USER_NAME = 'spool-agent';
+
 const JOB_ATTRIBUTES = [
   'job-state',
   'job-state-reasons',
@@ -67,7 +71,7 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
     name: 'printer-uri',
     values: [endpoint.printerUri],
   };
-  const user: Attribute = { tag: TAG.name, name: 'requesting-user-name', values: ['spool-agent'] };
+  const user: Attribute = { tag: TAG.name, name: 'requesting-user-name', values: [USER_NAME] };
   let known = AS_IS_CAPABILITIES;
 
   function jobOperation(operation: number, jobId: number, ...more: Attribute[]) {
@@ -258,6 +262,15 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
       return false;
     }
   }
+}
+
+/** The events that change what the agent reports of the printer at `uri`: its state and what it can do. */
+export function ippPrinterSubscriptionTarget(uri: string): SubscriptionTarget {
+  return {
+    endpoint: endpointOf(uri),
+    events: ['printer-state-changed', 'printer-config-changed'],
+    user: USER_NAME,
+  };
 }
 
 function confirmed(impressions: number | undefined): Confirmation {

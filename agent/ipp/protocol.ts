@@ -13,6 +13,8 @@ export const GROUP = {
   end: 0x03,
   printer: 0x04,
   unsupported: 0x05,
+  subscription: 0x06,
+  eventNotification: 0x07,
 } as const;
 
 /** Value tags. */
@@ -47,6 +49,10 @@ export const OPERATION = {
   cancelJob: 0x0008,
   getJobAttributes: 0x0009,
   getPrinterAttributes: 0x000b,
+  createPrinterSubscriptions: 0x0016,
+  renewSubscription: 0x001a,
+  cancelSubscription: 0x001b,
+  getNotifications: 0x001c,
 } as const;
 
 /** `job-state` values. */
@@ -65,10 +71,13 @@ export const PRINTER_STATE = { idle: 3, processing: 4, stopped: 5 } as const;
 
 /** Status codes the agent acts on. */
 export const STATUS = {
+  /** `successful-ok-events-complete`: the subscription has ended; no more events will come. */
+  eventsComplete: 0x0007,
   /** `client-error-not-found`: the job is gone (CUPS purged its history, say). */
   notFound: 0x0406,
   /** The first server error; below it, the request itself was at fault. */
   serverError: 0x0500,
+  operationNotSupported: 0x0501,
   serviceUnavailable: 0x0502,
   busy: 0x0507,
   notAcceptingJobs: 0x0506,
@@ -356,6 +365,11 @@ export function groupOf(response: Response, tag: number): Map<string, Value[]> {
   return response.groups.find((g) => g.tag === tag)?.attributes ?? new Map();
 }
 
+/** Every group of `tag` in a response, in order (a Get-Notifications answer has one per event). */
+export function groupsOf(response: Response, tag: number): Map<string, Value[]>[] {
+  return response.groups.filter((g) => g.tag === tag).map((g) => g.attributes);
+}
+
 /** Every attribute of a response, groups merged (a later group's attribute wins). */
 export function allAttributes(response: Response): Map<string, Value[]> {
   const out = new Map<string, Value[]>();
@@ -386,6 +400,7 @@ export function statusName(status: number): string {
     1034: 'client-error-document-format-not-supported',
     1035: 'client-error-attributes-or-values-not-supported',
     1280: 'server-error-internal-error',
+    1281: 'server-error-operation-not-supported',
     1282: 'server-error-service-unavailable',
     1286: 'server-error-not-accepting-jobs',
     1287: 'server-error-busy',
