@@ -403,6 +403,15 @@ test('the operator API document describes the 202 of a deletion cut short', asyn
     paths: Record<string, { delete?: { responses: Record<string, { description: string }> } }>;
   }>(sys.url, 'GET', '/admin/v1/openapi.json', { token: OPERATOR_TOKEN });
   const responses = doc.body.paths['/admin/v1/orgs/{org}']?.delete?.responses ?? {};
-  t.deepEqual(Object.keys(responses).sort(), ['202', '204', '401', '404', '409', '500', '503', '504']);
+  t.deepEqual(Object.keys(responses).sort(), [
+    '202',
+    '204',
+    '401',
+    '404',
+    '409',
+    '500',
+    '503',
+    '504',
+  ]);
   t.regex(responses['202']?.description ?? '', /send the same DELETE again/);
 });
