@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials, Metadata } from '@grpc/grpc-js';
 import anyTest, { type TestFn } from 'ava';
+import pg from 'pg';
 import {
   AgentMessage,
   type DeepPartial,
@@ -17,7 +18,13 @@ import {
   StationLinkClient,
   type UpdateOffer,
 } from '../gen/spool/v1/stations.js';
-import { covers, defaultMaxFailures, stationBucket } from '../services/stations/releases.js';
+import {
+  covers,
+  defaultMaxFailures,
+  fillRolloutBuckets,
+  rolloutKey,
+  stationBucket,
+} from '../services/stations/releases.js';
 import { runSpool } from './helpers/spool.js';
 import {
   call,
@@ -161,14 +168,15 @@ test('a station’s bucket is stable and a rollout covers about its percent of s
       .digest()
       .readUInt32BE(0) % 100;
   t.is(stationBucket(ids[0] as string), expected);
+  const key = (id: string) => rolloutKey({ id, orgId: 'o' });
   for (const percent of [1, 10, 50, 100]) {
-    const covered = ids.filter((id) => covers({ org_id: null, percent }, { id, orgId: 'o' }));
+    const covered = ids.filter((id) => covers({ org_id: null, percent }, key(id)));
     t.true(Math.abs(covered.length / ids.length - percent / 100) < 0.02, `${percent}%`);
   }
   // Growing a rollout keeps the stations it covered.
-  const at10 = ids.filter((id) => covers({ org_id: null, percent: 10 }, { id, orgId: 'o' }));
-  t.true(at10.every((id) => covers({ org_id: null, percent: 50 }, { id, orgId: 'o' })));
-  t.false(covers({ org_id: 'other', percent: 100 }, { id: ids[0] as string, orgId: 'o' }));
+  const at10 = ids.filter((id) => covers({ org_id: null, percent: 10 }, key(id)));
+  t.true(at10.every((id) => covers({ org_id: null, percent: 50 }, key(id))));
+  t.false(covers({ org_id: 'other', percent: 100 }, key(ids[0] as string)));
   t.is(defaultMaxFailures(0), 1);
   t.is(defaultMaxFailures(40), 2);
   t.is(defaultMaxFailures(41), 3);
@@ -518,4 +526,46 @@ test('a stopped rollout leaves the stations that took its version on it; rolling
   await rollOut(base.version);
   await kept.until(() => kept.offers.length === 1, 'the older version, rolled out again');
   t.is(kept.offers[0]?.version, base.version);
+});
+
+test('stations made before buckets were stored are counted alike, and get theirs stored at start', async (t) => {
+  const { sys } = t.context;
+  const org = await createOrg(sys.url, 'Older');
+  const stations = await Promise.all(
+    Array.from({ length: 12 }, (_, i) => createStation(sys.url, org, { name: `O${i}` })),
+  );
+  const pool = new pg.Pool({ connectionString: sys.db.url, max: 1 });
+  t.teardown(() => pool.end());
+  const stored = async () =>
+    (
+      await pool.query<{ id: string; rollout_bucket: number | null }>(
+        'SELECT id, rollout_bucket FROM stations WHERE org_id = $1',
+        [org],
+      )
+    ).rows;
+  t.true((await stored()).every((r) => r.rollout_bucket === stationBucket(r.id)));
+  // As stations made before the column read.
+  await pool.query('UPDATE stations SET rollout_bucket = NULL WHERE org_id = $1', [org]);
+
+  const r = release('8.0.0');
+  t.is((await publish(sys, r)).status, 201);
+  const expected = stations.filter((s) => stationBucket(s.id) < 50).length;
+  const made = await admin(sys, 'POST', `/releases/${r.version}/rollouts`, {
+    percent: 50,
+    org_id: org,
+  });
+  t.is((made.body.rollout as { max_failures: number }).max_failures, defaultMaxFailures(expected));
+  const targeted = async () =>
+    (
+      (await admin(sys, 'GET', '/releases')).body.items as Array<{
+        version: string;
+        counts: Record<string, number>;
+      }>
+    ).find((i) => i.version === r.version)?.counts.targeted;
+  t.is(await targeted(), expected);
+
+  t.is(await fillRolloutBuckets(pool, 5), 12, 'in batches of 5');
+  t.true((await stored()).every((row) => row.rollout_bucket === stationBucket(row.id)));
+  t.is(await fillRolloutBuckets(pool), 0);
+  t.is(await targeted(), expected);
 });

@@ -33,7 +33,7 @@ import { attemptLimit, peerAddress } from './enroll-limit.js';
 import { createFleetServer } from './fleet-server.js';
 import { createLinkRegistry, type LinkRegistry } from './link.js';
 import { ReleaseWatch } from './link-updates.js';
-import { Releases } from './releases.js';
+import { fillRolloutBuckets, Releases } from './releases.js';
 import { ReplicaWatch, ReportsHealth } from './replicas.js';
 import { createStationsServer, redeemCode } from './server.js';
 import { OUTBOX_TABLE } from './station-outbox.js';
@@ -131,6 +131,18 @@ export async function createStations(deps: StationsDeps): Promise<StationsPart> 
     downloadUrl: deps.agentDownloadUrl ?? 'http://127.0.0.1:8080/agent/v1/releases',
   });
   releaseWatch.start();
+  // Stations made before their bucket was stored get it now; rollouts hash them meanwhile.
+  void fillRolloutBuckets(deps.pool).then(
+    (n) => {
+      if (n > 0) logger.info({ stations: n }, 'stored the rollout bucket of older stations');
+    },
+    (err: unknown) => {
+      logger.warn(
+        { err },
+        'could not store the rollout bucket of older stations; trying at next start',
+      );
+    },
+  );
   const links = createLinkRegistry({
     releases: releaseWatch,
     store,

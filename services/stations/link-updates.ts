@@ -11,6 +11,8 @@ import {
   RELEASES_CHANGED,
   type ReleaseSnapshot,
   type Releases,
+  type RolloutKey,
+  rolloutKey,
   type StationKey,
   targetOf,
 } from './releases.js';
@@ -26,6 +28,8 @@ export interface UpdatableLink {
   send(msg: ServerMessage): Promise<void>;
   /** The version last offered on this link, never offered twice. */
   offered?: string;
+  /** The station's organization and bucket, computed at its first offer. */
+  rolloutKey?: RolloutKey;
 }
 
 export class ReleaseWatch {
@@ -107,7 +111,8 @@ export class ReleaseWatch {
       this.#logger.warn({ err }, 'could not read the rollouts; offers wait for the next change');
       return;
     }
-    const target = targetOf(snapshot, link.station, link.agentVersion);
+    link.rolloutKey ??= rolloutKey(link.station);
+    const target = targetOf(snapshot, link.rolloutKey, link.agentVersion);
     if (!target?.platforms.includes(link.platform)) return;
     if (target.version === link.agentVersion || target.version === link.offered) return;
     link.offered = target.version;

@@ -40,9 +40,25 @@ export const MAX_UPDATE_VERSION = 64;
 /** Stations listed per release (its counts are exact). */
 export const STATIONS_PER_RELEASE = 500;
 
-/** The station's stable bucket, 0 to 99. */
+/** The station's stable bucket, 0 to 99 (stored with the station as `rollout_bucket`). */
 export function stationBucket(stationId: string): number {
   return createHash('sha256').update(stationId).digest().readUInt32BE(0) % 100;
+}
+
+/** What decides whether a rollout covers a station: its organization and its bucket. */
+export interface RolloutKey {
+  orgId: string;
+  bucket: number;
+}
+
+export function rolloutKey(station: StationKey): RolloutKey {
+  return { orgId: station.orgId, bucket: stationBucket(station.id) };
+}
+
+/** Stations alike for rollouts, counted: `n` of an organization, bucket and agent version. */
+interface StationGroup extends RolloutKey {
+  agentVersion: string;
+  n: number;
 }
 
 export interface RolloutRow {
@@ -64,10 +80,10 @@ interface ReleaseRow {
   published_at: Date;
 }
 
-export function covers(rollout: Pick<RolloutRow, 'org_id' | 'percent'>, station: StationKey) {
+export function covers(rollout: Pick<RolloutRow, 'org_id' | 'percent'>, station: RolloutKey) {
   return (
     (rollout.org_id === null || rollout.org_id === station.orgId) &&
-    stationBucket(station.id) < rollout.percent
+    station.bucket < rollout.percent
   );
 }
 
@@ -93,7 +109,7 @@ export interface ReleaseSnapshot {
  */
 export function targetOf(
   snapshot: ReleaseSnapshot,
-  station: StationKey,
+  station: RolloutKey,
   running: string,
 ): ReleaseRow | undefined {
   for (const rollout of snapshot.rollouts) {
@@ -230,15 +246,8 @@ export class Releases {
     const orgId = req.orgId === '' ? null : req.orgId;
     let maxFailures = req.maxFailures;
     if (maxFailures === 0) {
-      const { rows } = await this.#pool.query<{ id: string; org_id: string }>(
-        orgId === null
-          ? 'SELECT id, org_id FROM stations'
-          : 'SELECT id, org_id FROM stations WHERE org_id = $1',
-        orgId === null ? [] : [orgId],
-      );
       const rollout = { org_id: orgId, percent: req.percent };
-      const covered = rows.filter((r) => covers(rollout, { id: r.id, orgId: r.org_id })).length;
-      maxFailures = defaultMaxFailures(covered);
+      maxFailures = defaultMaxFailures(await this.#covered(rollout));
     }
     // Newest is what decides a target: a rollout is created after every other, even in the same
     // instant (or on a clock that stands still).
@@ -299,20 +308,9 @@ export class Releases {
     );
     const rollout = active[0];
     if (!rollout) return;
-    const { rows } = await this.#pool.query<{ id: string; org_id: string }>(
-      `SELECT id, org_id FROM stations WHERE update_version = $1
-         AND update_state IN ('failed', 'rolled_back')`,
-      [version],
-    );
-    const failed = rows.filter((r) => covers(rollout, { id: r.id, orgId: r.org_id })).length;
+    const failed = await this.#covered(rollout, version);
     if (failed < rollout.max_failures) return;
-    const { rows: all } = await this.#pool.query<{ id: string; org_id: string }>(
-      rollout.org_id === null
-        ? 'SELECT id, org_id FROM stations'
-        : 'SELECT id, org_id FROM stations WHERE org_id = $1',
-      rollout.org_id === null ? [] : [rollout.org_id],
-    );
-    const coveredCount = all.filter((r) => covers(rollout, { id: r.id, orgId: r.org_id })).length;
+    const coveredCount = await this.#covered(rollout);
     const reason = cleanText(
       `${failed} of ${coveredCount} stations failed to update; last: ${detail || 'no detail'}`,
       1000,
@@ -323,6 +321,58 @@ export class Releases {
       [rollout.id, this.#clock.now(), reason, failed],
     );
     if ((stopped.rowCount ?? 0) > 0) this.#changed();
+  }
+
+  /**
+   * The stations `rollout` covers; with `failedOn`, only those whose last update report is a
+   * failure or a roll-back of that version.
+   */
+  async #covered(
+    rollout: Pick<RolloutRow, 'org_id' | 'percent'>,
+    failedOn?: string,
+  ): Promise<number> {
+    let n = 0;
+    for (const group of await this.#groups(rollout.org_id, failedOn)) {
+      if (covers(rollout, group)) n += group.n;
+    }
+    return n;
+  }
+
+  /**
+   * The stations of `orgId` (every organization's when null), counted by bucket and agent
+   * version, in SQL; a station whose bucket is not stored yet (made before it was, and not
+   * filled in yet: {@link fillRolloutBuckets}) comes alone, its bucket computed here.
+   */
+  async #groups(orgId: string | null, failedOn?: string): Promise<StationGroup[]> {
+    const params: unknown[] = [];
+    const where: string[] = [];
+    if (orgId !== null) where.push(`org_id = $${params.push(orgId)}`);
+    if (failedOn !== undefined) {
+      where.push(`update_version = $${params.push(failedOn)}`);
+      where.push(`update_state IN ('failed', 'rolled_back')`);
+    }
+    const and = where.map((w) => ` AND ${w}`).join('');
+    const { rows } = await this.#pool.query<{
+      org_id: string;
+      bucket: number | null;
+      id: string | null;
+      agent_version: string;
+      n: string;
+    }>(
+      `SELECT org_id, rollout_bucket AS bucket, NULL AS id, agent_version, count(*) AS n
+         FROM stations WHERE rollout_bucket IS NOT NULL${and}
+         GROUP BY org_id, rollout_bucket, agent_version
+       UNION ALL
+       SELECT org_id, NULL, id::TEXT, agent_version, 1 FROM stations
+         WHERE rollout_bucket IS NULL${and}`,
+      params,
+    );
+    return rows.map((r) => ({
+      orgId: r.org_id,
+      bucket: r.bucket ?? stationBucket(r.id as string),
+      agentVersion: r.agent_version,
+      n: Number(r.n),
+    }));
   }
 
   /** Every release, newest first, with its rollouts, counts and stations. */
@@ -387,19 +437,13 @@ export class Releases {
     // Targeted: stations whose target is the version now.
     const targeted = new Map<string, number>();
     if (rollouts.some((r) => r.stopped_at === null)) {
-      const { rows: all } = await this.#pool.query<{
-        id: string;
-        org_id: string;
-        agent_version: string;
-      }>('SELECT id, org_id, agent_version FROM stations');
       const snapshot: ReleaseSnapshot = {
         rollouts,
         releases: new Map(releases.map((r) => [r.version, r])),
       };
-      for (const row of all) {
-        const station = { id: row.id, orgId: row.org_id };
-        const target = targetOf(snapshot, station, row.agent_version);
-        if (target) targeted.set(target.version, (targeted.get(target.version) ?? 0) + 1);
+      for (const group of await this.#groups(null)) {
+        const target = targetOf(snapshot, group, group.agentVersion);
+        if (target) targeted.set(target.version, (targeted.get(target.version) ?? 0) + group.n);
       }
     }
     return releases.map((release) => {
@@ -424,4 +468,28 @@ export class Releases {
 /** The default stop threshold: 5 % of the stations a rollout covers when created, at least 1. */
 export function defaultMaxFailures(covered: number): number {
   return Math.max(1, Math.ceil(covered * 0.05));
+}
+
+/**
+ * Stores the bucket of every station made before `rollout_bucket` was (migration 009), a batch at
+ * a time; answers how many it filled. Every stations replica runs it at start: the statements are
+ * idempotent, and until it is done rollouts hash the stations still without one.
+ */
+export async function fillRolloutBuckets(pool: pg.Pool, batch = 1_000): Promise<number> {
+  let filled = 0;
+  for (;;) {
+    const { rows } = await pool.query<{ id: string }>(
+      `SELECT id FROM stations WHERE rollout_bucket IS NULL LIMIT ${batch}`,
+    );
+    if (rows.length === 0) return filled;
+    const ids = rows.map((r) => r.id);
+    const result = await pool.query(
+      `UPDATE stations AS s SET rollout_bucket = v.bucket
+       FROM unnest($1::UUID[], $2::INT[]) AS v(id, bucket)
+       WHERE s.id = v.id AND s.rollout_bucket IS NULL`,
+      [ids, ids.map(stationBucket)],
+    );
+    filled += result.rowCount ?? 0;
+    if (rows.length < batch) return filled;
+  }
 }

@@ -12,6 +12,7 @@ import { eventMessage } from '../../lib/events.js';
 import { enqueue, type OutboxRow } from '../../lib/outbox.js';
 import { listOldestFirst } from '../../lib/paging.js';
 import { stationView } from '../../lib/resource-views.js';
+import { stationBucket } from './releases.js';
 import { type Committed, OUTBOX_TABLE } from './station-outbox.js';
 import { STATION_COLUMNS, type StationRow, toStation } from './station-rows.js';
 
@@ -91,10 +92,12 @@ export async function insertStation(
   now: Date,
 ): Promise<{ station: Station; outbox: OutboxRow[] }> {
   if (s.locationId) await checkLocation(tx, s.orgId, s.locationId);
+  const id = randomUUID();
   const { rows } = await tx.query<StationRow>(
-    `INSERT INTO stations (id, org_id, name, location_id, token_hash, region, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${STATION_COLUMNS}`,
-    [randomUUID(), s.orgId, s.name, s.locationId || null, s.tokenHash, s.region, now],
+    `INSERT INTO stations (id, org_id, name, location_id, token_hash, region, created_at,
+       rollout_bucket)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${STATION_COLUMNS}`,
+    [id, s.orgId, s.name, s.locationId || null, s.tokenHash, s.region, now, stationBucket(id)],
   );
   const station = toStation(rows[0] as StationRow, now);
   const outbox = await enqueue(tx, OUTBOX_TABLE, [stationEvent('station.created', station, now)]);
