@@ -147,17 +147,17 @@ export class PrinterSet {
     return this.#refreshing;
   }
 
-  /**
-   * Resolves once a status read begun after this call finds `name` neither `offline` nor in
-   * `error` (or no longer there), or when the set stops. A job the printer could not take waits on
-   * it: the read that last said `ready` may be older than what went wrong.
-   */
   /** Whether `name` reads as able to take a pool job now (ready, or printing). */
   printable(name: string): boolean {
     const report = this.#reports.find((r) => r.name === name);
     return report !== undefined && takesPoolJobs(report.status);
   }
 
+  /**
+   * Resolves once a status read begun after this call finds `name` neither `offline` nor in
+   * `error` (or no longer there), or when the set stops. A job the printer could not take waits on
+   * it: the read that last said `ready` may be older than what went wrong.
+   */
   untilPrintable(name: string): Promise<void> {
     const waiting = new Promise<void>((resolve) => {
       if (this.#stopped) resolve();
