@@ -50,6 +50,8 @@ export interface UpdaterOptions {
   fetch?: (url: string, init: { signal: AbortSignal }) => Promise<Response>;
   /** Runs `retry` after `ms` (a download that may work later); default: an unref'd timer. */
   schedule?: (retry: () => void, ms: number) => void;
+  /** The spread of those waits, from 0 to 1 (default Math.random). */
+  random?: () => number;
 }
 
 /** A step that cannot work for this release: reported `failed`, not tried again. */
@@ -58,15 +60,33 @@ class UpdateFailed extends Error {}
  * A download that may work later (the network, a 429 or a 5xx): reported `downloading` with when
  * it is tried again, so that a busy or unreachable gateway does not count against a rollout.
  */
-class RetryLater extends Error {}
+class RetryLater extends Error {
+  /** How long the server asked to wait (`Retry-After`), when it said. */
+  readonly afterMs: number | undefined;
+
+  constructor(message: string, afterMs?: number) {
+    super(message);
+    this.afterMs = afterMs;
+  }
+}
 
 /** The first wait before a download is tried again, doubling up to {@link RETRY_MAX_MS}. */
 export const RETRY_FIRST_MS = 30_000;
 export const RETRY_MAX_MS = 15 * 60_000;
+/** The shortest wait, whatever `Retry-After` says. */
+const RETRY_MIN_MS = 1_000;
 
 /** HTTP statuses of a download that may answer otherwise later. */
 function transient(status: number): boolean {
   return status === 408 || status === 425 || status === 429 || status >= 500;
+}
+
+/** The wait an answer asks for in `Retry-After` (seconds, or an HTTP date), in ms; or undefined. */
+export function retryAfterMs(value: string | null, now: Date): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now.getTime());
 }
 
 export class Updater {
@@ -112,7 +132,7 @@ export class Updater {
       await this.#install(offer);
     } catch (error) {
       if (error instanceof RetryLater) {
-        this.#retryLater(offer, error.message);
+        this.#retryLater(offer, error);
         return;
       }
       const detail =
@@ -127,8 +147,20 @@ export class Updater {
     }
   }
 
-  #retryLater(offer: UpdateOffer, why: string): void {
-    const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** this.#retries);
+  /**
+   * Tries the download again after what the server asked (`Retry-After`: a gateway counting the
+   * downloads of a whole site behind one address says when there is room), else after 30 s
+   * doubling; either stretched by up to half again at random, so that the stations of a site
+   * refused together do not come back together.
+   */
+  #retryLater(offer: UpdateOffer, error: RetryLater): void {
+    const why = error.message;
+    const wait =
+      error.afterMs === undefined
+        ? RETRY_FIRST_MS * 2 ** this.#retries
+        : Math.max(RETRY_MIN_MS, error.afterMs);
+    const spread = 1 + (this.#options.random ?? Math.random)() / 2;
+    const delay = Math.min(RETRY_MAX_MS, Math.round(wait * spread));
     this.#retries += 1;
     const detail = `${why}; trying again in ${Math.round(delay / 1000)} s`;
     this.#options.logger.warn({ version: offer.version, detail }, 'update download failed');
@@ -204,7 +236,11 @@ export class Updater {
     if (!res.ok || !res.body) {
       await res.body?.cancel();
       const why = `could not download the package: HTTP ${res.status}`;
-      throw transient(res.status) ? new RetryLater(why) : new UpdateFailed(why);
+      if (!transient(res.status)) throw new UpdateFailed(why);
+      throw new RetryLater(
+        why,
+        retryAfterMs(res.headers.get('retry-after'), this.#options.clock.now()),
+      );
     }
     const hash = createHash('sha256');
     let size = 0;

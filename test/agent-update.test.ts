@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import test from 'ava';
 import { type SupervisedChild, supervise } from '../agent/supervisor.js';
-import { Updater } from '../agent/update.js';
+import { RETRY_MAX_MS, retryAfterMs, Updater } from '../agent/update.js';
 import { UpdateFiles } from '../agent/update-state.js';
 import type { UpdateOffer, UpdateStatus } from '../gen/spool/v1/stations.js';
 import { ManualClock } from '../lib/clock.js';
@@ -62,14 +62,21 @@ function release(version: string, tarball: Buffer, key: KeyObject): Release {
   };
 }
 
+/** An answer the server gives instead of a package: its status, with headers such as Retry-After. */
+type Refusal = number | { status: number; headers: Record<string, string> };
+
 async function serve(
   files: Map<string, Buffer>,
-  refusals: number[],
+  refusals: Refusal[],
 ): Promise<{ base: string; server: Server }> {
   const server = createServer((req, res) => {
     const refusal = refusals.shift();
-    if (refusal !== undefined) {
+    if (typeof refusal === 'number') {
       res.writeHead(refusal).end();
+      return;
+    }
+    if (refusal !== undefined) {
+      res.writeHead(refusal.status, refusal.headers).end();
       return;
     }
     const body = files.get(req.url?.split('/').at(-1) ?? '');
@@ -90,7 +97,9 @@ async function setUp(t: import('ava').ExecutionContext) {
   const { privateKey } = generateKeyPairSync('ed25519');
   const files = new Map<string, Buffer>();
   /** Statuses the server answers the next downloads with, before it serves them. */
-  const refusals: number[] = [];
+  const refusals: Refusal[] = [];
+  /** The spread of retry waits (0: none, the waits as asked). */
+  let spread = 0;
   const { base, server } = await serve(files, refusals);
   const retries: { retry: () => void; ms: number }[] = [];
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -109,6 +118,7 @@ async function setUp(t: import('ava').ExecutionContext) {
       restarts += 1;
     },
     schedule: (retry, ms) => retries.push({ retry, ms }),
+    random: () => spread,
   });
   const publish = async (version: string) => {
     const r = release(version, await packageOf(dir, version), privateKey);
@@ -127,6 +137,9 @@ async function setUp(t: import('ava').ExecutionContext) {
     key: privateKey,
     publish,
     restarts: () => restarts,
+    spreadBy: (value: number) => {
+      spread = value;
+    },
   };
 }
 
@@ -207,6 +220,45 @@ test('a tampered package or manifest, or one signed by another key, is refused a
   const count = u.reports.length;
   await u.updater.offer(tampered.offer);
   t.is(u.reports.length, count);
+});
+
+test('a download refused with Retry-After is tried again when asked, spread so that a site’s stations do not come back together', async (t) => {
+  const u = await setUp(t);
+  const r = await u.publish('1.4.0');
+  u.refusals.push({ status: 429, headers: { 'retry-after': '7' } });
+  await u.updater.offer(r.offer);
+  t.is(u.retries[0]?.ms, 7_000, 'not the 30 s of a refusal that says nothing');
+  t.like(u.reports.at(-1), {
+    state: 'downloading',
+    detail: 'could not download the package: HTTP 429; trying again in 7 s',
+  });
+  // Stretched by up to half again; never past the longest wait, nor shorter than a second.
+  u.spreadBy(1);
+  u.refusals.push({ status: 503, headers: { 'retry-after': '7' } });
+  u.retries.shift()?.retry();
+  await eventually(() => u.retries.length === 1);
+  t.is(u.retries[0]?.ms, 10_500);
+  u.refusals.push({ status: 429, headers: { 'retry-after': '86400' } });
+  u.retries.shift()?.retry();
+  await eventually(() => u.retries.length === 1);
+  t.is(u.retries[0]?.ms, RETRY_MAX_MS);
+  u.spreadBy(0);
+  u.refusals.push({ status: 429, headers: { 'retry-after': '0' } });
+  u.retries.shift()?.retry();
+  await eventually(() => u.retries.length === 1);
+  t.is(u.retries[0]?.ms, 1_000);
+  u.retries.shift()?.retry();
+  await eventually(() => u.restarts() === 1);
+  t.is(await new UpdateFiles(u.stateDir).current(), '1.4.0');
+});
+
+test('Retry-After is read as seconds or as an HTTP date', (t) => {
+  const now = new Date('2026-05-01T12:00:00Z');
+  t.is(retryAfterMs('120', now), 120_000);
+  t.is(retryAfterMs('Fri, 01 May 2026 12:00:30 GMT', now), 30_000);
+  t.is(retryAfterMs('Fri, 01 May 2026 11:00:00 GMT', now), 0);
+  t.is(retryAfterMs(null, now), undefined);
+  t.is(retryAfterMs('soon', now), undefined);
 });
 
 test('a download the gateway cannot serve now (429, 5xx) is tried again later and reported downloading, not failed', async (t) => {
