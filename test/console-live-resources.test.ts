@@ -7,7 +7,7 @@
  * (docs/realtime.md "Resource events"), and a person's own role changed elsewhere in the controls
  * their open console offers. Chromium through playwright-core against a real Spool.
  */
-import test from 'ava';
+import anyTest from 'ava';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './helpers/browser.js';
 import { Browser as ConsoleBrowser, invite, member, PASSWORD } from './helpers/console.js';
@@ -22,6 +22,10 @@ import {
   startTestSystem,
   type TestSystem,
 } from './helpers/system.js';
+
+// One at a time: each test signs a person in, and six password checks and six browser pages at
+// once on two busy cores kept sign-ins from answering in time.
+const test = anyTest.serial;
 
 const ADMIN = 'admin@example.com';
 

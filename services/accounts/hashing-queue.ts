@@ -1,7 +1,7 @@
 /**
  * The queue password hashing waits in. A scrypt hash is about 120 ms of CPU on libuv's threadpool:
  * unbounded, a burst of sign-ins queues every hash at once, each waits behind all the others, and
- * the callers' deadlines pass before most are done (`503 unavailable` for everyone). Bounded, a few
+ * the callers' deadlines pass before most are done (`504 timeout` for everyone). Bounded, a few
  * hashes run at once, a few more wait their turn, and a hash that would wait longer than a caller
  * could is refused at once with `429 rate_limited` and `Retry-After`.
  */

@@ -16,7 +16,8 @@ export function SignIn(props: { onSignedIn(s: Session): void; notice?: string })
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const action = useAction(async () => {
-    const s = await post<Session>('/console/v1/sign-in', { email, password });
+    // Signing in again when Spool was busy is harmless: at worst one more session, never used.
+    const s = await post<Session>('/console/v1/sign-in', { email, password }, { retry: true });
     props.onSignedIn(s);
   });
   return (
