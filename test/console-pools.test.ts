@@ -106,6 +106,7 @@ test.serial(
     await page.getByLabel(/^Ordered/).check();
     t.is(await page.getByLabel('Failover after (seconds)').inputValue(), '30');
     await page.getByRole('button', { name: 'Create pool' }).click();
+    await page.getByRole('region', { name: 'New pool' }).waitFor({ state: 'detached' });
 
     const row = page.getByRole('row', { name: /Reception/ });
     await row.waitFor();
@@ -115,12 +116,13 @@ test.serial(
 
     // Edited: it never fails over.
     await row.getByRole('button', { name: 'Edit' }).click();
-    const failover = page.getByLabel('Failover after (seconds)');
+    const form = page.getByRole('region', { name: 'Edit pool Reception' });
+    const failover = form.getByLabel('Failover after (seconds)');
+    t.is(await failover.inputValue(), '30');
     await failover.fill('0');
     t.is(await failover.inputValue(), '0');
-    await page.getByRole('button', { name: 'Save pool' }).click();
+    await form.getByRole('button', { name: 'Save pool' }).click();
     // Saved, the form closes; if it stays, what it says is why.
-    const form = page.getByRole('region', { name: 'Edit pool Reception' });
     await form.waitFor({ state: 'detached' }).catch(async (error: Error) => {
       throw new Error(`${error.message}\nthe form says: ${await form.textContent()}`);
     });
@@ -168,7 +170,8 @@ test.serial(
 
     const page = await signedIn(OWNER, '/jobs');
     const cell = page.locator(`tr[data-job-id="${jobId}"] td[data-label="Printer"]`);
-    await cell.getByText('waiting for a member of').waitFor();
+    // The pool's name replaces its id once the page has read the pools.
+    await cell.filter({ hasText: 'waiting for a member of Annex room' }).waitFor();
     t.regex((await cell.textContent()) ?? '', /waiting for a member of Annex room/);
 
     // Its pool cannot be deleted while the job waits: the page says what the API answers.

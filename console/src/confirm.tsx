@@ -3,7 +3,7 @@
  * will happen.
  */
 import type { ComponentChildren, JSX } from 'preact';
-import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useCallback, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 
 /** What a confirmation asks: a question, what will happen, and the button that does it. */
 export interface ConfirmRequest {
@@ -49,7 +49,7 @@ function ConfirmDialog(props: { req: ConfirmRequest; onDone(ok: boolean): void }
   const ref = useRef<HTMLDialogElement>(null);
   const keep = useRef<HTMLButtonElement>(null);
   const id = useId();
-  useEffect(() => {
+  useLayoutEffect(() => {
     // Modal: the rest of the page is inert until it closes, and Escape closes it. The harmless
     // answer has the focus, so that Enter alone does nothing lasting.
     ref.current?.showModal();

@@ -62,6 +62,8 @@ interface InputAttributes {
   maxLength?: number;
   placeholder?: string;
   autocomplete?: string;
+  /** The id of a `datalist` whose values are offered as the field is typed in. */
+  list?: string;
   'aria-describedby'?: string;
 }
 

@@ -20,6 +20,7 @@ import { AcceptInvitation, SignIn } from './pages/auth.js';
 import { OverviewPage, PrintersPage, StationsPage } from './pages/fleet.js';
 import { JobPage, JobsPage } from './pages/jobs.js';
 import { KeysPage } from './pages/keys.js';
+import { LocationsPage } from './pages/locations.js';
 import { OrganizationsPage, useOrganizationsLink } from './pages/orgs.js';
 import { PeoplePage, SettingsPage } from './pages/people.js';
 import { PoolsPage } from './pages/pools.js';
@@ -36,6 +37,7 @@ const NAV: { href: string; label: string }[] = [
   { href: '/printers', label: 'Printers' },
   { href: '/pools', label: 'Pools' },
   { href: '/stations', label: 'Stations' },
+  { href: '/locations', label: 'Locations' },
   { href: '/keys', label: 'API keys' },
   { href: '/webhooks', label: 'Webhooks' },
   { href: '/organizations', label: 'Organizations' },
@@ -58,6 +60,8 @@ function Page(props: { path: string }): JSX.Element {
       return <PoolsPage />;
     case 'stations':
       return <StationsPage />;
+    case 'locations':
+      return <LocationsPage />;
     case 'keys':
       return <KeysPage />;
     case 'webhooks':

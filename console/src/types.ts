@@ -4,7 +4,7 @@
  * API changes. `/console/v1` is not in that document: its shapes are declared here, as
  * docs/console-api.md describes them.
  */
-import type { paths } from '../../client/types.js';
+import type { Location, paths } from '../../client/types.js';
 import type { Role } from '../../lib/roles.js';
 
 export type {
@@ -27,6 +27,9 @@ export type {
   UsageDay,
 } from '../../client/types.js';
 export { ROLES, type Role } from '../../lib/roles.js';
+
+/** A location as the console's list answers it: as `/v1` shows it, with its number of stations. */
+export type ConsoleLocation = Location & { station_count: number };
 
 /** The JSON answer of `method` on `path` with status `status`. */
 type Answer<

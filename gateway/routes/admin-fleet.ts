@@ -5,9 +5,10 @@
  * there: an id of another organization answers 404.
  */
 import { Router } from '@koa/router';
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import type { AuditEntry } from '../../gen/spool/v1/accounts.js';
+import type { UpdateLocationRequest, UpdateStationRequest } from '../../gen/spool/v1/stations.js';
 import { invalid } from '../../lib/errors.js';
 import { rfc3339OrNull } from '../../lib/time.js';
 import { type OperatorToken, requireOperator } from '../auth.js';
@@ -22,7 +23,7 @@ import { adminStationView, locationView, orgView, printerView, templateView } fr
 import {
   CreateLocationBody,
   CreateTemplateBody,
-  isTimeZone,
+  checkTimeZone,
   newName,
   stationLocation,
 } from './admin.js';
@@ -48,8 +49,36 @@ export const UpdateStationBody = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The stations request that changes a station as a body asks (operator and console alike); the
+ * console's body has fewer of the fields.
+ */
+export function updateStationRequest(
+  orgId: string,
+  stationId: string,
+  req: Partial<Static<typeof UpdateStationBody>>,
+): UpdateStationRequest {
+  return {
+    orgId,
+    stationId,
+    name: req.name,
+    locationId: req.location_id === undefined ? undefined : stationLocation(req.location_id),
+    region: req.region,
+  };
+}
+
 /** A location's changes: any of what it was created with. */
 export const UpdateLocationBody = Type.Partial(CreateLocationBody);
+
+/** The stations request that changes a location as a body asks (operator and console alike). */
+export function updateLocationRequest(
+  orgId: string,
+  locationId: string,
+  req: Static<typeof UpdateLocationBody>,
+): UpdateLocationRequest {
+  checkTimeZone(req.timezone);
+  return { orgId, locationId, name: req.name, address: req.address, timezone: req.timezone };
+}
 
 const { name, kind, body: templateBody, fields } = CreateTemplateBody.properties;
 export const UpdateTemplateBody = Type.Object(
@@ -150,13 +179,7 @@ export function adminFleetRouter(deps: {
 
   router.patch('/orgs/:org/stations/:id', async (ctx) => {
     const req = await changes(ctx, UpdateStationBody, deps.bodyLimit);
-    const { station } = await stations.updateStation({
-      orgId: org(ctx),
-      stationId: id(ctx),
-      name: req.name,
-      locationId: req.location_id === undefined ? undefined : stationLocation(req.location_id),
-      region: req.region,
-    });
+    const { station } = await stations.updateStation(updateStationRequest(org(ctx), id(ctx), req));
     ctx.body = { station: adminStationView(station) };
   });
 
@@ -212,6 +235,7 @@ export function adminFleetRouter(deps: {
     const res = await stations.listLocations({
       orgId: await knownOrg(ctx),
       ...listParams(ctx.query),
+      countStations: false,
     });
     ctx.body = { items: res.items.map(locationView), next_cursor: res.nextCursor };
   });
@@ -223,19 +247,9 @@ export function adminFleetRouter(deps: {
 
   router.patch('/orgs/:org/locations/:id', async (ctx) => {
     const req = await changes(ctx, UpdateLocationBody, deps.bodyLimit);
-    if (req.timezone !== undefined && req.timezone !== '' && !isTimeZone(req.timezone)) {
-      throw invalid(
-        `timezone must be an IANA time zone such as Europe/Berlin; ${JSON.stringify(req.timezone)} is not one`,
-        'timezone',
-      );
-    }
-    const { location } = await stations.updateLocation({
-      orgId: org(ctx),
-      locationId: id(ctx),
-      name: req.name,
-      address: req.address,
-      timezone: req.timezone,
-    });
+    const { location } = await stations.updateLocation(
+      updateLocationRequest(org(ctx), id(ctx), req),
+    );
     ctx.body = { location: locationView(location) };
   });
 

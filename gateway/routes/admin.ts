@@ -5,6 +5,7 @@
 import { Router } from '@koa/router';
 import { type Static, Type } from '@sinclair/typebox';
 import type { CreateApiKeyRequest } from '../../gen/spool/v1/accounts.js';
+import type { CreateLocationRequest } from '../../gen/spool/v1/stations.js';
 import { SCOPES } from '../../lib/credentials.js';
 import { invalid } from '../../lib/errors.js';
 import { ROLES } from '../../lib/roles.js';
@@ -105,6 +106,34 @@ export const CreateLocationBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export type CreateLocation = Static<typeof CreateLocationBody>;
+
+/** Whether `name` is a time zone of the IANA database that Node's Intl knows (aliases included). */
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A location's `timezone`, when given, is an IANA time zone or empty (none). */
+export function checkTimeZone(timezone: string | undefined): void {
+  if (timezone !== undefined && timezone !== '' && !isTimeZone(timezone)) {
+    throw invalid(
+      `timezone must be an IANA time zone such as Europe/Berlin; ${JSON.stringify(timezone)} is not one`,
+      'timezone',
+    );
+  }
+}
+
+/** The stations request that creates the location a body asks for (operator and console alike). */
+export function createLocationRequest(orgId: string, req: CreateLocation): CreateLocationRequest {
+  checkTimeZone(req.timezone);
+  return { orgId, name: req.name, address: req.address ?? '', timezone: req.timezone ?? '' };
+}
 
 export const CreateTemplateBody = Type.Object(
   {
@@ -293,16 +322,6 @@ export const InviteBody = Type.Object(
 
 export const ChangeRoleBody = Type.Object({ role: RoleSchema }, { additionalProperties: false });
 
-/** Whether `name` is a time zone of the IANA database that Node's Intl knows (aliases included). */
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** What each 201 of the operator API creates, named in its `Location` header. */
 export const ADMIN_CREATED = {
   org: { field: 'org', location: '/admin/v1/orgs/{id}' },
@@ -460,18 +479,9 @@ export function adminRouter(deps: AdminDeps): Router<GatewayState> {
 
   router.post('/orgs/:org/locations', setLocation(ADMIN_CREATED.location), async (ctx) => {
     const req = await body(ctx, CreateLocationBody, deps.bodyLimit);
-    if (req.timezone !== undefined && req.timezone !== '' && !isTimeZone(req.timezone)) {
-      throw invalid(
-        `timezone must be an IANA time zone such as Europe/Berlin; ${JSON.stringify(req.timezone)} is not one`,
-        'timezone',
-      );
-    }
-    const { location } = await stations.createLocation({
-      orgId: ctx.params.org ?? '',
-      name: req.name,
-      address: req.address ?? '',
-      timezone: req.timezone ?? '',
-    });
+    const { location } = await stations.createLocation(
+      createLocationRequest(ctx.params.org ?? '', req),
+    );
     ctx.status = 201;
     ctx.body = { location: locationView(location) };
   });

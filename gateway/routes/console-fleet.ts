@@ -2,14 +2,24 @@
  * The console's keys and fleet of an organization (docs/console-api.md): API keys, stations and
  * printers.
  */
-import { body } from '../body.js';
+import { Type } from '@sinclair/typebox';
+import { body, changes } from '../body.js';
 import type { Backends } from '../clients.js';
 import { DIAGNOSE_DEADLINE_MS, DiagnoseBody, diagnosisView } from '../diagnosis.js';
 import { deletePrinter } from '../printer-deletion.js';
 import { rejectUnknownParams } from '../query.js';
 import { adminStationView, keyView, stationView } from '../views.js';
 import { CreateKeyBody, CreateStationBody, createKeyRequest, stationLocation } from './admin.js';
+import { UpdateStationBody, updateStationRequest } from './admin-fleet.js';
 import type { ConsoleKit } from './console-kit.js';
+
+/**
+ * What an admin changes of a station in the console: its location. A new home region is the
+ * operator's to give (its agent's link moves), and nothing in the console renames a station.
+ */
+export const ConsoleUpdateStationBody = Type.Pick(UpdateStationBody, ['location_id'], {
+  additionalProperties: false,
+});
 
 /** Every station of the organization (up to 10,000), read page by page. */
 export async function allStations(stations: Backends['stations'], orgId: string) {
@@ -72,6 +82,15 @@ export function fleetRoutes(kit: ConsoleKit): void {
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { station: stationView(station), token };
+  });
+
+  // Moves a station to another location of the organization, or out of its location (null).
+  router.patch('/orgs/:org/stations/:id', signedIn, role('admin'), async (ctx) => {
+    const req = await changes(ctx, ConsoleUpdateStationBody, deps.bodyLimit);
+    const { station } = await stations.updateStation(
+      updateStationRequest(orgOf(ctx), ctx.params.id ?? '', req),
+    );
+    ctx.body = { station: adminStationView(station) };
   });
 
   // The station's linked agent's log lines, printers and versions (docs/agent.md, "Diagnosis").

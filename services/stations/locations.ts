@@ -23,11 +23,13 @@ export interface LocationStore {
     timezone: string;
   }): Promise<Location>;
   getLocation(orgId: string, id: string): Promise<Location>;
+  /** A page of locations; with `countStations`, the stations in each, by its id (none: absent). */
   listLocations(
     orgId: string,
     limit: number,
     cursor: string,
-  ): Promise<{ items: Location[]; nextCursor: string }>;
+    countStations?: boolean,
+  ): Promise<{ items: Location[]; nextCursor: string; stationCounts: Record<string, number> }>;
   /** Changes a location; one whose fields already read so changes nothing and queues no event. */
   updateLocation(
     orgId: string,
@@ -88,7 +90,7 @@ export function createLocationStore(
       return toLocation(rows[0]);
     },
 
-    async listLocations(orgId, limit, cursor) {
+    async listLocations(orgId, limit, cursor, countStations = false) {
       const { items, nextCursor } = await listOldestFirst<LocationRow>(
         pool,
         {
@@ -99,7 +101,17 @@ export function createLocationStore(
         limit,
         cursor,
       );
-      return { items: items.map(toLocation), nextCursor };
+      const stationCounts: Record<string, number> = {};
+      if (countStations && items.length > 0) {
+        const { rows } = await pool.query<{ location_id: string; stations: number }>(
+          `SELECT location_id, count(*)::INT AS stations FROM stations
+           WHERE org_id = $1 AND location_id = ANY($2::UUID[])
+           GROUP BY location_id`,
+          [orgId, items.map((row) => row.id)],
+        );
+        for (const row of rows) stationCounts[row.location_id] = row.stations;
+      }
+      return { items: items.map(toLocation), nextCursor, stationCounts };
     },
 
     async updateLocation(orgId, id, changes) {

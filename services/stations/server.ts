@@ -108,7 +108,7 @@ export function createStationsServer(deps: {
 
     async listLocations(req) {
       const orgId = requireUuid(req.orgId, 'organization');
-      return store.listLocations(orgId, pageLimit(req.limit), req.cursor);
+      return store.listLocations(orgId, pageLimit(req.limit), req.cursor, req.countStations);
     },
 
     async listStations(req) {

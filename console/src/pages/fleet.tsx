@@ -1,17 +1,17 @@
 /** Overview, printers and stations. */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { DiagnosisView } from '../../../lib/contracts/diagnosis-view.js';
-import { del, enc, get, post, query } from '../api.js';
+import { del, enc, get, patch, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
 import { useConfirm } from '../confirm.js';
-import { Field, Form, Options, Panel } from '../forms.js';
+import { Field, Form, FormButtons, Options, Panel } from '../forms.js';
 import { JobsPerDaySection } from '../jobs-chart.js';
 import { useLive } from '../live.js';
 import { useAction, useResource } from '../resource.js';
 import { urlPager, useSearch } from '../router.js';
 import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
-import type { LocationPage, Overview, Printer, PrinterPage, Station } from '../types.js';
+import type { Location, LocationPage, Overview, Printer, PrinterPage, Station } from '../types.js';
 import { ErrorText, PageHeader, SecretBox, Status, Time } from '../ui.js';
 import { StationDiagnosis } from './station-diagnosis.js';
 
@@ -188,6 +188,45 @@ export function PrintersPage(): JSX.Element {
   );
 }
 
+/** Moves `station` to another location of the organization, or out of its location. */
+function MoveStationForm(props: {
+  orgId: string;
+  station: Station;
+  locations: readonly Location[];
+  onMoved(): Promise<void>;
+  onClose(): void;
+}): JSX.Element {
+  const { station } = props;
+  const [to, setTo] = useState(station.location_id ?? '');
+  const select = useRef<HTMLSelectElement>(null);
+  useLayoutEffect(() => select.current?.focus(), []);
+  const move = useAction(async () => {
+    await patch(`/console/v1/orgs/${enc(props.orgId)}/stations/${enc(station.id)}`, {
+      location_id: to === '' ? null : to,
+    });
+    await props.onMoved();
+  });
+  return (
+    <Panel id="move-station" title={`Move station ${station.name}`}>
+      <Form class="inline-form" onSubmit={move.run}>
+        <label>
+          To location
+          <select ref={select} value={to} onChange={(e) => setTo(e.currentTarget.value)}>
+            <Options items={props.locations} empty="None" />
+          </select>
+        </label>
+        <FormButtons
+          submit="Move station"
+          disabled={move.busy || to === (station.location_id ?? '')}
+          back="Don't move"
+          onBack={props.onClose}
+        />
+      </Form>
+      <ErrorText error={move.error} />
+    </Panel>
+  );
+}
+
 export function StationsPage(): JSX.Element {
   const { org } = useApp();
   const canCreate = useCan('admin');
@@ -226,6 +265,9 @@ export function StationsPage(): JSX.Element {
   const locationName = (id: string | null) =>
     id ? (locations.data?.locations.find((l) => l.id === id)?.name ?? id) : '';
   const items = r.data?.items ?? [];
+  /** The station whose move is being chosen, as the list last read it. */
+  const [moving, setMoving] = useState<string | null>(null);
+  const movingStation = items.find((s) => s.id === moving);
   return (
     <>
       <PageHeader title="Stations" />
@@ -261,6 +303,19 @@ export function StationsPage(): JSX.Element {
             />
           ) : null}
         </Panel>
+      ) : null}
+      {canCreate && movingStation ? (
+        <MoveStationForm
+          key={movingStation.id}
+          orgId={org.id}
+          station={movingStation}
+          locations={locations.data?.locations ?? []}
+          onClose={() => setMoving(null)}
+          onMoved={async () => {
+            setMoving(null);
+            await r.reload();
+          }}
+        />
       ) : null}
       <ErrorText error={r.error} />
       <ErrorText error={diagnose.error} />
@@ -315,6 +370,15 @@ export function StationsPage(): JSX.Element {
                   onClick={() => void diagnose.run(s)}
                 >
                   Diagnose
+                </button>{' '}
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-describedby={`station-${s.id}`}
+                  title="Put it in another location, or in none"
+                  onClick={() => setMoving(s.id)}
+                >
+                  Move
                 </button>
               </ActionsCell>
             ) : null}

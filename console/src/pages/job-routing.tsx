@@ -3,7 +3,7 @@
  * for one), the routing in its timeline by printer name, and moving it to another printer.
  */
 import type { JSX } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { enc, post } from '../api.js';
 import { FormButtons } from '../forms.js';
 import { useAction } from '../resource.js';
@@ -130,7 +130,7 @@ export function MoveForm(props: {
   const rest = others.filter((p) => !members.includes(p));
   const [to, setTo] = useState(() => (members[0] ?? rest[0])?.id ?? '');
   const select = useRef<HTMLSelectElement>(null);
-  useEffect(() => select.current?.focus(), []);
+  useLayoutEffect(() => select.current?.focus(), []);
   const move = useAction(async () => {
     await post(`/v1/orgs/${enc(props.orgId)}/jobs/${enc(job.id)}/move`, { printer_id: to });
     await props.onMoved();

@@ -4,7 +4,7 @@
  * delete. The menu's `Organizations` link is shown by {@link useOrganizationsLink}.
  */
 import type { JSX } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import {
   MAX_CHILD_NAME_LENGTH,
   MAX_CHILD_REFERENCE_LENGTH,
@@ -58,8 +58,9 @@ function ChildForm(props: { orgId: string; onCreated(): Promise<void>; onClose()
   const [name, setName] = useState('');
   const [reference, setReference] = useState('');
   const box = useRef<HTMLDivElement>(null);
-  // The person opened the form to fill it in: its first field has the focus.
-  useEffect(() => box.current?.querySelector('input')?.focus(), []);
+  // The person opened the form to fill it in: its first field has the focus, given as the form
+  // appears (a layout effect), so that nothing typed meanwhile lands in a field it then leaves.
+  useLayoutEffect(() => box.current?.querySelector('input')?.focus(), []);
   const create = useAction(async () => {
     const body: CreateChildOrgRequest = { name: name.trim() };
     if (reference.trim()) body.reference = reference.trim();

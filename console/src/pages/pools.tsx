@@ -3,7 +3,7 @@
  * and routing"). The list, and for developers and above create, edit and delete.
  */
 import type { JSX } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import {
   DEFAULT_FAILOVER_AFTER_S,
   DEFAULT_POOL_STRATEGY,
@@ -13,12 +13,12 @@ import {
 } from '../../../lib/contracts/pools.js';
 import { del, enc, get, patch, post, query } from '../api.js';
 import { useApp, useCan } from '../app.js';
-import { useConfirm } from '../confirm.js';
+import { EditDeleteCell, useEditing } from '../editing.js';
 import { Field, Form, FormButtons, Panel, Radios } from '../forms.js';
 import { useLive } from '../live.js';
 import { useAction, useResource } from '../resource.js';
 import { urlPager, useSearch } from '../router.js';
-import { ActionsCell, DangerButton, Pager, Table } from '../table.js';
+import { Pager, Table } from '../table.js';
 import type { Pool, PoolPage, Printer, PrinterPage } from '../types.js';
 import { ErrorText, PageHeader, short, Time } from '../ui.js';
 
@@ -171,8 +171,9 @@ function PoolForm(props: {
   const { pool } = props;
   const [draft, setDraft] = useState<Draft>(() => draftOf(pool));
   const box = useRef<HTMLDivElement>(null);
-  // The person opened the form to fill it in: its first field has the focus.
-  useEffect(() => box.current?.querySelector('input')?.focus(), [pool?.id]);
+  // The person opened the form to fill it in: its first field has the focus, given as the form
+  // appears (a layout effect), so that nothing typed meanwhile lands in a field it then leaves.
+  useLayoutEffect(() => box.current?.querySelector('input')?.focus(), [pool?.id]);
   const save = useAction(async () => {
     if (draft.printer_ids.length === 0) throw new Error('Choose at least one printer.');
     const body = {
@@ -263,16 +264,10 @@ export function PoolsPage(): JSX.Element {
   );
   const printerName = (id: string) =>
     printers.data?.printers.find((p) => p.id === id)?.name ?? `printer ${short(id)}`;
-  /** The form shown: a new pool's, or the pool being edited's. */
-  const [form, setForm] = useState<{ pool?: Pool } | null>(null);
-  const remove = useAction(async (id: string) => {
-    await del(`/v1/orgs/${enc(org.id)}/pools/${enc(id)}`);
-    if (form?.pool?.id === id) setForm(null);
-    await r.reload();
-  });
-  const confirm = useConfirm();
-  const askRemove = async (p: Pool) => {
-    const ok = await confirm.ask({
+  const editing = useEditing<Pool>({
+    remove: (id) => del(`/v1/orgs/${enc(org.id)}/pools/${enc(id)}`),
+    reload: r.reload,
+    confirmOf: (p) => ({
       title: `Delete the pool ${p.name}?`,
       body: (
         <>
@@ -281,47 +276,37 @@ export function PoolsPage(): JSX.Element {
         </>
       ),
       confirm: 'Delete pool',
-    });
-    if (ok) await remove.run(p.id);
-  };
+    }),
+  });
   const pools = r.data?.items ?? [];
   return (
     <>
       <PageHeader title="Pools">
-        {canWrite && !(form && !form.pool) ? (
-          <button
-            type="button"
-            onClick={() => {
-              remove.clear();
-              setForm({});
-            }}
-          >
+        {canWrite && !editing.creating ? (
+          <button type="button" onClick={editing.create}>
             Create pool
           </button>
         ) : null}
       </PageHeader>
-      {confirm.dialog}
+      {editing.dialog}
       <p class="lead">
         A job sent to a pool goes to one of its printers that can print it now, chosen by the pool's
         strategy; while none can, it waits, and a printer that stops printing hands its waiting jobs
         on to another member.
       </p>
-      {form && canWrite ? (
+      {editing.form && canWrite ? (
         <PoolForm
-          key={form.pool?.id ?? 'new'}
+          key={editing.form.item?.id ?? 'new'}
           orgId={org.id}
-          pool={form.pool}
+          pool={editing.form.item}
           printers={printers.data?.printers ?? []}
           printerName={printerName}
-          onClose={() => setForm(null)}
-          onSaved={async () => {
-            setForm(null);
-            await r.reload();
-          }}
+          onClose={editing.close}
+          onSaved={editing.saved}
         />
       ) : null}
       <ErrorText error={r.error || printers.error} />
-      <ErrorText error={remove.error} />
+      <ErrorText error={editing.removing.error} />
       <Table
         label="Pools"
         columns={['Name', 'Members', 'Strategy', 'Failover after', 'Created']}
@@ -351,26 +336,13 @@ export function PoolsPage(): JSX.Element {
               <Time at={p.created_at} />
             </td>
             {canWrite ? (
-              <ActionsCell>
-                <button
-                  type="button"
-                  class="secondary"
-                  aria-describedby={`pool-${p.id}`}
-                  onClick={() => {
-                    remove.clear();
-                    setForm({ pool: p });
-                  }}
-                >
-                  Edit
-                </button>{' '}
-                <DangerButton
-                  busy={remove.busy}
-                  describedBy={`pool-${p.id}`}
-                  onClick={() => void askRemove(p)}
-                >
-                  Delete pool
-                </DangerButton>
-              </ActionsCell>
+              <EditDeleteCell
+                describedBy={`pool-${p.id}`}
+                busy={editing.removing.busy}
+                onEdit={() => editing.edit(p)}
+                onDelete={() => void editing.askRemove(p)}
+                deleteLabel="Delete pool"
+              />
             ) : null}
           </tr>
         )}

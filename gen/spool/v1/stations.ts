@@ -139,11 +139,20 @@ export interface ListLocationsRequest {
   orgId: string;
   limit: number;
   cursor: string;
+  /** Whether to count the stations in each location listed (the console shows the counts). */
+  countStations: boolean;
 }
 
 export interface ListLocationsResponse {
   items: Location[];
   nextCursor: string;
+  /** With count_stations: the stations in each location listed, by its id; one with none is absent. */
+  stationCounts: { [key: string]: number };
+}
+
+export interface ListLocationsResponse_StationCountsEntry {
+  key: string;
+  value: number;
 }
 
 export interface CreateStationRequest {
@@ -2029,7 +2038,7 @@ export const GetLocationResponse: MessageFns<GetLocationResponse> = {
 };
 
 function createBaseListLocationsRequest(): ListLocationsRequest {
-  return { orgId: "", limit: 0, cursor: "" };
+  return { orgId: "", limit: 0, cursor: "", countStations: false };
 }
 
 export const ListLocationsRequest: MessageFns<ListLocationsRequest> = {
@@ -2042,6 +2051,9 @@ export const ListLocationsRequest: MessageFns<ListLocationsRequest> = {
     }
     if (message.cursor !== "") {
       writer.uint32(26).string(message.cursor);
+    }
+    if (message.countStations !== false) {
+      writer.uint32(32).bool(message.countStations);
     }
     return writer;
   },
@@ -2083,6 +2095,14 @@ export const ListLocationsRequest: MessageFns<ListLocationsRequest> = {
             message.cursor = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.countStations = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2104,6 +2124,11 @@ export const ListLocationsRequest: MessageFns<ListLocationsRequest> = {
         : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
       cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+      countStations: isSet(object.countStations)
+        ? globalThis.Boolean(object.countStations)
+        : isSet(object.count_stations)
+        ? globalThis.Boolean(object.count_stations)
+        : false,
     };
   },
 
@@ -2118,6 +2143,9 @@ export const ListLocationsRequest: MessageFns<ListLocationsRequest> = {
     if (message.cursor !== "") {
       obj.cursor = message.cursor;
     }
+    if (message.countStations !== false) {
+      obj.countStations = message.countStations;
+    }
     return obj;
   },
 
@@ -2129,12 +2157,13 @@ export const ListLocationsRequest: MessageFns<ListLocationsRequest> = {
     message.orgId = object.orgId ?? "";
     message.limit = object.limit ?? 0;
     message.cursor = object.cursor ?? "";
+    message.countStations = object.countStations ?? false;
     return message;
   },
 };
 
 function createBaseListLocationsResponse(): ListLocationsResponse {
-  return { items: [], nextCursor: "" };
+  return { items: [], nextCursor: "", stationCounts: {} };
 }
 
 export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
@@ -2145,6 +2174,9 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
     if (message.nextCursor !== "") {
       writer.uint32(18).string(message.nextCursor);
     }
+    globalThis.Object.entries(message.stationCounts).forEach(([key, value]: [string, number]) => {
+      ListLocationsResponse_StationCountsEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
     return writer;
   },
 
@@ -2177,6 +2209,17 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
             message.nextCursor = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = ListLocationsResponse_StationCountsEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.stationCounts[entry3.key] = entry3.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2197,6 +2240,33 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
         : isSet(object.next_cursor)
         ? globalThis.String(object.next_cursor)
         : "",
+      stationCounts: isObject(object.stationCounts)
+        ? (globalThis.Object.entries(object.stationCounts) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.station_counts)
+        ? (globalThis.Object.entries(object.station_counts) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -2208,6 +2278,15 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
     if (message.nextCursor !== "") {
       obj.nextCursor = message.nextCursor;
     }
+    if (message.stationCounts) {
+      const entries = globalThis.Object.entries(message.stationCounts) as [string, number][];
+      if (entries.length > 0) {
+        obj.stationCounts = {};
+        entries.forEach(([k, v]) => {
+          obj.stationCounts[k] = Math.round(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -2218,6 +2297,100 @@ export const ListLocationsResponse: MessageFns<ListLocationsResponse> = {
     const message = createBaseListLocationsResponse();
     message.items = object.items?.map((e) => Location.fromPartial(e)) || [];
     message.nextCursor = object.nextCursor ?? "";
+    message.stationCounts = (globalThis.Object.entries(object.stationCounts ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseListLocationsResponse_StationCountsEntry(): ListLocationsResponse_StationCountsEntry {
+  return { key: "", value: 0 };
+}
+
+export const ListLocationsResponse_StationCountsEntry: MessageFns<ListLocationsResponse_StationCountsEntry> = {
+  encode(message: ListLocationsResponse_StationCountsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(16).uint32(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListLocationsResponse_StationCountsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListLocationsResponse_StationCountsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.value = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListLocationsResponse_StationCountsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: ListLocationsResponse_StationCountsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListLocationsResponse_StationCountsEntry>): ListLocationsResponse_StationCountsEntry {
+    return ListLocationsResponse_StationCountsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListLocationsResponse_StationCountsEntry>): ListLocationsResponse_StationCountsEntry {
+    const message = createBaseListLocationsResponse_StationCountsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
     return message;
   },
 };
