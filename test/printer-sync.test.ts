@@ -73,7 +73,6 @@ test('a link opening records added, changed and removed printers and says so onc
     async () => events.events.some((e) => e.type === 'station.offline'),
     (seen) => seen,
   );
-  const before = await printers();
 
   // The agent comes back a minute later: one printer as it was (with new paper sizes, which is
   // not a status change), one jammed, one new, one gone.
@@ -122,8 +121,8 @@ test('a link opening records added, changed and removed printers and says so onc
   const after = await printers();
   t.like(after.get('kept'), { id: ids.kept, status: 'ready', detail: '' });
   t.deepEqual(after.get('kept')?.capabilities.paper_sizes, ['A3']);
-  // Only a change of status or detail moves `updated_at`.
-  t.is(after.get('kept')?.updated_at, before.get('kept')?.updated_at);
+  // Other capabilities are a change too, and move `updated_at`.
+  t.is(new Date(after.get('kept')?.updated_at ?? 0).getTime(), reopenedAt.getTime());
   t.like(after.get('changed'), { id: ids.changed, status: 'error', detail: 'paper jam' });
   t.is(new Date(after.get('changed')?.updated_at ?? 0).getTime(), reopenedAt.getTime());
   t.like(after.get('relabelled'), { status: 'ready', detail: 'now on tray 2' });
@@ -161,6 +160,19 @@ test('a link opening records added, changed and removed printers and says so onc
       [ids.relabelled, 'removed'],
     ].sort(),
   );
+
+  // The same list again, but for one status: the printers that did not change keep their time.
+  sys.clock.advance(60_000);
+  second.send({
+    printers: { printers: [printer('kept'), printer('changed', 'offline'), printer('gone')] },
+  });
+  await eventually(
+    async () => (await printers()).get('changed')?.status,
+    (status) => status === 'offline',
+  );
+  const unchanged = await printers();
+  t.is(unchanged.get('kept')?.updated_at, listed.get('kept')?.updated_at);
+  t.is(unchanged.get('gone')?.updated_at, listed.get('gone')?.updated_at);
 });
 
 test('links that open at once are recorded together, each with its own printers and events', async (t) => {

@@ -6,7 +6,8 @@
  * station, printer or pool events, and no key gets the key events, which a signed-in member does;
  * webhooks never get them.
  */
-import anyTest, { type TestFn } from 'ava';
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import type { PrinterCapabilities } from '../gen/spool/v1/stations.js';
 import { RESOURCE_EVENT_TYPES } from '../lib/contracts/event-types.js';
 import { type Browser, member } from './helpers/console.js';
 import { connectLink, printer } from './helpers/link-client.js';
@@ -398,8 +399,28 @@ test('pools made, changed, left by a deleted printer and deleted arrive as pool 
 });
 
 type PrinterData = {
-  printer: Record<string, unknown> & { id: string; name: string; station_id: string };
+  printer: Record<string, unknown> & {
+    id: string;
+    name: string;
+    station_id: string;
+    capabilities: { color: boolean };
+  };
 };
+
+/** A station's printers as the key-based API lists them. */
+async function printersOf(
+  t: ExecutionContext<Ctx>,
+  stationId: string,
+): Promise<PrinterData['printer'][]> {
+  const { sys, orgId, reader } = t.context;
+  const res = await call<{ printers: PrinterData['printer'][] }>(
+    sys.url,
+    'GET',
+    `/v1/orgs/${orgId}/printers?station_id=${stationId}`,
+    { token: reader },
+  );
+  return res.body.printers;
+}
 
 test("a printer's first report sends printer.created once, in the API list's shape; one deleted and reported again is created again", async (t) => {
   const { sys, orgId } = t.context;
@@ -418,16 +439,7 @@ test("a printer's first report sends printer.created once, in the API list's sha
     location_id: place.body.location.id,
   });
   const ofStation = (d: PrinterData) => d.printer.station_id === station.id;
-  /** The station's printers as the key-based API lists them. */
-  const listed = async () =>
-    (
-      await call<{ printers: PrinterData['printer'][] }>(
-        sys.url,
-        'GET',
-        `/v1/orgs/${orgId}/printers?station_id=${station.id}`,
-        { token: t.context.reader },
-      )
-    ).body.printers;
+  const listed = () => printersOf(t, station.id);
 
   // First reported in the link's hello.
   const link = await connectLink(sys.linkAddress, station.token, [printer('hello-1')]);
@@ -483,6 +495,68 @@ test("a printer's first report sends printer.created once, in the API list's sha
   );
   t.truthy(again);
   t.deepEqual(created(), ['hello-1', 'later-1', 'hello-1']);
+});
+
+test('a printer reported with other capabilities sends printer.updated in the API shape, on a report and on a new link', async (t) => {
+  const { sys, orgId } = t.context;
+  const stream = await openStream(
+    streamUrl(t, '?types=printer.created,printer.updated,printer.status'),
+    { token: t.context.reader },
+  );
+  t.teardown(() => stream.close());
+  const station = await createStation(sys.url, orgId, { name: 'Changing printers' });
+  const ofStation = (d: PrinterData) => d.printer.station_id === station.id;
+  const listed = async () => (await printersOf(t, station.id))[0];
+  const plain = printer('changing');
+  const link = await connectLink(sys.linkAddress, station.token, [plain]);
+  t.teardown(() => link.close());
+  const created = await eventOf<PrinterData>(stream, 'printer.created', ofStation);
+  const id = created.data.printer.id;
+
+  // A report with a tray and colour: the printer can do more, its status is the same.
+  const colour = {
+    ...plain,
+    capabilities: { ...(plain.capabilities as PrinterCapabilities), color: true, trays: ['main'] },
+  };
+  link.send({ printers: { printers: [colour] } });
+  const updated = await eventOf<PrinterData>(stream, 'printer.updated', ofStation);
+  t.like(updated.data.printer, {
+    id,
+    status: 'ready',
+    capabilities: { color: true, trays: ['main'] },
+  });
+  t.deepEqual(updated.data.printer, await listed());
+
+  // The same again, then a change of status alone: no other printer.updated.
+  link.send({ printers: { printers: [colour] } });
+  link.send({ printers: { printers: [{ ...colour, status: 'offline' }] } });
+  await eventOf<{ printer_id: string; status: string }>(
+    stream,
+    'printer.status',
+    (d) => d.printer_id === id && d.status === 'offline',
+  );
+  const updates = () =>
+    stream.messages
+      .filter((m) => m.event === 'printer.updated')
+      .map((m) => bodyOf<PrinterData>(m).data)
+      .filter(ofStation);
+  t.is(updates().length, 1);
+
+  // A new link whose hello reports it as it was: updated again.
+  link.close();
+  const again = await connectLink(sys.linkAddress, station.token, [plain]);
+  t.teardown(() => again.close());
+  const back = await eventOf<PrinterData>(
+    stream,
+    'printer.updated',
+    (d) => ofStation(d) && d.printer.capabilities.color === false,
+  );
+  t.deepEqual(back.data.printer, await listed());
+  t.is(updates().length, 2);
+  const creations = stream.messages
+    .filter((m) => m.event === 'printer.created')
+    .filter((m) => ofStation(bodyOf<PrinterData>(m).data));
+  t.is(creations.length, 1, 'it is the same printer');
 });
 
 test('a key without printers:read gets no printer.created', async (t) => {

@@ -9507,7 +9507,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description only these event types, comma separated: job.created, job.printed, job.failed, job.cancelled, job.retried, job.rerouted, station.online, station.offline, printer.status, location.created, location.updated, location.deleted, station.created, station.updated, station.deleted, printer.created, printer.deleted, pool.created, pool.updated, pool.deleted, api_key.created, api_key.revoked, member.created, member.updated, member.deleted, invitation.created, invitation.deleted, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted */
+                /** @description only these event types, comma separated: job.created, job.printed, job.failed, job.cancelled, job.retried, job.rerouted, station.online, station.offline, printer.status, location.created, location.updated, location.deleted, station.created, station.updated, station.deleted, printer.created, printer.updated, printer.deleted, pool.created, pool.updated, pool.deleted, api_key.created, api_key.revoked, member.created, member.updated, member.deleted, invitation.created, invitation.deleted, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted */
                 types?: string;
             };
             header?: {

@@ -30,8 +30,9 @@ export const PUBLISHED_EVENT_TYPES: readonly Exclude<EventType, 'ping'>[] = EVEN
 
 /**
  * Changes to an organization's resources that consoles need to stay current: locations and
- * stations created, changed and deleted, printers reported for the first time and deleted (a
- * printer's other changes are `printer.status`), pools created, changed and deleted, API keys
+ * stations created, changed and deleted, printers reported for the first time, with other
+ * capabilities and deleted (a printer's status is `printer.status`), pools created, changed and
+ * deleted, API keys
  * made and revoked, members added, given another role and removed, invitations sent and gone
  * (withdrawn, replaced or accepted), webhook endpoints made, changed and deleted. Only the event
  * stream carries them; webhook endpoints cannot subscribe to them and `*` does not include them
@@ -45,6 +46,7 @@ export const RESOURCE_EVENT_TYPES = [
   'station.updated',
   'station.deleted',
   'printer.created',
+  'printer.updated',
   'printer.deleted',
   'pool.created',
   'pool.updated',
@@ -96,6 +98,7 @@ export const EVENT_READERS: Readonly<Record<Exclude<StreamEventType, 'ping'>, Ev
   'station.updated': 'printers:read',
   'station.deleted': 'printers:read',
   'printer.created': 'printers:read',
+  'printer.updated': 'printers:read',
   'printer.deleted': 'printers:read',
   'pool.created': 'printers:read',
   'pool.updated': 'printers:read',

@@ -5,7 +5,7 @@
  * together are recorded together (group commit).
  */
 import type pg from 'pg';
-import type { PrinterReport } from '../../gen/spool/v1/stations.js';
+import type { PrinterCapabilities, PrinterReport } from '../../gen/spool/v1/stations.js';
 import type { Clock } from '../../lib/clock.js';
 import { queryThenCommit, withTx } from '../../lib/db.js';
 import { eventMessage } from '../../lib/events.js';
@@ -42,6 +42,7 @@ interface LinkStationRow {
   name: string | null;
   status: string | null;
   detail: string | null;
+  capabilities: Partial<PrinterCapabilities> | null;
 }
 
 /** A link opened: its station, and the ids of the printers its agent reported, by name. */
@@ -127,7 +128,7 @@ export function createLinkPresence(
         const { rows } = await tx.query<LinkStationRow>(
           `SELECT s.id AS station_id, s.name AS station_name, s.org_id, s.region, s.location_id,
              s.revoked_at, s.token_hash, s.online AS station_online,
-             p.id, p.name, p.status, p.detail
+             p.id, p.name, p.status, p.detail, p.capabilities
            FROM stations s LEFT JOIN printers p ON p.org_id = s.org_id AND p.station_id = s.id
            WHERE s.token_hash = ANY($1::BYTEA[])`,
           [first.map((o) => o.tokenHash)],

@@ -1,9 +1,11 @@
 /**
  * Printers as their station's agent reports them: each one reported is added or updated, one no
- * longer reported is `removed`, and `printer.status` is queued for every change; a printer added
- * queues `printer.created` before it.
+ * longer reported is `removed`, and `printer.status` is queued for every change of status; a
+ * printer added queues `printer.created` before it, and one whose capabilities changed
+ * `printer.updated`.
  */
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type pg from 'pg';
 import type { PrinterCapabilities, PrinterReport } from '../../gen/spool/v1/stations.js';
 import type { Clock } from '../../lib/clock.js';
@@ -15,7 +17,7 @@ import { columns, WriteBatch } from '../../lib/sql.js';
 import type { TraceCarrier } from '../../lib/tracing.js';
 import type { LinkStation } from './link-station.js';
 import { type Committed, OUTBOX_TABLE } from './station-outbox.js';
-import { groupBy, toPrinter } from './station-rows.js';
+import { groupBy, toPrinter, wholeCapabilities } from './station-rows.js';
 
 /** The status of a printer its station's agent no longer reports. */
 export const REMOVED = 'removed';
@@ -26,6 +28,8 @@ export interface PrinterState {
   name: string;
   status: string;
   detail: string;
+  /** As the row keeps them: a row older than a capability lacks it. */
+  capabilities: Partial<PrinterCapabilities> | null;
 }
 
 /** What a printer's API shape tells of its station: its location, home region and presence. */
@@ -66,13 +70,16 @@ function printerStatusEvent(
 }
 
 /**
- * A printer reported for the first time, for the event stream: `printer.created` with `{printer}`
- * as the API lists it, as the upsert writes it at `at`.
+ * A printer reported for the first time (`printer.created`) or with other capabilities
+ * (`printer.updated`), for the event stream: `{printer}` as the API lists it, as the upsert writes
+ * it at `at`.
  */
-function printerCreatedEvent(
+function printerEvent(
+  type: 'printer.created' | 'printer.updated',
   station: { id: string; orgId: string },
   id: string,
   report: PrinterReport,
+  capabilities: PrinterCapabilities,
   place: StationPlace,
   at: Date,
 ) {
@@ -83,15 +90,27 @@ function printerCreatedEvent(
     name: report.name,
     status: report.status,
     detail: report.detail,
-    // As the row keeps it: toPrinter fills in what a report left out.
-    capabilities: report.capabilities ?? ({} as PrinterCapabilities),
+    capabilities,
     created_at: at,
     updated_at: at,
     location_id: place.locationId,
     station_online: place.online,
     region: place.region,
   });
-  return eventMessage(station.orgId, 'printer.created', { printer: printerView(printer) }, at);
+  return eventMessage(station.orgId, type, { printer: printerView(printer) }, at);
+}
+
+/**
+ * The event a printer reported now needs beside its status: `printer.created` when it has no row,
+ * `printer.updated` when it can do other things than its row says, else none.
+ */
+function changeOf(
+  existing: PrinterState | undefined,
+  capabilities: PrinterCapabilities,
+): 'printer.created' | 'printer.updated' | undefined {
+  if (!existing) return 'printer.created';
+  const same = isDeepStrictEqual(wholeCapabilities(existing.capabilities ?? {}), capabilities);
+  return same ? undefined : 'printer.updated';
 }
 
 /** Where each of `stations` is, by station id. */
@@ -135,53 +154,64 @@ export async function syncPrinters(
   let byStation = read;
   if (!byStation) {
     const { rows } = await tx.query<PrinterState & { station_id: string }>(
-      `SELECT id, station_id, name, status, detail FROM printers
+      `SELECT id, station_id, name, status, detail, capabilities FROM printers
        WHERE org_id = ANY($1::UUID[]) AND station_id = ANY($2::UUID[])`,
       [[...new Set(syncs.map((s) => s.station.orgId))], syncs.map((s) => s.station.id)],
     );
     byStation = groupBy(rows, (r) => r.station_id);
   }
-  const known = (stationId: string, name: string) =>
-    (byStation.get(stationId) ?? []).some((p) => p.name === name);
-  // A new printer's event needs its station's place: read once, only when the caller had none.
+  // Each station's reports beside its printers' rows, matched by name; a name reported twice is
+  // one printer, as the last report of it says.
+  const plans = syncs.map((sync) => {
+    const current = byStation.get(sync.station.id) ?? [];
+    const byName = new Map(current.map((r) => [r.name, r]));
+    const reported = new Map(sync.reports.map((r) => [r.name, r]));
+    const printers = [...reported.values()].map((report) => {
+      const existing = byName.get(report.name);
+      const capabilities = wholeCapabilities(report.capabilities ?? {});
+      return { report, capabilities, existing, change: changeOf(existing, capabilities) };
+    });
+    return { sync, current, reported, printers };
+  });
+  // A new or changed printer's event needs its station's place: read once, only when the caller
+  // had none.
   const places = await placesOf(
     tx,
-    syncs
-      .filter((s) => !s.place && s.reports.some((r) => !known(s.station.id, r.name)))
-      .map((s) => s.station),
+    plans
+      .filter((p) => !p.sync.place && p.printers.some((x) => x.change !== undefined))
+      .map((p) => p.sync.station),
   );
-  const upserts: Array<{ id: string; orgId: string; stationId: string; report: PrinterReport }> =
-    [];
+  const upserts: Array<{
+    id: string;
+    orgId: string;
+    stationId: string;
+    report: PrinterReport;
+    capabilities: PrinterCapabilities;
+  }> = [];
   const gone: Array<{ orgId: string; id: string; trace: TraceCarrier | undefined }> = [];
-  const ids = syncs.map(({ station, reports, trace, place }) => {
+  const ids = plans.map(({ sync, current, reported, printers }) => {
+    const { station, trace, place } = sync;
     const headers = trace ? { headers: trace as Record<string, string> } : {};
-    const current = byStation.get(station.id) ?? [];
-    const byName = new Map(current.map((r) => [r.name, r]));
-    // A name reported twice is one printer, as the last report of it says.
-    const reported = new Map(reports.map((r) => [r.name, r]));
     const ids: Record<string, string> = {};
-    if (reported.size > 0) {
-      for (const report of reported.values()) {
-        const existing = byName.get(report.name);
-        // A new printer's id is chosen here: were the name inserted by another transaction
-        // meanwhile, SERIALIZABLE fails this one (and `withTx` runs it again) rather than let
-        // the upsert update a row this transaction did not read.
-        const id = existing?.id ?? randomUUID();
-        ids[report.name] = id;
-        upserts.push({ id, orgId: station.orgId, stationId: station.id, report });
-        const where = place ?? places.get(station.id);
-        if (!existing && where) {
-          messages.push({
-            ...printerCreatedEvent(station, id, report, where, now),
-            ...headers,
-          });
-        }
-        if (!existing || existing.status !== report.status || existing.detail !== report.detail)
-          messages.push({
-            ...printerStatusEvent(station.orgId, { id, ...report }, now),
-            ...headers,
-          });
+    for (const { report, capabilities, existing, change } of printers) {
+      // A new printer's id is chosen here: were the name inserted by another transaction
+      // meanwhile, SERIALIZABLE fails this one (and `withTx` runs it again) rather than let the
+      // upsert update a row this transaction did not read.
+      const id = existing?.id ?? randomUUID();
+      ids[report.name] = id;
+      upserts.push({ id, orgId: station.orgId, stationId: station.id, report, capabilities });
+      const where = place ?? places.get(station.id);
+      if (change && where) {
+        messages.push({
+          ...printerEvent(change, station, id, report, capabilities, where, now),
+          ...headers,
+        });
       }
+      if (!existing || existing.status !== report.status || existing.detail !== report.detail)
+        messages.push({
+          ...printerStatusEvent(station.orgId, { id, ...report }, now),
+          ...headers,
+        });
     }
     // A printer the agent no longer reports cannot print: it is `removed` (its jobs wait, and
     // say why) rather than forgotten, and comes back with its id if the agent reports it again.
@@ -199,7 +229,7 @@ export async function syncPrinters(
       u.report.name,
       u.report.status,
       u.report.detail,
-      JSON.stringify(u.report.capabilities ?? {}),
+      JSON.stringify(u.capabilities),
     ]);
     const at = batch.param(now);
     batch.add(
@@ -209,7 +239,8 @@ export async function syncPrinters(
        ON CONFLICT (station_id, name) DO UPDATE SET status = excluded.status,
          detail = excluded.detail, capabilities = excluded.capabilities,
          updated_at = CASE WHEN printers.status <> excluded.status
-           OR printers.detail <> excluded.detail THEN excluded.updated_at
+           OR printers.detail <> excluded.detail
+           OR printers.capabilities <> excluded.capabilities THEN excluded.updated_at
            ELSE printers.updated_at END
        WHERE printers.org_id = excluded.org_id`,
     );

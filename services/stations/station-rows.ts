@@ -87,15 +87,20 @@ export function toPrinter(row: PrinterRow): Printer {
   return {
     ...camelRow(renamed),
     locationId: location_id ?? '',
-    capabilities: {
-      paperSizes: capabilities.paperSizes ?? [],
-      duplex: capabilities.duplex ?? false,
-      color: capabilities.color ?? false,
-      copies: capabilities.copies ?? false,
-      pageOptions: capabilities.pageOptions ?? false,
-      trays: capabilities.trays ?? [],
-      documentFormats: capabilities.documentFormats ?? [],
-    },
+    capabilities: wholeCapabilities(capabilities),
+  };
+}
+
+/** Capabilities with what a report or an older row left out filled in. */
+export function wholeCapabilities(c: Partial<PrinterCapabilities>): PrinterCapabilities {
+  return {
+    paperSizes: c.paperSizes ?? [],
+    duplex: c.duplex ?? false,
+    color: c.color ?? false,
+    copies: c.copies ?? false,
+    pageOptions: c.pageOptions ?? false,
+    trays: c.trays ?? [],
+    documentFormats: c.documentFormats ?? [],
   };
 }
 
