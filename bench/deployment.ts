@@ -7,16 +7,13 @@
  * of this deployment's reports and events and drop them as unknown.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createHealthClient } from '../lib/health-client.js';
 import { startNatsServer } from '../lib/nats-server.js';
 import { freePort } from '../test/helpers/ports.js';
 import { epochMs, sleep } from './clock.js';
 import { type SpoolProcess, spawnSpool } from './spool-process.js';
-import { Stops } from './stops.js';
+import { harnessDir, Stops } from './stops.js';
 
 /** The processes of a deployment, in the order they start; jobs twice, as replicas. */
 export const DEPLOYED = ['accounts', 'jobs', 'jobs', 'stations', 'webhooks', 'gateway'] as const;
@@ -113,11 +110,11 @@ export async function startDeployment(options: {
   const stops = new Stops();
   const stopAll = () => stops.run();
   try {
-    const natsStore = await mkdtemp(join(tmpdir(), 'spool-bench-production-nats-'));
-    stops.push(() => rm(natsStore, { recursive: true, force: true }));
+    const natsStore = await harnessDir('spool-bench-production-nats-');
+    stops.push(natsStore.remove);
     const [databaseUrl, nats] = await Promise.all([
       options.createDatabase(),
-      startNatsServer({ storeDir: natsStore }),
+      startNatsServer({ storeDir: natsStore.path }),
     ]);
     stops.push(() => nats.stop());
 

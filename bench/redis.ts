@@ -5,10 +5,8 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { freePort } from '../test/helpers/ports.js';
+import { harnessDir } from './stops.js';
 
 export interface RedisServer {
   host: string;
@@ -36,7 +34,7 @@ export function redisVersion(): string {
 
 export async function startRedis(): Promise<RedisServer> {
   const binary = redisBinary();
-  const dir = await mkdtemp(join(tmpdir(), 'spool-bench-redis-'));
+  const dir = await harnessDir('spool-bench-redis-');
   const port = await freePort();
   const child: ChildProcess = spawn(
     binary,
@@ -46,7 +44,7 @@ export async function startRedis(): Promise<RedisServer> {
       '--bind',
       '127.0.0.1',
       '--dir',
-      dir,
+      dir.path,
       '--appendonly',
       'yes',
       '--appendfsync',
@@ -71,6 +69,9 @@ export async function startRedis(): Promise<RedisServer> {
   const timeout = setTimeout(() => child.kill('SIGKILL'), 15_000);
   try {
     await ready;
+  } catch (err) {
+    await dir.remove();
+    throw err;
   } finally {
     clearTimeout(timeout);
   }
@@ -86,7 +87,7 @@ export async function startRedis(): Promise<RedisServer> {
         await once(child, 'exit');
         clearTimeout(timer);
       }
-      await rm(dir, { recursive: true, force: true });
+      await dir.remove();
     },
   };
 }

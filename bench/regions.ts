@@ -9,9 +9,6 @@
  * the processes up and are not counted.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connectBus, type NatsConnection, subjects } from '../lib/bus.js';
 import { SCOPES } from '../lib/credentials.js';
 import { silentLogger } from '../lib/logger.js';
@@ -24,7 +21,7 @@ import { epochMs, sleep } from './clock.js';
 import { serve, withStops } from './ipc.js';
 import { requireAll } from './shortfall.js';
 import { spawnSpool } from './spool-process.js';
-import type { Stops } from './stops.js';
+import { harnessDir, type Stops } from './stops.js';
 
 const TOKEN = 'bench-regions-operator';
 /** Jobs of the first seconds after the processes start warm them up and are not counted. */
@@ -43,15 +40,15 @@ async function startRegion(
   regionEnv: Record<string, string>,
 ): Promise<Region> {
   const [port, stationPort] = [await freePort(), await freePort()];
-  const dataDir = await mkdtemp(join(tmpdir(), 'spool-bench-region-'));
-  stops.push(() => rm(dataDir, { recursive: true, force: true }));
+  const dataDir = await harnessDir('spool-bench-region-');
+  stops.push(dataDir.remove);
   const dev = spawnSpool(['dev'], {
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
     PORT: String(port),
     STATION_PORT: String(stationPort),
     SPOOL_ADMIN_TOKEN: TOKEN,
-    SPOOL_DATA_DIR: dataDir,
+    SPOOL_DATA_DIR: dataDir.path,
     KEY_RATE_LIMIT: '0',
     LOG_LEVEL: 'warn',
     ...regionEnv,
@@ -175,9 +172,9 @@ function oneRegion(serverUrl: string, rate: number, durationMs: number): Promise
   return withStops(async (stops) => {
     const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
     stops.push(() => db.drop());
-    const store = await mkdtemp(join(tmpdir(), 'spool-bench-nats-'));
-    stops.push(() => rm(store, { recursive: true, force: true }));
-    const nats = await startNatsServer({ storeDir: store });
+    const store = await harnessDir('spool-bench-nats-');
+    stops.push(store.remove);
+    const nats = await startNatsServer({ storeDir: store.path });
     stops.push(() => nats.stop());
     const region = await startRegion(stops, db.url, nats.url, {});
     const nc = await connectBus({ url: nats.url, name: 'bench', logger: silentLogger });
@@ -200,7 +197,10 @@ function twoRegions(
     const regions = ['a', 'b'];
     const db = await createTestDatabase({ TEST_DATABASE_URL: serverUrl });
     stops.push(() => db.drop());
-    const nats = await startTestSupercluster({ regions });
+    // Its servers' directories go with the harness's, even while it is still starting.
+    const root = await harnessDir('spool-bench-supercluster-');
+    stops.push(root.remove);
+    const nats = await startTestSupercluster({ regions, root: root.path });
     stops.push(() => nats.stop());
     nats.link.setDelay(delayMs);
     // Either region's webhooks service opens the secrets the other sealed.

@@ -39,10 +39,10 @@ import { poolSettings, runPool } from './scenarios/pool.js';
 import { runProduction } from './scenarios/production.js';
 import { REGION_DELAY_MS, REGIONS_RATE, runRegions } from './scenarios/regions.js';
 import { runStreams, STREAM_JOB_RATE, STREAMS } from './scenarios/streams.js';
-import { startServers } from './servers.js';
+import { type Servers, startServers } from './servers.js';
 import { ENDPOINTS_PER_ORG, setUpOrgs } from './setup.js';
 import { finiteMedian } from './stats.js';
-import { harnessSignalled, markSignalled } from './stops.js';
+import { harnessSignalled, markSignalled, removeHarnessDirs } from './stops.js';
 
 async function redisVersion(redis: { host: string; port: number }): Promise<string> {
   const client = new Redis({ host: redis.host, port: redis.port, lazyConnect: true });
@@ -185,8 +185,13 @@ async function main(): Promise<void> {
   const log = (line: string) =>
     process.stdout.write(`[${((epochMs() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 
-  const servers = await startServers(options, log);
-  endWithSignal(() => servers.stop());
+  // Before anything starts: a signal while the servers start stops them too.
+  let servers: Servers | undefined;
+  endWithSignal(async () => {
+    await servers?.stop();
+    await removeHarnessDirs();
+  });
+  servers = await startServers(options, log);
   const children: Array<Child<never>> = [];
   let checks: Checks | undefined;
   let admin: Admin | undefined;
@@ -289,8 +294,9 @@ let mainSettled: Promise<unknown> = Promise.resolve();
 /**
  * A harness stopped by SIGINT or SIGTERM (Ctrl-C, a `timeout`, a cancelled job) stops what it
  * started rather than leaving it running: every process under it gets SIGTERM, and SIGKILL after
- * {@link SIGNAL_GRACE_MS}; then `cleanup` removes the servers' directories, and the harness exits
- * once the run, failing for want of its processes, has run its own clean-up too.
+ * {@link SIGNAL_GRACE_MS}; then `cleanup` removes the servers' directories and every other
+ * directory the harness made (`harnessDir`), whatever was starting in it, and the harness
+ * exits once the run, failing for want of its processes, has run its own clean-up too.
  */
 function endWithSignal(cleanup: () => Promise<void>): void {
   const end = async (signal: NodeJS.Signals) => {

@@ -5,9 +5,7 @@
  * and the ceilings share the same servers. With `--spool-url` the given ones are used instead.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import pg from 'pg';
 import { createHealthClient } from '../lib/health-client.js';
 import { startNatsServer } from '../lib/nats-server.js';
@@ -20,7 +18,7 @@ import { enableStatements, PG_STATEMENTS_SETTINGS, writeStatements } from './pg-
 import { listeningPorts } from './proc.js';
 import { startRedis } from './redis.js';
 import { type SpoolProcess, spawnSpool } from './spool-process.js';
-import { harnessSignalled, Stops } from './stops.js';
+import { harnessDir, harnessSignalled, Stops } from './stops.js';
 
 /**
  * The private PostgreSQL's own settings beyond the tests' helper's. Autovacuum looks at each
@@ -150,16 +148,14 @@ export async function startServers(
       return servers;
     }
 
-    const [postgres, natsStore] = await Promise.all([
-      startPostgres({
-        durable: true,
-        settings: [...POSTGRES_SETTINGS, ...(options.pgStatements ? PG_STATEMENTS_SETTINGS : [])],
-      }),
-      mkdtemp(join(tmpdir(), 'spool-bench-nats-')),
-    ]);
+    const natsStore = await harnessDir('spool-bench-nats-');
+    stops.push(natsStore.remove);
+    const postgres = await startPostgres({
+      durable: true,
+      settings: [...POSTGRES_SETTINGS, ...(options.pgStatements ? PG_STATEMENTS_SETTINGS : [])],
+    });
     stops.push(() => postgres.stop());
-    stops.push(() => rm(natsStore, { recursive: true, force: true }));
-    const nats = await startNatsServer({ storeDir: natsStore });
+    const nats = await startNatsServer({ storeDir: natsStore.path });
     stops.push(() => nats.stop());
     const databaseUrl = await createDatabase(postgres.url, 'spool_bench');
     log(`PostgreSQL on ${postgres.port}, nats-server on ${nats.port}`);
@@ -178,8 +174,8 @@ export async function startServers(
 
     // Spool's processes write a CPU profile there when they exit.
     const profiling = { cpuProfDir: options.cpuProf ? resolve(options.cpuProf) : undefined };
-    const dataDir = await mkdtemp(join(tmpdir(), 'spool-bench-dev-'));
-    stops.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await harnessDir('spool-bench-dev-');
+    stops.push(dataDir.remove);
     const [port, stationPort] = [await freePort(), await freePort()];
     const adminToken = `spool_op_bench_${randomBytes(16).toString('hex')}`;
     const spool: SpoolProcess = spawnSpool(
@@ -190,7 +186,7 @@ export async function startServers(
         HOST: '127.0.0.1',
         PORT: String(port),
         STATION_PORT: String(stationPort),
-        SPOOL_DATA_DIR: dataDir,
+        SPOOL_DATA_DIR: dataDir.path,
         SPOOL_ADMIN_TOKEN: adminToken,
         // The load is one API key: the per-key limit (100 a second) would measure only itself.
         KEY_RATE_LIMIT: '0',

@@ -114,6 +114,12 @@ export interface TestSuperclusterOptions {
   size?: number;
   /** Defaults to {@link CLUSTER_READY_TIMEOUT_MS}. */
   readyTimeoutMs?: number;
+  /**
+   * An empty directory of the caller's for the servers' stores, which `stop` removes; by default
+   * one is made. A caller that must remove it even while the servers start (when stopped by a
+   * signal, say) makes it.
+   */
+  root?: string;
 }
 
 /**
@@ -142,7 +148,7 @@ export async function startTestSupercluster(
   if (names.length < 2 || new Set(names).size !== names.length) {
     throw new Error('a supercluster needs at least two regions with distinct names');
   }
-  const root = await mkdtemp(join(tmpdir(), 'spool-test-nats-supercluster-'));
+  const root = options.root ?? (await mkdtemp(join(tmpdir(), 'spool-test-nats-supercluster-')));
   const proxies: TcpProxy[] = [];
   let nodes: ManagedNode[] = [];
   const stop = async (): Promise<void> => {
