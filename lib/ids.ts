@@ -15,3 +15,8 @@ export function requireUuid(value: string, what: string): string {
   if (!isUuid(value)) throw notFound(`no such ${what}`);
   return value;
 }
+
+/** An (organization, id) pair as a map key, in lower case as ids are stored. */
+export function orgKey(orgId: string, id: string): string {
+  return `${orgId}/${id}`.toLowerCase();
+}

@@ -429,11 +429,16 @@ test('deleted printers leave their pools: one printer, and every printer of a de
     await v1<{ pool: PoolJson }>('POST', '/pools', { name: 'Lone', printer_ids: [printers.a2] })
   ).body.pool;
 
+  sys.clock.advance(1000);
   t.is((await op(t, 'DELETE', `/orgs/${orgId}/printers/${printers.a2}`)).status, 204);
-  const members = async (poolId: string) =>
-    (await v1<{ pool: PoolJson }>('GET', `/pools/${poolId}`)).body.pool.printer_ids;
+  const read = async (poolId: string) =>
+    (await v1<{ pool: PoolJson }>('GET', `/pools/${poolId}`)).body.pool;
+  const members = async (poolId: string) => (await read(poolId)).printer_ids;
   t.deepEqual(await members(pool.id), [id('b1'), printers.a1, id('b2')]);
   t.deepEqual(await members(lone.id), [], 'a pool whose last printer went is empty');
+  // Their members changed, so they were updated then.
+  t.true((await read(pool.id)).updated_at > pool.updated_at);
+  t.true((await read(lone.id)).updated_at > lone.updated_at);
 
   t.is((await op(t, 'DELETE', `/orgs/${orgId}/stations/${other.id}`)).status, 204);
   t.deepEqual(await members(pool.id), [printers.a1]);

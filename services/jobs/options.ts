@@ -30,54 +30,93 @@ export function checkPages(pages: string): void {
   }
 }
 
+/** Why a printer cannot print a job: the message, and the field of the request it names. */
+export interface Refusal {
+  message: string;
+  param: string;
+}
+
 /**
- * Refuses an option `printer` cannot honour, naming the option and what the printer can do, and a
- * document of a type the printer does not take, when `contentType` is given.
+ * Why `printer` cannot honour `options`, naming the option and what the printer can do, or a
+ * document of a type it does not take, when `contentType` is given; undefined when it can. Routing
+ * asks this of every member of a pool for every job, so it builds nothing unless it refuses.
  */
-export function checkOptionsFor(
+export function optionsRefusal(
   options: PrintOptions,
   printer: Printer,
   contentType?: string,
-): void {
+): Refusal | undefined {
   const caps = printer.capabilities;
-  const name = JSON.stringify(printer.name);
-  const refuse = (option: string, why: string) => {
-    throw invalid(`printer ${name} ${why}; leave out options.${option}`, `options.${option}`);
-  };
-  if (options.copies > 1 && !caps?.copies) refuse('copies', 'cannot print copies');
+  if (options.copies > 1 && !caps?.copies) return refusal(printer, 'copies', 'cannot print copies');
   if (options.duplex.startsWith('two_sided') && !caps?.duplex) {
-    refuse('duplex', 'prints on one side only');
+    return refusal(printer, 'duplex', 'prints on one side only');
   }
-  if (options.color === 'color' && !caps?.color) refuse('color', 'prints in monochrome only');
-  const layout = {
-    paper: options.paper,
-    tray: options.tray,
-    pages: options.pages,
-    fit_to_page: options.fitToPage,
-    rotate: options.rotate,
-  };
-  for (const [option, value] of Object.entries(layout)) {
-    if (value && !caps?.pageOptions) {
-      refuse(option, 'prints each document as it is (a file or raw printer), without page options');
-    }
+  if (options.color === 'color' && !caps?.color) {
+    return refusal(printer, 'color', 'prints in monochrome only');
+  }
+  const layout = caps?.pageOptions ? undefined : layoutOption(options);
+  if (layout) {
+    return refusal(
+      printer,
+      layout,
+      'prints each document as it is (a file or raw printer), without page options',
+    );
   }
   const trays = caps?.trays ?? [];
   if (options.tray && trays.length > 0 && !trays.includes(options.tray)) {
-    refuse('tray', `has no tray ${JSON.stringify(options.tray)}; it has ${trays.join(', ')}`);
+    return refusal(
+      printer,
+      'tray',
+      `has no tray ${JSON.stringify(options.tray)}; it has ${trays.join(', ')}`,
+    );
   }
   const formats = caps?.documentFormats ?? [];
-  const type = contentType?.split(';')[0]?.trim().toLowerCase();
-  if (type && formats.length > 0 && !formats.includes(type)) {
-    throw invalid(
-      `printer ${name} does not take ${type} documents; it takes ${formats.join(', ')}`,
-      'content',
-    );
+  if (contentType && formats.length > 0) {
+    const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+    if (type && !formats.includes(type)) {
+      return {
+        message: `printer ${JSON.stringify(printer.name)} does not take ${type} documents; it takes ${formats.join(', ')}`,
+        param: 'content',
+      };
+    }
   }
   const sizes = caps?.paperSizes ?? [];
   if (options.paper && sizes.length > 0) {
     const wanted = options.paper.toLowerCase();
     if (!sizes.some((s) => s.toLowerCase() === wanted)) {
-      refuse('paper', `has no paper ${JSON.stringify(options.paper)}; it has ${sizes.join(', ')}`);
+      return refusal(
+        printer,
+        'paper',
+        `has no paper ${JSON.stringify(options.paper)}; it has ${sizes.join(', ')}`,
+      );
     }
   }
+  return undefined;
+}
+
+/** The first page option `options` sets, by its name in the API. */
+function layoutOption(options: PrintOptions): string | undefined {
+  if (options.paper) return 'paper';
+  if (options.tray) return 'tray';
+  if (options.pages) return 'pages';
+  if (options.fitToPage) return 'fit_to_page';
+  if (options.rotate) return 'rotate';
+  return undefined;
+}
+
+function refusal(printer: Printer, option: string, why: string): Refusal {
+  return {
+    message: `printer ${JSON.stringify(printer.name)} ${why}; leave out options.${option}`,
+    param: `options.${option}`,
+  };
+}
+
+/** Refuses, as `invalid_request`, an option or document `printer` cannot honour. */
+export function checkOptionsFor(
+  options: PrintOptions,
+  printer: Printer,
+  contentType?: string,
+): void {
+  const refused = optionsRefusal(options, printer, contentType);
+  if (refused) throw invalid(refused.message, refused.param);
 }

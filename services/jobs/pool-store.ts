@@ -243,14 +243,20 @@ export function createPoolStore(
         );
         const poolIds = [...new Set(left.rows.map((r) => r.pool_id))];
         if (poolIds.length === 0) return { result: 0, outbox: [] };
-        // The pools as they are now, without the printers, for their `pool.updated`.
+        // Their members changed, so they were updated: the pools as they are now, without the
+        // printers, for their `pool.updated`, oldest first.
+        const now = clock.now();
         const { rows } = await tx.query<PoolRow>(
-          `SELECT ${POOL_COLUMNS} FROM pools WHERE org_id = $1 AND id = ANY($2::UUID[])
-           ORDER BY created_at, id`,
-          [orgId, poolIds],
+          `UPDATE pools SET updated_at = $3 WHERE org_id = $1 AND id = ANY($2::UUID[])
+           RETURNING ${POOL_COLUMNS}`,
+          [orgId, poolIds, now],
+        );
+        rows.sort(
+          (a, b) =>
+            a.created_at.getTime() - b.created_at.getTime() ||
+            (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
         );
         const members = await membersOf(tx, orgId, poolIds);
-        const now = clock.now();
         const outbox = await enqueue(
           tx,
           OUTBOX_TABLE,

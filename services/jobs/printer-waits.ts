@@ -27,6 +27,7 @@ import { withTx } from '../../lib/db.js';
 import type { SpoolEvent } from '../../lib/events.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import type { AsyncClient } from '../../lib/grpc.js';
+import { orgKey } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 import { whatStopsPrinting } from '../../lib/printer-status.js';
 
@@ -57,9 +58,6 @@ export function waitingDetail(
 }
 
 type PrinterEvent = SpoolEvent<{ printer_id?: string; station_id?: string }>;
-
-/** An (organization, id) pair as a map key, in lower case as ids are stored. */
-const keyOf = (orgId: string, id: string) => `${orgId}/${id}`.toLowerCase();
 
 export interface PrinterWaits {
   /**
@@ -142,8 +140,8 @@ export async function startPrinterWaitReader(deps: {
     const printers = new Map<string, { orgId: string; printerId: string }>();
     const stations = new Map<string, { orgId: string; stationId: string }>();
     for (const c of concerns) {
-      if ('printerId' in c) printers.set(keyOf(c.orgId, c.printerId), c);
-      else stations.set(keyOf(c.orgId, c.stationId), c);
+      if ('printerId' in c) printers.set(orgKey(c.orgId, c.printerId), c);
+      else stations.set(orgKey(c.orgId, c.stationId), c);
     }
     const { items } = await deps.stations.printersOf({
       printers: [...printers.values()],
@@ -152,9 +150,9 @@ export async function startPrinterWaitReader(deps: {
     await deps.waits.printersChanged(items);
     deps.changed?.();
     // Printers are found only within the organization their concern names.
-    const found = new Set(items.map((p) => keyOf(p.orgId, p.id)));
+    const found = new Set(items.map((p) => orgKey(p.orgId, p.id)));
     return concerns.map((c) => ({
-      ok: !('printerId' in c) || found.has(keyOf(c.orgId, c.printerId)),
+      ok: !('printerId' in c) || found.has(orgKey(c.orgId, c.printerId)),
     }));
   }
 
@@ -186,7 +184,7 @@ export async function startPrinterWaitReader(deps: {
     requeued(jobs) {
       // A pool job queued again has no printer until the router gives it one.
       const routed = jobs.filter((j) => j.printerId !== '');
-      const printers = new Map(routed.map((j) => [keyOf(j.orgId, j.printerId), j]));
+      const printers = new Map(routed.map((j) => [orgKey(j.orgId, j.printerId), j]));
       for (const { orgId, printerId } of printers.values()) {
         batches.submit({ orgId, printerId }).catch((err: unknown) => {
           if (!stopping) {

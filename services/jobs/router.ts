@@ -15,8 +15,9 @@ import type { Printer, StationsServiceClient } from '../../gen/spool/v1/stations
 import type { Clock } from '../../lib/clock.js';
 import { FailureLog } from '../../lib/failure-log.js';
 import type { AsyncClient } from '../../lib/grpc.js';
+import { orgKey } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
-import { canTakeJobs, chooseMember, POOL_DELETED, waitingForPool } from './routing.js';
+import { canTakeJobs, chooseMember, honours, POOL_DELETED, waitingForPool } from './routing.js';
 import type { QueuedPoolJob, RoutingPoolState, RoutingStore } from './routing-store.js';
 import type { JobTransitions } from './transitions.js';
 
@@ -39,8 +40,6 @@ export interface RouterDeps {
   logger: Logger;
   intervalMs?: number;
 }
-
-const keyOf = (orgId: string, id: string) => `${orgId}/${id}`.toLowerCase();
 
 export class Router {
   readonly #deps: RouterDeps;
@@ -109,9 +108,9 @@ export class Router {
       const due = job.printerId === null || this.#failoverDue(pool, job, now);
       if (!due) continue;
       const members = pool.printerIds
-        .map((id) => printers.get(keyOf(pool.orgId, id)))
-        .filter((p): p is Printer => p !== undefined);
-      const to = chooseMember(pool, members, job, queued, job.printerId ?? undefined);
+        .map((id) => printers.get(orgKey(pool.orgId, id)))
+        .filter((p): p is Printer => p !== undefined && honours(p, job));
+      const to = chooseMember(pool, members, queued, job.printerId ?? undefined);
       if (!to) {
         const detail = waitingForPool(pool);
         if (job.printerId === null && job.statusDetail !== detail) {
@@ -202,7 +201,7 @@ export class Router {
         printers: wanted.slice(i, i + PRINTERS_PER_CALL),
         stations: [],
       });
-      for (const p of items) found.set(keyOf(p.orgId, p.id), p);
+      for (const p of items) found.set(orgKey(p.orgId, p.id), p);
     }
     return found;
   }
@@ -219,7 +218,7 @@ export class Router {
     const changes: Array<{ poolId: string; printerId: string; since: Date | null }> = [];
     for (const pool of pools) {
       for (const member of pool.members) {
-        const printer = printers.get(keyOf(pool.orgId, member.printerId));
+        const printer = printers.get(orgKey(pool.orgId, member.printerId));
         const able = printer !== undefined && canTakeJobs(printer);
         if (able === (member.unreadySince === null)) continue;
         member.unreadySince = able ? null : now;

@@ -3,9 +3,10 @@
  * the pools with queued jobs, those jobs, the unfinished jobs per printer, and when each member
  * last became unable to take jobs. The pools themselves are kept by pool-store.ts.
  */
+import DataLoader from 'dataloader';
 import type pg from 'pg';
 import type { PrintOptions } from '../../gen/spool/v1/stations.js';
-import { isUuid } from '../../lib/ids.js';
+import { isUuid, orgKey } from '../../lib/ids.js';
 import type { RoutingPool } from './routing.js';
 
 /** A member as the router reads it. */
@@ -31,6 +32,9 @@ export interface QueuedPoolJob {
   statusDetail: string;
 }
 
+/** Printers whose unfinished jobs are counted, each with its organization and station. */
+type Counted = Array<{ id: string; orgId: string; stationId: string }>;
+
 export interface RoutingStore {
   /** The organization's pool, with its members in order; undefined if there is none. */
   poolOf(orgId: string, poolId: string): Promise<RoutingPool | undefined>;
@@ -41,10 +45,12 @@ export interface RoutingStore {
   poolsToWatch(limit: number): Promise<RoutingPoolState[]>;
   /** The queued jobs of `pools`, highest priority and oldest first (at most `limit`). */
   queuedJobsOf(pools: RoutingPool[], limit: number): Promise<QueuedPoolJob[]>;
-  /** How many queued and sent jobs each printer has, by printer id. */
-  unfinishedCounts(
-    printers: Array<{ id: string; stationId: string }>,
-  ): Promise<Map<string, number>>;
+  /**
+   * How many queued and sent jobs each printer has, by printer id. Calls in the same turn share
+   * one read and one map: a caller that routes a job adds it to its printer's count there, so the
+   * jobs of one `CreateJobs` call spread as if each saw the ones before it.
+   */
+  unfinishedCounts(printers: Counted): Promise<Map<string, number>>;
   /** Records members becoming unable (`since`) or able again (null) to take jobs. */
   markMembers(
     changes: Array<{ poolId: string; printerId: string; since: Date | null }>,
@@ -97,15 +103,53 @@ const POOL_MEMBERS = `SELECT p.id, p.org_id, p.name, p.strategy, p.failover_afte
     m.unready_since
   FROM pools p LEFT JOIN pool_members m ON m.pool_id = p.id`;
 
+interface PoolWanted {
+  orgId: string;
+  poolId: string;
+}
+
 export function createRoutingStore(pool: pg.Pool): RoutingStore {
-  return {
-    async poolOf(orgId, poolId) {
-      if (!isUuid(poolId)) return undefined;
+  // The pools and counts asked for in one turn (the creations of one `CreateJobs` call, a round
+  // of the router) are read in one query each; nothing is kept past the turn.
+  const pools = new DataLoader<PoolWanted, RoutingPool | undefined>(
+    async (wanted) => {
       const { rows } = await pool.query<PoolMemberRow>(
-        `${POOL_MEMBERS} WHERE p.org_id = $1 AND p.id = $2 ORDER BY m.position`,
-        [orgId, poolId],
+        `${POOL_MEMBERS}
+         JOIN unnest($1::UUID[], $2::UUID[]) AS k (org_id, id) ON p.org_id = k.org_id AND p.id = k.id
+         ORDER BY p.id, m.position`,
+        [wanted.map((w) => w.orgId), wanted.map((w) => w.poolId)],
       );
-      return poolsFrom(rows)[0];
+      const found = new Map(poolsFrom(rows).map((p) => [orgKey(p.orgId, p.id), p]));
+      return wanted.map((w) => found.get(orgKey(w.orgId, w.poolId)));
+    },
+    { cache: false },
+  );
+  const counts = new DataLoader<Counted, Map<string, number>>(
+    async (asked) => {
+      const printers = asked.flat();
+      // Found through the (station_id, status) index every dispatch uses: a station has few
+      // printers, so no index of its own is kept up for this.
+      const { rows } = await pool.query<{ printer_id: string; n: string }>(
+        `SELECT printer_id, count(*) AS n FROM jobs
+         WHERE station_id = ANY($1::UUID[]) AND status IN ('queued', 'sent')
+           AND printer_id = ANY($2::UUID[]) AND org_id = ANY($3::UUID[])
+         GROUP BY printer_id`,
+        [
+          [...new Set(printers.map((p) => p.stationId))],
+          [...new Set(printers.map((p) => p.id))],
+          [...new Set(printers.map((p) => p.orgId))],
+        ],
+      );
+      const shared = new Map(rows.map((r) => [r.printer_id, Number(r.n)]));
+      return asked.map(() => shared);
+    },
+    { cache: false },
+  );
+
+  return {
+    poolOf(orgId, poolId) {
+      if (!isUuid(orgId) || !isUuid(poolId)) return Promise.resolve(undefined);
+      return pools.load({ orgId, poolId });
     },
 
     async poolsToWatch(limit) {
@@ -151,19 +195,8 @@ export function createRoutingStore(pool: pg.Pool): RoutingStore {
     },
 
     async unfinishedCounts(printers) {
-      const counts = new Map<string, number>();
-      if (printers.length === 0) return counts;
-      // Found through the (station_id, status) index every dispatch uses: a station has few
-      // printers, so no index of its own is kept up for this.
-      const { rows } = await pool.query<{ printer_id: string; n: string }>(
-        `SELECT printer_id, count(*) AS n FROM jobs
-         WHERE station_id = ANY($1::UUID[]) AND status IN ('queued', 'sent')
-           AND printer_id = ANY($2::UUID[])
-         GROUP BY printer_id`,
-        [[...new Set(printers.map((p) => p.stationId))], printers.map((p) => p.id)],
-      );
-      for (const r of rows) counts.set(r.printer_id, Number(r.n));
-      return counts;
+      if (printers.length === 0) return new Map();
+      return counts.load(printers);
     },
 
     async markMembers(changes) {

@@ -4,9 +4,9 @@
  * members' printers and the counts of their unfinished jobs, then ask here.
  */
 import type { Printer, PrintOptions } from '../../gen/spool/v1/stations.js';
-import { invalid, SpoolError } from '../../lib/errors.js';
+import { invalid } from '../../lib/errors.js';
 import { takesPoolJobs } from '../../lib/printer-status.js';
-import { checkOptionsFor } from './options.js';
+import { optionsRefusal, type Refusal } from './options.js';
 import { WAITING } from './printer-waits.js';
 
 /** A pool as routing reads it: its members' printer ids in their order. */
@@ -36,51 +36,46 @@ export interface JobNeeds {
 
 /** Whether `printer` can print `job` at all (its capabilities and formats), whatever its state. */
 export function honours(printer: Printer, job: JobNeeds): boolean {
-  return refusalBy(printer, job) === undefined;
-}
-
-function refusalBy(printer: Printer, job: JobNeeds): SpoolError | undefined {
-  try {
-    checkOptionsFor(job.options, printer, job.contentType);
-    return undefined;
-  } catch (err) {
-    if (err instanceof SpoolError) return err;
-    throw err;
-  }
+  return optionsRefusal(job.options, printer, job.contentType) === undefined;
 }
 
 /**
- * Refuses a job none of `members` could ever print: the refusal of the first member, naming the
- * option or the document's type, when every member refuses it; a pool with no printer left
- * refuses everything.
+ * The members that could print a job at all, in the pool's order; refuses a job none of them
+ * could ever print, with the refusal of the first member, naming the option or the document's
+ * type. A pool with no printer left refuses everything.
  */
-export function checkPoolCanPrint(pool: RoutingPool, members: Printer[], job: JobNeeds): void {
+export function membersFor(pool: RoutingPool, members: Printer[], job: JobNeeds): Printer[] {
   if (members.length === 0) {
     throw invalid(`pool ${JSON.stringify(pool.name)} has no printers`, 'pool_id');
   }
-  const refusals = members.map((p) => refusalBy(p, job));
-  if (refusals.every((r) => r !== undefined)) {
-    const first = refusals[0] as SpoolError;
+  let first: Refusal | undefined;
+  const able: Printer[] = [];
+  for (const printer of members) {
+    const refused = optionsRefusal(job.options, printer, job.contentType);
+    if (refused) first ??= refused;
+    else able.push(printer);
+  }
+  if (able.length === 0 && first) {
     throw invalid(
       `no printer of pool ${JSON.stringify(pool.name)} can print it: ${first.message}`,
       first.param,
     );
   }
+  return able;
 }
 
 /**
- * The member that takes a job, or undefined when none can now. `members` are in the pool's order
- * (those the stations service no longer knows left out); `queued` counts each printer's unfinished
+ * The member that takes a job now, or undefined when none can. `members` are those that could
+ * print the job (membersFor), in the pool's order; `queued` counts each printer's unfinished
  * jobs; `except` is the printer a job fails over from.
  */
 export function chooseMember(
   pool: Pick<RoutingPool, 'strategy'>,
   members: Printer[],
-  job: JobNeeds,
   queued: ReadonlyMap<string, number>,
   except?: string,
 ): Printer | undefined {
-  const candidates = members.filter((p) => p.id !== except && canTakeJobs(p) && honours(p, job));
+  const candidates = members.filter((p) => p.id !== except && canTakeJobs(p));
   if (pool.strategy === 'ordered') return candidates[0];
   let best: Printer | undefined;
   for (const p of candidates) {

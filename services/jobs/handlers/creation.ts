@@ -19,13 +19,7 @@ import type { Claim } from '../idempotency.js';
 import { documentName, INLINE_DOCUMENT_BYTES, type NewJob, uploadName } from '../job-rows.js';
 import { checkOptionsFor, checkPages } from '../options.js';
 import { waitingDetail } from '../printer-waits.js';
-import {
-  canTakeJobs,
-  checkPoolCanPrint,
-  chooseMember,
-  honours,
-  waitingForPool,
-} from '../routing.js';
+import { canTakeJobs, chooseMember, membersFor, waitingForPool } from '../routing.js';
 import type { JobsHandlers, JobsServerDeps } from './deps.js';
 import { documentOf, readObject } from './documents.js';
 import { printerOf, requirePrinterOf } from './printers.js';
@@ -134,7 +128,7 @@ async function poolPlace(
     return (await deps.stations.printersOf({ printers, stations: [] }, { parent: call })).items;
   });
   const members = pool.printerIds.flatMap((id) => byId.get(id) ?? []);
-  checkPoolCanPrint(pool, members, req);
+  const printable = membersFor(pool, members, req);
   const unrouted: Place = {
     printerId: '',
     stationId: '',
@@ -145,13 +139,15 @@ async function poolPlace(
   const later =
     req.scheduleAt !== undefined && req.scheduleAt.getTime() > deps.clock.now().getTime();
   if (req.hold || later) return unrouted;
-  const able = members.filter((p) => canTakeJobs(p) && honours(p, req));
+  const able = printable.filter(canTakeJobs);
   const queued =
     pool.strategy === 'least_queued' && able.length > 1
       ? await deps.routing.unfinishedCounts(able)
       : new Map<string, number>();
-  const to = chooseMember(pool, able, req, queued);
+  const to = chooseMember(pool, able, queued);
   if (!to) return { ...unrouted, waiting: waitingForPool(pool) };
+  // The jobs created beside this one choose after it, from the same counts (routing-store.ts).
+  queued.set(to.id, (queued.get(to.id) ?? 0) + 1);
   return {
     printerId: to.id,
     stationId: to.stationId,
