@@ -180,3 +180,35 @@ test.serial(
     t.is(log[0]?.event_id, eventId);
   },
 );
+
+test.serial(
+  'an event whose body is not the event its subject names is dropped, and the next one is delivered',
+  async (t) => {
+    const { orgId, hooks, receiver } = await setup(t);
+    const { endpoint } = await hooks.create(receiver.url, ['job.printed']);
+    const js = jetstream(ctx.nc);
+    // Another organization's event, and something that is no event, under this one's subject.
+    const otherOrg = await createOrg(ctx.sys.url);
+    const foreign = {
+      id: randomUUID(),
+      type: 'job.printed',
+      created_at: new Date().toISOString(),
+      org_id: otherOrg,
+      data: { job: { id: randomUUID(), status: 'printed' } },
+    };
+    await js.publish(`events.${orgId}.job.printed`, JSON.stringify(foreign), { msgID: foreign.id });
+    await js.publish(`events.${orgId}.job.printed`, '{"not": "an event"', { msgID: randomUUID() });
+    const eventId = await publish(orgId, 'job.printed');
+    const log = await eventually(
+      () => hooks.deliveries(endpoint.id),
+      (items) => items.length === 1 && items[0]?.state === 'succeeded',
+    );
+    await fannedOut();
+    t.is(log[0]?.event_id, eventId);
+    // The one request is this organization's own event.
+    t.deepEqual(
+      receiver.requests.map((r) => JSON.parse(r.body.toString()).org_id),
+      [orgId],
+    );
+  },
+);

@@ -10,7 +10,7 @@
  * for the worker and sent without a round claiming them (docs/webhooks.md, "Hand-over and
  * backpressure").
  */
-import { DeliverPolicy } from '@nats-io/jetstream';
+import { DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '../../lib/bus.js';
 import { startDurableConsumer } from '../../lib/consumer.js';
 import { isWebhookEventType, parseEvent, type SpoolEvent } from '../../lib/events.js';
@@ -80,14 +80,21 @@ export async function startFanout(deps: {
       deliver_policy: DeliverPolicy.New,
     },
     logger: deps.logger,
-    parse: (msg) => parseEvent(msg.json()),
+    // The subject names the organization and the type, which is all it takes to drop an event
+    // nobody wants; only the events an endpoint wants are read.
+    parse: (msg) => eventSubject(msg),
     // Events fan out independently of each other: the deliveries they add are unordered.
     concurrency: FANOUT_IN_FLIGHT,
-    async handle(event) {
+    async handle({ orgId, type, msg }) {
       // Resource events (station.created…) are for the event stream only; `*` does not take them.
-      if (!isWebhookEventType(event.type)) return 'ack';
-      const wanting = await deps.index.wanting(event.org_id, event.type);
+      if (!isWebhookEventType(type)) return 'ack';
+      const wanting = await deps.index.wanting(orgId, type);
       if (wanting === 0) return 'ack';
+      const event = readEvent(msg, orgId, type);
+      if (!event) {
+        deps.logger.error({ subject: msg.subject }, 'dropping an event that cannot be read');
+        return 'term';
+      }
       // The event waits here, unacknowledged, until the worker has room for its deliveries.
       const admitted = await deps.worker.admit(wanting, event.org_id);
       await groups.submit({ event, trace: traceCarrier(), admitted });
@@ -101,4 +108,29 @@ export async function startFanout(deps: {
       await consumer.stop();
     },
   };
+}
+
+/** An event's message, with the organization and type its subject (`events.<org>.<type>`) names. */
+interface EventMessage {
+  orgId: string;
+  type: string;
+  msg: JsMsg;
+}
+
+const EVENT_SUBJECT = /^events\.([^.]+)\.(.+)$/;
+
+function eventSubject(msg: JsMsg): EventMessage | undefined {
+  const m = EVENT_SUBJECT.exec(msg.subject);
+  return m ? { orgId: m[1] as string, type: m[2] as string, msg } : undefined;
+}
+
+/** The event the message holds, when it is one of the organization and type its subject names. */
+function readEvent(msg: JsMsg, orgId: string, type: string): SpoolEvent | undefined {
+  let event: SpoolEvent | undefined;
+  try {
+    event = parseEvent(msg.json());
+  } catch {
+    return undefined;
+  }
+  return event?.org_id === orgId && event.type === type ? event : undefined;
 }
