@@ -91,16 +91,14 @@ test('an endpoint is created with a whsec_ secret shown once, then listed, fetch
 
 test('the 21st endpoint of an organization answers 409 naming the limit', async (t) => {
   const { hooks } = await org(t);
-  // Twenty at once contend for the organization's count; on a loaded machine one may answer 503
-  // (Retry-After), which a client takes again, as here.
-  const create = async (url: string) => {
-    for (;;) {
-      const res = await hooks.raw('POST', '', { url, events: ['*'] });
-      if (res.status !== 503) return res.status;
-    }
-  };
+  // Twenty at once: they take turns for the organization's count rather than fail each other.
   const created = await Promise.all(
-    Array.from({ length: 20 }, (_, i) => create(`https://hooks.example.com/${i}`)),
+    Array.from(
+      { length: 20 },
+      async (_, i) =>
+        (await hooks.raw('POST', '', { url: `https://hooks.example.com/${i}`, events: ['*'] }))
+          .status,
+    ),
   );
   t.deepEqual(created, Array(20).fill(201));
   const over = await hooks.raw<{ error: { code: string; message: string } }>('POST', '', {

@@ -10,6 +10,7 @@ import type { WebhookEndpoint } from '../../gen/spool/v1/webhooks.js';
 import type { Clock } from '../../lib/clock.js';
 import { withTx } from '../../lib/db.js';
 import { conflict } from '../../lib/errors.js';
+import { KeyedTurns } from '../../lib/keyed-turns.js';
 import { listOldestFirst } from '../../lib/paging.js';
 import type { SecretBox } from './crypto.js';
 import {
@@ -84,6 +85,7 @@ export interface EndpointStore {
 }
 
 export function createEndpointStore(pool: pg.Pool, clock: Clock, box: SecretBox): EndpointStore {
+  const creations = new KeyedTurns();
   /** A page of endpoints matching `where`, oldest first. */
   async function endpointsWhere(
     where: string,
@@ -111,29 +113,32 @@ export function createEndpointStore(pool: pg.Pool, clock: Clock, box: SecretBox)
     }): Promise<WebhookEndpoint> {
       const id = randomUUID();
       const sealed = box.seal(input.secret, id);
-      return withTx(pool, async (tx) => {
-        const now = clock.now();
-        // SERIALIZABLE makes two concurrent creations conflict, so the limit holds under races.
-        const { rows: count } = await tx.query<{ n: string }>(
-          'SELECT count(*) AS n FROM webhook_endpoints WHERE org_id = $1',
-          [input.orgId],
-        );
-        if (Number(count[0]?.n ?? 0) >= MAX_ENDPOINTS_PER_ORG) {
-          throw conflict(
-            `an organization may have at most ${MAX_ENDPOINTS_PER_ORG} webhook endpoints; delete one first`,
+      // One organization's creations take turns here, and SERIALIZABLE keeps the limit between
+      // replicas: a burst of them at once would otherwise conflict until their deadlines passed.
+      return creations.run(input.orgId, () =>
+        withTx(pool, async (tx) => {
+          const now = clock.now();
+          const { rows: count } = await tx.query<{ n: string }>(
+            'SELECT count(*) AS n FROM webhook_endpoints WHERE org_id = $1',
+            [input.orgId],
           );
-        }
-        const { rows } = await tx.query<EndpointRow>(
-          `INSERT INTO webhook_endpoints
+          if (Number(count[0]?.n ?? 0) >= MAX_ENDPOINTS_PER_ORG) {
+            throw conflict(
+              `an organization may have at most ${MAX_ENDPOINTS_PER_ORG} webhook endpoints; delete one first`,
+            );
+          }
+          const { rows } = await tx.query<EndpointRow>(
+            `INSERT INTO webhook_endpoints
              (id, org_id, url, events, description, enabled, secret, created_at, updated_at)
            VALUES ($1, $2, $3, $4, $5, true, $6, $7, $7)
            RETURNING ${ENDPOINT_COLUMNS}`,
-          [id, input.orgId, input.url, input.events, input.description, sealed, now],
-        );
-        const created = toEndpoint(rows[0] as EndpointRow, now);
-        await announceEndpoints(tx, 'webhook_endpoint.created', [created], now);
-        return created;
-      });
+            [id, input.orgId, input.url, input.events, input.description, sealed, now],
+          );
+          const created = toEndpoint(rows[0] as EndpointRow, now);
+          await announceEndpoints(tx, 'webhook_endpoint.created', [created], now);
+          return created;
+        }),
+      );
     },
 
     async listEndpoints(
