@@ -8,6 +8,7 @@
  * connection, a lease gone with a restart) says so once, and tries again with backoff; a
  * subscription the server forgot is made again at once.
  */
+import type { Timers } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { messageOf } from './backends/backend.js';
 import type { CupsOptions } from './backends/cups.js';
@@ -39,17 +40,6 @@ export interface EventFeed {
   renew(id: number, leaseSeconds: number, signal: AbortSignal): Promise<number>;
   cancel(id: number): Promise<void>;
 }
-
-/** Timers as a dependency, so that tests fire them rather than wait for them. */
-export interface Timers {
-  set(fire: () => void, ms: number): unknown;
-  clear(timer: unknown): void;
-}
-
-export const REAL_TIMERS: Timers = {
-  set: (fire, ms) => setTimeout(fire, ms),
-  clear: (timer) => clearTimeout(timer as NodeJS.Timeout | undefined),
-};
 
 export interface PrinterEventOptions {
   /** Subscribe at all (default true); without, statuses are only polled. */

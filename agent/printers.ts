@@ -5,6 +5,7 @@
  * not watched or a job waits for its printer.
  */
 import type { PrinterCapabilities, PrinterReport } from '../gen/spool/v1/stations.js';
+import { REAL_TIMERS, type Timers } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { cannotPrint, takesPoolJobs } from '../lib/printer-status.js';
 import {
@@ -28,8 +29,6 @@ import {
   ippEventFeed,
   type PrinterEventOptions,
   PrinterEventWatch,
-  REAL_TIMERS,
-  type Timers,
 } from './printer-events.js';
 import {
   ALL_CUPS_QUEUES,

@@ -28,3 +28,14 @@ export class ManualClock implements Clock {
     this.#ms = new Date(at).getTime();
   }
 }
+
+/** Timers as a dependency, so that tests fire them rather than wait for them. */
+export interface Timers {
+  set(fire: () => void, ms: number): unknown;
+  clear(timer: unknown): void;
+}
+
+export const REAL_TIMERS: Timers = {
+  set: (fire, ms) => setTimeout(fire, ms),
+  clear: (timer) => clearTimeout(timer as NodeJS.Timeout | undefined),
+};

@@ -7,6 +7,7 @@ import test from 'ava';
 import { NotSentError, type PrintJob } from '../agent/backends/backend.js';
 import { lpArguments, parsePrinterStatus, parseRequestId } from '../agent/backends/cups.js';
 import { createFileBackend, fileNameFor } from '../agent/backends/file.js';
+import { createIppPrinterBackend } from '../agent/backends/ipp-printer.js';
 import { createRawBackend } from '../agent/backends/raw.js';
 import { parsePrinterSpec } from '../agent/index.js';
 import { capabilitiesOf, jobTemplate, printerStatusOf, statusOf } from '../agent/ipp/attributes.js';
@@ -207,14 +208,27 @@ test('a raw printer that is not there fails the job as not sent and reads offlin
   const port = await freePort();
   const backend = createRawBackend({ host: '127.0.0.1', port });
   const err = await t.throwsAsync(backend.print(job()), {
-    message: `raw 127.0.0.1:${port}: ECONNREFUSED`,
+    message: `raw 127.0.0.1:${port}: nothing takes connections on that port (ECONNREFUSED)`,
   });
   // Nothing went out, so the agent may keep the job for when the printer is back.
   t.true(err instanceof NotSentError);
   t.like(await backend.status(), {
     status: 'offline',
-    detail: `raw 127.0.0.1:${port}: ECONNREFUSED`,
+    detail: `raw 127.0.0.1:${port}: nothing takes connections on that port (ECONNREFUSED)`,
   });
+});
+
+test('an IPP printer that is not there reads offline saying why, and its job is not sent', async (t) => {
+  const port = await freePort();
+  const backend = createIppPrinterBackend(`ipp://127.0.0.1:${port}/ipp/print`);
+  const why = 'nothing takes connections on that port (ECONNREFUSED)';
+  t.like(await backend.status(), {
+    status: 'offline',
+    detail: `ipp ipp://127.0.0.1:${port}/ipp/print: ${why}`,
+  });
+  const err = await t.throwsAsync(backend.print(job()), { message: `ipp: ${why}` });
+  // Nothing reached the printer, so the job waits for it rather than fail.
+  t.true(err instanceof NotSentError);
 });
 
 test('a raw printer that goes away after the first copy fails the job as sent', async (t) => {
@@ -234,7 +248,7 @@ test('a raw printer that goes away after the first copy fails the job as sent', 
   if (!address || typeof address === 'string') throw new Error('no port');
   const backend = createRawBackend({ host: '127.0.0.1', port: address.port, lingerMs: 50 });
   const err = await t.throwsAsync(backend.print(job({ options: { ...NO_OPTIONS, copies: 2 } })), {
-    message: `raw 127.0.0.1:${address.port}: ECONNREFUSED`,
+    message: `raw 127.0.0.1:${address.port}: nothing takes connections on that port (ECONNREFUSED)`,
   });
   // A copy came out: sending the job again would print it again.
   t.false(err instanceof NotSentError);

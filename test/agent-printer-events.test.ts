@@ -22,10 +22,11 @@ import {
   TAG,
 } from '../agent/ipp/protocol.js';
 import type { Lease, Notifications } from '../agent/ipp/subscriptions.js';
-import type { EventFeed, Timers } from '../agent/printer-events.js';
+import type { EventFeed } from '../agent/printer-events.js';
 import { parsePrinterSpec } from '../agent/printer-spec.js';
 import { PrinterSet } from '../agent/printers.js';
 import type { PrinterReport } from '../gen/spool/v1/stations.js';
+import type { Timers } from '../lib/clock.js';
 import type { PrinterStatusName } from '../lib/printer-status.js';
 
 const test = anyTest as TestFn<unknown>;

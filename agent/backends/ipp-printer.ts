@@ -39,6 +39,7 @@ import {
   type PrintJob,
   pause,
 } from './backend.js';
+import { networkProblem } from './network.js';
 
 export interface IppPrinterOptions {
   /** How often a job in the printer is asked after (default 1 s). */
@@ -126,7 +127,7 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
         unanswered ??= Date.now();
         if (Date.now() - unanswered >= lostAfterMs) {
           throw new Error(
-            `ipp: lost track of job ${jobId}: ${describe(endpoint)} has not answered for ${Math.round(lostAfterMs / 1000)} s (${messageOf(error)})`,
+            `ipp: lost track of job ${jobId}: ${describe(endpoint)} has not answered for ${Math.round(lostAfterMs / 1000)} s (${networkProblem(error)})`,
           );
         }
         await pause(jobPollMs, signal);
@@ -175,7 +176,7 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
         if (id === undefined) throw new Error(`ipp: ${describe(endpoint)} gave the job no job-id`);
         jobId = id;
       } catch (error) {
-        throw notSent(error) ? new NotSentError(`ipp: ${messageOf(error)}`) : asFailure(error);
+        throw notSent(error) ? new NotSentError(`ipp: ${networkProblem(error)}`) : asFailure(error);
       }
       logger?.info(
         { printer: describe(endpoint), job: job.id, ipp_job: jobId },
@@ -243,7 +244,7 @@ export function createIppPrinterBackend(uri: string, options: IppPrinterOptions 
           // A printer that answers with a certificate the agent refuses is not off: someone has
           // to trust or fix the certificate before it prints.
           status: error instanceof CertificateError ? 'error' : 'offline',
-          detail: `ipp ${describe(endpoint)}: ${reachDetail(error)}`,
+          detail: `ipp ${describe(endpoint)}: ${networkProblem(error)}`,
           capabilities: known,
         };
       }
@@ -304,12 +305,7 @@ function notSent(error: unknown): boolean {
 }
 
 function asFailure(error: unknown): Error {
-  return new Error(`ipp: ${messageOf(error)}`);
-}
-
-function reachDetail(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException).code;
-  return code ?? messageOf(error);
+  return new Error(`ipp: ${networkProblem(error)}`);
 }
 
 function recordedJob(ref: string | undefined): number | undefined {

@@ -13,6 +13,7 @@ import {
   type PrinterStatus,
   type PrintJob,
 } from './backend.js';
+import { networkProblem } from './network.js';
 
 export interface RawBackendOptions {
   host: string;
@@ -68,7 +69,7 @@ export function createRawBackend(options: RawBackendOptions): Backend {
         );
       });
       socket.on('error', (error: NodeJS.ErrnoException) => {
-        const message = `raw ${where}: ${error.code ?? error.message}`;
+        const message = `raw ${where}: ${networkProblem(error)}`;
         finish(connected ? new Error(message) : new NotSentError(message));
       });
       // What a printer says back (PJL status, say) is not needed, but must be read.
@@ -134,6 +135,6 @@ function probe(host: string, port: number, timeoutMs: number): Promise<string | 
     };
     socket.setTimeout(timeoutMs, () => done('timed out connecting'));
     socket.once('connect', () => done());
-    socket.once('error', (error: NodeJS.ErrnoException) => done(error.code ?? error.message));
+    socket.once('error', (error) => done(networkProblem(error)));
   });
 }
