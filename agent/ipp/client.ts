@@ -100,7 +100,9 @@ function certificateError(error: Error, host: string | undefined): Error {
   }
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
     // Node's message lists only the certificate's IP addresses when an address was dialled.
-    const names = (error as { cert?: PeerCertificate }).cert?.subjectaltname;
+    // A certificate may name a host twice (those CUPS makes do), which is said once.
+    const alt = (error as { cert?: PeerCertificate }).cert?.subjectaltname;
+    const names = alt && [...new Set(alt.split(', '))].join(', ');
     return new CertificateError(
       `the printer's certificate is not for ${host}${names ? ` (it names ${names})` : ''}; dial ` +
         'the printer by a name its certificate has',

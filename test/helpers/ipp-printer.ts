@@ -17,12 +17,14 @@
  * impressions the test set.
  *
  * With `-K DIR`, ippeveprinter also takes TLS on its port, from any client that starts a handshake,
- * with a certificate for the host name `-n` gives it: it makes one, self-signed (for that name and
- * `NAME.local`), in DIR the first time a client asks, as `DIR/NAME.crt` and `DIR/NAME.key`. It
- * still takes plain IPP on that port, so a printer here that takes TLS is reached through a gate
- * that passes on only connections that begin with a TLS handshake, as a printer set to require
- * TLS would: a client that dialled it without TLS reaches nothing.
+ * with a certificate for the host name `-n` gives it: `DIR/NAME.crt` and `DIR/NAME.key` when they
+ * are there, even out of date, and otherwise a pair it makes, self-signed (for that name and
+ * `NAME.local`), in DIR the first time a client asks. It still takes plain IPP on that port, so a
+ * printer here that takes TLS is reached through a gate that passes on only connections that begin
+ * with a TLS handshake, as a printer set to require TLS would: a client that dialled it without TLS
+ * reaches nothing.
  */
+import { X509Certificate } from 'node:crypto';
 import {
   chmod,
   mkdir,
@@ -39,7 +41,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { freePort } from './ports.js';
-import { type Process, spawnProcess } from './processes.js';
+import { type Process, runProcess, spawnProcess } from './processes.js';
 
 /** The printer-state-reasons keywords ippeveprinter knows; it ignores any other. */
 export type PrinterReason =
@@ -80,7 +82,10 @@ export interface IppPrinter {
    * `ipps://localhost:GATE/ipp/print`, GATE a port that takes TLS only.
    */
   uri: string;
-  /** With {@link IppPrinterOptions.tls}: the file of the printer's self-signed certificate (PEM). */
+  /**
+   * With {@link IppPrinterOptions.tls}: the file of the self-signed certificate the printer serves
+   * (PEM).
+   */
   certificate?: string;
   /** ippeveprinter's own port, where it takes plain IPP (the helpers here use it). */
   port: number;
@@ -126,13 +131,17 @@ export interface IppPrinterOptions {
   formats?: string[];
   /**
    * Takes IPP over TLS, and only that at its {@link IppPrinter.uri}, as `localhost`, with a
-   * self-signed certificate it made for that name.
+   * self-signed certificate it made for that name; `'expired'`, with one for the same names that
+   * expired on 1 January 2021 ({@link EXPIRED}), made here before it starts.
    */
-  tls?: boolean;
+  tls?: boolean | 'expired';
 }
 
 /** The host name a printer with {@link IppPrinterOptions.tls} has, and its certificate names. */
 const TLS_HOST = 'localhost';
+
+/** When the certificate of a printer with `tls: 'expired'` was valid (`openssl ca` dates, UTC). */
+const EXPIRED = { start: '20200101000000Z', end: '20210101000000Z' };
 
 /**
  * The print command. `state` holds the reasons the test wants, `reported` those the command last
@@ -195,6 +204,12 @@ export async function startIppPrinter(
   await mkdir(spoolDir);
   const keys = join(dir, 'keys');
   if (options.tls) await mkdir(keys);
+  if (options.tls === 'expired') {
+    await expiredCertificate(dir, keys).catch(async (error: unknown) => {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    });
+  }
 
   const port = await freePort();
   const name = `Spool test ${port}`;
@@ -228,7 +243,7 @@ export async function startIppPrinter(
     : `ipp://127.0.0.1:${port}/ipp/print`;
   const attributes = (names: string[]) => getPrinterAttributes(port, names);
   const trays = await answering(port, printer).then(() => mediaForm(port));
-  const certificate = options.tls ? await selfSignedCertificate(port, keys) : undefined;
+  const certificate = options.tls ? await servedCertificate(port, keys) : undefined;
 
   let state: PrinterReason[] = [];
   // The command reads these files while a test writes them: each is replaced whole, never seen
@@ -328,11 +343,93 @@ async function mediaForm(port: number): Promise<(sheets?: number) => string> {
 }
 
 /**
- * The file of the certificate a printer started with `-K keys` serves: the first TLS handshake
- * makes ippeveprinter write it, before it answers, so it is whole once the handshake is done.
+ * Writes `keys/localhost.key` and a certificate for it, `keys/localhost.crt`, self-signed for
+ * `localhost` and `localhost.local` (the names of the one ippeveprinter makes) and valid only
+ * through 2020. `openssl req -x509` cannot date a certificate in the past; `openssl ca` can, with a
+ * configuration and a database of its own, kept in `dir/ca`.
  */
-async function selfSignedCertificate(port: number, keys: string): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
+async function expiredCertificate(dir: string, keys: string): Promise<void> {
+  const ca = join(dir, 'ca');
+  await mkdir(join(ca, 'issued'), { recursive: true });
+  await writeFile(join(ca, 'index.txt'), '');
+  await writeFile(join(ca, 'serial'), '01\n');
+  const config = join(ca, 'openssl.cnf');
+  await writeFile(
+    config,
+    `[req]
+prompt = no
+distinguished_name = name
+[name]
+CN = ${TLS_HOST}
+[ca]
+default_ca = printer
+[printer]
+database = index.txt
+serial = serial
+new_certs_dir = issued
+default_md = sha256
+policy = any_name
+x509_extensions = server
+[any_name]
+commonName = supplied
+[server]
+subjectAltName = DNS:${TLS_HOST}, DNS:${TLS_HOST}.local
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+`,
+  );
+  const key = join(keys, `${TLS_HOST}.key`);
+  const request = join(ca, 'request.csr');
+  const openssl = async (args: string[]) => {
+    const env = { ...(process.env as Record<string, string>) };
+    const run = await runProcess('openssl', args, env, { cwd: ca });
+    if (run.code !== 0) {
+      throw new Error(
+        `openssl ${args[0]} failed (${run.code}; Debian's openssl package has it):\n${run.stderr}`,
+      );
+    }
+  };
+  await openssl([
+    'req',
+    '-config',
+    config,
+    '-new',
+    '-newkey',
+    'rsa:2048',
+    '-noenc',
+    '-keyout',
+    key,
+    '-out',
+    request,
+  ]);
+  await openssl([
+    'ca',
+    '-batch',
+    '-config',
+    config,
+    '-selfsign',
+    '-keyfile',
+    key,
+    '-in',
+    request,
+    '-out',
+    join(keys, `${TLS_HOST}.crt`),
+    '-notext',
+    '-startdate',
+    EXPIRED.start,
+    '-enddate',
+    EXPIRED.end,
+  ]);
+}
+
+/**
+ * The file of the certificate a printer started with `-K keys` serves: the first TLS handshake
+ * makes ippeveprinter write it when there was none, before it answers, so it is whole once the
+ * handshake is done. Throws unless the file holds the certificate the handshake showed.
+ */
+async function servedCertificate(port: number, keys: string): Promise<string> {
+  const served = await new Promise<Buffer>((resolve, reject) => {
     const socket = connect({
       host: '127.0.0.1',
       port,
@@ -341,18 +438,23 @@ async function selfSignedCertificate(port: number, keys: string): Promise<string
     });
     socket.setTimeout(15_000, () => socket.destroy(new Error('no TLS handshake in 15 s')));
     socket.once('secureConnect', () => {
+      const { raw } = socket.getPeerCertificate();
       socket.end();
-      resolve();
+      resolve(raw);
     });
     socket.once('error', (error) =>
       reject(new Error(`ippeveprinter took no TLS handshake: ${error.message}`)),
     );
   });
   const file = join(keys, `${TLS_HOST}.crt`);
-  if (!(await readFile(file, 'utf8').catch(() => '')).includes('BEGIN CERTIFICATE')) {
+  const pem = await readFile(file, 'utf8').catch(() => '');
+  if (!pem.includes('BEGIN CERTIFICATE')) {
     throw new Error(
       `ippeveprinter made no certificate at ${file}: ${(await readdir(keys)).join(', ')}`,
     );
+  }
+  if (!new X509Certificate(pem).raw.equals(served)) {
+    throw new Error(`ippeveprinter serves a certificate other than the one at ${file}`);
   }
   return file;
 }

@@ -4,7 +4,8 @@
  * reaching the printer as it names them, the printer's own confirmation with its page count, and
  * its paper running out and coming back on the printer's status. And `ipps://`: a printer with a
  * self-signed certificate, printed to once the agent trusts it through `NODE_EXTRA_CA_CERTS` as
- * docs/agent.md tells a user to, and sent nothing while it does not.
+ * docs/agent.md tells a user to, and sent nothing while it does not, or while the certificate it
+ * trusts names another host or has expired.
  */
 import { rm } from 'node:fs/promises';
 import anyTest, { type TestFn } from 'ava';
@@ -267,7 +268,7 @@ test('a printer out of paper reads so while its job waits, and prints it once pa
 /**
  * A station of its own for `printer`, its agent started with `env` added as a user would set it;
  * `t` stops the agent and removes its state directory. Resolves with the printer as listed once
- * the agent reports it.
+ * its station is online and the agent has read it; fails with the agent's output when it never is.
  */
 async function agentFor(
   t: Owner,
@@ -275,7 +276,7 @@ async function agentFor(
   name: string,
   printer: IppPrinter,
   env: Record<string, string>,
-): Promise<{ agent: SpoolProcess; printer: () => Promise<Printer | undefined> }> {
+): Promise<Printer | undefined> {
   const station = await createStation(c.sys.url, c.orgId);
   const state = await tempDir('spool-agent-state-');
   t.teardown(() => rm(state, { recursive: true, force: true }));
@@ -292,21 +293,21 @@ async function agentFor(
     { SPOOL_DEVICE_TOKEN: station.token, LOG_LEVEL: 'info', ...env },
   );
   t.teardown(() => agent.stop());
-  return { agent, printer: async () => (await printers(c)).find((p) => p.name === name) };
-}
-
-test('a printer at ipps:// whose own certificate the agent trusts through NODE_EXTRA_CA_CERTS prints over TLS and confirms it', async (t) => {
-  const printer = await startIppPrinter(t, { tls: true, formats: ['application/pdf'] });
-  t.regex(printer.uri, /^ipps:\/\/localhost:\d+\/ipp\/print$/);
-  const { agent, printer: listed } = await agentFor(t, t.context, 'tls-trusted', printer, {
-    NODE_EXTRA_CA_CERTS: printer.certificate ?? '',
-  });
-  const ready = await eventually(
+  const listed = async () => (await printers(c)).find((p) => p.name === name);
+  return eventually(
     listed,
     (p) => p?.station_online === true && p.status !== 'unknown',
     30_000,
   ).catch((error: Error) => {
     throw new Error(`${error.message}\nagent output:\n${agent.output()}`);
+  });
+}
+
+test('a printer at ipps:// whose own certificate the agent trusts through NODE_EXTRA_CA_CERTS prints over TLS and confirms it', async (t) => {
+  const printer = await startIppPrinter(t, { tls: true, formats: ['application/pdf'] });
+  t.regex(printer.uri, /^ipps:\/\/localhost:\d+\/ipp\/print$/);
+  const ready = await agentFor(t, t.context, 'tls-trusted', printer, {
+    NODE_EXTRA_CA_CERTS: printer.certificate ?? '',
   });
   t.is(ready?.status, 'ready', ready?.detail);
   // Read from the printer over TLS.
@@ -333,14 +334,7 @@ test('a printer at ipps:// whose own certificate the agent trusts through NODE_E
 test('a printer at ipps:// whose certificate the agent does not trust reads in error saying so, and is sent nothing', async (t) => {
   const printer = await startIppPrinter(t, { tls: true, formats: ['application/pdf'] });
   // No NODE_EXTRA_CA_CERTS: the printer's self-signed certificate is trusted by no CA.
-  const { agent, printer: listed } = await agentFor(t, t.context, 'tls-untrusted', printer, {});
-  const refused = await eventually(
-    listed,
-    (p) => p?.station_online === true && p.status !== 'unknown',
-    30_000,
-  ).catch((error: Error) => {
-    throw new Error(`${error.message}\nagent output:\n${agent.output()}`);
-  });
+  const refused = await agentFor(t, t.context, 'tls-untrusted', printer, {});
   t.is(refused?.status, 'error', refused?.detail);
   const untrusted =
     /certificate is not trusted \(self-signed certificate\); to trust it, .*NODE_EXTRA_CA_CERTS in the agent's environment/;
@@ -358,6 +352,36 @@ test('a printer at ipps:// whose certificate the agent does not trust reads in e
   t.regex(
     waiting.body.job.status_detail,
     /^waiting: printer "tls-untrusted" is in error \(ipp ipps:/,
+  );
+  t.deepEqual(await printer.jobs(), []);
+});
+
+test('a printer at ipps:// dialled by a name its trusted certificate does not have reads in error naming the names it has', async (t) => {
+  const printer = await startIppPrinter(t, { tls: true, formats: ['application/pdf'] });
+  // Its certificate is for localhost (and localhost.local); the agent dials its address instead.
+  const byAddress = { ...printer, uri: printer.uri.replace('//localhost:', '//127.0.0.1:') };
+  const refused = await agentFor(t, t.context, 'tls-misnamed', byAddress, {
+    NODE_EXTRA_CA_CERTS: printer.certificate ?? '',
+  });
+  t.is(refused?.status, 'error', refused?.detail);
+  t.is(
+    refused?.detail,
+    `ipp ${byAddress.uri}: the printer's certificate is not for 127.0.0.1 (it names ` +
+      'DNS:localhost, DNS:localhost.local); dial the printer by a name its certificate has',
+  );
+  t.deepEqual(await printer.jobs(), []);
+});
+
+test('a printer at ipps:// whose trusted certificate has expired reads in error saying so, and is sent nothing', async (t) => {
+  const printer = await startIppPrinter(t, { tls: 'expired', formats: ['application/pdf'] });
+  // Trusted as the first ipps:// test's is, so only its dates (all of 2020) stand in the way.
+  const refused = await agentFor(t, t.context, 'tls-expired', printer, {
+    NODE_EXTRA_CA_CERTS: printer.certificate ?? '',
+  });
+  t.is(refused?.status, 'error', refused?.detail);
+  t.is(
+    refused?.detail,
+    `ipp ${printer.uri}: the printer's certificate was refused: certificate has expired`,
   );
   t.deepEqual(await printer.jobs(), []);
 });
