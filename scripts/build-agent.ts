@@ -24,8 +24,19 @@
 import { execFile } from 'node:child_process';
 import { createHash, createPrivateKey, createPublicKey, type KeyObject, sign } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import {
+  chmod,
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { build } from 'esbuild';
 import { isReleaseVersion, type ReleaseManifest } from '../lib/contracts/release-manifest.js';
@@ -134,22 +145,30 @@ async function nodePackage(arch: string, cacheDir: string): Promise<string> {
   const tgz = join(cacheDir, `${name}-${NODE_VERSION}.tgz`);
   const integrity = NODE_INTEGRITY[arch];
   if (!integrity) throw new Error(`no Node package for linux-${arch}; known: ${ARCHES.join(', ')}`);
-  const check = async () => {
+  const check = async (path: string) => {
     const [algorithm, expected] = integrity.split(/-(.*)/s) as [string, string];
     const digest = createHash(algorithm)
-      .update(await readFile(tgz))
+      .update(await readFile(path))
       .digest('base64');
     return digest === expected;
   };
-  if (existsSync(tgz) && (await check())) return tgz;
+  if (existsSync(tgz) && (await check(tgz))) return tgz;
+  // Builds running side by side (two tests, say) each fetch into a folder of their own and move
+  // the checked file into place, so none reads a file another is still writing.
   await mkdir(cacheDir, { recursive: true });
-  await exec('npm', ['pack', `${name}@${NODE_VERSION}`, '--pack-destination', cacheDir], {
-    cwd: cacheDir,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  if (!(await check())) {
-    await rm(tgz, { force: true });
-    throw new Error(`${name}@${NODE_VERSION} does not match its pinned integrity`);
+  const fetching = await mkdtemp(join(cacheDir, 'fetching-'));
+  try {
+    await exec('npm', ['pack', `${name}@${NODE_VERSION}`, '--pack-destination', fetching], {
+      cwd: fetching,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const fetched = join(fetching, basename(tgz));
+    if (!(await check(fetched))) {
+      throw new Error(`${name}@${NODE_VERSION} does not match its pinned integrity`);
+    }
+    await rename(fetched, tgz);
+  } finally {
+    await rm(fetching, { recursive: true, force: true });
   }
   return tgz;
 }
