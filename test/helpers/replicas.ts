@@ -169,8 +169,11 @@ function gatewayUrl(replica: Replica): string {
   return `http://127.0.0.1:${replica.port}`;
 }
 
-/** Ready as Kubernetes would see it: /readyz answers 200, or gRPC health answers SERVING. */
-async function waitReady(replica: Replica, timeoutMs = 30_000): Promise<void> {
+/**
+ * Ready as Kubernetes would see it: /readyz answers 200, or gRPC health answers SERVING. A process
+ * starts in a few seconds alone, and in tens beside a whole test run on two busy cores.
+ */
+async function waitReady(replica: Replica, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   await replica.process.waitFor(
     replica.component === 'gateway' ? /gateway listening/ : /serving gRPC/,
