@@ -1,6 +1,10 @@
+import { context, type Span, trace } from '@opentelemetry/api';
+import { node } from '@opentelemetry/sdk-node';
 import anyTest, { type TestFn } from 'ava';
 import { SCOPES } from '../lib/credentials.js';
 import { createPool, type Pool } from '../lib/db.js';
+import type { OutboxRow } from '../lib/outbox.js';
+import { setTracing } from '../lib/tracing.js';
 import { createJobStore } from '../services/jobs/store.js';
 import { connectLink, type LinkClient, printer } from './helpers/link-client.js';
 import {
@@ -120,3 +124,41 @@ test('releasing a held job is its first attempt; retrying a failed one is its se
   const retried = await api(t, 'POST', `/jobs/${job.id}/retry`, {});
   t.is(retried.body.job.attempt, 2);
 });
+
+test.serial(
+  'each report committed in a group has its messages continue its own trace',
+  async (t) => {
+    // A station's `received` and another's `result` in one group: the `job.printed` webhook must
+    // descend from the print that caused it, not from whichever report the group went with.
+    const provider = new node.NodeTracerProvider();
+    provider.register();
+    setTracing(true);
+    t.teardown(async () => {
+      setTracing(false);
+      await provider.shutdown();
+    });
+    const rows: OutboxRow[] = [];
+    const store = createJobStore(t.context.sys.system.pool, t.context.sys.clock, {
+      onCommit: (committed) => rows.push(...committed),
+    });
+    const jobs = [await newJob(t), await newJob(t)];
+    const tracer = trace.getTracer('test');
+    const spans = jobs.map((job) => tracer.startSpan(`report of ${job.id}`));
+    const how = { actor: 'station:test', attempt: 1 };
+    // Submitted in one turn, so they commit as one group, in the first one's context.
+    await Promise.all(
+      jobs.map((job, i) =>
+        context.with(trace.setSpan(context.active(), spans[i] as Span), () =>
+          store.apply(t.context.orgId, job.id, 'printed', how),
+        ),
+      ),
+    );
+    for (const span of spans) span.end();
+    jobs.forEach((job, i) => {
+      const mine = rows.filter((r) => r.payload.toString().includes(job.id));
+      t.true(mine.length > 0, `job ${i} committed messages`);
+      const traceId = spans[i]?.spanContext().traceId as string;
+      for (const row of mine) t.regex(row.headers.traceparent ?? '', new RegExp(`^00-${traceId}-`));
+    });
+  },
+);

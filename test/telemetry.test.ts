@@ -31,6 +31,8 @@ interface World {
 }
 
 let world: World | undefined;
+/** What the before hook started, stopped last first even when the hook fails midway. */
+const startedHere: Array<() => Promise<unknown>> = [];
 
 function otelEnv(endpoint: string): Record<string, string> {
   return {
@@ -43,11 +45,14 @@ function otelEnv(endpoint: string): Record<string, string> {
 
 test.before(async () => {
   const otlp = await startOtlpReceiver();
+  startedHere.push(() => otlp.close());
   const receiver = await startReceiver();
+  startedHere.push(() => receiver.close());
   const cluster = await startCluster({
     env: otelEnv(otlp.endpoint),
     webhooksEnv: { WEBHOOK_POLL_MS: '100' },
   });
+  startedHere.push(() => cluster.stop());
   const admin = { token: CLUSTER_OPERATOR_TOKEN };
   const org = await call<{ org: { id: string } }>(cluster.url, 'POST', '/admin/v1/orgs', {
     ...admin,
@@ -69,6 +74,8 @@ test.before(async () => {
   ]);
   const out = await mkdtemp(join(tmpdir(), 'spool-otel-out-'));
   const state = await mkdtemp(join(tmpdir(), 'spool-otel-agent-'));
+  startedHere.push(() => rm(out, { recursive: true, force: true }));
+  startedHere.push(() => rm(state, { recursive: true, force: true }));
   const agentMetricsPort = await freePort();
   const agent = spawnSpool(
     [
@@ -84,6 +91,7 @@ test.before(async () => {
     ],
     { LOG_LEVEL: 'info', METRICS_PORT: String(agentMetricsPort), ...otelEnv(otlp.endpoint) },
   );
+  startedHere.push(() => agent.stop());
   const printers = await eventually(
     () =>
       call<{ printers: Array<{ id: string; station_online: boolean }> }>(
@@ -93,7 +101,7 @@ test.before(async () => {
         { token: key.body.secret },
       ),
     (r) => r.body.printers.some((p) => p.station_online),
-    20_000,
+    60_000,
   );
   const job = await call<{ job: { id: string } }>(cluster.url, 'POST', `/v1/orgs/${orgId}/jobs`, {
     token: key.body.secret,
@@ -114,16 +122,13 @@ test.before(async () => {
     jobId,
     dirs: [out, state],
   };
-  await receiver.until((r) => r.some((q) => q.body.toString().includes(jobId)), 20_000);
+  await receiver.until((r) => r.some((q) => q.body.toString().includes(jobId)), 60_000);
 });
 
 test.after.always(async () => {
-  if (!world) return;
-  await world.agent.stop();
-  await world.cluster.stop();
-  await world.receiver.close();
-  await world.otlp.close();
-  for (const dir of world.dirs) await rm(dir, { recursive: true, force: true });
+  for (let stop = startedHere.pop(); stop; stop = startedHere.pop()) await stop().catch(() => {});
+  // And the directories the tests added.
+  for (const dir of world?.dirs ?? []) await rm(dir, { recursive: true, force: true });
 });
 
 function started(): World {
@@ -375,7 +380,7 @@ test.serial(
             { token: key },
           ),
         (r) => r.body.printers.some((p) => p.station_online === online),
-        20_000,
+        60_000,
       );
     const first = start();
     const printer = (await printers(true)).body.printers[0]?.id;

@@ -15,6 +15,7 @@ import { isUuid } from '../../lib/ids.js';
 import { secondsBetween, spoolMetrics } from '../../lib/metrics.js';
 import { addToOutbox, type OutboxRow } from '../../lib/outbox.js';
 import { columns, failedOnPurpose, failWhen, WriteBatch } from '../../lib/sql.js';
+import { type TraceCarrier, traceCarrier, tracing } from '../../lib/tracing.js';
 import { addJobEvents, JOB_COLUMNS, type JobRow, OUTBOX_TABLE } from './job-rows.js';
 import { FINISHED_STATUSES, type JobStatus, TRANSITIONS, type Trigger } from './machine.js';
 import { WAITING } from './printer-waits.js';
@@ -159,6 +160,18 @@ interface TransitionAsked {
   jobId: string;
   trigger: Trigger;
   how: How;
+  /**
+   * The trace of the call or report that asked for it, when spans are recorded. The group commits
+   * in its first item's trace; the messages of each change continue their own.
+   */
+  trace?: TraceCarrier;
+}
+
+/** The change's messages, each continuing `trace` unless it names a trace of its own. */
+function continuing(change: Change, trace: TraceCarrier | undefined): Change {
+  if (!trace || !change.messages) return change;
+  change.messages = change.messages.map((m) => ({ ...m, headers: { ...trace, ...m.headers } }));
+  return change;
 }
 
 /** The state machine's moves of jobs, each committed with its event and messages. */
@@ -249,7 +262,7 @@ export function createJobTransitions(deps: {
         const row = current.get(key);
         if (!row) return { error: notFound('no such job') };
         try {
-          const change = plan(row, g.trigger, g.how, now);
+          const change = continuing(plan(row, g.trigger, g.how, now), g.trace);
           current.set(key, change.after);
           changes.push(change);
           return { ok: change };
@@ -302,7 +315,8 @@ export function createJobTransitions(deps: {
     async apply(orgId, jobId, trigger, how) {
       // Not one for the group: an id that is no UUID would fail the whole group's statement.
       if (!isUuid(orgId) || !isUuid(jobId)) throw notFound('no such job');
-      const { job, changed } = await transitions.submit({ orgId, jobId, trigger, how });
+      const trace = tracing() ? traceCarrier() : undefined;
+      const { job, changed } = await transitions.submit({ orgId, jobId, trigger, how, trace });
       return { job, changed };
     },
 
