@@ -600,29 +600,3 @@ test.serial('an event over the payload cap is logged as failed and never sent', 
   await settle(t);
   t.is(r.requests.length, 0);
 });
-
-test.serial('one slow receiver cannot hold up the others', async (t) => {
-  const { hooks } = await setUp(t);
-  // The slow receiver answers nothing until the test lets it, however long sending takes here.
-  let answer = () => {};
-  const answered = new Promise<void>((resolve) => {
-    answer = resolve;
-  });
-  const slow = await receiver(t, async () => {
-    await answered;
-    return { status: 200 };
-  });
-  const fast = await receiver(t);
-  const a = await hooks.create(slow.url);
-  const b = await hooks.create(fast.url);
-  for (let i = 0; i < 6; i++) await hooks.ping(a.endpoint.id);
-  await hooks.ping(b.endpoint.id);
-  await fast.until((q) => q.length === 1);
-  await slow.until((q) => q.length === 2);
-  t.is(slow.requests.length, 2, 'the slow endpoint has its two in flight; its other four wait');
-  t.is(fast.requests.length, 1, 'the fast endpoint did not wait for the slow one');
-  answer();
-  await slow.until((q) => q.length === 6);
-  await settle(t);
-  t.is(slow.concurrent.max, 2, 'at most the per-endpoint cap in flight');
-});
