@@ -74,3 +74,56 @@ test('a hash that fails frees its slot', async (t) => {
   await t.throwsAsync(queue.run(() => Promise.reject(new Error('scrypt failed'))));
   t.is(await queue.run(() => Promise.resolve('next')), 'next');
 });
+
+test('a hash whose turn comes after twice the longest wait is refused then, and its slot goes on', async (t) => {
+  let clock = 0;
+  const queue = createHashingQueue({
+    concurrency: 1,
+    maxWaiting: 2,
+    maxWaitMs: 1_000,
+    now: () => clock,
+  });
+  let release = () => {};
+  const first = queue.run(
+    () =>
+      new Promise<string>((resolve) => {
+        release = () => resolve('first');
+      }),
+  );
+  const late = queue.run(() => Promise.resolve('late'));
+  const next = queue.run(() => Promise.resolve('next'));
+  // The machine got slow: the running hash took far longer than the estimate admitted the others on.
+  clock += 2_500;
+  await new Promise(setImmediate);
+  release();
+  t.is(await first, 'first');
+  const refused = await late.catch((err: unknown) => err);
+  t.like(refused, { code: 'rate_limited', retryAfter: 1 });
+  // The one behind it waited as long, so it is refused too, and the slots are free again.
+  t.like(await next.catch((err: unknown) => err), { code: 'rate_limited' });
+  t.like(queue.load(), { running: 0, waiting: 0 });
+  t.is(await queue.run(() => Promise.resolve('fresh')), 'fresh');
+});
+
+test('a hash whose turn comes within twice the longest wait runs', async (t) => {
+  let clock = 0;
+  const queue = createHashingQueue({
+    concurrency: 1,
+    maxWaiting: 1,
+    maxWaitMs: 1_000,
+    now: () => clock,
+  });
+  let release = () => {};
+  const first = queue.run(
+    () =>
+      new Promise<string>((resolve) => {
+        release = () => resolve('first');
+      }),
+  );
+  const second = queue.run(() => Promise.resolve('second'));
+  clock += 1_500;
+  await new Promise(setImmediate);
+  release();
+  t.is(await first, 'first');
+  t.is(await second, 'second');
+});

@@ -3,7 +3,10 @@
  * unbounded, a burst of sign-ins queues every hash at once, each waits behind all the others, and
  * the callers' deadlines pass before most are done (`504 timeout` for everyone). Bounded, a few
  * hashes run at once, a few more wait their turn, and a hash that would wait longer than a caller
- * could is refused at once with `429 rate_limited` and `Retry-After`.
+ * could is refused at once with `429 rate_limited` and `Retry-After`. The estimate that admitted a
+ * hash can be wrong (a machine suddenly busy makes every hash slower): one whose turn comes after
+ * twice the longest wait is refused then, as it would have been at once, rather than started so
+ * late that its caller's deadline passes (`504`).
  */
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -16,12 +19,16 @@ export interface HashingQueueOptions {
   maxWaiting: number;
   /** The longest a hash should wait for its turn, by the durations measured so far. */
   maxWaitMs: number;
+  /** Milliseconds on a monotonic clock (`performance.now` unless a test gives its own). */
+  now?: () => number;
 }
 
 /** What a hash costs before any has been measured. */
 const FIRST_ESTIMATE_MS = 120;
 /** The weight of the latest duration in the running estimate. */
 const ESTIMATE_WEIGHT = 0.2;
+/** A hash whose turn comes after this many times `maxWaitMs` is refused rather than run. */
+const LATE_FACTOR = 2;
 /** libuv's threadpool has 4 threads unless configured; more hashes at once only queue there. */
 const THREADPOOL_SIZE = 4;
 
@@ -82,6 +89,7 @@ export function createHashingQueue(options: HashingQueueOptions): HashingQueue {
   let running = 0;
   let estimateMs = FIRST_ESTIMATE_MS;
   const waiting: Array<() => void> = [];
+  const now = options.now ?? (() => performance.now());
   const load = (): HashingLoad => ({ running, waiting: waiting.length, estimateMs });
 
   async function turn(): Promise<void> {
@@ -91,7 +99,13 @@ export function createHashingQueue(options: HashingQueueOptions): HashingQueue {
       return;
     }
     // The slot passes straight from the hash that ends to the one that waited longest.
+    const since = now();
     await new Promise<void>((resolve) => waiting.push(resolve));
+    if (now() - since > LATE_FACTOR * options.maxWaitMs) {
+      // Too late to be done in time: the slot goes on to the next, which checks the same.
+      done();
+      throw hashingBusy();
+    }
   }
 
   function done(): void {
@@ -103,11 +117,11 @@ export function createHashingQueue(options: HashingQueueOptions): HashingQueue {
   return {
     async run(hash) {
       await turn();
-      const started = performance.now();
+      const started = now();
       try {
         return await hash();
       } finally {
-        estimateMs = nextEstimate(estimateMs, performance.now() - started);
+        estimateMs = nextEstimate(estimateMs, now() - started);
         done();
       }
     },
