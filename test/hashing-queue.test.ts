@@ -75,11 +75,15 @@ test('a hash that fails frees its slot', async (t) => {
   t.is(await queue.run(() => Promise.resolve('next')), 'next');
 });
 
-test('a hash whose turn comes after twice the longest wait is refused then, and its slot goes on', async (t) => {
+/**
+ * A queue of one slot on a clock of the test's own, whose first hash runs until `finishAfter`
+ * moves the clock by `ms` and ends it.
+ */
+function queueWithSlowHash(maxWaiting: number) {
   let clock = 0;
   const queue = createHashingQueue({
     concurrency: 1,
-    maxWaiting: 2,
+    maxWaiting,
     maxWaitMs: 1_000,
     now: () => clock,
   });
@@ -90,13 +94,23 @@ test('a hash whose turn comes after twice the longest wait is refused then, and 
         release = () => resolve('first');
       }),
   );
+  return {
+    queue,
+    async finishAfter(ms: number): Promise<string> {
+      clock += ms;
+      await new Promise(setImmediate);
+      release();
+      return first;
+    },
+  };
+}
+
+test('a hash whose turn comes after twice the longest wait is refused then, and its slot goes on', async (t) => {
+  const { queue, finishAfter } = queueWithSlowHash(2);
   const late = queue.run(() => Promise.resolve('late'));
   const next = queue.run(() => Promise.resolve('next'));
   // The machine got slow: the running hash took far longer than the estimate admitted the others on.
-  clock += 2_500;
-  await new Promise(setImmediate);
-  release();
-  t.is(await first, 'first');
+  t.is(await finishAfter(2_500), 'first');
   const refused = await late.catch((err: unknown) => err);
   t.like(refused, { code: 'rate_limited', retryAfter: 1 });
   // The one behind it waited as long, so it is refused too, and the slots are free again.
@@ -106,24 +120,8 @@ test('a hash whose turn comes after twice the longest wait is refused then, and 
 });
 
 test('a hash whose turn comes within twice the longest wait runs', async (t) => {
-  let clock = 0;
-  const queue = createHashingQueue({
-    concurrency: 1,
-    maxWaiting: 1,
-    maxWaitMs: 1_000,
-    now: () => clock,
-  });
-  let release = () => {};
-  const first = queue.run(
-    () =>
-      new Promise<string>((resolve) => {
-        release = () => resolve('first');
-      }),
-  );
+  const { queue, finishAfter } = queueWithSlowHash(1);
   const second = queue.run(() => Promise.resolve('second'));
-  clock += 1_500;
-  await new Promise(setImmediate);
-  release();
-  t.is(await first, 'first');
+  t.is(await finishAfter(1_500), 'first');
   t.is(await second, 'second');
 });
